@@ -1,0 +1,23 @@
+//! The format-neutral core of Covenant's compatibility checking.
+//!
+//! A format crate (Avro, JSON Schema, Protobuf) implements [`Format`]: it parses schema text
+//! into its own model and compares a reader with a writer, returning [`Finding`]s. This crate
+//! turns pairwise comparisons into verdicts for a [`Level`] over an ordered history of
+//! versions, and renders reports. It knows nothing of HTTP, SQL or any particular format.
+//!
+//! An incompatibility is not an error: a check returns a [`Report`]. `Err` only means the
+//! check could not run (the schema text was invalid).
+
+mod finding;
+mod format;
+mod level;
+mod render;
+mod rule;
+
+pub use finding::{Finding, Severity};
+pub use format::{
+    CheckOptions, Format, JsonPolicy, ProtobufStrictness, Reference, SchemaError, SchemaErrorKind,
+};
+pub use level::{Direction, Level, PriorVersion, Report, check_history, check_pair};
+pub use render::{render_json, render_sarif, render_text};
+pub use rule::{RuleCatalog, RuleSpec, rules_markdown};

@@ -1,0 +1,64 @@
+use crate::Severity;
+
+/// A compatibility or evolution rule: its stable id, what it means, and how to change safely.
+///
+/// Each rule lives in one small module beside the check that emits it and its tests; the
+/// catalog in `docs/rules.md` is generated from these specs so the two cannot drift.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleSpec {
+    /// Stable, upper-snake-case id; Confluent's difference-type name where one exists.
+    pub id: &'static str,
+    /// `avro`, `json`, `protobuf`, or `any`.
+    pub format: &'static str,
+    /// Grouping for the catalog, e.g. `structural`, `wire`, `semantic`.
+    pub category: &'static str,
+    pub default_severity: Severity,
+    /// One sentence: what the rule detects.
+    pub summary: &'static str,
+    /// A schema change that triggers the rule.
+    pub bad_example: &'static str,
+    /// The same intent, made safely.
+    pub good_example: &'static str,
+    /// How to make the change safely; copied into each finding.
+    pub hint: &'static str,
+    /// The peer rule ids this rule corresponds to, e.g. `confluent:TYPE_MISMATCH`, `buf:FIELD_NO_DELETE`.
+    pub peers: &'static [&'static str],
+}
+
+/// The rules of one format, in catalog order.
+pub trait RuleCatalog {
+    fn rules() -> &'static [&'static RuleSpec];
+}
+
+/// Renders the rule catalog as Markdown, grouped by format then category.
+pub fn rules_markdown(groups: &[(&str, &[&RuleSpec])]) -> String {
+    let mut out = String::from(
+        "# Rule catalog\n\n\
+         Generated from the rule specs in the code (`cargo run -p covenant-cli -- rules --markdown > docs/rules.md`); \
+         a test fails when this file is out of date.\n\n\
+         Every finding Covenant reports carries one of these ids, a path into the schema, a plain-language message \
+         and a hint for making the change safely.\n",
+    );
+    for (title, rules) in groups {
+        out.push_str(&format!("\n## {title}\n\n"));
+        out.push_str("| id | severity | category | summary | peers |\n|---|---|---|---|---|\n");
+        for r in rules.iter() {
+            out.push_str(&format!(
+                "| [`{}`](#{}) | {} | {} | {} | {} |\n",
+                r.id,
+                r.id.to_ascii_lowercase(),
+                r.default_severity,
+                r.category,
+                r.summary.replace('|', "\\|"),
+                r.peers.join(", ")
+            ));
+        }
+        for r in rules.iter() {
+            out.push_str(&format!(
+                "\n### {}\n\n{}\n\n**Bad:**\n\n```\n{}\n```\n\n**Good:**\n\n```\n{}\n```\n\n**How to change safely:** {}\n",
+                r.id, r.summary, r.bad_example, r.good_example, r.hint
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,1 @@
+//! The Confluent-compatible HTTP API.

@@ -1,0 +1,1 @@
+//! Subjects, versions, ids, config and modes: the registry's domain logic.

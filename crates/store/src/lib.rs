@@ -1,0 +1,1 @@
+//! The store interface and its embedded (SQLite) and PostgreSQL backends.
