@@ -173,7 +173,9 @@ fn datum(rng: &mut Rng, ty: &Value) -> Value {
             "long" => json!((rng.next() >> 20) as i64 - (1 << 40)),
             "float" | "double" => json!(rng.below(1000) as f64 / 4.0),
             "string" => json!(format!("s{}", rng.below(100))),
-            "bytes" => json!(format!("b\u{00ff}{}", rng.below(10))),
+            // Valid UTF-8: bytes read as string are decoded as UTF-8, and the spec leaves
+            // invalid sequences to the implementation (apache-avro fails, Java replaces).
+            "bytes" => json!(format!("b{}", rng.below(10))),
             _ => Value::Null,
         },
         Value::Array(branches) => {
@@ -324,7 +326,7 @@ fn run_case(seed: u64) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
     #[test]
     fn checker_agrees_with_resolution(seed in any::<u64>()) {
         run_case(seed)?;
