@@ -72,6 +72,10 @@ impl<'a> Checker<'a> {
     }
 
     fn get(&mut self, r: NodeId, w: NodeId) -> Rc<Vec<Issue>> {
+        // Primitive pairs cannot recurse; memoizing them would only cost time.
+        if self.r.kind(r).is_primitive() && self.w.kind(w).is_primitive() {
+            return Rc::new(self.calculate(r, w));
+        }
         match self.memo.get(&(r, w)) {
             Some(Some(done)) => return done.clone(),
             Some(None) => return Rc::new(Vec::new()),
@@ -84,7 +88,23 @@ impl<'a> Checker<'a> {
     }
 
     fn nested(&mut self, segment: &str, r: NodeId, w: NodeId, out: &mut Vec<Issue>) {
-        for issue in self.get(r, w).iter() {
+        self.nested_with(|| segment.to_string(), r, w, out)
+    }
+
+    /// Like `nested`, building the path segment only when there is something to report.
+    fn nested_with(
+        &mut self,
+        segment: impl FnOnce() -> String,
+        r: NodeId,
+        w: NodeId,
+        out: &mut Vec<Issue>,
+    ) {
+        let issues = self.get(r, w);
+        if issues.is_empty() {
+            return;
+        }
+        let segment = segment();
+        for issue in issues.iter() {
             out.push(Issue {
                 rule: issue.rule,
                 path: format!("{segment}{}", issue.path),
@@ -112,14 +132,26 @@ impl<'a> Checker<'a> {
                 }
                 (Kind::Record(rr), Kind::Record(wr)) => {
                     out.extend(name_mismatch::check(&rr.named, &wr.named, "record"));
+                    // Java's `lookupWriterField`: same name, else a writer field named by a
+                    // reader alias (Java throws when several match; we take the first).
+                    let by_name: HashMap<&str, &crate::model::Field> =
+                        wr.fields.iter().map(|f| (f.name.as_str(), f)).collect();
                     for rf in &rr.fields {
-                        let path = format!("/fields/{}", rf.name);
-                        match lookup_writer_field(wr, rf) {
-                            Some(wf) => {
-                                self.nested(&format!("{path}/type"), rf.ty, wf.ty, &mut out)
-                            }
+                        let found = by_name.get(rf.name.as_str()).copied().or_else(|| {
+                            rf.aliases
+                                .iter()
+                                .find_map(|a| by_name.get(a.as_str()).copied())
+                        });
+                        match found {
+                            Some(wf) => self.nested_with(
+                                || format!("/fields/{}/type", rf.name),
+                                rf.ty,
+                                wf.ty,
+                                &mut out,
+                            ),
                             None if rf.default.is_some() => {}
                             None => {
+                                let path = format!("/fields/{}", rf.name);
                                 if let Kind::Enum(e) = self.r.kind(rf.ty)
                                     && e.default.is_some()
                                 {
@@ -184,22 +216,4 @@ impl<'a> Checker<'a> {
         }
         out
     }
-}
-
-/// The writer field a reader field reads: same name, else one named by a reader alias
-/// (Java's `lookupWriterField`; Java throws when several match, we take the direct one).
-pub fn lookup_writer_field<'w>(
-    writer: &'w crate::model::Record,
-    reader_field: &crate::model::Field,
-) -> Option<&'w crate::model::Field> {
-    writer
-        .fields
-        .iter()
-        .find(|f| f.name == reader_field.name)
-        .or_else(|| {
-            reader_field
-                .aliases
-                .iter()
-                .find_map(|a| writer.fields.iter().find(|f| &f.name == a))
-        })
 }

@@ -326,7 +326,7 @@ fn run_case(seed: u64) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
     #[test]
     fn checker_agrees_with_resolution(seed in any::<u64>()) {
         run_case(seed)?;
