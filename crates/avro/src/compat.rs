@@ -56,6 +56,7 @@ pub struct Checker<'a> {
     /// `None` marks a pair whose check is in progress: met again, it counts as compatible
     /// (Java's RECURSION_IN_PROGRESS), which is what ends recursion on recursive types.
     memo: HashMap<(NodeId, NodeId), Option<Rc<Vec<Issue>>>>,
+    empty: Rc<Vec<Issue>>,
 }
 
 impl<'a> Checker<'a> {
@@ -64,6 +65,7 @@ impl<'a> Checker<'a> {
             r,
             w,
             memo: HashMap::new(),
+            empty: Rc::new(Vec::new()),
         }
     }
 
@@ -74,11 +76,16 @@ impl<'a> Checker<'a> {
     fn get(&mut self, r: NodeId, w: NodeId) -> Rc<Vec<Issue>> {
         // Primitive pairs cannot recurse; memoizing them would only cost time.
         if self.r.kind(r).is_primitive() && self.w.kind(w).is_primitive() {
-            return Rc::new(self.calculate(r, w));
+            let issues = self.calculate(r, w);
+            return if issues.is_empty() {
+                self.empty.clone()
+            } else {
+                Rc::new(issues)
+            };
         }
         match self.memo.get(&(r, w)) {
             Some(Some(done)) => return done.clone(),
-            Some(None) => return Rc::new(Vec::new()),
+            Some(None) => return self.empty.clone(),
             None => {}
         }
         self.memo.insert((r, w), None);
