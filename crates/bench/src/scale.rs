@@ -1,0 +1,296 @@
+//! Part 3: many subjects on the embedded store, registered through the REST API: time to
+//! load, memory afterwards, start-up time from the store and lookup latency percentiles.
+
+use crate::http::event_schema;
+use crate::server::{Backend, Limits, Server, StartError, V1, load, require_clean};
+use crate::table::{Row, human, percentiles, us};
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const PART: &str = "3 scale, embedded SQLite";
+
+#[derive(Debug, Clone, Copy)]
+pub struct ScaleSizes {
+    pub subjects: u64,
+    pub versions: u64,
+    pub concurrency: usize,
+    /// Loading stops here even if not every subject is in; the row then says how far it got.
+    pub max_load: Duration,
+    pub lookups: u64,
+}
+
+impl ScaleSizes {
+    pub const FULL: ScaleSizes = ScaleSizes {
+        subjects: 100_000,
+        versions: 10,
+        concurrency: 8,
+        max_load: Duration::from_secs(3600),
+        lookups: 20_000,
+    };
+    pub const SMOKE: ScaleSizes = ScaleSizes {
+        subjects: 100,
+        versions: 3,
+        concurrency: 4,
+        max_load: Duration::from_secs(60),
+        lookups: 500,
+    };
+}
+
+/// Version `v` (0-based) of subject `s`: each version adds one optional field, so every
+/// registration passes the default BACKWARD check against the one before.
+fn scale_schema(s: u64, v: u64) -> String {
+    event_schema(&format!("Scale{s}"), v as usize)
+}
+
+fn reg_body(s: u64, v: u64) -> String {
+    json!({ "schema": scale_schema(s, v) }).to_string()
+}
+
+/// A small deterministic mix so lookups touch the whole key space, not a hot corner.
+fn mix(i: u64) -> u64 {
+    i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) ^ 0x5851_F42D
+}
+
+fn dir_size(path: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(entries) = std::fs::read_dir(path) {
+        for e in entries.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => total += dir_size(&e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+pub async fn run(
+    covenant: &Path,
+    sizes: ScaleSizes,
+    scratch: &Path,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    let data = scratch.join("scale-data");
+    let backend = Backend::Embedded(data.clone());
+    let client = crate::server::client(sizes.concurrency)?;
+    let (mut server, _) = match Server::start(
+        covenant,
+        &backend,
+        scratch,
+        &client,
+        Duration::from_secs(60),
+    )
+    .await
+    {
+        Ok(s) => s,
+        Err(StartError::NotInBuild(why)) => {
+            rows.push(
+                Row::new(PART, "all measurements")
+                    .covenant("n/a")
+                    .notes(why),
+            );
+            return Ok(());
+        }
+        Err(StartError::Failed(e)) => return Err(e),
+    };
+
+    // Load: each worker takes whole subjects and registers their versions in order.
+    let next = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let deadline = start + sizes.max_load;
+    let mut tasks = Vec::new();
+    for _ in 0..sizes.concurrency.max(1) {
+        let (client, base, next, done) = (
+            client.clone(),
+            server.base.clone(),
+            next.clone(),
+            done.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            loop {
+                if Instant::now() >= deadline {
+                    return Ok::<(), anyhow::Error>(());
+                }
+                let s = next.fetch_add(1, Ordering::Relaxed);
+                if s >= sizes.subjects {
+                    return Ok(());
+                }
+                for v in 0..sizes.versions {
+                    let r = client
+                        .post(format!("{base}/subjects/scale-{s}/versions"))
+                        .header("content-type", V1)
+                        .body(reg_body(s, v))
+                        .send()
+                        .await
+                        .with_context(|| format!("registering scale-{s} v{v}"))?;
+                    let status = r.status();
+                    let text = r.text().await.unwrap_or_default();
+                    if !status.is_success() {
+                        bail!("registering scale-{s} v{v}: HTTP {status}: {text}");
+                    }
+                }
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.context("load worker")??;
+    }
+    let load_time = start.elapsed();
+    let loaded = done.load(Ordering::Relaxed);
+    let registrations = loaded * sizes.versions;
+    let memory_loaded = server.memory_kib();
+    server.stop();
+    let disk = dir_size(&data);
+
+    // Start-up from the store now holding everything.
+    let (server, ready_after) = match Server::start(
+        covenant,
+        &backend,
+        scratch,
+        &client,
+        Duration::from_secs(600),
+    )
+    .await
+    {
+        Ok(s) => s,
+        Err(StartError::NotInBuild(why)) => bail!("restart: {why}"),
+        Err(StartError::Failed(e)) => return Err(e.context("restarting on the loaded store")),
+    };
+    let subjects_start = Instant::now();
+    let r = client
+        .get(format!("{}/subjects", server.base))
+        .send()
+        .await
+        .context("GET /subjects")?;
+    let status = r.status();
+    let listed: Vec<String> = r.json().await.context("GET /subjects answer")?;
+    let subjects_time = subjects_start.elapsed();
+    if !status.is_success() {
+        bail!("GET /subjects after restart: HTTP {status}");
+    }
+    let scale_listed = listed.iter().filter(|s| s.starts_with("scale-")).count() as u64;
+    if scale_listed != loaded {
+        bail!("after restart {scale_listed} subjects are listed, {loaded} were loaded");
+    }
+    let memory_restarted = server.memory_kib();
+
+    // Lookups of random (subject, version) pairs, and GET by id of random ids.
+    let base = server.base.clone();
+    let lookups = load(
+        &client,
+        Limits {
+            concurrency: sizes.concurrency,
+            max_requests: sizes.lookups,
+            max_duration: Duration::from_secs(120),
+        },
+        Arc::new(move |c, i| {
+            let m = mix(i);
+            let s = m % loaded.max(1);
+            let v = (m / loaded.max(1)) % sizes.versions.max(1);
+            c.post(format!("{base}/subjects/scale-{s}"))
+                .header("content-type", V1)
+                .body(reg_body(s, v))
+        }),
+    )
+    .await;
+    require_clean("scale lookups", &lookups)?;
+    let memory_after_lookups = server.memory_kib();
+    drop(server);
+
+    let mib = |k: u64| format!("{:.0} MiB", k as f64 / 1024.0);
+    let mem = |m: Option<(u64, u64)>| match m {
+        Some((rss, peak)) => format!("RSS {} (peak {})", mib(rss), mib(peak)),
+        None => "n/a".to_string(),
+    };
+    let complete = if loaded == sizes.subjects {
+        String::new()
+    } else {
+        format!(
+            "; stopped at the {} limit: {loaded} of {} subjects",
+            human(sizes.max_load),
+            sizes.subjects
+        )
+    };
+    rows.push(
+        Row::new(
+            PART,
+            format!(
+                "load {} subjects × {} versions through the REST API, {} connections",
+                sizes.subjects, sizes.versions, sizes.concurrency
+            ),
+        )
+        .covenant(human(load_time))
+        .notes(format!(
+            "{registrations} registrations, {:.0}/s, each BACKWARD-checked and durable; store on disk {:.0} MiB{complete}",
+            registrations as f64 / load_time.as_secs_f64().max(1e-9),
+            disk as f64 / (1024.0 * 1024.0)
+        )),
+    );
+    rows.push(
+        Row::new(PART, "server memory after loading")
+            .covenant(mem(memory_loaded))
+            .notes("from /proc/<pid>/status"),
+    );
+    rows.push(
+        Row::new(PART, "start-up on the loaded store")
+            .covenant(format!("{} to /health/ready", human(ready_after)))
+            .notes(format!(
+                "then GET /subjects ({} names) in {}; {} idle after start",
+                listed.len(),
+                human(subjects_time),
+                mem(memory_restarted)
+            )),
+    );
+    let mut lat = lookups.latencies_us.clone();
+    if let Some((p50, p90, p99)) = percentiles(&mut lat) {
+        rows.push(
+            Row::new(
+                PART,
+                format!(
+                    "lookup POST /subjects/{{s}}, random subject and version, {} connections",
+                    sizes.concurrency
+                ),
+            )
+            .covenant(format!(
+                "p50 {} / p90 {} / p99 {}",
+                us(p50),
+                us(p90),
+                us(p99)
+            ))
+            .notes(format!(
+                "{} lookups, {:.0}/s; {} after",
+                lookups.requests,
+                lookups.rate(),
+                mem(memory_after_lookups)
+            )),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_version_adds_one_field() {
+        let v0: serde_json::Value = serde_json::from_str(&scale_schema(7, 0)).expect("json");
+        let v3: serde_json::Value = serde_json::from_str(&scale_schema(7, 3)).expect("json");
+        let n = |v: &serde_json::Value| v["fields"].as_array().map(Vec::len);
+        assert_eq!(n(&v3), n(&v0).map(|x| x + 3));
+        assert_eq!(v0["name"], "Scale7");
+    }
+
+    #[test]
+    fn mix_spreads_consecutive_indexes() {
+        let picks: std::collections::HashSet<u64> = (0..100).map(|i| mix(i) % 100).collect();
+        assert!(picks.len() > 50, "{}", picks.len());
+    }
+}
