@@ -234,9 +234,10 @@ impl Sensitivity {
     }
 }
 
-const MONEY_WORDS: [&str; 14] = [
+/// Money words; `tick` is the minimum price movement of an instrument (`tick_size`).
+const MONEY_WORDS: [&str; 15] = [
     "amount", "price", "total", "currency", "cost", "fee", "balance", "tax", "money", "notional",
-    "payment", "salary", "discount", "cents",
+    "payment", "salary", "discount", "cents", "tick",
 ];
 const TIME_WORDS: [&str; 5] = ["timestamp", "time", "date", "datetime", "epoch"];
 const TIME_LAST_WORDS: [&str; 3] = ["at", "ts", "on"];
@@ -360,10 +361,14 @@ mod tests {
         );
         assert_eq!(sensitivity(&field("status", "string")), None);
         assert_eq!(sensitivity(&field("hat", "string")), None);
-        let mut tick = field("tick_size", "bytes");
-        assert_eq!(sensitivity(&tick), None);
-        tick.logical_type = Some("decimal(38,18)".into());
-        assert_eq!(sensitivity(&tick), Some(Sensitivity::Money));
+        assert_eq!(
+            sensitivity(&field("tick_size", "string")),
+            Some(Sensitivity::Money)
+        );
+        let mut lot = field("lot_size", "bytes");
+        assert_eq!(sensitivity(&lot), None);
+        lot.logical_type = Some("decimal(38,18)".into());
+        assert_eq!(sensitivity(&lot), Some(Sensitivity::Money));
         let mut seen = field("seen", "long");
         seen.annotations.insert("clock".into(), "business".into());
         assert_eq!(sensitivity(&seen), Some(Sensitivity::Time));
