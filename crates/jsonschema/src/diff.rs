@@ -89,7 +89,9 @@ impl Ctx {
     }
 
     fn compatible(&self, policy: JsonPolicy) -> bool {
-        self.diffs.iter().all(|d| rules::is_compatible(d.rule.id, policy))
+        self.diffs
+            .iter()
+            .all(|d| rules::is_compatible(d.rule.id, policy))
     }
 }
 
@@ -114,8 +116,8 @@ pub fn compare(writer: &Model, reader: &Model, policy: JsonPolicy) -> Vec<Diff> 
             .filter(|(_, d)| d.iter().any(|d| !rules::is_compatible(d.rule.id, policy)))
             .map(|(k, v)| (*k, v.clone()))
             .collect();
-        let same: bool = incompatible.len() == seed.len()
-            && incompatible.keys().all(|k| seed.contains_key(k));
+        let same: bool =
+            incompatible.len() == seed.len() && incompatible.keys().all(|k| seed.contains_key(k));
         if !shared.optimistic || same {
             return ctx.diffs;
         }
@@ -160,8 +162,12 @@ fn is_multiple(a: &str, b: &str) -> bool {
     }
     let scale = ascale.max(bscale);
     let (Some(a), Some(b)) = (
-        10i128.checked_pow(scale - ascale).and_then(|f| av.checked_mul(f)),
-        10i128.checked_pow(scale - bscale).and_then(|f| bv.checked_mul(f)),
+        10i128
+            .checked_pow(scale - ascale)
+            .and_then(|f| av.checked_mul(f)),
+        10i128
+            .checked_pow(scale - bscale)
+            .and_then(|f| bv.checked_mul(f)),
     ) else {
         return false;
     };
@@ -169,7 +175,9 @@ fn is_multiple(a: &str, b: &str) -> bool {
 }
 
 fn decimal_eq(a: &str, b: &str) -> bool {
-    is_multiple(a, b) && is_multiple(b, a) && decimal(a).map(|x| x.0 > 0) == decimal(b).map(|x| x.0 > 0)
+    is_multiple(a, b)
+        && is_multiple(b, a)
+        && decimal(a).map(|x| x.0 > 0) == decimal(b).map(|x| x.0 > 0)
 }
 
 fn value_set(values: &[Value]) -> HashSet<String> {
@@ -224,11 +232,17 @@ impl Shared<'_> {
         let (original, update) = match (original, update) {
             (None, None) => return,
             (None, Some(_)) => {
-                ctx.add(&schema::SCHEMA_ADDED, format!("A schema was added at {}.", ctx.here()));
+                ctx.add(
+                    &schema::SCHEMA_ADDED,
+                    format!("A schema was added at {}.", ctx.here()),
+                );
                 return;
             }
             (Some(_), None) => {
-                ctx.add(&schema::SCHEMA_REMOVED, format!("The schema at {} was removed.", ctx.here()));
+                ctx.add(
+                    &schema::SCHEMA_REMOVED,
+                    format!("The schema at {} was removed.", ctx.here()),
+                );
                 return;
             }
             (Some(o), Some(u)) => (self.w.resolve(o), self.r.resolve(u)),
@@ -254,8 +268,14 @@ impl Shared<'_> {
         let prefix = path_string(&ctx.path);
         for diff in relative {
             let path = rebase(&prefix, &diff.path);
-            let message = diff.message.replace("'#/", &format!("'{}/", prefix.trim_end_matches('/')));
-            let message = if prefix.len() <= 2 { diff.message } else { message };
+            let message = diff
+                .message
+                .replace("'#/", &format!("'{}/", prefix.trim_end_matches('/')));
+            let message = if prefix.len() <= 2 {
+                diff.message
+            } else {
+                message
+            };
             ctx.diffs.push(Diff {
                 rule: diff.rule,
                 path,
@@ -297,7 +317,11 @@ impl Shared<'_> {
                             ctx.diffs.extend(sub.diffs);
                             ctx.add(
                                 &sum_type::SUM_TYPE_EXTENDED,
-                                format!("The schema at {} became one branch of a '{}'.", ctx.here(), criterion.keyword()),
+                                format!(
+                                    "The schema at {} became one branch of a '{}'.",
+                                    ctx.here(),
+                                    criterion.keyword()
+                                ),
                             );
                             return;
                         }
@@ -320,7 +344,10 @@ impl Shared<'_> {
                             ctx.diffs.extend(sub.diffs);
                             ctx.add(
                                 &product_type::PRODUCT_TYPE_NARROWED,
-                                format!("The 'allOf' at {} was replaced by one of its branches.", ctx.here()),
+                                format!(
+                                    "The 'allOf' at {} was replaced by one of its branches.",
+                                    ctx.here()
+                                ),
                             );
                             return;
                         }
@@ -354,35 +381,67 @@ impl Shared<'_> {
 
         let (on, un) = (&self.w.nodes[original], &self.r.nodes[update]);
         if on.id != un.id {
-            ctx.add(&metadata::ID_CHANGED, format!("The '$id' at {} changed.", ctx.here()));
+            ctx.add(
+                &metadata::ID_CHANGED,
+                format!("The '$id' at {} changed.", ctx.here()),
+            );
         }
         if on.title != un.title {
-            ctx.add(&metadata::TITLE_CHANGED, format!("The title at {} changed.", ctx.here()));
+            ctx.add(
+                &metadata::TITLE_CHANGED,
+                format!("The title at {} changed.", ctx.here()),
+            );
         }
         if on.description != un.description {
-            ctx.add(&metadata::DESCRIPTION_CHANGED, format!("The description at {} changed.", ctx.here()));
+            ctx.add(
+                &metadata::DESCRIPTION_CHANGED,
+                format!("The description at {} changed.", ctx.here()),
+            );
         }
         if on.default != un.default {
-            ctx.add(&metadata::DEFAULT_CHANGED, format!("The default at {} changed.", ctx.here()));
+            ctx.add(
+                &metadata::DEFAULT_CHANGED,
+                format!("The default at {} changed.", ctx.here()),
+            );
         }
 
         match (okind, ukind) {
             (Kind::String(o), Kind::String(u)) => {
-                self.bound(ctx, "maxLength", o.max_length.map(|v| v as f64), u.max_length.map(|v| v as f64), [
-                    &max_length::MAX_LENGTH_ADDED,
-                    &max_length::MAX_LENGTH_REMOVED,
-                    &max_length::MAX_LENGTH_INCREASED,
-                    &max_length::MAX_LENGTH_DECREASED,
-                ]);
-                self.bound(ctx, "minLength", o.min_length.map(|v| v as f64), u.min_length.map(|v| v as f64), [
-                    &min_length::MIN_LENGTH_ADDED,
-                    &min_length::MIN_LENGTH_REMOVED,
-                    &min_length::MIN_LENGTH_INCREASED,
-                    &min_length::MIN_LENGTH_DECREASED,
-                ]);
+                self.bound(
+                    ctx,
+                    "maxLength",
+                    o.max_length.map(|v| v as f64),
+                    u.max_length.map(|v| v as f64),
+                    [
+                        &max_length::MAX_LENGTH_ADDED,
+                        &max_length::MAX_LENGTH_REMOVED,
+                        &max_length::MAX_LENGTH_INCREASED,
+                        &max_length::MAX_LENGTH_DECREASED,
+                    ],
+                );
+                self.bound(
+                    ctx,
+                    "minLength",
+                    o.min_length.map(|v| v as f64),
+                    u.min_length.map(|v| v as f64),
+                    [
+                        &min_length::MIN_LENGTH_ADDED,
+                        &min_length::MIN_LENGTH_REMOVED,
+                        &min_length::MIN_LENGTH_INCREASED,
+                        &min_length::MIN_LENGTH_DECREASED,
+                    ],
+                );
                 match (&o.pattern, &u.pattern) {
-                    (None, Some(p)) => ctx.add_at("pattern", &pattern::PATTERN_ADDED, format!("Pattern '{p}' was added at {}.", ctx.here())),
-                    (Some(p), None) => ctx.add_at("pattern", &pattern::PATTERN_REMOVED, format!("Pattern '{p}' was removed at {}.", ctx.here())),
+                    (None, Some(p)) => ctx.add_at(
+                        "pattern",
+                        &pattern::PATTERN_ADDED,
+                        format!("Pattern '{p}' was added at {}.", ctx.here()),
+                    ),
+                    (Some(p), None) => ctx.add_at(
+                        "pattern",
+                        &pattern::PATTERN_REMOVED,
+                        format!("Pattern '{p}' was removed at {}.", ctx.here()),
+                    ),
                     (Some(a), Some(b)) if a != b => ctx.add_at(
                         "pattern",
                         &pattern::PATTERN_CHANGED,
@@ -392,50 +451,104 @@ impl Shared<'_> {
                 }
             }
             (Kind::Number(o), Kind::Number(u)) => {
-                self.bound(ctx, "maximum", o.maximum, u.maximum, [
-                    &maximum::MAXIMUM_ADDED,
-                    &maximum::MAXIMUM_REMOVED,
-                    &maximum::MAXIMUM_INCREASED,
-                    &maximum::MAXIMUM_DECREASED,
-                ]);
-                self.bound(ctx, "minimum", o.minimum, u.minimum, [
-                    &minimum::MINIMUM_ADDED,
-                    &minimum::MINIMUM_REMOVED,
-                    &minimum::MINIMUM_INCREASED,
-                    &minimum::MINIMUM_DECREASED,
-                ]);
-                self.bound(ctx, "exclusiveMaximum", o.exclusive_maximum, u.exclusive_maximum, [
-                    &exclusive_maximum::EXCLUSIVE_MAXIMUM_ADDED,
-                    &exclusive_maximum::EXCLUSIVE_MAXIMUM_REMOVED,
-                    &exclusive_maximum::EXCLUSIVE_MAXIMUM_INCREASED,
-                    &exclusive_maximum::EXCLUSIVE_MAXIMUM_DECREASED,
-                ]);
-                self.bound(ctx, "exclusiveMinimum", o.exclusive_minimum, u.exclusive_minimum, [
-                    &exclusive_minimum::EXCLUSIVE_MINIMUM_ADDED,
-                    &exclusive_minimum::EXCLUSIVE_MINIMUM_REMOVED,
-                    &exclusive_minimum::EXCLUSIVE_MINIMUM_INCREASED,
-                    &exclusive_minimum::EXCLUSIVE_MINIMUM_DECREASED,
-                ]);
+                self.bound(
+                    ctx,
+                    "maximum",
+                    o.maximum,
+                    u.maximum,
+                    [
+                        &maximum::MAXIMUM_ADDED,
+                        &maximum::MAXIMUM_REMOVED,
+                        &maximum::MAXIMUM_INCREASED,
+                        &maximum::MAXIMUM_DECREASED,
+                    ],
+                );
+                self.bound(
+                    ctx,
+                    "minimum",
+                    o.minimum,
+                    u.minimum,
+                    [
+                        &minimum::MINIMUM_ADDED,
+                        &minimum::MINIMUM_REMOVED,
+                        &minimum::MINIMUM_INCREASED,
+                        &minimum::MINIMUM_DECREASED,
+                    ],
+                );
+                self.bound(
+                    ctx,
+                    "exclusiveMaximum",
+                    o.exclusive_maximum,
+                    u.exclusive_maximum,
+                    [
+                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_ADDED,
+                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_REMOVED,
+                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_INCREASED,
+                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_DECREASED,
+                    ],
+                );
+                self.bound(
+                    ctx,
+                    "exclusiveMinimum",
+                    o.exclusive_minimum,
+                    u.exclusive_minimum,
+                    [
+                        &exclusive_minimum::EXCLUSIVE_MINIMUM_ADDED,
+                        &exclusive_minimum::EXCLUSIVE_MINIMUM_REMOVED,
+                        &exclusive_minimum::EXCLUSIVE_MINIMUM_INCREASED,
+                        &exclusive_minimum::EXCLUSIVE_MINIMUM_DECREASED,
+                    ],
+                );
                 // Draft-04 boolean forms: a flag turning on excludes the bound itself.
-                if o.maximum.is_some() && o.maximum == u.maximum && o.exclusive_maximum_flag != u.exclusive_maximum_flag {
+                if o.maximum.is_some()
+                    && o.maximum == u.maximum
+                    && o.exclusive_maximum_flag != u.exclusive_maximum_flag
+                {
                     if u.exclusive_maximum_flag {
-                        ctx.add_at("exclusiveMaximum", &exclusive_maximum::EXCLUSIVE_MAXIMUM_ADDED, format!("'exclusiveMaximum' was turned on at {}.", ctx.here()));
+                        ctx.add_at(
+                            "exclusiveMaximum",
+                            &exclusive_maximum::EXCLUSIVE_MAXIMUM_ADDED,
+                            format!("'exclusiveMaximum' was turned on at {}.", ctx.here()),
+                        );
                     } else {
-                        ctx.add_at("exclusiveMaximum", &exclusive_maximum::EXCLUSIVE_MAXIMUM_REMOVED, format!("'exclusiveMaximum' was turned off at {}.", ctx.here()));
+                        ctx.add_at(
+                            "exclusiveMaximum",
+                            &exclusive_maximum::EXCLUSIVE_MAXIMUM_REMOVED,
+                            format!("'exclusiveMaximum' was turned off at {}.", ctx.here()),
+                        );
                     }
                 }
-                if o.minimum.is_some() && o.minimum == u.minimum && o.exclusive_minimum_flag != u.exclusive_minimum_flag {
+                if o.minimum.is_some()
+                    && o.minimum == u.minimum
+                    && o.exclusive_minimum_flag != u.exclusive_minimum_flag
+                {
                     if u.exclusive_minimum_flag {
-                        ctx.add_at("exclusiveMinimum", &exclusive_minimum::EXCLUSIVE_MINIMUM_ADDED, format!("'exclusiveMinimum' was turned on at {}.", ctx.here()));
+                        ctx.add_at(
+                            "exclusiveMinimum",
+                            &exclusive_minimum::EXCLUSIVE_MINIMUM_ADDED,
+                            format!("'exclusiveMinimum' was turned on at {}.", ctx.here()),
+                        );
                     } else {
-                        ctx.add_at("exclusiveMinimum", &exclusive_minimum::EXCLUSIVE_MINIMUM_REMOVED, format!("'exclusiveMinimum' was turned off at {}.", ctx.here()));
+                        ctx.add_at(
+                            "exclusiveMinimum",
+                            &exclusive_minimum::EXCLUSIVE_MINIMUM_REMOVED,
+                            format!("'exclusiveMinimum' was turned off at {}.", ctx.here()),
+                        );
                     }
                 }
                 match (&o.multiple_of, &u.multiple_of) {
                     (None, None) => {}
                     (Some(a), Some(b)) if decimal_eq(a, b) => {}
-                    (None, Some(b)) => ctx.add_at("multipleOf", &multiple_of::MULTIPLE_OF_ADDED, format!("'multipleOf' {b} was added at {}.", ctx.here())),
-                    (Some(a), None) => ctx.add_at("multipleOf", &multiple_of::MULTIPLE_OF_REMOVED, format!("'multipleOf' {a} was removed at {}.", ctx.here())),
+                    (None, Some(b)) => ctx.add_at(
+                        "multipleOf",
+                        &multiple_of::MULTIPLE_OF_ADDED,
+                        format!("'multipleOf' {b} was added at {}.", ctx.here()),
+                    ),
+                    (Some(a), None) => ctx.add_at(
+                        "multipleOf",
+                        &multiple_of::MULTIPLE_OF_REMOVED,
+                        format!("'multipleOf' {a} was removed at {}.", ctx.here()),
+                    ),
                     (Some(a), Some(b)) => {
                         let rule: &'static RuleSpec = if is_multiple(b, a) {
                             &multiple_of::MULTIPLE_OF_EXPANDED
@@ -444,20 +557,40 @@ impl Shared<'_> {
                         } else {
                             &multiple_of::MULTIPLE_OF_CHANGED
                         };
-                        ctx.add_at("multipleOf", rule, format!("'multipleOf' changed from {a} to {b} at {}.", ctx.here()));
+                        ctx.add_at(
+                            "multipleOf",
+                            rule,
+                            format!("'multipleOf' changed from {a} to {b} at {}.", ctx.here()),
+                        );
                     }
                 }
                 if o.integer != u.integer {
                     if o.integer {
-                        ctx.add(&types::TYPE_EXTENDED, format!("The schema at {} changed from 'integer' to 'number'.", ctx.here()));
+                        ctx.add(
+                            &types::TYPE_EXTENDED,
+                            format!(
+                                "The schema at {} changed from 'integer' to 'number'.",
+                                ctx.here()
+                            ),
+                        );
                     } else {
-                        ctx.add(&types::TYPE_NARROWED, format!("The schema at {} changed from 'number' to 'integer'.", ctx.here()));
+                        ctx.add(
+                            &types::TYPE_NARROWED,
+                            format!(
+                                "The schema at {} changed from 'number' to 'integer'.",
+                                ctx.here()
+                            ),
+                        );
                     }
                 }
             }
             (Kind::Const(a), Kind::Const(b)) => {
                 if crate::model::canonical(&a) != crate::model::canonical(&b) {
-                    ctx.add_at("const", &enum_array::ENUM_ARRAY_CHANGED, format!("'const' changed from {a} to {b} at {}.", ctx.here()));
+                    ctx.add_at(
+                        "const",
+                        &enum_array::ENUM_ARRAY_CHANGED,
+                        format!("'const' changed from {a} to {b} at {}.", ctx.here()),
+                    );
                 }
             }
             (Kind::Enum(a), Kind::Enum(b)) => {
@@ -470,18 +603,30 @@ impl Shared<'_> {
                     } else {
                         (&enum_array::ENUM_ARRAY_CHANGED, "changed values")
                     };
-                    ctx.add_at("enum", rule, format!("The 'enum' at {} {verb}.", ctx.here()));
+                    ctx.add_at(
+                        "enum",
+                        rule,
+                        format!("The 'enum' at {} {verb}.", ctx.here()),
+                    );
                 }
             }
-            (Kind::Combined(oc, os), Kind::Combined(uc, us)) => self.combined(ctx, oc, &os, uc, &us),
+            (Kind::Combined(oc, os), Kind::Combined(uc, us)) => {
+                self.combined(ctx, oc, &os, uc, &us)
+            }
             (Kind::Not(o), Kind::Not(u)) => {
                 ctx.path.push("not".into());
                 let mut sub = ctx.sub();
                 self.compare_reversed(&mut sub, u, o);
                 if sub.compatible(self.policy) {
-                    ctx.add(&not_type::NOT_TYPE_NARROWED, format!("The 'not' at {} excludes fewer documents.", ctx.here()));
+                    ctx.add(
+                        &not_type::NOT_TYPE_NARROWED,
+                        format!("The 'not' at {} excludes fewer documents.", ctx.here()),
+                    );
                 } else {
-                    ctx.add(&not_type::NOT_TYPE_EXTENDED, format!("The 'not' at {} excludes more documents.", ctx.here()));
+                    ctx.add(
+                        &not_type::NOT_TYPE_EXTENDED,
+                        format!("The 'not' at {} excludes more documents.", ctx.here()),
+                    );
                 }
                 ctx.path.pop();
             }
@@ -507,18 +652,58 @@ impl Shared<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn bound(&self, ctx: &mut Ctx, keyword: &str, o: Option<f64>, u: Option<f64>, rules: [&'static RuleSpec; 4]) {
+    fn bound(
+        &self,
+        ctx: &mut Ctx,
+        keyword: &str,
+        o: Option<f64>,
+        u: Option<f64>,
+        rules: [&'static RuleSpec; 4],
+    ) {
         let [added, removed, increased, decreased] = rules;
         match (o, u) {
-            (None, Some(b)) => ctx.add_at(keyword, added, format!("'{keyword}' {} was added at {}.", fmt_num(b), ctx.here())),
-            (Some(a), None) => ctx.add_at(keyword, removed, format!("'{keyword}' {} was removed at {}.", fmt_num(a), ctx.here())),
-            (Some(a), Some(b)) if a < b => ctx.add_at(keyword, increased, format!("'{keyword}' increased from {} to {} at {}.", fmt_num(a), fmt_num(b), ctx.here())),
-            (Some(a), Some(b)) if a > b => ctx.add_at(keyword, decreased, format!("'{keyword}' decreased from {} to {} at {}.", fmt_num(a), fmt_num(b), ctx.here())),
+            (None, Some(b)) => ctx.add_at(
+                keyword,
+                added,
+                format!("'{keyword}' {} was added at {}.", fmt_num(b), ctx.here()),
+            ),
+            (Some(a), None) => ctx.add_at(
+                keyword,
+                removed,
+                format!("'{keyword}' {} was removed at {}.", fmt_num(a), ctx.here()),
+            ),
+            (Some(a), Some(b)) if a < b => ctx.add_at(
+                keyword,
+                increased,
+                format!(
+                    "'{keyword}' increased from {} to {} at {}.",
+                    fmt_num(a),
+                    fmt_num(b),
+                    ctx.here()
+                ),
+            ),
+            (Some(a), Some(b)) if a > b => ctx.add_at(
+                keyword,
+                decreased,
+                format!(
+                    "'{keyword}' decreased from {} to {} at {}.",
+                    fmt_num(a),
+                    fmt_num(b),
+                    ctx.here()
+                ),
+            ),
             _ => {}
         }
     }
 
-    fn combined(&mut self, ctx: &mut Ctx, oc: Criterion, os: &[NodeId], uc: Criterion, us: &[NodeId]) {
+    fn combined(
+        &mut self,
+        ctx: &mut Ctx,
+        oc: Criterion,
+        os: &[NodeId],
+        uc: Criterion,
+        us: &[NodeId],
+    ) {
         let singleton_o = os.len() == 1;
         let singleton_u = us.len() == 1;
         if oc != uc {
@@ -527,9 +712,25 @@ impl Shared<'_> {
                 || (singleton_o && uc == Criterion::One)
                 || (singleton_u && oc == Criterion::All);
             if extended {
-                ctx.add(&combined_type::COMBINED_TYPE_EXTENDED, format!("The combinator at {} changed from '{}' to '{}', accepting more.", ctx.here(), oc.keyword(), uc.keyword()));
+                ctx.add(
+                    &combined_type::COMBINED_TYPE_EXTENDED,
+                    format!(
+                        "The combinator at {} changed from '{}' to '{}', accepting more.",
+                        ctx.here(),
+                        oc.keyword(),
+                        uc.keyword()
+                    ),
+                );
             } else {
-                ctx.add(&combined_type::COMBINED_TYPE_CHANGED, format!("The combinator at {} changed from '{}' to '{}'.", ctx.here(), oc.keyword(), uc.keyword()));
+                ctx.add(
+                    &combined_type::COMBINED_TYPE_CHANGED,
+                    format!(
+                        "The combinator at {} changed from '{}' to '{}'.",
+                        ctx.here(),
+                        oc.keyword(),
+                        uc.keyword()
+                    ),
+                );
                 return;
             }
         }
@@ -537,22 +738,37 @@ impl Shared<'_> {
             let mut seen = HashSet::new();
             ids.iter()
                 .copied()
-                .filter(|id| seen.insert(model.nodes[*id].canonical.clone()) || model.nodes[*id].canonical.is_empty())
+                .filter(|id| {
+                    seen.insert(model.nodes[*id].canonical.clone())
+                        || model.nodes[*id].canonical.is_empty()
+                })
                 .collect::<Vec<_>>()
         };
         let os = dedup(self.w, os);
         let us = dedup(self.r, us);
         if os.len() < us.len() {
             if uc == Criterion::All {
-                ctx.add(&product_type::PRODUCT_TYPE_EXTENDED, format!("The 'allOf' at {} gained a branch.", ctx.here()));
+                ctx.add(
+                    &product_type::PRODUCT_TYPE_EXTENDED,
+                    format!("The 'allOf' at {} gained a branch.", ctx.here()),
+                );
             } else {
-                ctx.add(&sum_type::SUM_TYPE_EXTENDED, format!("The '{}' at {} gained a branch.", uc.keyword(), ctx.here()));
+                ctx.add(
+                    &sum_type::SUM_TYPE_EXTENDED,
+                    format!("The '{}' at {} gained a branch.", uc.keyword(), ctx.here()),
+                );
             }
         } else if os.len() > us.len() {
             if matches!(oc, Criterion::Any | Criterion::One) {
-                ctx.add(&sum_type::SUM_TYPE_NARROWED, format!("The '{}' at {} lost a branch.", oc.keyword(), ctx.here()));
+                ctx.add(
+                    &sum_type::SUM_TYPE_NARROWED,
+                    format!("The '{}' at {} lost a branch.", oc.keyword(), ctx.here()),
+                );
             } else {
-                ctx.add(&product_type::PRODUCT_TYPE_NARROWED, format!("The 'allOf' at {} lost a branch.", ctx.here()));
+                ctx.add(
+                    &product_type::PRODUCT_TYPE_NARROWED,
+                    format!("The 'allOf' at {} lost a branch.", ctx.here()),
+                );
             }
         }
         let mut edges = Vec::new();
@@ -593,7 +809,12 @@ impl Shared<'_> {
             && o.unevaluated.is_none_or(|u| self.is_empty_r(u))
     }
 
-    fn partial(o: &ObjectNode, key: &str, empty: impl Fn(NodeId) -> bool, is_false: impl Fn(NodeId) -> bool) -> Option<NodeId> {
+    fn partial(
+        o: &ObjectNode,
+        key: &str,
+        empty: impl Fn(NodeId) -> bool,
+        is_false: impl Fn(NodeId) -> bool,
+    ) -> Option<NodeId> {
         for (pattern, schema) in &o.pattern_properties {
             if regex::Regex::new(pattern).is_ok_and(|re| re.is_match(key)) {
                 return Some(*schema);
@@ -623,12 +844,23 @@ impl Shared<'_> {
             let is = u.required.contains(key);
             ctx.path.push(key.clone());
             if was && !is {
-                ctx.add(&required_attribute::REQUIRED_ATTRIBUTE_REMOVED, format!("Property '{key}' is no longer required."));
+                ctx.add(
+                    &required_attribute::REQUIRED_ATTRIBUTE_REMOVED,
+                    format!("Property '{key}' is no longer required."),
+                );
             } else if !was && is {
-                if self.r.nodes[self.r.resolve(uid)].default.is_some() || self.r.nodes[uid].default.is_some() {
-                    ctx.add(&required_attribute::REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED, format!("Property '{key}' became required; it has a default."));
+                if self.r.nodes[self.r.resolve(uid)].default.is_some()
+                    || self.r.nodes[uid].default.is_some()
+                {
+                    ctx.add(
+                        &required_attribute::REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED,
+                        format!("Property '{key}' became required; it has a default."),
+                    );
                 } else {
-                    ctx.add(&required_attribute::REQUIRED_ATTRIBUTE_ADDED, format!("Property '{key}' became required and has no default."));
+                    ctx.add(
+                        &required_attribute::REQUIRED_ATTRIBUTE_ADDED,
+                        format!("Property '{key}' became required and has no default."),
+                    );
                 }
             }
             ctx.path.pop();
@@ -647,8 +879,13 @@ impl Shared<'_> {
             match (o_has(&key), u_has(&key)) {
                 (Some(os), None) => {
                     if self.r_open(u) {
-                        ctx.add(&property_removed::PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL, format!("Property '{key}' was removed from an open content model."));
-                    } else if let Some(p) = Self::partial(u, &key, |id| self.is_empty_r(id), |id| self.is_false_r(id)) {
+                        ctx.add(
+                            &property_removed::PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL,
+                            format!("Property '{key}' was removed from an open content model."),
+                        );
+                    } else if let Some(p) =
+                        Self::partial(u, &key, |id| self.is_empty_r(id), |id| self.is_false_r(id))
+                    {
                         let mut sub = ctx.sub();
                         self.compare(&mut sub, Some(os), Some(p));
                         let ok = sub.compatible(self.policy);
@@ -661,7 +898,10 @@ impl Shared<'_> {
                     } else if self.is_false_w(os) {
                         ctx.add(&property_removed::PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL, format!("Property '{key}', whose schema was false, was removed."));
                     } else {
-                        ctx.add(&property_removed::PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL, format!("Property '{key}' was removed from a closed content model."));
+                        ctx.add(
+                            &property_removed::PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                            format!("Property '{key}' was removed from a closed content model."),
+                        );
                     }
                 }
                 (None, Some(us)) => {
@@ -677,10 +917,20 @@ impl Shared<'_> {
                                 ctx.add(&property_added::REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL, format!("Required property '{key}' was added to an open content model."));
                             }
                         } else {
-                            ctx.add(&property_added::OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL, format!("Optional property '{key}' was added to an open content model."));
+                            ctx.add(
+                                &property_added::OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
+                                format!(
+                                    "Optional property '{key}' was added to an open content model."
+                                ),
+                            );
                         }
                     } else {
-                        if let Some(p) = Self::partial(o, &key, |id| self.is_empty_w(id), |id| self.is_false_w(id)) {
+                        if let Some(p) = Self::partial(
+                            o,
+                            &key,
+                            |id| self.is_empty_w(id),
+                            |id| self.is_false_w(id),
+                        ) {
                             let mut sub = ctx.sub();
                             self.compare(&mut sub, Some(p), Some(us));
                             let ok = sub.compatible(self.policy);
@@ -698,7 +948,10 @@ impl Shared<'_> {
                                 ctx.add(&property_added::REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL, format!("Required property '{key}' was added without a default."));
                             }
                         } else {
-                            ctx.add(&property_added::OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL, format!("Optional property '{key}' was added."));
+                            ctx.add(
+                                &property_added::OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
+                                format!("Optional property '{key}' was added."),
+                            );
                         }
                     }
                 }
@@ -710,45 +963,90 @@ impl Shared<'_> {
         ctx.path.pop();
         // dependencies
         ctx.path.push("dependencies".into());
-        let mut keys: Vec<String> = o.property_dependencies.iter().map(|(k, _)| k.clone()).collect();
+        let mut keys: Vec<String> = o
+            .property_dependencies
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect();
         for (k, _) in &u.property_dependencies {
             if !keys.contains(k) {
                 keys.push(k.clone());
             }
         }
         for key in keys {
-            let od = o.property_dependencies.iter().find(|(k, _)| *k == key).map(|(_, v)| v.iter().cloned().collect::<HashSet<_>>());
-            let ud = u.property_dependencies.iter().find(|(k, _)| *k == key).map(|(_, v)| v.iter().cloned().collect::<HashSet<_>>());
+            let od = o
+                .property_dependencies
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.iter().cloned().collect::<HashSet<_>>());
+            let ud = u
+                .property_dependencies
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.iter().cloned().collect::<HashSet<_>>());
             ctx.path.push(key.clone());
             match (od, ud) {
-                (_, None) => ctx.add(&dependency_array::DEPENDENCY_ARRAY_REMOVED, format!("The dependency of '{key}' was removed.")),
-                (None, Some(_)) => ctx.add(&dependency_array::DEPENDENCY_ARRAY_ADDED, format!("A dependency of '{key}' was added.")),
+                (_, None) => ctx.add(
+                    &dependency_array::DEPENDENCY_ARRAY_REMOVED,
+                    format!("The dependency of '{key}' was removed."),
+                ),
+                (None, Some(_)) => ctx.add(
+                    &dependency_array::DEPENDENCY_ARRAY_ADDED,
+                    format!("A dependency of '{key}' was added."),
+                ),
                 (Some(a), Some(b)) if a != b => {
                     if b.is_superset(&a) {
-                        ctx.add(&dependency_array::DEPENDENCY_ARRAY_EXTENDED, format!("The dependency of '{key}' now requires more properties."));
+                        ctx.add(
+                            &dependency_array::DEPENDENCY_ARRAY_EXTENDED,
+                            format!("The dependency of '{key}' now requires more properties."),
+                        );
                     } else if a.is_superset(&b) {
-                        ctx.add(&dependency_array::DEPENDENCY_ARRAY_NARROWED, format!("The dependency of '{key}' now requires fewer properties."));
+                        ctx.add(
+                            &dependency_array::DEPENDENCY_ARRAY_NARROWED,
+                            format!("The dependency of '{key}' now requires fewer properties."),
+                        );
                     } else {
-                        ctx.add(&dependency_array::DEPENDENCY_ARRAY_CHANGED, format!("The dependency of '{key}' requires different properties."));
+                        ctx.add(
+                            &dependency_array::DEPENDENCY_ARRAY_CHANGED,
+                            format!("The dependency of '{key}' requires different properties."),
+                        );
                     }
                 }
                 _ => {}
             }
             ctx.path.pop();
         }
-        let mut keys: Vec<String> = o.schema_dependencies.iter().map(|(k, _)| k.clone()).collect();
+        let mut keys: Vec<String> = o
+            .schema_dependencies
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect();
         for (k, _) in &u.schema_dependencies {
             if !keys.contains(k) {
                 keys.push(k.clone());
             }
         }
         for key in keys {
-            let od = o.schema_dependencies.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
-            let ud = u.schema_dependencies.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+            let od = o
+                .schema_dependencies
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v);
+            let ud = u
+                .schema_dependencies
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v);
             ctx.path.push(key.clone());
             match (od, ud) {
-                (_, None) => ctx.add(&dependency_schema::DEPENDENCY_SCHEMA_REMOVED, format!("The schema dependency of '{key}' was removed.")),
-                (None, Some(_)) => ctx.add(&dependency_schema::DEPENDENCY_SCHEMA_ADDED, format!("A schema dependency of '{key}' was added.")),
+                (_, None) => ctx.add(
+                    &dependency_schema::DEPENDENCY_SCHEMA_REMOVED,
+                    format!("The schema dependency of '{key}' was removed."),
+                ),
+                (None, Some(_)) => ctx.add(
+                    &dependency_schema::DEPENDENCY_SCHEMA_ADDED,
+                    format!("A schema dependency of '{key}' was added."),
+                ),
                 (Some(a), Some(b)) => self.compare(ctx, Some(a), Some(b)),
             }
             ctx.path.pop();
@@ -758,14 +1056,35 @@ impl Shared<'_> {
         ctx.path.push("additionalProperties".into());
         if o.permits_additional != u.permits_additional {
             if u.permits_additional {
-                ctx.add(&additional_properties::ADDITIONAL_PROPERTIES_ADDED, format!("Additional properties are now allowed at {}.", ctx.here()));
+                ctx.add(
+                    &additional_properties::ADDITIONAL_PROPERTIES_ADDED,
+                    format!("Additional properties are now allowed at {}.", ctx.here()),
+                );
             } else {
-                ctx.add(&additional_properties::ADDITIONAL_PROPERTIES_REMOVED, format!("Additional properties are no longer allowed at {}.", ctx.here()));
+                ctx.add(
+                    &additional_properties::ADDITIONAL_PROPERTIES_REMOVED,
+                    format!(
+                        "Additional properties are no longer allowed at {}.",
+                        ctx.here()
+                    ),
+                );
             }
         } else if o.additional_schema.is_none() && u.additional_schema.is_some() {
-            ctx.add(&additional_properties::ADDITIONAL_PROPERTIES_NARROWED, format!("Additional properties are now constrained by a schema at {}.", ctx.here()));
+            ctx.add(
+                &additional_properties::ADDITIONAL_PROPERTIES_NARROWED,
+                format!(
+                    "Additional properties are now constrained by a schema at {}.",
+                    ctx.here()
+                ),
+            );
         } else if o.additional_schema.is_some() && u.additional_schema.is_none() {
-            ctx.add(&additional_properties::ADDITIONAL_PROPERTIES_EXTENDED, format!("The additional-properties schema at {} was removed.", ctx.here()));
+            ctx.add(
+                &additional_properties::ADDITIONAL_PROPERTIES_EXTENDED,
+                format!(
+                    "The additional-properties schema at {} was removed.",
+                    ctx.here()
+                ),
+            );
         } else {
             self.compare(ctx, o.additional_schema, u.additional_schema);
         }
@@ -773,31 +1092,54 @@ impl Shared<'_> {
         // unevaluatedProperties
         if o.unevaluated.is_some() || u.unevaluated.is_some() {
             ctx.path.push("unevaluatedProperties".into());
-            self.unevaluated(ctx, o.unevaluated, u.unevaluated, [
-                &unevaluated_properties::UNEVALUATED_PROPERTIES_ADDED,
-                &unevaluated_properties::UNEVALUATED_PROPERTIES_REMOVED,
-                &unevaluated_properties::UNEVALUATED_PROPERTIES_EXTENDED,
-                &unevaluated_properties::UNEVALUATED_PROPERTIES_NARROWED,
-            ]);
+            self.unevaluated(
+                ctx,
+                o.unevaluated,
+                u.unevaluated,
+                [
+                    &unevaluated_properties::UNEVALUATED_PROPERTIES_ADDED,
+                    &unevaluated_properties::UNEVALUATED_PROPERTIES_REMOVED,
+                    &unevaluated_properties::UNEVALUATED_PROPERTIES_EXTENDED,
+                    &unevaluated_properties::UNEVALUATED_PROPERTIES_NARROWED,
+                ],
+            );
             ctx.path.pop();
         }
         let f = |v: Option<u64>| v.map(|v| v as f64);
-        self.bound(ctx, "maxProperties", f(o.max_properties), f(u.max_properties), [
-            &max_properties::MAX_PROPERTIES_ADDED,
-            &max_properties::MAX_PROPERTIES_REMOVED,
-            &max_properties::MAX_PROPERTIES_INCREASED,
-            &max_properties::MAX_PROPERTIES_DECREASED,
-        ]);
-        self.bound(ctx, "minProperties", f(o.min_properties), f(u.min_properties), [
-            &min_properties::MIN_PROPERTIES_ADDED,
-            &min_properties::MIN_PROPERTIES_REMOVED,
-            &min_properties::MIN_PROPERTIES_INCREASED,
-            &min_properties::MIN_PROPERTIES_DECREASED,
-        ]);
+        self.bound(
+            ctx,
+            "maxProperties",
+            f(o.max_properties),
+            f(u.max_properties),
+            [
+                &max_properties::MAX_PROPERTIES_ADDED,
+                &max_properties::MAX_PROPERTIES_REMOVED,
+                &max_properties::MAX_PROPERTIES_INCREASED,
+                &max_properties::MAX_PROPERTIES_DECREASED,
+            ],
+        );
+        self.bound(
+            ctx,
+            "minProperties",
+            f(o.min_properties),
+            f(u.min_properties),
+            [
+                &min_properties::MIN_PROPERTIES_ADDED,
+                &min_properties::MIN_PROPERTIES_REMOVED,
+                &min_properties::MIN_PROPERTIES_INCREASED,
+                &min_properties::MIN_PROPERTIES_DECREASED,
+            ],
+        );
     }
 
     /// `unevaluatedProperties`/`unevaluatedItems`; rules are [added, removed, extended, narrowed].
-    fn unevaluated(&mut self, ctx: &mut Ctx, o: Option<NodeId>, u: Option<NodeId>, rules: [&'static RuleSpec; 4]) {
+    fn unevaluated(
+        &mut self,
+        ctx: &mut Ctx,
+        o: Option<NodeId>,
+        u: Option<NodeId>,
+        rules: [&'static RuleSpec; 4],
+    ) {
         let [added, removed, extended, narrowed] = rules;
         let of = o.is_some_and(|id| self.is_false_w(id));
         let uf = u.is_some_and(|id| self.is_false_r(id));
@@ -806,26 +1148,58 @@ impl Shared<'_> {
         let here = ctx.here();
         match (o, u) {
             (None, None) => {}
-            (None, Some(_)) if uf => ctx.add(removed, format!("Unevaluated entries are no longer allowed at {here}.")),
-            (None, Some(_)) => ctx.add(narrowed, format!("Unevaluated entries are now constrained at {here}.")),
-            (Some(_), None) if of => ctx.add(added, format!("Unevaluated entries are now allowed at {here}.")),
-            (Some(_), None) => ctx.add(extended, format!("The unevaluated-entries schema at {here} was removed.")),
-            _ if of && !uf => ctx.add(added, format!("Unevaluated entries are now allowed at {here}.")),
-            _ if !of && uf => ctx.add(removed, format!("Unevaluated entries are no longer allowed at {here}.")),
-            _ if oe && !ue => ctx.add(narrowed, format!("Unevaluated entries are now constrained at {here}.")),
-            _ if !oe && ue => ctx.add(extended, format!("The unevaluated-entries schema at {here} was opened.")),
+            (None, Some(_)) if uf => ctx.add(
+                removed,
+                format!("Unevaluated entries are no longer allowed at {here}."),
+            ),
+            (None, Some(_)) => ctx.add(
+                narrowed,
+                format!("Unevaluated entries are now constrained at {here}."),
+            ),
+            (Some(_), None) if of => ctx.add(
+                added,
+                format!("Unevaluated entries are now allowed at {here}."),
+            ),
+            (Some(_), None) => ctx.add(
+                extended,
+                format!("The unevaluated-entries schema at {here} was removed."),
+            ),
+            _ if of && !uf => ctx.add(
+                added,
+                format!("Unevaluated entries are now allowed at {here}."),
+            ),
+            _ if !of && uf => ctx.add(
+                removed,
+                format!("Unevaluated entries are no longer allowed at {here}."),
+            ),
+            _ if oe && !ue => ctx.add(
+                narrowed,
+                format!("Unevaluated entries are now constrained at {here}."),
+            ),
+            _ if !oe && ue => ctx.add(
+                extended,
+                format!("The unevaluated-entries schema at {here} was opened."),
+            ),
             _ => self.compare(ctx, o, u),
         }
     }
 
     fn w_open_array(&self, a: &ArrayNode) -> bool {
-        a.permits_additional && a.additional_schema.is_none() && a.unevaluated.is_none_or(|u| self.is_empty_w(u))
+        a.permits_additional
+            && a.additional_schema.is_none()
+            && a.unevaluated.is_none_or(|u| self.is_empty_w(u))
     }
     fn r_open_array(&self, a: &ArrayNode) -> bool {
-        a.permits_additional && a.additional_schema.is_none() && a.unevaluated.is_none_or(|u| self.is_empty_r(u))
+        a.permits_additional
+            && a.additional_schema.is_none()
+            && a.unevaluated.is_none_or(|u| self.is_empty_r(u))
     }
 
-    fn partial_array(a: &ArrayNode, empty: impl Fn(NodeId) -> bool, is_false: impl Fn(NodeId) -> bool) -> Option<NodeId> {
+    fn partial_array(
+        a: &ArrayNode,
+        empty: impl Fn(NodeId) -> bool,
+        is_false: impl Fn(NodeId) -> bool,
+    ) -> Option<NodeId> {
         if let Some(s) = a.additional_schema {
             return Some(s);
         }
@@ -853,8 +1227,13 @@ impl Shared<'_> {
             ctx.path.push(format!("items/{i}"));
             let os = o.item_schemas[i];
             if self.r_open_array(u) {
-                ctx.add(&item_removed::ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL, format!("Tuple item {i} was removed from an open array."));
-            } else if let Some(p) = Self::partial_array(u, |id| self.is_empty_r(id), |id| self.is_false_r(id)) {
+                ctx.add(
+                    &item_removed::ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL,
+                    format!("Tuple item {i} was removed from an open array."),
+                );
+            } else if let Some(p) =
+                Self::partial_array(u, |id| self.is_empty_r(id), |id| self.is_false_r(id))
+            {
                 let mut sub = ctx.sub();
                 self.compare(&mut sub, Some(os), Some(p));
                 let ok = sub.compatible(self.policy);
@@ -865,9 +1244,15 @@ impl Shared<'_> {
                     ctx.add(&item_removed::ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was removed and the additional-items schema rejects its values."));
                 }
             } else if self.is_false_w(os) {
-                ctx.add(&item_removed::ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL, format!("Tuple item {i}, whose schema was false, was removed."));
+                ctx.add(
+                    &item_removed::ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                    format!("Tuple item {i}, whose schema was false, was removed."),
+                );
             } else {
-                ctx.add(&item_removed::ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL, format!("Tuple item {i} was removed from a closed array."));
+                ctx.add(
+                    &item_removed::ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                    format!("Tuple item {i} was removed from a closed array."),
+                );
             }
             ctx.path.pop();
         }
@@ -876,11 +1261,19 @@ impl Shared<'_> {
             let us = u.item_schemas[i];
             if self.w_open_array(o) {
                 if self.is_empty_r(us) {
-                    ctx.add(&item_added::ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL, format!("Tuple item {i} with an empty schema was added."));
+                    ctx.add(
+                        &item_added::ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL,
+                        format!("Tuple item {i} with an empty schema was added."),
+                    );
                 } else {
-                    ctx.add(&item_added::ITEM_ADDED_TO_OPEN_CONTENT_MODEL, format!("Tuple item {i} was added to an open array."));
+                    ctx.add(
+                        &item_added::ITEM_ADDED_TO_OPEN_CONTENT_MODEL,
+                        format!("Tuple item {i} was added to an open array."),
+                    );
                 }
-            } else if let Some(p) = Self::partial_array(o, |id| self.is_empty_w(id), |id| self.is_false_w(id)) {
+            } else if let Some(p) =
+                Self::partial_array(o, |id| self.is_empty_w(id), |id| self.is_false_w(id))
+            {
                 let mut sub = ctx.sub();
                 self.compare(&mut sub, Some(p), Some(us));
                 let ok = sub.compatible(self.policy);
@@ -891,66 +1284,121 @@ impl Shared<'_> {
                     ctx.add(&item_added::ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was added and rejects values the old additional-items schema allowed."));
                 }
             } else {
-                ctx.add(&item_added::ITEM_ADDED_TO_CLOSED_CONTENT_MODEL, format!("Tuple item {i} was added to a closed array."));
+                ctx.add(
+                    &item_added::ITEM_ADDED_TO_CLOSED_CONTENT_MODEL,
+                    format!("Tuple item {i} was added to a closed array."),
+                );
             }
             ctx.path.pop();
         }
         ctx.path.push("additionalItems".into());
         if o.permits_additional != u.permits_additional {
             if o.permits_additional {
-                ctx.add(&additional_items::ADDITIONAL_ITEMS_REMOVED, format!("Additional items are no longer allowed at {}.", ctx.here()));
+                ctx.add(
+                    &additional_items::ADDITIONAL_ITEMS_REMOVED,
+                    format!("Additional items are no longer allowed at {}.", ctx.here()),
+                );
             } else {
-                ctx.add(&additional_items::ADDITIONAL_ITEMS_ADDED, format!("Additional items are now allowed at {}.", ctx.here()));
+                ctx.add(
+                    &additional_items::ADDITIONAL_ITEMS_ADDED,
+                    format!("Additional items are now allowed at {}.", ctx.here()),
+                );
             }
         } else if o.additional_schema.is_none() && u.additional_schema.is_some() {
-            ctx.add(&additional_items::ADDITIONAL_ITEMS_NARROWED, format!("Additional items are now constrained by a schema at {}.", ctx.here()));
+            ctx.add(
+                &additional_items::ADDITIONAL_ITEMS_NARROWED,
+                format!(
+                    "Additional items are now constrained by a schema at {}.",
+                    ctx.here()
+                ),
+            );
         } else if o.additional_schema.is_some() && u.additional_schema.is_none() {
-            ctx.add(&additional_items::ADDITIONAL_ITEMS_EXTENDED, format!("The additional-items schema at {} was removed.", ctx.here()));
+            ctx.add(
+                &additional_items::ADDITIONAL_ITEMS_EXTENDED,
+                format!("The additional-items schema at {} was removed.", ctx.here()),
+            );
         } else {
             self.compare(ctx, o.additional_schema, u.additional_schema);
         }
         ctx.path.pop();
         if o.unevaluated.is_some() || u.unevaluated.is_some() {
             ctx.path.push("unevaluatedItems".into());
-            self.unevaluated(ctx, o.unevaluated, u.unevaluated, [
-                &unevaluated_items::UNEVALUATED_ITEMS_ADDED,
-                &unevaluated_items::UNEVALUATED_ITEMS_REMOVED,
-                &unevaluated_items::UNEVALUATED_ITEMS_EXTENDED,
-                &unevaluated_items::UNEVALUATED_ITEMS_NARROWED,
-            ]);
+            self.unevaluated(
+                ctx,
+                o.unevaluated,
+                u.unevaluated,
+                [
+                    &unevaluated_items::UNEVALUATED_ITEMS_ADDED,
+                    &unevaluated_items::UNEVALUATED_ITEMS_REMOVED,
+                    &unevaluated_items::UNEVALUATED_ITEMS_EXTENDED,
+                    &unevaluated_items::UNEVALUATED_ITEMS_NARROWED,
+                ],
+            );
             ctx.path.pop();
         }
         let f = |v: Option<u64>| v.map(|v| v as f64);
-        self.bound(ctx, "maxItems", f(o.max_items), f(u.max_items), [
-            &max_items::MAX_ITEMS_ADDED,
-            &max_items::MAX_ITEMS_REMOVED,
-            &max_items::MAX_ITEMS_INCREASED,
-            &max_items::MAX_ITEMS_DECREASED,
-        ]);
-        self.bound(ctx, "minItems", f(o.min_items), f(u.min_items), [
-            &min_items::MIN_ITEMS_ADDED,
-            &min_items::MIN_ITEMS_REMOVED,
-            &min_items::MIN_ITEMS_INCREASED,
-            &min_items::MIN_ITEMS_DECREASED,
-        ]);
+        self.bound(
+            ctx,
+            "maxItems",
+            f(o.max_items),
+            f(u.max_items),
+            [
+                &max_items::MAX_ITEMS_ADDED,
+                &max_items::MAX_ITEMS_REMOVED,
+                &max_items::MAX_ITEMS_INCREASED,
+                &max_items::MAX_ITEMS_DECREASED,
+            ],
+        );
+        self.bound(
+            ctx,
+            "minItems",
+            f(o.min_items),
+            f(u.min_items),
+            [
+                &min_items::MIN_ITEMS_ADDED,
+                &min_items::MIN_ITEMS_REMOVED,
+                &min_items::MIN_ITEMS_INCREASED,
+                &min_items::MIN_ITEMS_DECREASED,
+            ],
+        );
         if o.unique_items != u.unique_items {
             if o.unique_items {
-                ctx.add_at("uniqueItems", &unique_items::UNIQUE_ITEMS_REMOVED, format!("'uniqueItems' was removed at {}.", ctx.here()));
+                ctx.add_at(
+                    "uniqueItems",
+                    &unique_items::UNIQUE_ITEMS_REMOVED,
+                    format!("'uniqueItems' was removed at {}.", ctx.here()),
+                );
             } else {
-                ctx.add_at("uniqueItems", &unique_items::UNIQUE_ITEMS_ADDED, format!("'uniqueItems' was added at {}.", ctx.here()));
+                ctx.add_at(
+                    "uniqueItems",
+                    &unique_items::UNIQUE_ITEMS_ADDED,
+                    format!("'uniqueItems' was added at {}.", ctx.here()),
+                );
             }
         }
-        self.bound(ctx, "maxContains", f(o.max_contains), f(u.max_contains), [
-            &max_contains::MAX_CONTAINS_ADDED,
-            &max_contains::MAX_CONTAINS_REMOVED,
-            &max_contains::MAX_CONTAINS_INCREASED,
-            &max_contains::MAX_CONTAINS_DECREASED,
-        ]);
-        self.bound(ctx, "minContains", f(o.min_contains), f(u.min_contains), [
-            &min_contains::MIN_CONTAINS_ADDED,
-            &min_contains::MIN_CONTAINS_REMOVED,
-            &min_contains::MIN_CONTAINS_INCREASED,
-            &min_contains::MIN_CONTAINS_DECREASED,
-        ]);
+        self.bound(
+            ctx,
+            "maxContains",
+            f(o.max_contains),
+            f(u.max_contains),
+            [
+                &max_contains::MAX_CONTAINS_ADDED,
+                &max_contains::MAX_CONTAINS_REMOVED,
+                &max_contains::MAX_CONTAINS_INCREASED,
+                &max_contains::MAX_CONTAINS_DECREASED,
+            ],
+        );
+        self.bound(
+            ctx,
+            "minContains",
+            f(o.min_contains),
+            f(u.min_contains),
+            [
+                &min_contains::MIN_CONTAINS_ADDED,
+                &min_contains::MIN_CONTAINS_REMOVED,
+                &min_contains::MIN_CONTAINS_INCREASED,
+                &min_contains::MIN_CONTAINS_DECREASED,
+            ],
+        );
     }
 }

@@ -48,7 +48,8 @@ impl JsonSchema {
     }
 
     fn validator(&self) -> &Result<jsonschema::Validator, String> {
-        self.validator.get_or_init(|| build_validator(&self.value, self.dialect, &self.references))
+        self.validator
+            .get_or_init(|| build_validator(&self.value, self.dialect, &self.references))
     }
 }
 
@@ -164,7 +165,9 @@ impl Format for JsonSchemaFormat {
                         return Err(SchemaError::new(
                             SchemaErrorKind::Invalid,
                             "#/$schema",
-                            format!("'{uri}' is not a JSON Schema dialect Covenant knows (draft-04, -06, -07, 2019-09, 2020-12)."),
+                            format!(
+                                "'{uri}' is not a JSON Schema dialect Covenant knows (draft-04, -06, -07, 2019-09, 2020-12)."
+                            ),
                         ));
                     }
                 },
@@ -209,7 +212,9 @@ impl Format for JsonSchemaFormat {
         let diffs = std::thread::scope(|scope| {
             std::thread::Builder::new()
                 .stack_size(256 * 1024 * 1024)
-                .spawn_scoped(scope, || diff::compare(&writer.model, &reader.model, policy))
+                .spawn_scoped(scope, || {
+                    diff::compare(&writer.model, &reader.model, policy)
+                })
                 .ok()
                 .and_then(|handle| handle.join().ok())
         })
@@ -297,7 +302,10 @@ mod tests {
     fn normalized_ignores_key_order_and_whitespace() {
         let a = parse(r#"{"type":"object", "properties": {"a": {"type": "string"}}}"#);
         let b = parse(r#"{"properties":{"a":{"type":"string"}},"type":"object"}"#);
-        assert_eq!(JsonSchemaFormat::normalized(&a), JsonSchemaFormat::normalized(&b));
+        assert_eq!(
+            JsonSchemaFormat::normalized(&a),
+            JsonSchemaFormat::normalized(&b)
+        );
         assert!(!JsonSchemaFormat::normalized(&a).contains(' '));
     }
 
@@ -316,7 +324,9 @@ mod tests {
             name: "address.json".into(),
             subject: "address".into(),
             version: 1,
-            schema: r#"{"type":"object","properties":{"zip":{"type":"string"}},"required":["zip"]}"#.into(),
+            schema:
+                r#"{"type":"object","properties":{"zip":{"type":"string"}},"required":["zip"]}"#
+                    .into(),
         };
         let order = JsonSchemaFormat::parse(
             r#"{"type":"object","properties":{"ship_to":{"$ref":"address.json"}}}"#,
@@ -328,17 +338,16 @@ mod tests {
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].instance_path, "/ship_to");
         assert!(
-            JsonSchemaFormat::parse(
-                r#"{"properties":{"ship_to":{"$ref":"address.json"}}}"#,
-                &[]
-            )
-            .is_err()
+            JsonSchemaFormat::parse(r#"{"properties":{"ship_to":{"$ref":"address.json"}}}"#, &[])
+                .is_err()
         );
     }
 
     #[test]
     fn validate_reports_every_error() {
-        let s = parse(r#"{"type":"object","properties":{"a":{"type":"string"},"b":{"maximum":3}},"required":["c"]}"#);
+        let s = parse(
+            r#"{"type":"object","properties":{"a":{"type":"string"},"b":{"maximum":3}},"required":["c"]}"#,
+        );
         let errors = validate(&s, &serde_json::json!({"a": 1, "b": 4}));
         assert_eq!(errors.len(), 3, "{errors:?}");
     }
@@ -350,15 +359,25 @@ mod tests {
         let (a, b) = (parse(text), parse(changed));
         assert!(JsonSchemaFormat::check(&a, &a, &CheckOptions::default()).is_empty());
         let findings = JsonSchemaFormat::check(&b, &a, &CheckOptions::default());
-        assert!(findings.iter().any(|f| f.rule == "TYPE_CHANGED" && f.path == "#/properties/v"), "{findings:?}");
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.rule == "TYPE_CHANGED" && f.path == "#/properties/v"),
+            "{findings:?}"
+        );
     }
 
     #[test]
     fn policy_decides_severity() {
         let w = parse(r#"{"type":"object","properties":{"a":{"type":"string"}}}"#);
-        let r = parse(r#"{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}"#);
+        let r = parse(
+            r#"{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}"#,
+        );
         let strict = JsonSchemaFormat::check(&r, &w, &CheckOptions::default());
-        assert_eq!(strict[0].rule, "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL");
+        assert_eq!(
+            strict[0].rule,
+            "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
+        );
         assert_eq!(strict[0].severity, covenant_engine::Severity::Error);
         let lenient = CheckOptions {
             json_policy: covenant_engine::JsonPolicy::Lenient,

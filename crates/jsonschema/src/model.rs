@@ -314,7 +314,10 @@ pub fn join_uri(base: &str, reference: &str) -> String {
     if reference.starts_with('/') {
         if let Some(scheme_end) = stem.find("://") {
             let after = &stem[scheme_end + 3..];
-            let host_end = after.find('/').map(|i| scheme_end + 3 + i).unwrap_or(stem.len());
+            let host_end = after
+                .find('/')
+                .map(|i| scheme_end + 3 + i)
+                .unwrap_or(stem.len());
             return format!("{}{}", &stem[..host_end], reference);
         }
         return reference.to_string();
@@ -342,8 +345,11 @@ const OBJECT_KEYWORDS: &[&str] = &[
     "additionalProperties",
     "propertyNames",
 ];
-const MODERN_OBJECT_KEYWORDS: &[&str] =
-    &["dependentRequired", "dependentSchemas", "unevaluatedProperties"];
+const MODERN_OBJECT_KEYWORDS: &[&str] = &[
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+];
 const ARRAY_KEYWORDS: &[&str] = &[
     "items",
     "additionalItems",
@@ -363,7 +369,11 @@ const NUMBER_KEYWORDS: &[&str] = &[
 const STRING_KEYWORDS: &[&str] = &["minLength", "maxLength", "pattern", "format"];
 
 impl Loader {
-    pub fn new(root: Value, dialect: Dialect, references: &[Reference]) -> Result<Loader, SchemaError> {
+    pub fn new(
+        root: Value,
+        dialect: Dialect,
+        references: &[Reference],
+    ) -> Result<Loader, SchemaError> {
         let mut docs = Vec::new();
         for reference in references {
             let value: Value = serde_json::from_str(&reference.schema).map_err(|e| {
@@ -379,7 +389,11 @@ impl Loader {
             });
         }
         let root_base = root
-            .get(if dialect == Dialect::Draft4 { "id" } else { "$id" })
+            .get(if dialect == Dialect::Draft4 {
+                "id"
+            } else {
+                "$id"
+            })
             .and_then(Value::as_str)
             .map(|s| split_fragment(s).0.to_string())
             .unwrap_or_default();
@@ -408,7 +422,11 @@ impl Loader {
     }
 
     fn id_keyword(&self) -> &'static str {
-        if self.dialect == Dialect::Draft4 { "id" } else { "$id" }
+        if self.dialect == Dialect::Draft4 {
+            "id"
+        } else {
+            "$id"
+        }
     }
 
     /// Records every `$id` and anchor so that `$ref`s can find them.
@@ -427,8 +445,10 @@ impl Loader {
             let (resource, fragment) = split_fragment(&joined);
             match fragment {
                 Some(name) if !name.is_empty() && !name.starts_with('/') => {
-                    self.anchors
-                        .insert((resource.to_string(), name.to_string()), (doc, pointer.clone()));
+                    self.anchors.insert(
+                        (resource.to_string(), name.to_string()),
+                        (doc, pointer.clone()),
+                    );
                 }
                 _ => {
                     base = resource.to_string();
@@ -452,7 +472,12 @@ impl Loader {
         }
     }
 
-    fn lookup(&self, pointer_path: &str, base: &str, reference: &str) -> Result<Location, SchemaError> {
+    fn lookup(
+        &self,
+        pointer_path: &str,
+        base: &str,
+        reference: &str,
+    ) -> Result<Location, SchemaError> {
         let joined = join_uri(base, reference);
         let (resource, fragment) = split_fragment(&joined);
         let mut candidates = vec![resource.to_string()];
@@ -487,7 +512,9 @@ impl Loader {
         Err(err(
             SchemaErrorKind::UnknownType,
             pointer_path,
-            format!("'$ref' '{reference}' does not resolve to this schema or a registered reference."),
+            format!(
+                "'$ref' '{reference}' does not resolve to this schema or a registered reference."
+            ),
         ))
     }
 
@@ -515,7 +542,12 @@ impl Loader {
         let tokens: Vec<String> = if location.1.is_empty() {
             Vec::new()
         } else {
-            location.1.trim_start_matches('/').split('/').map(unescape).collect()
+            location
+                .1
+                .trim_start_matches('/')
+                .split('/')
+                .map(unescape)
+                .collect()
         };
         for token in tokens.iter() {
             current = match current {
@@ -523,7 +555,8 @@ impl Loader {
                     Some(v) => v,
                     None => break,
                 },
-                Value::Array(items) => match token.parse::<usize>().ok().and_then(|i| items.get(i)) {
+                Value::Array(items) => match token.parse::<usize>().ok().and_then(|i| items.get(i))
+                {
                     Some(v) => v,
                     None => break,
                 },
@@ -600,23 +633,36 @@ impl Loader {
 
         if let Some(reference) = map.get("$ref") {
             let reference = reference.as_str().ok_or_else(|| {
-                err(SchemaErrorKind::Invalid, &format!("{path}/$ref"), "'$ref' must be a string.")
+                err(
+                    SchemaErrorKind::Invalid,
+                    &format!("{path}/$ref"),
+                    "'$ref' must be a string.",
+                )
             })?;
             let base = self.base_at(location);
             let target = self.lookup(&format!("{path}/$ref"), &base, reference)?;
+            if self.value_at(&target).is_none() {
+                return Err(err(
+                    SchemaErrorKind::UnknownType,
+                    &format!("{path}/$ref"),
+                    format!("'$ref' '{reference}' points at a location that does not exist."),
+                ));
+            }
             let target = self.load(target)?;
-            let ref_node = self.push(Node::bare(Kind::Ref(target)));
             if !modern {
                 let mut node = Node::bare(Kind::Ref(target));
                 node.canonical = canonical(value);
-                let _ = ref_node;
                 return Ok(node);
             }
-            parts.push(ref_node);
+            parts.push(self.push(Node::bare(Kind::Ref(target))));
         }
         if let Some(values) = map.get("enum") {
             let values = values.as_array().ok_or_else(|| {
-                err(SchemaErrorKind::Invalid, &format!("{path}/enum"), "'enum' must be an array.")
+                err(
+                    SchemaErrorKind::Invalid,
+                    &format!("{path}/enum"),
+                    "'enum' must be an array.",
+                )
             })?;
             parts.push(self.push(Node::bare(Kind::Enum(values.clone()))));
         }
@@ -728,7 +774,10 @@ impl Loader {
             title: string_field("title")?,
             description: string_field("description")?,
             default: map.get("default").cloned(),
-            connect_type: map.get("connect.type").and_then(Value::as_str).map(str::to_string),
+            connect_type: map
+                .get("connect.type")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             canonical: canonical(value),
         })
     }
@@ -779,7 +828,11 @@ impl Loader {
                 None => Ok(None),
                 Some(v) => v
                     .as_u64()
-                    .or_else(|| v.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as u64))
+                    .or_else(|| {
+                        v.as_f64()
+                            .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+                            .map(|f| f as u64)
+                    })
                     .map(Some)
                     .ok_or_else(|| {
                         err(
@@ -832,10 +885,14 @@ impl Loader {
                     node.minimum = number("minimum")?;
                     node.exclusive_maximum = number("exclusiveMaximum")?;
                     node.exclusive_minimum = number("exclusiveMinimum")?;
-                    node.exclusive_maximum_flag =
-                        map.get("exclusiveMaximum").and_then(Value::as_bool).unwrap_or(false);
-                    node.exclusive_minimum_flag =
-                        map.get("exclusiveMinimum").and_then(Value::as_bool).unwrap_or(false);
+                    node.exclusive_maximum_flag = map
+                        .get("exclusiveMaximum")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    node.exclusive_minimum_flag = map
+                        .get("exclusiveMinimum")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
                     node.multiple_of = match map.get("multipleOf") {
                         None => None,
                         Some(Value::Number(n)) => Some(n.to_string()),
@@ -960,7 +1017,11 @@ impl Loader {
                 match value {
                     Value::Array(names) => node.property_dependencies.push((
                         key.clone(),
-                        names.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+                        names
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect(),
                     )),
                     _ => {
                         let child = self.child(location, &format!("{keyword}/{}", escape(key)))?;
@@ -986,7 +1047,8 @@ impl Loader {
         if has_prefix {
             if let Some(Value::Array(items)) = map.get("prefixItems") {
                 for i in 0..items.len() {
-                    node.item_schemas.push(self.child(location, &format!("prefixItems/{i}"))?);
+                    node.item_schemas
+                        .push(self.child(location, &format!("prefixItems/{i}"))?);
                 }
             }
         }
@@ -994,7 +1056,8 @@ impl Loader {
             None => {}
             Some(Value::Array(items)) if !modern || self.dialect == Dialect::Draft201909 => {
                 for i in 0..items.len() {
-                    node.item_schemas.push(self.child(location, &format!("items/{i}"))?);
+                    node.item_schemas
+                        .push(self.child(location, &format!("items/{i}"))?);
                 }
             }
             Some(Value::Bool(false)) if modern => node.permits_additional = false,
@@ -1025,7 +1088,10 @@ impl Loader {
         let uint = |key: &str| map.get(key).and_then(Value::as_u64);
         node.max_items = uint("maxItems");
         node.min_items = uint("minItems");
-        node.unique_items = map.get("uniqueItems").and_then(Value::as_bool).unwrap_or(false);
+        node.unique_items = map
+            .get("uniqueItems")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         if let Some(v) = uint("minContains") {
             node.min_contains = Some(v);
         }

@@ -73,5 +73,4 @@ mod tests {
     fn additional_items_extended_fires_on_its_example() {
         fires(&super::ADDITIONAL_ITEMS_EXTENDED);
     }
-
 }

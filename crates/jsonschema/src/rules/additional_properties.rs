@@ -73,5 +73,4 @@ mod tests {
     fn additional_properties_extended_fires_on_its_example() {
         fires(&super::ADDITIONAL_PROPERTIES_EXTENDED);
     }
-
 }

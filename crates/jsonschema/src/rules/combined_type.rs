@@ -56,5 +56,4 @@ mod tests {
     fn combined_type_subschemas_changed_fires_on_its_example() {
         fires(&super::COMBINED_TYPE_SUBSCHEMAS_CHANGED);
     }
-
 }

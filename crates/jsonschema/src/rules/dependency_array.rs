@@ -90,5 +90,4 @@ mod tests {
     fn dependency_array_changed_fires_on_its_example() {
         fires(&super::DEPENDENCY_ARRAY_CHANGED);
     }
-
 }

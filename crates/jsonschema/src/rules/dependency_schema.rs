@@ -39,5 +39,4 @@ mod tests {
     fn dependency_schema_removed_fires_on_its_example() {
         fires(&super::DEPENDENCY_SCHEMA_REMOVED);
     }
-
 }

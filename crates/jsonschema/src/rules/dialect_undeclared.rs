@@ -20,7 +20,8 @@ mod tests {
 
     #[test]
     fn warns_only_without_schema_keyword() {
-        let bare = JsonSchemaFormat::parse(super::DIALECT_UNDECLARED.bad_example, &[]).expect("parses");
+        let bare =
+            JsonSchemaFormat::parse(super::DIALECT_UNDECLARED.bad_example, &[]).expect("parses");
         let lint = JsonSchemaFormat::lint(&bare, &CheckOptions::default());
         assert_eq!(lint.len(), 1);
         assert_eq!(lint[0].rule, "DIALECT_UNDECLARED");

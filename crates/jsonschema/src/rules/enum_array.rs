@@ -56,5 +56,4 @@ mod tests {
     fn enum_array_changed_fires_on_its_example() {
         fires(&super::ENUM_ARRAY_CHANGED);
     }
-
 }

@@ -73,5 +73,4 @@ mod tests {
     fn exclusive_maximum_increased_fires_on_its_example() {
         fires(&super::EXCLUSIVE_MAXIMUM_INCREASED);
     }
-
 }

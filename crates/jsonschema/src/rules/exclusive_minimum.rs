@@ -73,5 +73,4 @@ mod tests {
     fn exclusive_minimum_decreased_fires_on_its_example() {
         fires(&super::EXCLUSIVE_MINIMUM_DECREASED);
     }
-
 }

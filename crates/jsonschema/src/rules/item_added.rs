@@ -90,5 +90,4 @@ mod tests {
     fn item_added_not_covered_by_partially_open_content_model_fires_on_its_example() {
         fires(&super::ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL);
     }
-
 }

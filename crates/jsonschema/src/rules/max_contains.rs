@@ -73,5 +73,4 @@ mod tests {
     fn max_contains_increased_fires_on_its_example() {
         fires(&super::MAX_CONTAINS_INCREASED);
     }
-
 }

@@ -73,5 +73,4 @@ mod tests {
     fn maximum_increased_fires_on_its_example() {
         fires(&super::MAXIMUM_INCREASED);
     }
-
 }

@@ -73,5 +73,4 @@ mod tests {
     fn default_changed_fires_on_its_example() {
         fires(&super::DEFAULT_CHANGED);
     }
-
 }

@@ -8,8 +8,8 @@ pub static MIN_CONTAINS_ADDED: RuleSpec = RuleSpec {
     category: "constraint",
     default_severity: Severity::Error,
     summary: "`minContains` was added, rejecting values that were valid before.",
-    bad_example: "writer: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"}}\nreader: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":10}",
-    good_example: "writer: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"}}\nreader: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"}}",
+    bad_example: "writer: {\"type\":\"array\",\"contains\":{\"type\":\"string\"}}\nreader: {\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":10}",
+    good_example: "writer: {\"type\":\"array\",\"contains\":{\"type\":\"string\"}}\nreader: {\"type\":\"array\",\"contains\":{\"type\":\"string\"}}",
     hint: "Add `minContains` only once every producer already respects it, or keep it out of the schema and validate in the consumer.",
     peers: &["confluent:MIN_CONTAINS_ADDED"],
 };
@@ -20,8 +20,8 @@ pub static MIN_CONTAINS_REMOVED: RuleSpec = RuleSpec {
     category: "constraint",
     default_severity: Severity::Info,
     summary: "`minContains` was removed, accepting more values.",
-    bad_example: "writer: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}\nreader: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"}}",
-    good_example: "writer: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}\nreader: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"}}",
+    bad_example: "writer: {\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}\nreader: {\"type\":\"array\",\"contains\":{\"type\":\"string\"}}",
+    good_example: "writer: {\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}\nreader: {\"type\":\"array\",\"contains\":{\"type\":\"string\"}}",
     hint: "Loosening a constraint is safe for readers.",
     peers: &["confluent:MIN_CONTAINS_REMOVED"],
 };
@@ -32,8 +32,8 @@ pub static MIN_CONTAINS_INCREASED: RuleSpec = RuleSpec {
     category: "constraint",
     default_severity: Severity::Error,
     summary: "`minContains` was raised, rejecting values that were valid before.",
-    bad_example: "writer: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}\nreader: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":10}",
-    good_example: "writer: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}\nreader: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}",
+    bad_example: "writer: {\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}\nreader: {\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":10}",
+    good_example: "writer: {\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}\nreader: {\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}",
     hint: "Keep the old `minContains`; tighten it only after every stored and in-flight document satisfies the new bound.",
     peers: &["confluent:MIN_CONTAINS_INCREASED"],
 };
@@ -44,8 +44,8 @@ pub static MIN_CONTAINS_DECREASED: RuleSpec = RuleSpec {
     category: "constraint",
     default_severity: Severity::Info,
     summary: "`minContains` was lowered, accepting more values.",
-    bad_example: "writer: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":10}\nreader: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}",
-    good_example: "writer: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":10}\nreader: {\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}",
+    bad_example: "writer: {\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":10}\nreader: {\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}",
+    good_example: "writer: {\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":10}\nreader: {\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":5}",
     hint: "Loosening a constraint is safe for readers.",
     peers: &["confluent:MIN_CONTAINS_DECREASED"],
 };
@@ -73,5 +73,4 @@ mod tests {
     fn min_contains_decreased_fires_on_its_example() {
         fires(&super::MIN_CONTAINS_DECREASED);
     }
-
 }

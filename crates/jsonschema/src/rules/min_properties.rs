@@ -73,5 +73,4 @@ mod tests {
     fn min_properties_decreased_fires_on_its_example() {
         fires(&super::MIN_PROPERTIES_DECREASED);
     }
-
 }

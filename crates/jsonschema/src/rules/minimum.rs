@@ -73,5 +73,4 @@ mod tests {
     fn minimum_decreased_fires_on_its_example() {
         fires(&super::MINIMUM_DECREASED);
     }
-
 }

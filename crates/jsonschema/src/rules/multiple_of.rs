@@ -90,5 +90,4 @@ mod tests {
     fn multiple_of_changed_fires_on_its_example() {
         fires(&super::MULTIPLE_OF_CHANGED);
     }
-
 }

@@ -39,5 +39,4 @@ mod tests {
     fn not_type_narrowed_fires_on_its_example() {
         fires(&super::NOT_TYPE_NARROWED);
     }
-
 }

@@ -56,5 +56,4 @@ mod tests {
     fn pattern_changed_fires_on_its_example() {
         fires(&super::PATTERN_CHANGED);
     }
-
 }

@@ -39,5 +39,4 @@ mod tests {
     fn product_type_narrowed_fires_on_its_example() {
         fires(&super::PRODUCT_TYPE_NARROWED);
     }
-
 }

@@ -2,18 +2,6 @@
 
 use covenant_engine::{RuleSpec, Severity};
 
-pub static PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL: RuleSpec = RuleSpec {
-    id: "PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL",
-    format: "json",
-    category: "content-model",
-    default_severity: Severity::Error,
-    summary: "A property was added to an open content model (superseded by the more specific rules below; kept for Confluent parity).",
-    bad_example: "writer: {\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}\nreader: {\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},\"b\":{\"type\":\"string\"}}}",
-    good_example: "writer: {\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}\nreader: {\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}",
-    hint: "Old producers may already have written this property with any value; prefer a new name.",
-    peers: &["confluent:PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"],
-};
-
 pub static REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL: RuleSpec = RuleSpec {
     id: "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL",
     format: "json",
@@ -127,11 +115,6 @@ mod tests {
     use crate::rules::test_support::fires;
 
     #[test]
-    fn property_added_to_open_content_model_fires_on_its_example() {
-        fires(&super::PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL);
-    }
-
-    #[test]
     fn required_property_added_to_open_content_model_fires_on_its_example() {
         fires(&super::REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL);
     }
@@ -175,5 +158,4 @@ mod tests {
     fn property_added_not_covered_by_partially_open_content_model_fires_on_its_example() {
         fires(&super::PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL);
     }
-
 }

@@ -90,5 +90,4 @@ mod tests {
     fn property_removed_not_covered_by_partially_open_content_model_fires_on_its_example() {
         fires(&super::PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL);
     }
-
 }

@@ -56,5 +56,4 @@ mod tests {
     fn required_attribute_removed_fires_on_its_example() {
         fires(&super::REQUIRED_ATTRIBUTE_REMOVED);
     }
-
 }

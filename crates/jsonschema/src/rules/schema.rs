@@ -39,5 +39,4 @@ mod tests {
     fn schema_removed_fires_on_its_example() {
         fires(&super::SCHEMA_REMOVED);
     }
-
 }

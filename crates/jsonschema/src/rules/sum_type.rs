@@ -39,5 +39,4 @@ mod tests {
     fn sum_type_narrowed_fires_on_its_example() {
         fires(&super::SUM_TYPE_NARROWED);
     }
-
 }

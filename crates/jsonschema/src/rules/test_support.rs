@@ -33,6 +33,10 @@ pub fn fires(rule: &RuleSpec) {
     let gr = JsonSchemaFormat::parse(&gr, &[]).expect("good reader parses");
     let good = JsonSchemaFormat::check(&gr, &gw, &CheckOptions::default());
     if rule.default_severity == covenant_engine::Severity::Error {
-        assert!(!good.iter().any(|f| f.rule == rule.id), "{} fired on its good example", rule.id);
+        assert!(
+            !good.iter().any(|f| f.rule == rule.id),
+            "{} fired on its good example",
+            rule.id
+        );
     }
 }

@@ -56,5 +56,4 @@ mod tests {
     fn type_extended_fires_on_its_example() {
         fires(&super::TYPE_EXTENDED);
     }
-
 }

@@ -73,5 +73,4 @@ mod tests {
     fn unevaluated_items_extended_fires_on_its_example() {
         fires(&super::UNEVALUATED_ITEMS_EXTENDED);
     }
-
 }

@@ -73,5 +73,4 @@ mod tests {
     fn unevaluated_properties_extended_fires_on_its_example() {
         fires(&super::UNEVALUATED_PROPERTIES_EXTENDED);
     }
-
 }

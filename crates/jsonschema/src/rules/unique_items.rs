@@ -39,5 +39,4 @@ mod tests {
     fn unique_items_removed_fires_on_its_example() {
         fires(&super::UNIQUE_ITEMS_REMOVED);
     }
-
 }
