@@ -584,14 +584,14 @@ impl Shared<'_> {
                     }
                 }
             }
-            (Kind::Const(a), Kind::Const(b)) => {
-                if crate::model::canonical(&a) != crate::model::canonical(&b) {
-                    ctx.add_at(
-                        "const",
-                        &enum_array::ENUM_ARRAY_CHANGED,
-                        format!("'const' changed from {a} to {b} at {}.", ctx.here()),
-                    );
-                }
+            (Kind::Const(a), Kind::Const(b))
+                if crate::model::canonical(&a) != crate::model::canonical(&b) =>
+            {
+                ctx.add_at(
+                    "const",
+                    &enum_array::ENUM_ARRAY_CHANGED,
+                    format!("'const' changed from {a} to {b} at {}.", ctx.here()),
+                );
             }
             (Kind::Enum(a), Kind::Enum(b)) => {
                 let (sa, sb) = (value_set(&a), value_set(&b));
@@ -823,12 +823,12 @@ impl Shared<'_> {
         if let Some(s) = o.additional_schema {
             return Some(s);
         }
-        if o.permits_additional {
-            if let Some(u) = o.unevaluated {
-                if !is_false(u) && !empty(u) {
-                    return Some(u);
-                }
-            }
+        if o.permits_additional
+            && let Some(u) = o.unevaluated
+            && !is_false(u)
+            && !empty(u)
+        {
+            return Some(u);
         }
         None
     }
@@ -1203,12 +1203,12 @@ impl Shared<'_> {
         if let Some(s) = a.additional_schema {
             return Some(s);
         }
-        if a.permits_additional {
-            if let Some(u) = a.unevaluated {
-                if !is_false(u) && !empty(u) {
-                    return Some(u);
-                }
-            }
+        if a.permits_additional
+            && let Some(u) = a.unevaluated
+            && !is_false(u)
+            && !empty(u)
+        {
+            return Some(u);
         }
         None
     }

@@ -1044,12 +1044,10 @@ impl Loader {
     ) -> Result<(), SchemaError> {
         let modern = self.dialect.is_modern();
         let has_prefix = modern && map.contains_key("prefixItems");
-        if has_prefix {
-            if let Some(Value::Array(items)) = map.get("prefixItems") {
-                for i in 0..items.len() {
-                    node.item_schemas
-                        .push(self.child(location, &format!("prefixItems/{i}"))?);
-                }
+        if has_prefix && let Some(Value::Array(items)) = map.get("prefixItems") {
+            for i in 0..items.len() {
+                node.item_schemas
+                    .push(self.child(location, &format!("prefixItems/{i}"))?);
             }
         }
         match map.get("items") {
