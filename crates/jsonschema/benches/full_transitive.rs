@@ -5,7 +5,8 @@ use covenant_jsonschema::JsonSchemaFormat;
 use std::time::Instant;
 
 /// Version `n` has `n` of the 200 optional properties, each a small nested object, in a
-/// closed content model, so every step adds optional properties (compatible both ways).
+/// closed content model: backward checks pass, forward checks report the removed properties,
+/// so the run exercises both clean and finding-heavy pairs.
 fn schema(properties: usize) -> String {
     let props: Vec<String> = (0..properties)
         .map(|i| {
@@ -35,15 +36,17 @@ fn main() {
         .collect();
     let options = CheckOptions::default();
     let mut times = Vec::new();
+    let mut findings = 0;
     for _ in 0..11 {
         let start = Instant::now();
         let report =
             check_history::<JsonSchemaFormat>(Level::FullTransitive, &candidate, &prior, &options);
         times.push(start.elapsed());
-        assert!(report.compatible, "benchmark history should be compatible");
+        findings = report.findings.len();
     }
     times.sort();
     let median = times[times.len() / 2];
+    println!("{findings} findings per check");
     println!(
         "jsonschema full_transitive: 200 properties x 200 versions, median {:.2} ms per check ({:.1} us per pair)",
         median.as_secs_f64() * 1e3,
