@@ -7,6 +7,8 @@
 //! an error when the active policy does not list it as compatible, information otherwise.
 
 mod diff;
+mod fields;
+pub use fields::field_tree;
 mod model;
 pub mod rules;
 
