@@ -2,7 +2,7 @@
 //! reader, query and dashboard experiences as a removal plus an addition.
 
 use crate::pair::{Located, Pair};
-use covenant_engine::{Finding, NodeKind, RuleSpec, Severity};
+use covenant_engine::{Finding, Node, NodeKind, RuleSpec, Severity};
 
 pub static RULE: RuleSpec = RuleSpec {
     id: "LIKELY_RENAME",
@@ -42,13 +42,16 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
             .filter(|n| !old_children.iter().any(|o| o.name == n.name))
             .copied()
             .collect();
+        let same_type =
+            |a: &Node, b: &Node| a.type_name == b.type_name && a.logical_type == b.logical_type;
         let mut pairs = Vec::new();
         removed.retain(|old| {
             let by_alias = added.iter().position(|n| n.aliases.contains(&old.name));
+            // A number taken over by another type is reuse, not a rename.
             let by_number = || {
-                added
-                    .iter()
-                    .position(|n| old.number.is_some() && n.number == old.number)
+                added.iter().position(|n| {
+                    old.number.is_some() && n.number == old.number && same_type(n, old)
+                })
             };
             match by_alias.or_else(by_number) {
                 Some(i) => {
@@ -59,18 +62,14 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
             }
         });
         for old in &removed {
-            let same_type = |n: &&covenant_engine::Node| {
-                n.type_name == old.type_name && n.logical_type == old.logical_type
-            };
-            let removed_of_type = removed.iter().filter(|o| same_type(&&***o)).count();
-            let added_of_type: Vec<usize> = added
+            let removed_of_type = removed.iter().filter(|o| same_type(o, old)).count();
+            let added_of_type: Vec<&Node> = added
                 .iter()
-                .enumerate()
-                .filter(|(_, n)| same_type(n))
-                .map(|(i, _)| i)
+                .copied()
+                .filter(|n| same_type(n, old))
                 .collect();
-            if removed_of_type == 1 && added_of_type.len() == 1 {
-                pairs.push((*old, added[added_of_type[0]]));
+            if let ([new], 1) = (added_of_type.as_slice(), removed_of_type) {
+                pairs.push((*old, *new));
             }
         }
         for (old, new) in pairs {
@@ -103,7 +102,7 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
     findings
 }
 
-fn fields<'a>(parent: &Located<'a>) -> Vec<&'a covenant_engine::Node> {
+fn fields<'a>(parent: &Located<'a>) -> Vec<&'a Node> {
     parent
         .node
         .children
@@ -174,6 +173,16 @@ mod tests {
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].path, "/acme.CaseEvent/fields/assigned_officer");
         assert!(findings[0].message.contains("same number 2"));
+    }
+
+    #[test]
+    fn protobuf_number_reused_by_another_type_is_not_a_rename() {
+        let old = proto(vec![message("acme.E", vec![("legacy_owner", "string", 7)])]);
+        let new = proto(vec![message(
+            "acme.E",
+            vec![("escalation_level", "int64", 7)],
+        )]);
+        assert!(run("LIKELY_RENAME", &old, &new, &none()).is_empty());
     }
 
     #[test]
