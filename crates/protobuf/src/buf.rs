@@ -168,7 +168,10 @@ fn all_enums(files: &[FileDescriptor]) -> BTreeMap<String, EnumDescriptor> {
 fn all_extensions(files: &[FileDescriptor]) -> BTreeMap<(String, u32), ExtensionDescriptor> {
     fn walk(m: MessageDescriptor, out: &mut BTreeMap<(String, u32), ExtensionDescriptor>) {
         for e in m.child_extensions() {
-            out.insert((e.containing_message().full_name().to_string(), e.number()), e);
+            out.insert(
+                (e.containing_message().full_name().to_string(), e.number()),
+                e,
+            );
         }
         for c in m.child_messages() {
             walk(c, out);
@@ -177,7 +180,10 @@ fn all_extensions(files: &[FileDescriptor]) -> BTreeMap<(String, u32), Extension
     let mut out = BTreeMap::new();
     for f in files {
         for e in f.extensions() {
-            out.insert((e.containing_message().full_name().to_string(), e.number()), e);
+            out.insert(
+                (e.containing_message().full_name().to_string(), e.number()),
+                e,
+            );
         }
         for m in f.messages() {
             walk(m, &mut out);
@@ -225,7 +231,9 @@ pub(crate) fn check(
 
     let (prev_msgs, cur_msgs) = (all_messages(&prev_files), all_messages(&cur_files));
     for (name, prev) in &prev_msgs {
-        let Some(cur) = cur_msgs.get(name) else { continue };
+        let Some(cur) = cur_msgs.get(name) else {
+            continue;
+        };
         field_no_delete_unless_number_reserved::check(prev, cur, out);
         if json {
             field_no_delete_unless_name_reserved::check(prev, cur, out);
@@ -235,7 +243,12 @@ pub(crate) fn check(
         message_same_required_fields::check(prev, cur, out);
         for pf in prev.fields() {
             if let Some(cf) = cur.get_field(pf.number()) {
-                check_field_pair(&FieldView::of_field(&pf), &FieldView::of_field(&cf), json, out);
+                check_field_pair(
+                    &FieldView::of_field(&pf),
+                    &FieldView::of_field(&cf),
+                    json,
+                    out,
+                );
             }
         }
     }
@@ -243,13 +256,20 @@ pub(crate) fn check(
     let (prev_ext, cur_ext) = (all_extensions(&prev_files), all_extensions(&cur_files));
     for (key, pe) in &prev_ext {
         if let Some(ce) = cur_ext.get(key) {
-            check_field_pair(&FieldView::of_extension(pe), &FieldView::of_extension(ce), json, out);
+            check_field_pair(
+                &FieldView::of_extension(pe),
+                &FieldView::of_extension(ce),
+                json,
+                out,
+            );
         }
     }
 
     let (prev_enums, cur_enums) = (all_enums(&prev_files), all_enums(&cur_files));
     for (name, prev) in &prev_enums {
-        let Some(cur) = cur_enums.get(name) else { continue };
+        let Some(cur) = cur_enums.get(name) else {
+            continue;
+        };
         enum_value_no_delete_unless_number_reserved::check(prev, cur, out);
         if json {
             enum_value_no_delete_unless_name_reserved::check(prev, cur, out);
@@ -261,7 +281,9 @@ pub(crate) fn check(
 
     let (prev_svcs, cur_svcs) = (all_services(&prev_files), all_services(&cur_files));
     for (name, prev) in &prev_svcs {
-        let Some(cur) = cur_svcs.get(name) else { continue };
+        let Some(cur) = cur_svcs.get(name) else {
+            continue;
+        };
         for pm in prev.methods() {
             if let Some(cm) = cur.methods().find(|m| m.name() == pm.name()) {
                 rpc_same_client_streaming::check(&pm, &cm, out);
@@ -376,7 +398,13 @@ pub(crate) fn missing_parts(start: i64, end: i64, ranges: &[(i64, i64)]) -> Vec<
 pub(crate) fn ranges_text(ranges: &[(i64, i64)]) -> String {
     ranges
         .iter()
-        .map(|(s, e)| if s == e { s.to_string() } else { format!("{s} to {e}") })
+        .map(|(s, e)| {
+            if s == e {
+                s.to_string()
+            } else {
+                format!("{s} to {e}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -388,7 +416,10 @@ mod tests {
     #[test]
     fn missing_parts_of_ranges() {
         assert_eq!(missing_parts(1, 10, &[(1, 3), (4, 10)]), vec![]);
-        assert_eq!(missing_parts(1, 10, &[(2, 3), (6, 7)]), vec![(1, 1), (4, 5), (8, 10)]);
+        assert_eq!(
+            missing_parts(1, 10, &[(2, 3), (6, 7)]),
+            vec![(1, 1), (4, 5), (8, 10)]
+        );
         assert_eq!(missing_parts(5, 5, &[]), vec![(5, 5)]);
         assert_eq!(missing_parts(5, 9, &[(1, 20)]), vec![]);
     }

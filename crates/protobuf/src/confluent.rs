@@ -196,9 +196,13 @@ impl Ctx<'_> {
             self.emit(
                 &syntax_changed::RULE,
                 path,
-                format!("Syntax changed from '{:?}' to '{:?}'.", w.syntax(), r.syntax())
-                    .to_ascii_lowercase()
-                    .replacen("syntax", "Syntax", 1),
+                format!(
+                    "Syntax changed from '{:?}' to '{:?}'.",
+                    w.syntax(),
+                    r.syntax()
+                )
+                .to_ascii_lowercase()
+                .replacen("syntax", "Syntax", 1),
             );
         }
         self.compare_types(
@@ -256,10 +260,14 @@ impl Ctx<'_> {
                 (None, None) => {}
             }
         }
-        let w_enums: BTreeMap<String, EnumDescriptor> =
-            w_enums.into_iter().map(|e| (e.name().to_string(), e)).collect();
-        let r_enums: BTreeMap<String, EnumDescriptor> =
-            r_enums.into_iter().map(|e| (e.name().to_string(), e)).collect();
+        let w_enums: BTreeMap<String, EnumDescriptor> = w_enums
+            .into_iter()
+            .map(|e| (e.name().to_string(), e))
+            .collect();
+        let r_enums: BTreeMap<String, EnumDescriptor> = r_enums
+            .into_iter()
+            .map(|e| (e.name().to_string(), e))
+            .collect();
         let names: BTreeSet<&String> = w_enums.keys().chain(r_enums.keys()).collect();
         for name in names {
             match (w_enums.get(name), r_enums.get(name)) {
@@ -280,17 +288,24 @@ impl Ctx<'_> {
     }
 
     fn compare_enum(&mut self, w: &EnumDescriptor, r: &EnumDescriptor) {
-        let w_by: BTreeMap<i32, String> =
-            w.values().map(|v| (v.number(), v.name().to_string())).collect();
-        let r_by: BTreeMap<i32, String> =
-            r.values().map(|v| (v.number(), v.name().to_string())).collect();
+        let w_by: BTreeMap<i32, String> = w
+            .values()
+            .map(|v| (v.number(), v.name().to_string()))
+            .collect();
+        let r_by: BTreeMap<i32, String> = r
+            .values()
+            .map(|v| (v.number(), v.name().to_string()))
+            .collect();
         let numbers: BTreeSet<&i32> = w_by.keys().chain(r_by.keys()).collect();
         for n in numbers {
             match (w_by.get(n), r_by.get(n)) {
                 (Some(wn), None) => self.emit(
                     &enum_const_removed::RULE,
                     format!("/{}/values/{}", r.full_name(), wn),
-                    format!("Enum value '{wn}' ({n}) was removed from '{}'.", r.full_name()),
+                    format!(
+                        "Enum value '{wn}' ({n}) was removed from '{}'.",
+                        r.full_name()
+                    ),
                 ),
                 (None, Some(rn)) => self.emit(
                     &enum_const_added::RULE,
@@ -339,12 +354,22 @@ impl Ctx<'_> {
         let w_oneofs: BTreeMap<String, Vec<u32>> = w
             .oneofs()
             .filter(|o| !o.is_synthetic())
-            .map(|o| (o.name().to_string(), o.fields().map(|f| f.number()).collect()))
+            .map(|o| {
+                (
+                    o.name().to_string(),
+                    o.fields().map(|f| f.number()).collect(),
+                )
+            })
             .collect();
         let r_oneofs: BTreeMap<String, Vec<u32>> = r
             .oneofs()
             .filter(|o| !o.is_synthetic())
-            .map(|o| (o.name().to_string(), o.fields().map(|f| f.number()).collect()))
+            .map(|o| {
+                (
+                    o.name().to_string(),
+                    o.fields().map(|f| f.number()).collect(),
+                )
+            })
             .collect();
         let deleted_oneofs: BTreeSet<&String> = w_oneofs
             .iter()
@@ -527,17 +552,17 @@ impl Ctx<'_> {
                         self.emit(
                             rule,
                             path,
-                            format!(
-                                "Field '{name}' changed label from '{a:?}' to '{b:?}'."
-                            )
-                            .replace("'Optional'", "'optional'")
-                            .replace("'Required'", "'required'")
-                            .replace("'Repeated'", "'repeated'"),
+                            format!("Field '{name}' changed label from '{a:?}' to '{b:?}'.")
+                                .replace("'Optional'", "'optional'")
+                                .replace("'Required'", "'required'")
+                                .replace("'Repeated'", "'repeated'"),
                         );
                     }
                 }
             }
-            (CType::Message(wm), CType::Message(rm)) => self.compare_message_types(wm, rm, name, path),
+            (CType::Message(wm), CType::Message(rm)) => {
+                self.compare_message_types(wm, rm, name, path)
+            }
             (CType::Map(wk, wv), CType::Map(rk, rv)) => {
                 self.compare_labels_and_types(None, None, wk, rk, name, path);
                 self.compare_labels_and_types(None, None, wv, rv, name, path);

@@ -70,7 +70,10 @@ impl ProtobufSchema {
             )
         })?;
         let name = parse::main_file_name(references);
-        let pool = parse::compile(&[(name.clone(), Source::Descriptor(Box::new(fd)))], references)?;
+        let pool = parse::compile(
+            &[(name.clone(), Source::Descriptor(Box::new(fd)))],
+            references,
+        )?;
         let mut schema = ProtobufSchema {
             pool,
             own: vec![name],
@@ -95,10 +98,7 @@ impl ProtobufSchema {
         Ok(ProtobufSchema {
             pool,
             own: files.iter().map(|(n, _)| n.clone()).collect(),
-            text: files
-                .first()
-                .map(|(_, t)| t.clone())
-                .unwrap_or_default(),
+            text: files.first().map(|(_, t)| t.clone()).unwrap_or_default(),
             set: true,
         })
     }
@@ -106,9 +106,7 @@ impl ProtobufSchema {
     /// The file as a base64-encoded `FileDescriptorProto` (Confluent's `format=serialized`).
     pub fn to_descriptor_base64(&self) -> String {
         match self.main_file() {
-            Some(file) => {
-                base64::engine::general_purpose::STANDARD.encode(file.encode_to_vec())
-            }
+            Some(file) => base64::engine::general_purpose::STANDARD.encode(file.encode_to_vec()),
             None => String::new(),
         }
     }
@@ -191,9 +189,7 @@ impl ProtobufSchema {
     }
 
     pub(crate) fn main_file(&self) -> Option<FileDescriptor> {
-        self.own
-            .first()
-            .and_then(|n| self.pool.get_file_by_name(n))
+        self.own.first().and_then(|n| self.pool.get_file_by_name(n))
     }
 
     pub(crate) fn own_files(&self) -> Vec<FileDescriptor> {
@@ -245,7 +241,10 @@ impl Format for ProtobufFormat {
     /// clients send), the descriptor. The text's error is reported when neither works.
     fn parse(text: &str, references: &[Reference]) -> Result<ProtobufSchema, SchemaError> {
         let name = parse::main_file_name(references);
-        match parse::compile(&[(name.clone(), Source::Text(text.to_string()))], references) {
+        match parse::compile(
+            &[(name.clone(), Source::Text(text.to_string()))],
+            references,
+        ) {
             Ok(pool) => Ok(ProtobufSchema {
                 pool,
                 own: vec![name],
@@ -313,7 +312,10 @@ message Customer { string name = 1; }
         let s = ProtobufFormat::parse(ORDER, &[]).unwrap();
         assert_eq!(s.message_indexes("acme.Order"), Some(vec![0]));
         assert_eq!(s.message_indexes("acme.Customer"), Some(vec![1]));
-        assert_eq!(s.message_indexes("acme.Order.Line.Note"), Some(vec![0, 0, 0]));
+        assert_eq!(
+            s.message_indexes("acme.Order.Line.Note"),
+            Some(vec![0, 0, 0])
+        );
         assert_eq!(s.message_name(&[1]).as_deref(), Some("acme.Customer"));
         assert_eq!(s.message_name(&[0, 0]).as_deref(), Some("acme.Order.Line"));
         assert_eq!(s.message_name(&[]).as_deref(), Some("acme.Order"));
@@ -327,7 +329,10 @@ message Customer { string name = 1; }
         let b64 = s.to_descriptor_base64();
         assert!(!b64.is_empty());
         let back = ProtobufFormat::parse(&b64, &[]).unwrap();
-        assert_eq!(ProtobufFormat::normalized(&back), ProtobufFormat::normalized(&s));
+        assert_eq!(
+            ProtobufFormat::normalized(&back),
+            ProtobufFormat::normalized(&s)
+        );
         assert!(back.text().contains("message Order"));
         let again = ProtobufSchema::from_descriptor_base64(&b64, &[]).unwrap();
         assert_eq!(again.message_indexes("acme.Customer"), Some(vec![1]));

@@ -104,8 +104,12 @@ pub(crate) fn compile(
 fn to_schema_error(err: &protox::Error, fallback_file: &str) -> SchemaError {
     let message = err.to_string();
     let debug = format!("{err:?}");
-    let (path, _) = split_location(&debug)
-        .unwrap_or_else(|| (err.file().unwrap_or(fallback_file).to_string(), String::new()));
+    let (path, _) = split_location(&debug).unwrap_or_else(|| {
+        (
+            err.file().unwrap_or(fallback_file).to_string(),
+            String::new(),
+        )
+    });
     let lower = message.to_ascii_lowercase();
     let kind = if err.is_parse() {
         SchemaErrorKind::Syntax

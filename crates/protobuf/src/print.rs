@@ -123,9 +123,13 @@ fn print_message_body(out: &mut String, m: &MessageDescriptor, level: usize) {
 }
 
 fn is_group_type(parent: &MessageDescriptor, nested: &MessageDescriptor) -> bool {
-    parent
-        .fields()
-        .any(|f| f.is_group() && f.kind().as_message().map(|t| t.full_name() == nested.full_name()) == Some(true))
+    parent.fields().any(|f| {
+        f.is_group()
+            && f.kind()
+                .as_message()
+                .map(|t| t.full_name() == nested.full_name())
+                == Some(true)
+    })
 }
 
 fn range_text(start: u32, end: u32) -> String {
@@ -280,11 +284,13 @@ fn print_extensions(
         if ext.is_list() {
             out.push_str("repeated ");
         } else if ext.parent_file().syntax() != Syntax::Proto3 {
-            out.push_str(if ext.cardinality() == prost_reflect::Cardinality::Required {
-                "required "
-            } else {
-                "optional "
-            });
+            out.push_str(
+                if ext.cardinality() == prost_reflect::Cardinality::Required {
+                    "required "
+                } else {
+                    "optional "
+                },
+            );
         }
         let _ = write!(
             out,
@@ -353,9 +359,17 @@ fn print_service(out: &mut String, s: &ServiceDescriptor) {
             out,
             "  rpc {}({}.{}) returns ({}.{})",
             m.name(),
-            if m.is_client_streaming() { "stream " } else { "" },
+            if m.is_client_streaming() {
+                "stream "
+            } else {
+                ""
+            },
             m.input().full_name(),
-            if m.is_server_streaming() { "stream " } else { "" },
+            if m.is_server_streaming() {
+                "stream "
+            } else {
+                ""
+            },
             m.output().full_name()
         );
         let mut body = String::new();
@@ -378,7 +392,12 @@ fn option_assignments(options: &DynamicMessage) -> Vec<String> {
         push_option(&mut items, field.name().to_string(), &field.kind(), value);
     }
     for (ext, value) in options.extensions() {
-        push_option(&mut items, format!("({})", ext.full_name()), &ext.kind(), value);
+        push_option(
+            &mut items,
+            format!("({})", ext.full_name()),
+            &ext.kind(),
+            value,
+        );
     }
     items.sort();
     items
@@ -498,10 +517,18 @@ fn map_key_value(key: &MapKey) -> Value {
 fn message_text(m: &DynamicMessage) -> String {
     let mut parts: Vec<String> = Vec::new();
     for (field, value) in m.fields() {
-        parts.push(format!("{}: {}", field.name(), value_text(&field.kind(), value)));
+        parts.push(format!(
+            "{}: {}",
+            field.name(),
+            value_text(&field.kind(), value)
+        ));
     }
     for (ext, value) in m.extensions() {
-        parts.push(format!("[{}]: {}", ext.full_name(), value_text(&ext.kind(), value)));
+        parts.push(format!(
+            "[{}]: {}",
+            ext.full_name(),
+            value_text(&ext.kind(), value)
+        ));
     }
     format!("{{ {} }}", parts.join(" "))
 }

@@ -87,7 +87,10 @@ pub fn decode_message_indexes(bytes: &[u8]) -> Result<(Vec<i32>, usize), String>
 pub(crate) fn message_to_json(msg: &DynamicMessage) -> Json {
     let mut map = Map::new();
     for (field, value) in msg.fields() {
-        map.insert(field.json_name().to_string(), value_to_json(&field.kind(), value));
+        map.insert(
+            field.json_name().to_string(),
+            value_to_json(&field.kind(), value),
+        );
     }
     Json::Object(map)
 }

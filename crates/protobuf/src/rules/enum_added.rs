@@ -21,7 +21,8 @@ mod tests {
     use covenant_engine::ProtobufStrictness::Confluent;
 
     const OLD: &str = "syntax = \"proto3\";\nmessage A { string x = 1; }\n";
-    const NEW: &str = "syntax = \"proto3\";\nmessage A { string x = 1; }\nenum E { E_UNSPECIFIED = 0; }\n";
+    const NEW: &str =
+        "syntax = \"proto3\";\nmessage A { string x = 1; }\nenum E { E_UNSPECIFIED = 0; }\n";
 
     #[test]
     fn fires_on_the_change() {

@@ -20,7 +20,8 @@ mod tests {
     use crate::rules::testing::{fires, silent};
     use covenant_engine::ProtobufStrictness::Confluent;
 
-    const OLD: &str = "syntax = \"proto3\";\nmessage A { string x = 1; }\nenum E { E_UNSPECIFIED = 0; }\n";
+    const OLD: &str =
+        "syntax = \"proto3\";\nmessage A { string x = 1; }\nenum E { E_UNSPECIFIED = 0; }\n";
     const NEW: &str = "syntax = \"proto3\";\nmessage A { string x = 1; }\n";
 
     #[test]

@@ -14,7 +14,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "REFUNDED = 4; deleted",
     good_example: "reserved 4; reserved \"REFUNDED\";",
     hint: "Add `reserved \"<NAME>\";` (and the number) to the enum when deleting a value.",
-    peers: &["buf:ENUM_VALUE_NO_DELETE_UNLESS_NAME_RESERVED", "confluent:ENUM_CONST_REMOVED"],
+    peers: &[
+        "buf:ENUM_VALUE_NO_DELETE_UNLESS_NAME_RESERVED",
+        "confluent:ENUM_CONST_REMOVED",
+    ],
 };
 
 pub(crate) fn check(prev: &EnumDescriptor, cur: &EnumDescriptor, out: &mut Vec<Finding>) {

@@ -22,10 +22,16 @@ pub(crate) fn check(prev: &EnumDescriptor, cur: &EnumDescriptor, out: &mut Vec<F
     numbers.sort_unstable();
     numbers.dedup();
     for n in numbers {
-        let prev_names: Vec<String> =
-            prev.values().filter(|v| v.number() == n).map(|v| v.name().to_string()).collect();
-        let cur_names: Vec<String> =
-            cur.values().filter(|v| v.number() == n).map(|v| v.name().to_string()).collect();
+        let prev_names: Vec<String> = prev
+            .values()
+            .filter(|v| v.number() == n)
+            .map(|v| v.name().to_string())
+            .collect();
+        let cur_names: Vec<String> = cur
+            .values()
+            .filter(|v| v.number() == n)
+            .map(|v| v.name().to_string())
+            .collect();
         if cur_names.is_empty() {
             continue;
         }

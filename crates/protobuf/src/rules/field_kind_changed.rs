@@ -11,7 +11,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "string address = 3; -> Address address = 3;",
     good_example: "Address address_v2 = 7; (new number)",
     hint: "Add a new field with a new number and deprecate the old one.",
-    peers: &["confluent:FIELD_KIND_CHANGED", "buf:FIELD_WIRE_COMPATIBLE_TYPE"],
+    peers: &[
+        "confluent:FIELD_KIND_CHANGED",
+        "buf:FIELD_WIRE_COMPATIBLE_TYPE",
+    ],
 };
 
 #[cfg(test)]
@@ -20,7 +23,8 @@ mod tests {
     use crate::rules::testing::{fires, silent};
     use covenant_engine::ProtobufStrictness::Confluent;
 
-    const OLD: &str = "syntax = \"proto3\";\nmessage A { string x = 1; }\nmessage B { string y = 1; }\n";
+    const OLD: &str =
+        "syntax = \"proto3\";\nmessage A { string x = 1; }\nmessage B { string y = 1; }\n";
     const NEW: &str = "syntax = \"proto3\";\nmessage A { B x = 1; }\nmessage B { string y = 1; }\n";
 
     #[test]

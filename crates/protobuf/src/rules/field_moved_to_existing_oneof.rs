@@ -11,7 +11,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "int32 a = 1; oneof k { int32 b = 2; } -> oneof k { int32 a = 1; int32 b = 2; }",
     good_example: "oneof k { int32 b = 2; int32 a_v2 = 5; }",
     hint: "Add a new member with a new number instead of moving an existing field.",
-    peers: &["confluent:FIELD_MOVED_TO_EXISTING_ONEOF", "buf:FIELD_SAME_ONEOF"],
+    peers: &[
+        "confluent:FIELD_MOVED_TO_EXISTING_ONEOF",
+        "buf:FIELD_SAME_ONEOF",
+    ],
 };
 
 #[cfg(test)]

@@ -11,7 +11,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "Address home = 2; -> Location home = 2;",
     good_example: "keep Address and evolve it compatibly",
     hint: "Keep the field's message type and evolve that message compatibly; for a different type add a new field.",
-    peers: &["confluent:FIELD_NAMED_TYPE_CHANGED", "buf:FIELD_WIRE_COMPATIBLE_TYPE"],
+    peers: &[
+        "confluent:FIELD_NAMED_TYPE_CHANGED",
+        "buf:FIELD_WIRE_COMPATIBLE_TYPE",
+    ],
 };
 
 #[cfg(test)]

@@ -14,7 +14,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "string legacy = 3; deleted",
     good_example: "reserved 3; reserved \"legacy\";",
     hint: "Add `reserved \"<name>\";` (and the number) to the message when deleting a field.",
-    peers: &["buf:FIELD_NO_DELETE_UNLESS_NAME_RESERVED", "confluent:FIELD_REMOVED"],
+    peers: &[
+        "buf:FIELD_NO_DELETE_UNLESS_NAME_RESERVED",
+        "confluent:FIELD_REMOVED",
+    ],
 };
 
 pub(crate) fn check(prev: &MessageDescriptor, cur: &MessageDescriptor, out: &mut Vec<Finding>) {

@@ -11,7 +11,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "optional int32 n = 1; -> repeated int32 n = 1;",
     good_example: "repeated int32 values = 9; (new number)",
     hint: "Packed repeated numbers are not readable as a singular value; add a new field instead.",
-    peers: &["confluent:FIELD_NUMERIC_LABEL_CHANGED", "buf:FIELD_WIRE_COMPATIBLE_CARDINALITY"],
+    peers: &[
+        "confluent:FIELD_NUMERIC_LABEL_CHANGED",
+        "buf:FIELD_WIRE_COMPATIBLE_CARDINALITY",
+    ],
 };
 
 #[cfg(test)]

@@ -18,8 +18,7 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
-    let can_have_default =
-        |f: &FieldView| !f.list && !f.map && !matches!(f.kind, Kind::Message(_));
+    let can_have_default = |f: &FieldView| !f.list && !f.map && !matches!(f.kind, Kind::Message(_));
     if !can_have_default(prev) || !can_have_default(cur) {
         return;
     }
@@ -82,7 +81,12 @@ fn defaults_equal(a: &Value, b: &Value) -> bool {
         (Num::Text(_), _) | (_, Num::Text(_)) => false,
         (Num::Int(x), Num::Int(y)) => x == y,
         (Num::Float(x, x32), Num::Float(y, y32)) => {
-            (x.is_nan() && y.is_nan()) || if x32 || y32 { (x as f32) == (y as f32) } else { x == y }
+            (x.is_nan() && y.is_nan())
+                || if x32 || y32 {
+                    (x as f32) == (y as f32)
+                } else {
+                    x == y
+                }
         }
         (Num::Int(i), Num::Float(f, _)) | (Num::Float(f, _), Num::Int(i)) => {
             !f.is_nan() && f == i as f64

@@ -22,7 +22,10 @@ pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
         out.push(Finding::new(
             &RULE,
             cur.path.clone(),
-            format!("{} changed name from '{}' to '{}'.", cur.describe, prev.name, cur.name),
+            format!(
+                "{} changed name from '{}' to '{}'.",
+                cur.describe, prev.name, cur.name
+            ),
         ));
     }
 }

@@ -14,7 +14,11 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "int32 a = 1; -> oneof k { int32 a = 1; }",
     good_example: "oneof k { int32 a_v2 = 5; }",
     hint: "Leave existing fields where they are; add new fields with new numbers to the oneof.",
-    peers: &["buf:FIELD_SAME_ONEOF", "confluent:FIELD_MOVED_TO_EXISTING_ONEOF", "confluent:MULTIPLE_FIELDS_MOVED_TO_ONEOF"],
+    peers: &[
+        "buf:FIELD_SAME_ONEOF",
+        "confluent:FIELD_MOVED_TO_EXISTING_ONEOF",
+        "confluent:MULTIPLE_FIELDS_MOVED_TO_ONEOF",
+    ],
 };
 
 pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {

@@ -11,7 +11,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "int32 count = 2; -> string count = 2;",
     good_example: "int32 -> int64 (same varint encoding)",
     hint: "Only change within a compatible group (int32/int64/uint32/uint64/bool/enum, sint32/sint64, fixed32/sfixed32, fixed64/sfixed64, string/bytes); otherwise add a new field.",
-    peers: &["confluent:FIELD_SCALAR_KIND_CHANGED", "buf:FIELD_WIRE_COMPATIBLE_TYPE"],
+    peers: &[
+        "confluent:FIELD_SCALAR_KIND_CHANGED",
+        "buf:FIELD_WIRE_COMPATIBLE_TYPE",
+    ],
 };
 
 #[cfg(test)]

@@ -14,7 +14,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "int32 n = 1; -> repeated int32 n = 1;",
     good_example: "optional int32 n = 1; -> int32 n = 1;",
     hint: "Keep the cardinality; add a new repeated field instead of making a singular one repeated.",
-    peers: &["buf:FIELD_WIRE_COMPATIBLE_CARDINALITY", "confluent:FIELD_NUMERIC_LABEL_CHANGED"],
+    peers: &[
+        "buf:FIELD_WIRE_COMPATIBLE_CARDINALITY",
+        "confluent:FIELD_NUMERIC_LABEL_CHANGED",
+    ],
 };
 
 pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
@@ -32,7 +35,12 @@ pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
         out.push(Finding::new(
             &RULE,
             cur.path.clone(),
-            format!("{} changed cardinality from '{}' to '{}'.", cur.describe, p.text(), c.text()),
+            format!(
+                "{} changed cardinality from '{}' to '{}'.",
+                cur.describe,
+                p.text(),
+                c.text()
+            ),
         ));
     }
 }

@@ -14,7 +14,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "int32 count = 2; -> sint32 count = 2;",
     good_example: "int32 count = 2; -> int64 count = 2;",
     hint: "Stay within a wire-compatible group (int32/uint32/int64/uint64/bool, sint32/sint64, fixed32/sfixed32, fixed64/sfixed64, string to bytes) or add a new field.",
-    peers: &["buf:FIELD_WIRE_COMPATIBLE_TYPE", "confluent:FIELD_SCALAR_KIND_CHANGED"],
+    peers: &[
+        "buf:FIELD_WIRE_COMPATIBLE_TYPE",
+        "confluent:FIELD_SCALAR_KIND_CHANGED",
+    ],
 };
 
 pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
@@ -25,13 +28,23 @@ pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
         out.push(Finding::new(
             &RULE,
             cur.path.clone(),
-            format!("{} changed type from '{}' to '{}'.", cur.describe, prev.type_text(), cur.type_text()),
+            format!(
+                "{} changed type from '{}' to '{}'.",
+                cur.describe,
+                prev.type_text(),
+                cur.type_text()
+            ),
         ));
     } else if !same_named_type(prev, cur) {
         out.push(Finding::new(
             &RULE,
             cur.path.clone(),
-            format!("{} changed type from '{}' to '{}'.", cur.describe, prev.type_text(), cur.type_text()),
+            format!(
+                "{} changed type from '{}' to '{}'.",
+                cur.describe,
+                prev.type_text(),
+                cur.type_text()
+            ),
         ));
     }
 }

@@ -14,7 +14,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "int32 count = 2; -> int64 count = 2; (JSON turns it into a string)",
     good_example: "int32 count = 2; -> uint32 count = 2;",
     hint: "Only change between types that encode the same on the wire and in JSON (int32/uint32, int64/uint64, fixed32/sfixed32, fixed64/sfixed64); otherwise add a new field.",
-    peers: &["buf:FIELD_WIRE_JSON_COMPATIBLE_TYPE", "confluent:FIELD_SCALAR_KIND_CHANGED"],
+    peers: &[
+        "buf:FIELD_WIRE_JSON_COMPATIBLE_TYPE",
+        "confluent:FIELD_SCALAR_KIND_CHANGED",
+    ],
 };
 
 pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
@@ -22,13 +25,23 @@ pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
         out.push(Finding::new(
             &RULE,
             cur.path.clone(),
-            format!("{} changed type from '{}' to '{}'.", cur.describe, prev.type_text(), cur.type_text()),
+            format!(
+                "{} changed type from '{}' to '{}'.",
+                cur.describe,
+                prev.type_text(),
+                cur.type_text()
+            ),
         ));
     } else if !same_named_type(prev, cur) {
         out.push(Finding::new(
             &RULE,
             cur.path.clone(),
-            format!("{} changed type from '{}' to '{}'.", cur.describe, prev.type_text(), cur.type_text()),
+            format!(
+                "{} changed type from '{}' to '{}'.",
+                cur.describe,
+                prev.type_text(),
+                cur.type_text()
+            ),
         ));
     }
 }

@@ -22,12 +22,22 @@ mod tests {
 
     #[test]
     fn deleted_file_in_a_set_is_reported() {
-        let a = ("a.proto".to_string(), "syntax = \"proto3\";\nmessage A {}\n".to_string());
-        let b = ("b.proto".to_string(), "syntax = \"proto3\";\nmessage B {}\n".to_string());
+        let a = (
+            "a.proto".to_string(),
+            "syntax = \"proto3\";\nmessage A {}\n".to_string(),
+        );
+        let b = (
+            "b.proto".to_string(),
+            "syntax = \"proto3\";\nmessage B {}\n".to_string(),
+        );
         let old = ProtobufSchema::parse_file_set(&[a.clone(), b], &[]).unwrap();
         let new = ProtobufSchema::parse_file_set(&[a], &[]).unwrap();
         let findings = crate::ProtobufFormat::check(&new, &old, &CheckOptions::default());
-        assert!(findings.iter().any(|f| f.rule == RULE.id && f.path == "/files/b.proto"));
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.rule == RULE.id && f.path == "/files/b.proto")
+        );
         let same = crate::ProtobufFormat::check(&old, &old, &CheckOptions::default());
         assert!(!same.iter().any(|f| f.rule == RULE.id));
     }

@@ -15,7 +15,12 @@ pub static RULE: RuleSpec = RuleSpec {
     peers: &["buf:FILE_SAME_PACKAGE", "confluent:PACKAGE_CHANGED"],
 };
 
-pub(crate) fn check(prev: &FileDescriptor, cur: &FileDescriptor, path: &str, out: &mut Vec<Finding>) {
+pub(crate) fn check(
+    prev: &FileDescriptor,
+    cur: &FileDescriptor,
+    path: &str,
+    out: &mut Vec<Finding>,
+) {
     if prev.package_name() != cur.package_name() {
         out.push(Finding::new(
             &RULE,

@@ -20,8 +20,10 @@ mod tests {
     use crate::rules::testing::{fires, silent};
     use covenant_engine::ProtobufStrictness::Confluent;
 
-    const OLD: &str = "syntax = \"proto3\";\nmessage A { string x = 1; }\nmessage B { string y = 1; }\n";
-    const NEW: &str = "syntax = \"proto3\";\nmessage B { string y = 1; }\nmessage A { string x = 1; }\n";
+    const OLD: &str =
+        "syntax = \"proto3\";\nmessage A { string x = 1; }\nmessage B { string y = 1; }\n";
+    const NEW: &str =
+        "syntax = \"proto3\";\nmessage B { string y = 1; }\nmessage A { string x = 1; }\n";
 
     #[test]
     fn fires_on_the_change() {

@@ -18,9 +18,17 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub(crate) fn check(prev: &MessageDescriptor, cur: &MessageDescriptor, out: &mut Vec<Finding>) {
-    if crate::rules::json_format_allowed(&prev.parent_file(), prev.options().get_field_by_name("deprecated_legacy_json_field_conflicts").as_deref())
-        && !crate::rules::json_format_allowed(&cur.parent_file(), cur.options().get_field_by_name("deprecated_legacy_json_field_conflicts").as_deref())
-    {
+    if crate::rules::json_format_allowed(
+        &prev.parent_file(),
+        prev.options()
+            .get_field_by_name("deprecated_legacy_json_field_conflicts")
+            .as_deref(),
+    ) && !crate::rules::json_format_allowed(
+        &cur.parent_file(),
+        cur.options()
+            .get_field_by_name("deprecated_legacy_json_field_conflicts")
+            .as_deref(),
+    ) {
         out.push(Finding::new(
             &RULE,
             format!("/{}", cur.full_name()),

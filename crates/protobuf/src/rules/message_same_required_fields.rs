@@ -14,7 +14,11 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "required string id = 4; (added)",
     good_example: "optional string id = 4;",
     hint: "Never add or remove required fields; use optional fields and validate in the application.",
-    peers: &["buf:MESSAGE_SAME_REQUIRED_FIELDS", "confluent:REQUIRED_FIELD_ADDED", "confluent:REQUIRED_FIELD_REMOVED"],
+    peers: &[
+        "buf:MESSAGE_SAME_REQUIRED_FIELDS",
+        "confluent:REQUIRED_FIELD_ADDED",
+        "confluent:REQUIRED_FIELD_REMOVED",
+    ],
 };
 
 pub(crate) fn check(prev: &MessageDescriptor, cur: &MessageDescriptor, out: &mut Vec<Finding>) {
@@ -55,7 +59,8 @@ mod tests {
     use covenant_engine::ProtobufStrictness::{Confluent, Wire};
 
     const OLD: &str = "syntax = \"proto2\";\nmessage A { optional int32 x = 1; }\n";
-    const NEW: &str = "syntax = \"proto2\";\nmessage A { optional int32 x = 1; required int32 y = 2; }\n";
+    const NEW: &str =
+        "syntax = \"proto2\";\nmessage A { optional int32 x = 1; required int32 y = 2; }\n";
 
     #[test]
     fn fires_on_the_change() {

@@ -2,58 +2,58 @@
 //! that logic is local to the rule, and its tests. Confluent's differences are emitted by the
 //! walk in `confluent.rs`, which needs the whole message context.
 
-pub mod package_changed;
-pub mod syntax_changed;
-pub mod message_added;
-pub mod message_removed;
-pub mod message_moved;
 pub mod enum_added;
-pub mod enum_removed;
 pub mod enum_const_added;
 pub mod enum_const_changed;
 pub mod enum_const_removed;
+pub mod enum_removed;
+pub mod enum_same_json_format;
+pub mod enum_value_no_delete_unless_name_reserved;
+pub mod enum_value_no_delete_unless_number_reserved;
+pub mod enum_value_same_name;
 pub mod field_added;
-pub mod field_removed;
-pub mod field_name_changed;
 pub mod field_kind_changed;
-pub mod field_scalar_kind_changed;
+pub mod field_moved_to_existing_oneof;
+pub mod field_name_changed;
 pub mod field_named_type_changed;
+pub mod field_no_delete_unless_name_reserved;
+pub mod field_no_delete_unless_number_reserved;
 pub mod field_numeric_label_changed;
+pub mod field_removed;
+pub mod field_same_default;
+pub mod field_same_json_name;
+pub mod field_same_name;
+pub mod field_same_oneof;
+pub mod field_scalar_kind_changed;
 pub mod field_string_or_bytes_label_changed;
+pub mod field_wire_compatible_cardinality;
+pub mod field_wire_compatible_type;
+pub mod field_wire_json_compatible_cardinality;
+pub mod field_wire_json_compatible_type;
+pub mod file_no_delete;
+pub mod file_same_package;
+pub mod message_added;
+pub mod message_moved;
+pub mod message_removed;
+pub mod message_same_json_format;
+pub mod message_same_required_fields;
+pub mod multiple_fields_moved_to_oneof;
+pub mod oneof_added;
+pub mod oneof_field_added;
+pub mod oneof_field_moved_to_top_level;
+pub mod oneof_field_removed;
+pub mod oneof_removed;
+pub mod package_changed;
 pub mod required_field_added;
 pub mod required_field_removed;
-pub mod oneof_added;
-pub mod oneof_removed;
-pub mod oneof_field_added;
-pub mod oneof_field_removed;
-pub mod oneof_field_moved_to_top_level;
-pub mod multiple_fields_moved_to_oneof;
-pub mod field_moved_to_existing_oneof;
-pub mod file_no_delete;
-pub mod field_wire_compatible_type;
-pub mod field_wire_json_compatible_type;
-pub mod field_wire_compatible_cardinality;
-pub mod field_wire_json_compatible_cardinality;
-pub mod field_same_oneof;
-pub mod field_same_default;
-pub mod field_same_name;
-pub mod field_same_json_name;
-pub mod field_no_delete_unless_number_reserved;
-pub mod field_no_delete_unless_name_reserved;
-pub mod reserved_message_no_delete;
-pub mod message_same_required_fields;
-pub mod message_same_json_format;
-pub mod enum_value_no_delete_unless_number_reserved;
-pub mod enum_value_no_delete_unless_name_reserved;
-pub mod enum_value_same_name;
-pub mod enum_same_json_format;
 pub mod reserved_enum_no_delete;
-pub mod file_same_package;
+pub mod reserved_message_no_delete;
 pub mod rpc_same_client_streaming;
-pub mod rpc_same_server_streaming;
+pub mod rpc_same_idempotency_level;
 pub mod rpc_same_request_type;
 pub mod rpc_same_response_type;
-pub mod rpc_same_idempotency_level;
+pub mod rpc_same_server_streaming;
+pub mod syntax_changed;
 
 use covenant_engine::RuleSpec;
 use prost_reflect::{FileDescriptor, Syntax, Value};
@@ -169,7 +169,11 @@ pub(crate) mod testing {
         ids.dedup();
         assert_eq!(before, ids.len());
         for r in super::ALL {
-            assert!(!r.summary.is_empty() && !r.hint.is_empty() && !r.peers.is_empty(), "{}", r.id);
+            assert!(
+                !r.summary.is_empty() && !r.hint.is_empty() && !r.peers.is_empty(),
+                "{}",
+                r.id
+            );
             assert_eq!(r.format, "protobuf");
         }
     }

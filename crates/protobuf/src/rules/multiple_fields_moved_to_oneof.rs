@@ -11,7 +11,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "int32 a = 1; int32 b = 2; -> oneof k { int32 a = 1; int32 b = 2; }",
     good_example: "oneof k { int32 a_v2 = 5; int32 b_v2 = 6; }",
     hint: "Add a new oneof with new field numbers; never make existing fields mutually exclusive.",
-    peers: &["confluent:MULTIPLE_FIELDS_MOVED_TO_ONEOF", "buf:FIELD_SAME_ONEOF"],
+    peers: &[
+        "confluent:MULTIPLE_FIELDS_MOVED_TO_ONEOF",
+        "buf:FIELD_SAME_ONEOF",
+    ],
 };
 
 #[cfg(test)]

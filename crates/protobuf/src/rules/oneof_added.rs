@@ -21,7 +21,8 @@ mod tests {
     use covenant_engine::ProtobufStrictness::Confluent;
 
     const OLD: &str = "syntax = \"proto3\";\nmessage A { string x = 1; }\n";
-    const NEW: &str = "syntax = \"proto3\";\nmessage A { string x = 1; oneof k { string y = 2; } }\n";
+    const NEW: &str =
+        "syntax = \"proto3\";\nmessage A { string x = 1; oneof k { string y = 2; } }\n";
 
     #[test]
     fn fires_on_the_change() {

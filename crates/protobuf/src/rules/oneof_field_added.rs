@@ -21,7 +21,8 @@ mod tests {
     use covenant_engine::ProtobufStrictness::Confluent;
 
     const OLD: &str = "syntax = \"proto3\";\nmessage A { oneof k { string y = 2; } }\n";
-    const NEW: &str = "syntax = \"proto3\";\nmessage A { oneof k { string y = 2; string z = 3; } }\n";
+    const NEW: &str =
+        "syntax = \"proto3\";\nmessage A { oneof k { string y = 2; string z = 3; } }\n";
 
     #[test]
     fn fires_on_the_change() {

@@ -11,7 +11,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "",
     good_example: "oneof k { int32 a = 1; int32 b = 2; } -> oneof k { int32 a = 1; } int32 b = 2;",
     hint: "Compatible for Confluent; buf's FIELD_SAME_ONEOF rejects it for generated code.",
-    peers: &["confluent:ONEOF_FIELD_MOVED_TO_TOP_LEVEL", "buf:FIELD_SAME_ONEOF"],
+    peers: &[
+        "confluent:ONEOF_FIELD_MOVED_TO_TOP_LEVEL",
+        "buf:FIELD_SAME_ONEOF",
+    ],
 };
 
 #[cfg(test)]

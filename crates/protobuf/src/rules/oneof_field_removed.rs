@@ -11,7 +11,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "oneof k { string a = 1; string b = 2; } -> oneof k { string a = 1; }",
     good_example: "keep b and stop writing it",
     hint: "Keep the member (deprecated) or remove the whole oneof.",
-    peers: &["confluent:ONEOF_FIELD_REMOVED", "buf:FIELD_NO_DELETE_UNLESS_NUMBER_RESERVED"],
+    peers: &[
+        "confluent:ONEOF_FIELD_REMOVED",
+        "buf:FIELD_NO_DELETE_UNLESS_NUMBER_RESERVED",
+    ],
 };
 
 #[cfg(test)]
@@ -20,7 +23,8 @@ mod tests {
     use crate::rules::testing::{fires, silent};
     use covenant_engine::ProtobufStrictness::Confluent;
 
-    const OLD: &str = "syntax = \"proto3\";\nmessage A { oneof k { string y = 2; string z = 3; } }\n";
+    const OLD: &str =
+        "syntax = \"proto3\";\nmessage A { oneof k { string y = 2; string z = 3; } }\n";
     const NEW: &str = "syntax = \"proto3\";\nmessage A { oneof k { string y = 2; } }\n";
 
     #[test]

@@ -11,7 +11,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "required string id = 4; (new)",
     good_example: "optional string id = 4;",
     hint: "Add the field as optional and enforce presence in application validation.",
-    peers: &["confluent:REQUIRED_FIELD_ADDED", "buf:MESSAGE_SAME_REQUIRED_FIELDS"],
+    peers: &[
+        "confluent:REQUIRED_FIELD_ADDED",
+        "buf:MESSAGE_SAME_REQUIRED_FIELDS",
+    ],
 };
 
 #[cfg(test)]
@@ -21,7 +24,8 @@ mod tests {
     use covenant_engine::ProtobufStrictness::Confluent;
 
     const OLD: &str = "syntax = \"proto2\";\nmessage A { optional string x = 1; }\n";
-    const NEW: &str = "syntax = \"proto2\";\nmessage A { optional string x = 1; required string y = 2; }\n";
+    const NEW: &str =
+        "syntax = \"proto2\";\nmessage A { optional string x = 1; required string y = 2; }\n";
 
     #[test]
     fn fires_on_the_change() {

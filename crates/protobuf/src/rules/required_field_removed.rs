@@ -11,7 +11,10 @@ pub static RULE: RuleSpec = RuleSpec {
     bad_example: "required string id = 4; deleted",
     good_example: "keep the required field until every reader is upgraded",
     hint: "Keep the field; required fields can never be removed safely.",
-    peers: &["confluent:REQUIRED_FIELD_REMOVED", "buf:MESSAGE_SAME_REQUIRED_FIELDS"],
+    peers: &[
+        "confluent:REQUIRED_FIELD_REMOVED",
+        "buf:MESSAGE_SAME_REQUIRED_FIELDS",
+    ],
 };
 
 #[cfg(test)]
@@ -20,7 +23,8 @@ mod tests {
     use crate::rules::testing::{fires, silent};
     use covenant_engine::ProtobufStrictness::Confluent;
 
-    const OLD: &str = "syntax = \"proto2\";\nmessage A { optional string x = 1; required string y = 2; }\n";
+    const OLD: &str =
+        "syntax = \"proto2\";\nmessage A { optional string x = 1; required string y = 2; }\n";
     const NEW: &str = "syntax = \"proto2\";\nmessage A { optional string x = 1; }\n";
 
     #[test]

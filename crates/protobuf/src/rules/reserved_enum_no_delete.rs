@@ -41,7 +41,10 @@ pub(crate) fn check(prev: &EnumDescriptor, cur: &EnumDescriptor, out: &mut Vec<F
             out.push(Finding::new(
                 &RULE,
                 format!("/{}/reserved", cur.full_name()),
-                format!("Reserved name '{name}' on enum '{}' was deleted.", cur.full_name()),
+                format!(
+                    "Reserved name '{name}' on enum '{}' was deleted.",
+                    cur.full_name()
+                ),
             ));
         }
     }

@@ -41,7 +41,10 @@ pub(crate) fn check(prev: &MessageDescriptor, cur: &MessageDescriptor, out: &mut
             out.push(Finding::new(
                 &RULE,
                 format!("/{}/reserved", cur.full_name()),
-                format!("Reserved name '{name}' on message '{}' was deleted.", cur.full_name()),
+                format!(
+                    "Reserved name '{name}' on message '{}' was deleted.",
+                    cur.full_name()
+                ),
             ));
         }
     }
@@ -53,7 +56,8 @@ mod tests {
     use crate::rules::testing::{fires, silent};
     use covenant_engine::ProtobufStrictness::{Confluent, Wire};
 
-    const OLD: &str = "syntax = \"proto3\";\nmessage A { int32 x = 1; reserved 2, 3; reserved \"b\"; }\n";
+    const OLD: &str =
+        "syntax = \"proto3\";\nmessage A { int32 x = 1; reserved 2, 3; reserved \"b\"; }\n";
     const NEW: &str = "syntax = \"proto3\";\nmessage A { int32 x = 1; reserved 2; }\n";
 
     #[test]

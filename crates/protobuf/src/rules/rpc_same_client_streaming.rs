@@ -19,7 +19,11 @@ pub(crate) fn check(prev: &MethodDescriptor, cur: &MethodDescriptor, out: &mut V
     if prev.is_client_streaming() != cur.is_client_streaming() {
         out.push(Finding::new(
             &RULE,
-            format!("/{}/methods/{}", cur.parent_service().full_name(), cur.name()),
+            format!(
+                "/{}/methods/{}",
+                cur.parent_service().full_name(),
+                cur.name()
+            ),
             format!(
                 "RPC '{}' on service '{}' changed client streaming from {} to {}.",
                 cur.name(),
@@ -38,7 +42,8 @@ mod tests {
     use covenant_engine::ProtobufStrictness::{Confluent, Wire};
 
     const OLD: &str = "syntax = \"proto3\";\nmessage A {}\nservice S { rpc M(A) returns (A); }\n";
-    const NEW: &str = "syntax = \"proto3\";\nmessage A {}\nservice S { rpc M(stream A) returns (A); }\n";
+    const NEW: &str =
+        "syntax = \"proto3\";\nmessage A {}\nservice S { rpc M(stream A) returns (A); }\n";
 
     #[test]
     fn fires_on_the_change() {

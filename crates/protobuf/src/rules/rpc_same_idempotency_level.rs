@@ -25,7 +25,11 @@ pub(crate) fn check(prev: &MethodDescriptor, cur: &MethodDescriptor, out: &mut V
     if level(prev) != level(cur) {
         out.push(Finding::new(
             &RULE,
-            format!("/{}/methods/{}", cur.parent_service().full_name(), cur.name()),
+            format!(
+                "/{}/methods/{}",
+                cur.parent_service().full_name(),
+                cur.name()
+            ),
             format!(
                 "RPC '{}' on service '{}' changed option 'idempotency_level' from {} to {}.",
                 cur.name(),

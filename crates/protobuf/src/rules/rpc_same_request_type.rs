@@ -19,7 +19,11 @@ pub(crate) fn check(prev: &MethodDescriptor, cur: &MethodDescriptor, out: &mut V
     if prev.input().full_name() != cur.input().full_name() {
         out.push(Finding::new(
             &RULE,
-            format!("/{}/methods/{}", cur.parent_service().full_name(), cur.name()),
+            format!(
+                "/{}/methods/{}",
+                cur.parent_service().full_name(),
+                cur.name()
+            ),
             format!(
                 "RPC '{}' on service '{}' changed request type from '{}' to '{}'.",
                 cur.name(),
@@ -37,8 +41,10 @@ mod tests {
     use crate::rules::testing::{fires, silent};
     use covenant_engine::ProtobufStrictness::{Confluent, Wire};
 
-    const OLD: &str = "syntax = \"proto3\";\nmessage A {}\nmessage B {}\nservice S { rpc M(A) returns (A); }\n";
-    const NEW: &str = "syntax = \"proto3\";\nmessage A {}\nmessage B {}\nservice S { rpc M(B) returns (B); }\n";
+    const OLD: &str =
+        "syntax = \"proto3\";\nmessage A {}\nmessage B {}\nservice S { rpc M(A) returns (A); }\n";
+    const NEW: &str =
+        "syntax = \"proto3\";\nmessage A {}\nmessage B {}\nservice S { rpc M(B) returns (B); }\n";
 
     #[test]
     fn fires_on_the_change() {
