@@ -89,13 +89,13 @@ fn ctype_of_kind(kind: Kind) -> CType {
 }
 
 fn ctype(f: &FieldDescriptor) -> CType {
-    if f.is_map() {
-        if let Some(entry) = f.kind().as_message() {
-            return CType::Map(
-                Box::new(ctype_of_kind(entry.map_entry_key_field().kind())),
-                Box::new(ctype_of_kind(entry.map_entry_value_field().kind())),
-            );
-        }
+    if f.is_map()
+        && let Some(entry) = f.kind().as_message()
+    {
+        return CType::Map(
+            Box::new(ctype_of_kind(entry.map_entry_key_field().kind())),
+            Box::new(ctype_of_kind(entry.map_entry_value_field().kind())),
+        );
     }
     ctype_of_kind(f.kind())
 }
@@ -542,22 +542,22 @@ impl Ctx<'_> {
                             type_name(rk)
                         ),
                     );
-                } else if let (Some(a), Some(b)) = (wl, rl) {
-                    if a != b {
-                        let rule = if scalar_group(wk) == "string or bytes" {
-                            &field_string_or_bytes_label_changed::RULE
-                        } else {
-                            &field_numeric_label_changed::RULE
-                        };
-                        self.emit(
-                            rule,
-                            path,
-                            format!("Field '{name}' changed label from '{a:?}' to '{b:?}'.")
-                                .replace("'Optional'", "'optional'")
-                                .replace("'Required'", "'required'")
-                                .replace("'Repeated'", "'repeated'"),
-                        );
-                    }
+                } else if let (Some(a), Some(b)) = (wl, rl)
+                    && a != b
+                {
+                    let rule = if scalar_group(wk) == "string or bytes" {
+                        &field_string_or_bytes_label_changed::RULE
+                    } else {
+                        &field_numeric_label_changed::RULE
+                    };
+                    self.emit(
+                        rule,
+                        path,
+                        format!("Field '{name}' changed label from '{a:?}' to '{b:?}'.")
+                            .replace("'Optional'", "'optional'")
+                            .replace("'Required'", "'required'")
+                            .replace("'Repeated'", "'repeated'"),
+                    );
                 }
             }
             (CType::Message(wm), CType::Message(rm)) => {

@@ -177,16 +177,16 @@ fn print_field(out: &mut String, f: &FieldDescriptor, level: usize, with_label: 
         if with_label {
             out.push_str(&label_text(f, proto));
         }
-        if f.is_group() {
-            if let Some(group) = f.kind().as_message() {
-                let _ = write!(out, "group {} = {}", group.name(), f.number());
-                print_field_options(out, proto, &f.name().to_string(), &f.options());
-                out.push_str(" {\n");
-                print_message_body(out, &group, level + 1);
-                indent(out, level);
-                out.push_str("}\n");
-                return;
-            }
+        if f.is_group()
+            && let Some(group) = f.kind().as_message()
+        {
+            let _ = write!(out, "group {} = {}", group.name(), f.number());
+            print_field_options(out, proto, f.name(), &f.options());
+            out.push_str(" {\n");
+            print_message_body(out, group, level + 1);
+            indent(out, level);
+            out.push_str("}\n");
+            return;
         }
         let _ = write!(
             out,
@@ -251,10 +251,11 @@ fn print_field_options(
         };
         items.push(format!("default = {text}"));
     }
-    if let Some(json) = &proto.json_name {
-        if *json != default_json_name(name) && proto.extendee.is_none() {
-            items.push(format!("json_name = {}", quote(json)));
-        }
+    if let Some(json) = &proto.json_name
+        && *json != default_json_name(name)
+        && proto.extendee.is_none()
+    {
+        items.push(format!("json_name = {}", quote(json)));
     }
     items.extend(option_assignments(options));
     if !items.is_empty() {

@@ -179,7 +179,8 @@ fn judge_buf_case(dir: &Path, category: &str, strictness: ProtobufStrictness) ->
         .collect();
     let uncovered: BTreeSet<String> = buf_rules.difference(&ours).cloned().collect();
     let breaking = !errors.is_empty();
-    let disagreement = (breaking != !expected.is_empty()).then(|| {
+    let buf_breaking = !expected.is_empty();
+    let disagreement = (breaking != buf_breaking).then(|| {
         format!(
             "breaking {breaking}, buf breaking {}; ours {:?}; buf {:?}",
             !expected.is_empty(),

@@ -21,21 +21,9 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
-    if wire_group(prev) != wire_group(cur) {
-        if matches!(prev.kind, Kind::String) && matches!(cur.kind, Kind::Bytes) {
-            return;
-        }
-        out.push(Finding::new(
-            &RULE,
-            cur.path.clone(),
-            format!(
-                "{} changed type from '{}' to '{}'.",
-                cur.describe,
-                prev.type_text(),
-                cur.type_text()
-            ),
-        ));
-    } else if !same_named_type(prev, cur) {
+    let string_to_bytes = matches!(prev.kind, Kind::String) && matches!(cur.kind, Kind::Bytes);
+    let changed_group = wire_group(prev) != wire_group(cur) && !string_to_bytes;
+    if changed_group || (wire_group(prev) == wire_group(cur) && !same_named_type(prev, cur)) {
         out.push(Finding::new(
             &RULE,
             cur.path.clone(),

@@ -21,18 +21,7 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
-    if wire_json_group(prev) != wire_json_group(cur) {
-        out.push(Finding::new(
-            &RULE,
-            cur.path.clone(),
-            format!(
-                "{} changed type from '{}' to '{}'.",
-                cur.describe,
-                prev.type_text(),
-                cur.type_text()
-            ),
-        ));
-    } else if !same_named_type(prev, cur) {
+    if wire_json_group(prev) != wire_json_group(cur) || !same_named_type(prev, cur) {
         out.push(Finding::new(
             &RULE,
             cur.path.clone(),
