@@ -28,6 +28,8 @@
 mod buf;
 mod builtin;
 mod confluent;
+mod fields;
+pub use fields::field_tree;
 mod parse;
 mod print;
 pub mod rules;
