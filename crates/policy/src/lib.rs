@@ -15,6 +15,7 @@ mod context;
 mod pair;
 mod rollout;
 mod rules;
+mod schemas;
 mod settings;
 
 pub use context::{
@@ -25,6 +26,7 @@ pub use rollout::{
     Combination, DeploymentOrder, Reason, RolloutPlan, Side, plan, plan_with_semantics,
 };
 pub use rules::rules;
+pub use schemas::{evaluate_first_schema, evaluate_schemas, field_tree};
 pub use settings::{PolicySettings, RuleLevel, SettingsError};
 
 use covenant_engine::{FieldTree, Finding, NodeKind, Report};
