@@ -11,6 +11,7 @@ fi
 
 echo "== cargo test (workspace) =="
 cargo test --workspace --locked
+echo "== benchmark smoke run (benches/README.md) ==" && benches/run.sh --smoke
 
 if [ -x scripts/client-tests.sh ]; then
   echo "== real clients against covenant serve =="

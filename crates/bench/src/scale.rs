@@ -69,6 +69,14 @@ fn dir_size(path: &Path) -> u64 {
     total
 }
 
+fn bytes(n: u64) -> String {
+    if n >= 10 << 20 {
+        format!("{:.0} MiB", n as f64 / f64::from(1 << 20))
+    } else {
+        format!("{:.0} KiB", n as f64 / 1024.0)
+    }
+}
+
 pub async fn run(
     covenant: &Path,
     sizes: ScaleSizes,
@@ -228,9 +236,9 @@ pub async fn run(
         )
         .covenant(human(load_time))
         .notes(format!(
-            "{registrations} registrations, {:.0}/s, each BACKWARD-checked and durable; store on disk {:.0} MiB{complete}",
+            "{registrations} registrations, {:.0}/s, each BACKWARD-checked and durable; store on disk {}{complete}",
             registrations as f64 / load_time.as_secs_f64().max(1e-9),
-            disk as f64 / (1024.0 * 1024.0)
+            bytes(disk)
         )),
     );
     rows.push(

@@ -94,9 +94,10 @@ impl Server {
         loop {
             if let Some(status) = server.child.try_wait().context("polling the server")? {
                 let why = tail(&server.log);
-                if why.contains("not available in this build")
-                    || why.contains("unexpected argument '--store'")
-                    || why.contains("unrecognized subcommand 'serve'")
+                let whole = std::fs::read_to_string(&server.log).unwrap_or_default();
+                if whole.contains("not available in this build")
+                    || whole.contains("unexpected argument '--store'")
+                    || whole.contains("unrecognized subcommand 'serve'")
                 {
                     return Err(StartError::NotInBuild(format!(
                         "{} server not in this build ({why})",
