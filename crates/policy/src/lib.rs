@@ -12,6 +12,7 @@
 //! mixed producer and consumer versions.
 
 mod context;
+mod judge;
 mod pair;
 mod rollout;
 mod rules;
@@ -22,6 +23,7 @@ pub use context::{
     IDEMPOTENCY_KEY, IDENTITY_FIELDS, KEY_PROPERTIES, ORDERING_FIELDS, PARTITION_KEY, PII_FIELDS,
     PII_TAGS, PolicyContext, SubjectMetadata,
 };
+pub use judge::{all_rule_groups, judge, rollout};
 pub use rollout::{
     Combination, DeploymentOrder, Reason, RolloutPlan, Side, plan, plan_with_semantics,
 };
