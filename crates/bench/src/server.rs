@@ -95,13 +95,19 @@ impl Server {
             if let Some(status) = server.child.try_wait().context("polling the server")? {
                 let why = tail(&server.log);
                 let whole = std::fs::read_to_string(&server.log).unwrap_or_default();
-                if whole.contains("not available in this build")
-                    || whole.contains("unexpected argument '--store'")
-                    || whole.contains("unrecognized subcommand 'serve'")
+                let markers = [
+                    "not available in this build",
+                    "unexpected argument '--store'",
+                    "unrecognized subcommand 'serve'",
+                ];
+                if let Some(line) = whole
+                    .lines()
+                    .find(|l| markers.iter().any(|m| l.contains(m)))
                 {
                     return Err(StartError::NotInBuild(format!(
-                        "{} server not in this build ({why})",
-                        backend.label()
+                        "{} server not in this build: {}",
+                        backend.label(),
+                        line.trim()
                     )));
                 }
                 return Err(StartError::Failed(anyhow::anyhow!(
