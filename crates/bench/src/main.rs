@@ -203,7 +203,7 @@ fn run(args: Args) -> Result<bool> {
                 rows,
             )
         });
-        let process_runs = if smoke { 1 } else { runs.min(5) };
+        let process_runs = if smoke { 1 } else { runs.min(3) };
         part(&mut rows, &mut failed, "1b check, whole process", |rows| {
             process::avro_generated(&g, &peers, process_runs, rows)?;
             match &corpus {
