@@ -314,7 +314,7 @@ fn register_in(
     let existing = match placement.dedupe {
         Dedupe::AnyLive => live().find(|v| v.schema.content_key == candidate.content_key),
         Dedupe::LatestOnly => live()
-            .last()
+            .next_back()
             .filter(|v| v.schema.content_key == candidate.content_key),
         Dedupe::Never => None,
     };
