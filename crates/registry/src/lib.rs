@@ -465,6 +465,12 @@ impl Registry {
                 ParsedSchema::Protobuf(p) => Ok(p.to_descriptor_base64()),
                 _ => Ok(record.schema.clone()),
             },
+            (TextFormat::Resolved, "AVRO") if !record.references.is_empty() => {
+                match &*self.parse_record(record).await? {
+                    ParsedSchema::Avro(a) => Ok(a.resolved_form()),
+                    _ => Ok(record.schema.clone()),
+                }
+            }
             _ => Ok(record.schema.clone()),
         }
     }
