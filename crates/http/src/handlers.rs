@@ -2,9 +2,9 @@
 
 use crate::AppState;
 use crate::error::{ApiError, CONTENT_TYPE};
-use crate::extract::{ConfluentJson, Params};
+use crate::extract::{ConfluentJson, Params, SafePath};
 use crate::views::{config_update_view, config_view, mode_view, schema_fields, version_view};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use covenant_registry::{
@@ -159,7 +159,7 @@ pub async fn schemas(State(state): State<AppState>, params: Params) -> ApiResult
 
 pub async fn schema_by_id(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
     let id = parse_id(&id)?;
@@ -184,7 +184,7 @@ pub async fn schema_by_id(
 
 pub async fn schema_text_by_id(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
     let id = parse_id(&id)?;
@@ -198,7 +198,7 @@ pub async fn schema_text_by_id(
 
 pub async fn subjects_by_id(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
     let id = parse_id(&id)?;
@@ -218,7 +218,7 @@ pub async fn subjects_by_id(
 
 pub async fn versions_by_id(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
     let id = parse_id(&id)?;
@@ -251,7 +251,7 @@ pub async fn subjects(State(state): State<AppState>, params: Params) -> ApiResul
 
 pub async fn versions(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
     let negative = params.flag("deletedAsNegative");
@@ -277,7 +277,7 @@ pub async fn versions(
 
 pub async fn register(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
@@ -303,7 +303,7 @@ pub async fn register(
 
 pub async fn lookup(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
@@ -325,7 +325,7 @@ pub async fn lookup(
 
 pub async fn version(
     State(state): State<AppState>,
-    Path((subject, version)): Path<(String, String)>,
+    SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
     let spec = version_spec(&version)?;
@@ -342,7 +342,7 @@ pub async fn version(
 
 pub async fn version_schema(
     State(state): State<AppState>,
-    Path((subject, version)): Path<(String, String)>,
+    SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
     let spec = version_spec(&version)?;
@@ -359,7 +359,7 @@ pub async fn version_schema(
 
 pub async fn referenced_by(
     State(state): State<AppState>,
-    Path((subject, version)): Path<(String, String)>,
+    SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
     let spec = version_spec(&version)?;
@@ -372,7 +372,7 @@ pub async fn referenced_by(
 
 pub async fn latest_with_metadata(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
     let keys = params.all("key");
@@ -408,7 +408,7 @@ pub async fn latest_with_metadata(
 
 pub async fn delete_subject(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
     let versions = state
@@ -420,7 +420,7 @@ pub async fn delete_subject(
 
 pub async fn delete_version(
     State(state): State<AppState>,
-    Path((subject, version)): Path<(String, String)>,
+    SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
     let spec = version_spec(&version)?;
@@ -465,7 +465,7 @@ async fn compatibility(
 
 pub async fn compatibility_all(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
@@ -474,7 +474,7 @@ pub async fn compatibility_all(
 
 pub async fn compatibility_version(
     State(state): State<AppState>,
-    Path((subject, version)): Path<(String, String)>,
+    SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
@@ -537,7 +537,7 @@ pub async fn delete_config(State(state): State<AppState>) -> ApiResult {
 
 pub async fn get_subject_config(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
     let c = state
@@ -549,7 +549,7 @@ pub async fn get_subject_config(
 
 pub async fn put_subject_config(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Map<String, Value>>,
 ) -> ApiResult {
     let c = state
@@ -561,7 +561,7 @@ pub async fn put_subject_config(
 
 pub async fn delete_subject_config(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
 ) -> ApiResult {
     let c = state.registry.delete_config(Some(&subject)).await?;
     Ok(ok(config_view(&c)))
@@ -594,7 +594,7 @@ pub async fn delete_mode(State(state): State<AppState>) -> ApiResult {
 
 pub async fn get_subject_mode(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
     let m = state
@@ -606,7 +606,7 @@ pub async fn get_subject_mode(
 
 pub async fn put_subject_mode(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<ModeBody>,
 ) -> ApiResult {
@@ -619,7 +619,7 @@ pub async fn put_subject_mode(
 
 pub async fn delete_subject_mode(
     State(state): State<AppState>,
-    Path(subject): Path<String>,
+    SafePath(subject): SafePath<String>,
 ) -> ApiResult {
     Ok(ok(mode_view(
         state.registry.delete_mode(Some(&subject)).await?,
