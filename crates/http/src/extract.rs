@@ -120,6 +120,19 @@ fn json_error_text(e: &serde_json::Error) -> String {
     }
 }
 
+/// Path parameters with Confluent-shaped rejections (e.g. a segment that is not UTF-8).
+pub struct SafePath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for SafePath<T> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| SafePath(p.0))
+            .map_err(|e| ApiError::bad_request(e.body_text()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,18 +154,5 @@ mod tests {
         assert_eq!(p.all("key"), vec!["a/b", "c d"]);
         assert_eq!(p.int("limit"), Some(-1));
         assert_eq!(p.int("value"), Some(1));
-    }
-}
-
-/// Path parameters with Confluent-shaped rejections (e.g. a segment that is not UTF-8).
-pub struct SafePath<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for SafePath<T> {
-    type Rejection = ApiError;
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Path::<T>::from_request_parts(parts, state)
-            .await
-            .map(|p| SafePath(p.0))
-            .map_err(|e| ApiError::bad_request(e.body_text()))
     }
 }
