@@ -135,21 +135,19 @@ pub(crate) fn type_name(k: &Kind) -> String {
 /// The label as written in the source (Wire's view): oneof members and maps have none, and a
 /// proto3 field only has one when marked `optional` or `repeated`.
 fn label(f: &FieldDescriptor) -> Option<Label> {
-    if f.containing_oneof().is_some_and(|o| !o.is_synthetic()) || f.is_map() {
+    use prost_types::field_descriptor_proto::Label as Proto;
+    // Read from the descriptor proto once: this runs for every field pair.
+    let p = f.field_descriptor_proto();
+    // A proto3 `optional` field sits in a synthetic oneof; any other oneof member has no label.
+    if p.oneof_index.is_some() && !p.proto3_optional() {
         return None;
     }
-    if f.is_list() {
-        return Some(Label::Repeated);
-    }
-    if f.is_required() {
-        return Some(Label::Required);
-    }
-    match f.parent_file().syntax() {
-        Syntax::Proto3 => f
-            .field_descriptor_proto()
-            .proto3_optional()
+    match p.label() {
+        Proto::Repeated if f.is_map() => None,
+        Proto::Repeated => Some(Label::Repeated),
+        Proto::Required => Some(Label::Required),
+        Proto::Optional => (p.proto3_optional() || f.parent_file().syntax() != Syntax::Proto3)
             .then_some(Label::Optional),
-        _ => Some(Label::Optional),
     }
 }
 
@@ -396,6 +394,7 @@ impl Ctx<'_> {
     }
 
     fn compare_fields(&mut self, w: &MessageDescriptor, r: &MessageDescriptor) {
+        let same_syntax = w.parent_file().syntax() == r.parent_file().syntax();
         let has_oneofs = w.oneofs().chain(r.oneofs()).any(|o| !o.is_synthetic());
         let deleted_oneofs = if has_oneofs {
             self.compare_oneofs(w, r)
@@ -429,7 +428,15 @@ impl Ctx<'_> {
                             ),
                         );
                     }
-                    self.compare_field(wf, rf, r);
+                    // A scalar or enum field declared exactly alike in files of the same syntax
+                    // cannot differ; message types are compared by walking into them.
+                    let unchanged = same_syntax && {
+                        let (wp, rp) = (wf.field_descriptor_proto(), rf.field_descriptor_proto());
+                        wp.type_name.is_none() && wp == rp
+                    };
+                    if !unchanged {
+                        self.compare_field(wf, rf, r);
+                    }
                 }
                 (Some(wf), rf) if rf.is_none_or(|rf| wf.number() < rf.number()) => {
                     wi += 1;
