@@ -248,8 +248,13 @@ impl Ctx<'_> {
                 .zip(&r_msgs)
                 .all(|(w, r)| w.name() == r.name())
         {
-            for (w, r) in w_msgs.iter().zip(&r_msgs) {
-                self.compare_message(w, r);
+            // In name order, as the general path reports them.
+            let mut order: Vec<usize> = (0..w_msgs.len()).collect();
+            if !w_msgs.is_sorted_by(|a, b| a.name() <= b.name()) {
+                order.sort_by(|&a, &b| w_msgs[a].name().cmp(w_msgs[b].name()));
+            }
+            for i in order {
+                self.compare_message(&w_msgs[i], &r_msgs[i]);
             }
         } else {
             self.compare_messages_by_name(w_msgs, r_msgs);
