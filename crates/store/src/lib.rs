@@ -1,1 +1,223 @@
-//! The store interface and its embedded (SQLite) and PostgreSQL backends.
+//! The store interface and its embedded (SQLite) backend.
+//!
+//! The [`Store`] trait is shaped around what the registry needs, not around SQL: every
+//! operation is one call, and registration takes a guard closure that runs inside the
+//! backend's write transaction with the subject's current versions. That is how a
+//! compatibility check stays atomic with the write it allows: the SQLite backend has a
+//! single writer connection, and a PostgreSQL backend holds a per-subject lock for the
+//! duration of the guard.
+//!
+//! The store knows nothing of schema formats: schema texts, types and content keys are
+//! opaque strings computed by the registry.
+
+pub mod conformance;
+pub mod sqlite;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub use sqlite::SqliteStore;
+
+/// A reference from one schema to a subject version, as registered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaRef {
+    pub name: String,
+    pub subject: String,
+    pub version: i64,
+}
+
+/// A schema as stored: one row per global id. Rows are never rebound to other content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaRecord {
+    pub id: i64,
+    /// Confluent's `schemaType` name (`AVRO`, `JSON`, `PROTOBUF`).
+    pub schema_type: String,
+    pub schema: String,
+    pub references: Vec<SchemaRef>,
+    pub metadata: Option<serde_json::Value>,
+    pub rule_set: Option<serde_json::Value>,
+    /// Identity used for dedupe: same key means same id.
+    pub content_key: String,
+}
+
+/// One version of a subject with the schema it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredVersion {
+    pub subject: String,
+    pub version: i64,
+    pub deleted: bool,
+    /// Milliseconds since the Unix epoch when the version was written.
+    pub created_at: i64,
+    pub schema: SchemaRecord,
+}
+
+/// A schema to register; `content_key` decides whether an existing id is reused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSchema {
+    pub schema_type: String,
+    pub schema: String,
+    pub references: Vec<SchemaRef>,
+    pub metadata: Option<serde_json::Value>,
+    pub rule_set: Option<serde_json::Value>,
+    pub content_key: String,
+}
+
+/// When registration returns an existing version instead of writing a new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dedupe {
+    /// Any non-deleted version with the same content key is returned (Confluent's default).
+    AnyLive,
+    /// Only the latest non-deleted version is returned when equal (`"version": -1`).
+    LatestOnly,
+    /// Always write (explicit version, IMPORT mode).
+    Never,
+}
+
+/// How to place the new version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// An explicit global id (IMPORT mode); `None` reuses the content's id or allocates one.
+    pub id: Option<i64>,
+    /// An explicit version number; `None` takes max(all versions, deleted included) + 1.
+    pub version: Option<i64>,
+    pub dedupe: Dedupe,
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Placement {
+            id: None,
+            version: None,
+            dedupe: Dedupe::AnyLive,
+        }
+    }
+}
+
+/// The outcome of a registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Registered {
+    pub id: i64,
+    pub version: i64,
+    /// False when an existing version was returned and nothing was written.
+    pub created: bool,
+}
+
+/// Why a guard refused a registration; the registry puts its own error inside and takes it
+/// back out with [`Rejection::into_inner`].
+pub struct Rejection(pub Box<dyn std::error::Error + Send + Sync>);
+
+impl Rejection {
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Rejection(Box::new(error))
+    }
+    pub fn into_inner(self) -> Box<dyn std::error::Error + Send + Sync> {
+        self.0
+    }
+}
+
+impl fmt::Debug for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Rejection({})", self.0)
+    }
+}
+
+/// The check run inside the write transaction with all versions of the subject (deleted ones
+/// included, oldest first).
+pub type Guard<'a> = &'a (dyn Fn(&[StoredVersion]) -> Result<(), Rejection> + Send + Sync);
+
+/// Compatibility level and extra settings of one scope (global or a subject).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigRecord {
+    /// The level's name as the registry writes it (`BACKWARD`, ...).
+    pub compatibility: Option<String>,
+    /// Further settings (`normalize`, `compatibilityGroup`, `protobufStrictness`, ...).
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Which configuration or mode scope an operation addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope<'a> {
+    Global,
+    Subject(&'a str),
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("the guard refused the registration")]
+    Rejected(Rejection),
+    #[error("schema id {id} is already bound to other content")]
+    IdConflict { id: i64 },
+    #[error("version {version} of subject '{subject}' already exists")]
+    VersionExists { subject: String, version: i64 },
+    #[error("version {version} of subject '{subject}' does not exist")]
+    NoSuchVersion { subject: String, version: i64 },
+    #[error("store failure: {0}")]
+    Backend(String),
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Everything the registry persists. Implementations must make an acknowledged write durable.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Registers `candidate` under `subject`, atomically with `guard`. The guard is not called
+    /// when an existing version is returned per `placement.dedupe`.
+    async fn register(
+        &self,
+        subject: &str,
+        candidate: &NewSchema,
+        placement: Placement,
+        guard: Guard<'_>,
+    ) -> StoreResult<Registered>;
+
+    /// The schema with this id, if any version (even soft-deleted) still carries it.
+    async fn schema_by_id(&self, id: i64) -> StoreResult<Option<SchemaRecord>>;
+
+    /// The lowest id carrying this content key, if any.
+    async fn schema_by_key(&self, content_key: &str) -> StoreResult<Option<SchemaRecord>>;
+
+    /// The highest id ever allocated (0 when none).
+    async fn max_schema_id(&self) -> StoreResult<i64>;
+
+    /// All versions of a subject, deleted ones included, oldest first.
+    async fn subject_versions(&self, subject: &str) -> StoreResult<Vec<StoredVersion>>;
+
+    /// Every subject name with whether it has at least one non-deleted version, sorted.
+    async fn subjects(&self) -> StoreResult<Vec<(String, bool)>>;
+
+    /// Every version of every subject (for `GET /schemas`), by subject then version.
+    async fn all_versions(&self) -> StoreResult<Vec<StoredVersion>>;
+
+    /// `(subject, version, deleted)` of every version carrying schema `id`.
+    async fn versions_with_id(&self, id: i64) -> StoreResult<Vec<(String, i64, bool)>>;
+
+    /// Versions whose schema references `subject`/`version`.
+    async fn referencing_versions(
+        &self,
+        subject: &str,
+        version: i64,
+    ) -> StoreResult<Vec<StoredVersion>>;
+
+    /// Marks versions soft-deleted.
+    async fn soft_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()>;
+
+    /// Removes versions for good; when a subject has no version left its config and mode go too.
+    async fn hard_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()>;
+
+    async fn config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>>;
+    async fn set_config(&self, scope: Scope<'_>, config: &ConfigRecord) -> StoreResult<()>;
+    /// Removes the scope's config and returns what it was.
+    async fn delete_config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>>;
+
+    async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>>;
+    async fn set_mode(&self, scope: Scope<'_>, mode: &str) -> StoreResult<()>;
+    async fn delete_mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>>;
+}

@@ -1,0 +1,478 @@
+//! Behaviour every [`Store`] backend must show, written once and run against each backend
+//! (SQLite in this crate's tests; PostgreSQL through the same entry point). Checks use their
+//! own subject names and compare ids relative to the store's state, so they can share one
+//! store. Failures panic with a message naming the broken expectation, as test code should.
+
+use crate::{
+    ConfigRecord, Dedupe, NewSchema, Placement, Rejection, SchemaRef, Scope, Store, StoreError,
+    StoredVersion,
+};
+
+fn schema(text: &str) -> NewSchema {
+    NewSchema {
+        schema_type: "AVRO".into(),
+        schema: text.into(),
+        references: Vec::new(),
+        metadata: None,
+        rule_set: None,
+        content_key: format!("key:{text}"),
+    }
+}
+
+fn allow(_: &[StoredVersion]) -> Result<(), Rejection> {
+    Ok(())
+}
+
+#[derive(Debug)]
+struct Refused;
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("refused")
+    }
+}
+impl std::error::Error for Refused {}
+
+/// Runs every check against `store`.
+pub async fn run_all(store: &dyn Store) {
+    ids_and_dedupe(store).await;
+    version_numbering(store).await;
+    guard_sees_versions_and_can_refuse(store).await;
+    soft_and_permanent_deletes(store).await;
+    explicit_ids_and_versions(store).await;
+    references_are_indexed(store).await;
+    config_and_mode(store).await;
+}
+
+pub async fn ids_and_dedupe(store: &dyn Store) {
+    let base = store.max_schema_id().await.expect("max id");
+    let a = store
+        .register(
+            "conf-ids-a",
+            &schema("ids-one"),
+            Placement::default(),
+            &allow,
+        )
+        .await
+        .expect("register");
+    assert_eq!(
+        (a.id, a.version, a.created),
+        (base + 1, 1, true),
+        "first schema gets the next id"
+    );
+    let again = store
+        .register(
+            "conf-ids-a",
+            &schema("ids-one"),
+            Placement::default(),
+            &allow,
+        )
+        .await
+        .expect("re-register");
+    assert_eq!(
+        (again.id, again.version, again.created),
+        (a.id, 1, false),
+        "re-registering is idempotent"
+    );
+    let other_subject = store
+        .register(
+            "conf-ids-b",
+            &schema("ids-one"),
+            Placement::default(),
+            &allow,
+        )
+        .await
+        .expect("register under another subject");
+    assert_eq!(
+        (
+            other_subject.id,
+            other_subject.version,
+            other_subject.created
+        ),
+        (a.id, 1, true),
+        "same content under another subject shares the id"
+    );
+    let second = store
+        .register(
+            "conf-ids-a",
+            &schema("ids-two"),
+            Placement::default(),
+            &allow,
+        )
+        .await
+        .expect("second schema");
+    assert_eq!((second.id, second.version), (base + 2, 2));
+    let record = store
+        .schema_by_id(a.id)
+        .await
+        .expect("by id")
+        .expect("id resolves");
+    assert_eq!(record.schema, "ids-one");
+    assert_eq!(
+        store
+            .schema_by_key("key:ids-two")
+            .await
+            .expect("by key")
+            .map(|r| r.id),
+        Some(second.id)
+    );
+    assert!(
+        store
+            .schema_by_id(base + 1000)
+            .await
+            .expect("by id")
+            .is_none(),
+        "unknown id is absent"
+    );
+    let with_id = store
+        .versions_with_id(a.id)
+        .await
+        .expect("versions with id");
+    assert_eq!(
+        with_id,
+        vec![
+            ("conf-ids-a".to_string(), 1, false),
+            ("conf-ids-b".to_string(), 1, false)
+        ]
+    );
+}
+
+pub async fn version_numbering(store: &dyn Store) {
+    let s = "conf-numbering";
+    for (i, text) in ["num-1", "num-2", "num-3"].iter().enumerate() {
+        let r = store
+            .register(s, &schema(text), Placement::default(), &allow)
+            .await
+            .expect("register");
+        assert_eq!(r.version, i as i64 + 1, "versions are contiguous from 1");
+    }
+    store.soft_delete(s, &[3]).await.expect("soft delete");
+    let r = store
+        .register(s, &schema("num-4"), Placement::default(), &allow)
+        .await
+        .expect("register after soft delete");
+    assert_eq!(r.version, 4, "soft-deleted numbers are not reused");
+    // Re-registering the soft-deleted content makes a new version with the same id.
+    let old = store.subject_versions(s).await.expect("versions")[2]
+        .schema
+        .id;
+    let r = store
+        .register(s, &schema("num-3"), Placement::default(), &allow)
+        .await
+        .expect("re-register deleted content");
+    assert_eq!((r.version, r.id, r.created), (5, old, true));
+    // Latest-only dedupe writes a new version when an older one matches.
+    let r = store
+        .register(
+            s,
+            &schema("num-1"),
+            Placement {
+                dedupe: Dedupe::LatestOnly,
+                ..Placement::default()
+            },
+            &allow,
+        )
+        .await
+        .expect("rollback registration");
+    assert_eq!((r.version, r.created), (6, true));
+    let versions: Vec<i64> = store
+        .subject_versions(s)
+        .await
+        .expect("versions")
+        .iter()
+        .map(|v| v.version)
+        .collect();
+    assert_eq!(versions, vec![1, 2, 3, 4, 5, 6], "oldest first");
+}
+
+pub async fn guard_sees_versions_and_can_refuse(store: &dyn Store) {
+    let s = "conf-guard";
+    store
+        .register(s, &schema("guard-1"), Placement::default(), &allow)
+        .await
+        .expect("register");
+    let seen = std::sync::Mutex::new(Vec::new());
+    let record = |versions: &[StoredVersion]| -> Result<(), Rejection> {
+        if let Ok(mut seen) = seen.lock() {
+            *seen = versions.iter().map(|v| v.version).collect();
+        }
+        Err(Rejection::new(Refused))
+    };
+    let before = store.max_schema_id().await.expect("max id");
+    let err = store
+        .register(s, &schema("guard-2"), Placement::default(), &record)
+        .await
+        .expect_err("guard refuses");
+    match err {
+        StoreError::Rejected(r) => assert_eq!(r.to_string(), "refused"),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    assert_eq!(*seen.lock().expect("lock"), vec![1], "guard saw version 1");
+    assert_eq!(
+        store.max_schema_id().await.expect("max id"),
+        before,
+        "a refused registration writes nothing"
+    );
+    assert_eq!(store.subject_versions(s).await.expect("versions").len(), 1);
+    // The guard is not consulted for an idempotent re-registration.
+    let r = store
+        .register(s, &schema("guard-1"), Placement::default(), &record)
+        .await
+        .expect("existing version returned without the guard");
+    assert!(!r.created);
+}
+
+pub async fn soft_and_permanent_deletes(store: &dyn Store) {
+    let s = "conf-delete";
+    let a = store
+        .register(s, &schema("del-1"), Placement::default(), &allow)
+        .await
+        .expect("register");
+    store
+        .register(s, &schema("del-2"), Placement::default(), &allow)
+        .await
+        .expect("register");
+    store
+        .set_config(
+            Scope::Subject(s),
+            &ConfigRecord {
+                compatibility: Some("NONE".into()),
+                extra: Default::default(),
+            },
+        )
+        .await
+        .expect("config");
+    store
+        .set_mode(Scope::Subject(s), "READWRITE")
+        .await
+        .expect("mode");
+    store.soft_delete(s, &[1]).await.expect("soft delete");
+    let versions = store.subject_versions(s).await.expect("versions");
+    assert!(versions[0].deleted && !versions[1].deleted);
+    assert!(
+        store.schema_by_id(a.id).await.expect("by id").is_some(),
+        "a soft-deleted version's id still resolves"
+    );
+    assert_eq!(
+        store
+            .subjects()
+            .await
+            .expect("subjects")
+            .iter()
+            .find(|(n, _)| n == s),
+        Some(&(s.to_string(), true))
+    );
+    store.soft_delete(s, &[2]).await.expect("soft delete");
+    assert_eq!(
+        store
+            .subjects()
+            .await
+            .expect("subjects")
+            .iter()
+            .find(|(n, _)| n == s),
+        Some(&(s.to_string(), false)),
+        "a subject with only deleted versions is listed as not live"
+    );
+    assert!(
+        store
+            .config(Scope::Subject(s))
+            .await
+            .expect("config")
+            .is_some(),
+        "soft delete keeps config"
+    );
+    store.hard_delete(s, &[1]).await.expect("hard delete");
+    assert_eq!(store.subject_versions(s).await.expect("versions").len(), 1);
+    assert!(
+        store
+            .config(Scope::Subject(s))
+            .await
+            .expect("config")
+            .is_some(),
+        "config stays while versions remain"
+    );
+    store.hard_delete(s, &[2]).await.expect("hard delete");
+    assert!(
+        store
+            .subject_versions(s)
+            .await
+            .expect("versions")
+            .is_empty()
+    );
+    assert!(
+        store
+            .config(Scope::Subject(s))
+            .await
+            .expect("config")
+            .is_none(),
+        "config goes with the last version"
+    );
+    assert!(store.mode(Scope::Subject(s)).await.expect("mode").is_none());
+    assert!(
+        store.schema_by_id(a.id).await.expect("by id").is_none(),
+        "an id no version carries no longer resolves"
+    );
+    let r = store
+        .register(s, &schema("del-1"), Placement::default(), &allow)
+        .await
+        .expect("register after permanent delete");
+    assert_eq!(
+        (r.version, r.id),
+        (1, a.id),
+        "numbering restarts; id is kept"
+    );
+    match store.soft_delete(s, &[9]).await {
+        Err(StoreError::NoSuchVersion { version: 9, .. }) => {}
+        other => panic!("expected NoSuchVersion, got {other:?}"),
+    }
+}
+
+pub async fn explicit_ids_and_versions(store: &dyn Store) {
+    let s = "conf-import";
+    let id = store.max_schema_id().await.expect("max id") + 100;
+    let placement = Placement {
+        id: Some(id),
+        version: Some(7),
+        dedupe: Dedupe::Never,
+    };
+    let r = store
+        .register(s, &schema("imp-1"), placement, &allow)
+        .await
+        .expect("import");
+    assert_eq!((r.id, r.version), (id, 7));
+    match store
+        .register(
+            s,
+            &schema("imp-2"),
+            Placement {
+                version: Some(8),
+                ..placement
+            },
+            &allow,
+        )
+        .await
+    {
+        Err(StoreError::IdConflict { id: got }) => assert_eq!(got, id),
+        other => panic!("expected IdConflict, got {other:?}"),
+    }
+    match store
+        .register(
+            s,
+            &schema("imp-2"),
+            Placement {
+                id: Some(id + 1),
+                ..placement
+            },
+            &allow,
+        )
+        .await
+    {
+        Err(StoreError::VersionExists { version: 7, .. }) => {}
+        other => panic!("expected VersionExists, got {other:?}"),
+    }
+    let next = store
+        .register(s, &schema("imp-3"), Placement::default(), &allow)
+        .await
+        .expect("register after import");
+    assert_eq!(
+        (next.id, next.version),
+        (id + 1, 8),
+        "allocation continues after the highest id and version"
+    );
+}
+
+pub async fn references_are_indexed(store: &dyn Store) {
+    let base = store
+        .register(
+            "conf-ref-base",
+            &schema("ref-base"),
+            Placement::default(),
+            &allow,
+        )
+        .await
+        .expect("register base");
+    let mut user = schema("ref-user");
+    user.references = vec![SchemaRef {
+        name: "Base".into(),
+        subject: "conf-ref-base".into(),
+        version: base.version,
+    }];
+    user.metadata = Some(serde_json::json!({"properties": {"owner": "team"}}));
+    let u = store
+        .register("conf-ref-user", &user, Placement::default(), &allow)
+        .await
+        .expect("register user");
+    let by = store
+        .referencing_versions("conf-ref-base", base.version)
+        .await
+        .expect("referenced by");
+    assert_eq!(by.len(), 1);
+    assert_eq!(by[0].schema.id, u.id);
+    assert_eq!(by[0].schema.references, user.references);
+    assert_eq!(by[0].schema.metadata, user.metadata);
+    assert!(
+        store
+            .referencing_versions("conf-ref-user", u.version)
+            .await
+            .expect("referenced by")
+            .is_empty()
+    );
+}
+
+pub async fn config_and_mode(store: &dyn Store) {
+    let s = Scope::Subject("conf-config");
+    assert!(store.config(s).await.expect("config").is_none());
+    let mut extra = serde_json::Map::new();
+    extra.insert("normalize".into(), serde_json::Value::Bool(true));
+    let cfg = ConfigRecord {
+        compatibility: Some("FULL".into()),
+        extra,
+    };
+    store.set_config(s, &cfg).await.expect("set config");
+    assert_eq!(store.config(s).await.expect("config"), Some(cfg.clone()));
+    let global = ConfigRecord {
+        compatibility: Some("NONE".into()),
+        extra: Default::default(),
+    };
+    store
+        .set_config(Scope::Global, &global)
+        .await
+        .expect("set global");
+    assert_eq!(
+        store.config(Scope::Global).await.expect("global"),
+        Some(global.clone())
+    );
+    assert_eq!(store.delete_config(s).await.expect("delete"), Some(cfg));
+    assert!(store.config(s).await.expect("config").is_none());
+    assert_eq!(
+        store
+            .delete_config(Scope::Global)
+            .await
+            .expect("delete global"),
+        Some(global)
+    );
+
+    assert!(store.mode(s).await.expect("mode").is_none());
+    store.set_mode(s, "READONLY").await.expect("set mode");
+    store.set_mode(s, "IMPORT").await.expect("replace mode");
+    assert_eq!(
+        store.mode(s).await.expect("mode").as_deref(),
+        Some("IMPORT")
+    );
+    store
+        .set_mode(Scope::Global, "READWRITE")
+        .await
+        .expect("global mode");
+    assert_eq!(
+        store.delete_mode(s).await.expect("delete").as_deref(),
+        Some("IMPORT")
+    );
+    assert!(store.mode(s).await.expect("mode").is_none());
+    assert_eq!(
+        store.mode(Scope::Global).await.expect("mode").as_deref(),
+        Some("READWRITE")
+    );
+    store
+        .delete_mode(Scope::Global)
+        .await
+        .expect("delete global mode");
+}

@@ -1,0 +1,683 @@
+//! The embedded backend: SQLite in WAL mode with `synchronous=FULL`, so a write is on disk
+//! before it is acknowledged. One writer connection serializes every write (and runs each
+//! registration guard inside its transaction); a few reader connections serve lookups
+//! concurrently, which WAL allows.
+
+use crate::{
+    ConfigRecord, Dedupe, Guard, NewSchema, Placement, Registered, SchemaRecord, Scope, Store,
+    StoreError, StoreResult, StoredVersion,
+};
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Numbered migrations, applied in order at open; each runs once, recorded in
+/// `schema_migrations`.
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "CREATE TABLE schemas (
+        id INTEGER PRIMARY KEY,
+        schema_type TEXT NOT NULL,
+        schema TEXT NOT NULL,
+        refs TEXT NOT NULL,
+        metadata TEXT,
+        rule_set TEXT,
+        content_key TEXT NOT NULL
+    );
+    CREATE INDEX schemas_content_key ON schemas(content_key);
+    CREATE TABLE subject_versions (
+        subject TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        schema_id INTEGER NOT NULL REFERENCES schemas(id),
+        deleted INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (subject, version)
+    );
+    CREATE INDEX subject_versions_schema_id ON subject_versions(schema_id);
+    CREATE TABLE schema_references (
+        schema_id INTEGER NOT NULL REFERENCES schemas(id),
+        ordinal INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        PRIMARY KEY (schema_id, ordinal)
+    );
+    CREATE INDEX schema_references_target ON schema_references(subject, version);
+    CREATE TABLE config (
+        scope TEXT PRIMARY KEY,
+        compatibility TEXT,
+        extra TEXT NOT NULL
+    );
+    CREATE TABLE modes (
+        scope TEXT PRIMARY KEY,
+        mode TEXT NOT NULL
+    );",
+)];
+
+/// The key under which global config and mode are kept; not a valid subject name.
+const GLOBAL_SCOPE: &str = "__GLOBAL";
+const READERS: usize = 4;
+
+const VERSION_COLUMNS: &str = "v.subject, v.version, v.deleted, v.created_at, \
+     s.id, s.schema_type, s.schema, s.refs, s.metadata, s.rule_set, s.content_key";
+const SCHEMA_COLUMNS: &str =
+    "s.id, s.schema_type, s.schema, s.refs, s.metadata, s.rule_set, s.content_key";
+
+pub struct SqliteStore {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Vec<Mutex<Connection>>,
+    next_reader: AtomicUsize,
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn scope_key<'a>(scope: Scope<'a>) -> &'a str {
+    match scope {
+        Scope::Global => GLOBAL_SCOPE,
+        Scope::Subject(s) => s,
+    }
+}
+
+fn now_millis() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+fn open_connection(path: &Path) -> StoreResult<Connection> {
+    let conn = Connection::open(path).map_err(backend)?;
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL;
+         PRAGMA synchronous=FULL;
+         PRAGMA foreign_keys=ON;
+         PRAGMA busy_timeout=10000;",
+    )
+    .map_err(backend)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &mut Connection) -> StoreResult<()> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY,
+            applied_at INTEGER NOT NULL
+        );",
+    )
+    .map_err(backend)?;
+    for (number, sql) in MIGRATIONS {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let applied: bool = tx
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM schema_migrations WHERE version = ?1)",
+                [number],
+                |r| r.get(0),
+            )
+            .map_err(backend)?;
+        if !applied {
+            tx.execute_batch(sql).map_err(backend)?;
+            tx.execute(
+                "INSERT INTO schema_migrations(version, applied_at) VALUES (?1, ?2)",
+                params![number, now_millis()],
+            )
+            .map_err(backend)?;
+            tracing::info!(migration = number, "applied store migration");
+        }
+        tx.commit().map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Runs blocking store work without stalling other tasks on a multi-threaded runtime.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
+fn json_or_none(text: Option<String>) -> StoreResult<Option<serde_json::Value>> {
+    text.map(|t| serde_json::from_str(&t).map_err(backend))
+        .transpose()
+}
+
+/// Raw row fields, decoded into records outside rusqlite's row callback so that JSON
+/// decoding errors become store errors.
+type SchemaRow = (
+    i64,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+);
+
+fn schema_row(r: &Row<'_>, at: usize) -> rusqlite::Result<SchemaRow> {
+    Ok((
+        r.get(at)?,
+        r.get(at + 1)?,
+        r.get(at + 2)?,
+        r.get(at + 3)?,
+        r.get(at + 4)?,
+        r.get(at + 5)?,
+        r.get(at + 6)?,
+    ))
+}
+
+fn schema_record(row: SchemaRow) -> StoreResult<SchemaRecord> {
+    let (id, schema_type, schema, refs, metadata, rule_set, content_key) = row;
+    Ok(SchemaRecord {
+        id,
+        schema_type,
+        schema,
+        references: serde_json::from_str(&refs).map_err(backend)?,
+        metadata: json_or_none(metadata)?,
+        rule_set: json_or_none(rule_set)?,
+        content_key,
+    })
+}
+
+type VersionRow = (String, i64, bool, i64, SchemaRow);
+
+fn version_row(r: &Row<'_>) -> rusqlite::Result<VersionRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        schema_row(r, 4)?,
+    ))
+}
+
+fn stored_version(row: VersionRow) -> StoreResult<StoredVersion> {
+    let (subject, version, deleted, created_at, schema) = row;
+    Ok(StoredVersion {
+        subject,
+        version,
+        deleted,
+        created_at,
+        schema: schema_record(schema)?,
+    })
+}
+
+fn query_versions(
+    conn: &Connection,
+    where_clause: &str,
+    args: impl rusqlite::Params,
+) -> StoreResult<Vec<StoredVersion>> {
+    let sql = format!(
+        "SELECT {VERSION_COLUMNS} FROM subject_versions v JOIN schemas s ON s.id = v.schema_id \
+         {where_clause} ORDER BY v.subject, v.version"
+    );
+    let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
+    let rows = stmt
+        .query_map(args, version_row)
+        .map_err(backend)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(backend)?;
+    rows.into_iter().map(stored_version).collect()
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store in `dir`, applying pending migrations.
+    pub fn open(dir: &Path) -> StoreResult<SqliteStore> {
+        std::fs::create_dir_all(dir).map_err(backend)?;
+        let path = dir.join("covenant.sqlite3");
+        let mut writer = open_connection(&path)?;
+        migrate(&mut writer)?;
+        let readers = (0..READERS)
+            .map(|_| open_connection(&path).map(Mutex::new))
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok(SqliteStore {
+            path,
+            writer: Mutex::new(writer),
+            readers,
+            next_reader: AtomicUsize::new(0),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The migration numbers applied so far.
+    pub fn applied_migrations(&self) -> StoreResult<Vec<i64>> {
+        let conn = self.reader()?;
+        let mut stmt = conn
+            .prepare("SELECT version FROM schema_migrations ORDER BY version")
+            .map_err(backend)?;
+        stmt.query_map([], |r| r.get(0))
+            .map_err(backend)?
+            .collect::<rusqlite::Result<Vec<i64>>>()
+            .map_err(backend)
+    }
+
+    fn writer(&self) -> StoreResult<MutexGuard<'_, Connection>> {
+        self.writer
+            .lock()
+            .map_err(|_| backend("writer connection poisoned"))
+    }
+
+    fn reader(&self) -> StoreResult<MutexGuard<'_, Connection>> {
+        for conn in &self.readers {
+            if let Ok(guard) = conn.try_lock() {
+                return Ok(guard);
+            }
+        }
+        let i = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
+        self.readers[i]
+            .lock()
+            .map_err(|_| backend("reader connection poisoned"))
+    }
+
+    fn read<T>(&self, work: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
+        blocking(|| {
+            let conn = self.reader()?;
+            work(&conn)
+        })
+    }
+
+    fn write<T>(
+        &self,
+        work: impl FnOnce(&rusqlite::Transaction<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        blocking(|| {
+            let mut conn = self.writer()?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let out = work(&tx)?;
+            tx.commit().map_err(backend)?;
+            Ok(out)
+        })
+    }
+}
+
+fn register_in(
+    tx: &rusqlite::Transaction<'_>,
+    subject: &str,
+    candidate: &NewSchema,
+    placement: Placement,
+    guard: Guard<'_>,
+) -> StoreResult<Registered> {
+    let versions = query_versions(tx, "WHERE v.subject = ?1", [subject])?;
+    let live = || versions.iter().filter(|v| !v.deleted);
+    let existing = match placement.dedupe {
+        Dedupe::AnyLive => live().find(|v| v.schema.content_key == candidate.content_key),
+        Dedupe::LatestOnly => live()
+            .next_back()
+            .filter(|v| v.schema.content_key == candidate.content_key),
+        Dedupe::Never => None,
+    };
+    if let Some(v) = existing {
+        return Ok(Registered {
+            id: v.schema.id,
+            version: v.version,
+            created: false,
+        });
+    }
+    guard(&versions).map_err(StoreError::Rejected)?;
+
+    let version = match placement.version {
+        Some(v) => {
+            if versions.iter().any(|x| x.version == v) {
+                return Err(StoreError::VersionExists {
+                    subject: subject.to_string(),
+                    version: v,
+                });
+            }
+            v
+        }
+        None => versions.iter().map(|v| v.version).max().unwrap_or(0) + 1,
+    };
+
+    let id = match placement.id {
+        Some(id) => {
+            let bound: Option<String> = tx
+                .query_row("SELECT content_key FROM schemas WHERE id = ?1", [id], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(backend)?;
+            match bound {
+                Some(key) if key != candidate.content_key => {
+                    return Err(StoreError::IdConflict { id });
+                }
+                Some(_) => id,
+                None => insert_schema(tx, Some(id), candidate)?,
+            }
+        }
+        None => {
+            let found: Option<i64> = tx
+                .query_row(
+                    "SELECT MIN(id) FROM schemas WHERE content_key = ?1",
+                    [&candidate.content_key],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            match found {
+                Some(id) => id,
+                None => insert_schema(tx, None, candidate)?,
+            }
+        }
+    };
+    let now = now_millis();
+    tx.execute(
+        "INSERT INTO subject_versions(subject, version, schema_id, deleted, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, 0, ?4, ?4)",
+        params![subject, version, id, now],
+    )
+    .map_err(backend)?;
+    Ok(Registered {
+        id,
+        version,
+        created: true,
+    })
+}
+
+fn insert_schema(
+    tx: &rusqlite::Transaction<'_>,
+    id: Option<i64>,
+    candidate: &NewSchema,
+) -> StoreResult<i64> {
+    let id = match id {
+        Some(id) => id,
+        None => {
+            let max: i64 = tx
+                .query_row("SELECT COALESCE(MAX(id), 0) FROM schemas", [], |r| r.get(0))
+                .map_err(backend)?;
+            max + 1
+        }
+    };
+    let refs = serde_json::to_string(&candidate.references).map_err(backend)?;
+    let metadata = candidate
+        .metadata
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(backend)?;
+    let rule_set = candidate
+        .rule_set
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(backend)?;
+    tx.execute(
+        "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, content_key) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            id,
+            candidate.schema_type,
+            candidate.schema,
+            refs,
+            metadata,
+            rule_set,
+            candidate.content_key
+        ],
+    )
+    .map_err(backend)?;
+    for (ordinal, r) in candidate.references.iter().enumerate() {
+        tx.execute(
+            "INSERT INTO schema_references(schema_id, ordinal, name, subject, version) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id, ordinal as i64, r.name, r.subject, r.version],
+        )
+        .map_err(backend)?;
+    }
+    Ok(id)
+}
+
+fn check_versions_exist(
+    tx: &rusqlite::Transaction<'_>,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<()> {
+    for &version in versions {
+        let exists: bool = tx
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject = ?1 AND version = ?2)",
+                params![subject, version],
+                |r| r.get(0),
+            )
+            .map_err(backend)?;
+        if !exists {
+            return Err(StoreError::NoSuchVersion {
+                subject: subject.to_string(),
+                version,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn read_config(conn: &Connection, key: &str) -> StoreResult<Option<ConfigRecord>> {
+    let row: Option<(Option<String>, String)> = conn
+        .query_row(
+            "SELECT compatibility, extra FROM config WHERE scope = ?1",
+            [key],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(backend)?;
+    row.map(|(compatibility, extra)| {
+        Ok(ConfigRecord {
+            compatibility,
+            extra: serde_json::from_str(&extra).map_err(backend)?,
+        })
+    })
+    .transpose()
+}
+
+fn read_mode(conn: &Connection, key: &str) -> StoreResult<Option<String>> {
+    conn.query_row("SELECT mode FROM modes WHERE scope = ?1", [key], |r| {
+        r.get(0)
+    })
+    .optional()
+    .map_err(backend)
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn register(
+        &self,
+        subject: &str,
+        candidate: &NewSchema,
+        placement: Placement,
+        guard: Guard<'_>,
+    ) -> StoreResult<Registered> {
+        self.write(|tx| register_in(tx, subject, candidate, placement, guard))
+    }
+
+    async fn schema_by_id(&self, id: i64) -> StoreResult<Option<SchemaRecord>> {
+        self.read(|conn| {
+            let sql = format!(
+                "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.id = ?1 \
+                 AND EXISTS(SELECT 1 FROM subject_versions v WHERE v.schema_id = s.id)"
+            );
+            let row = conn
+                .prepare_cached(&sql)
+                .map_err(backend)?
+                .query_row([id], |r| schema_row(r, 0))
+                .optional()
+                .map_err(backend)?;
+            row.map(schema_record).transpose()
+        })
+    }
+
+    async fn schema_by_key(&self, content_key: &str) -> StoreResult<Option<SchemaRecord>> {
+        self.read(|conn| {
+            let sql = format!(
+                "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.content_key = ?1 ORDER BY s.id LIMIT 1"
+            );
+            let row = conn
+                .prepare_cached(&sql)
+                .map_err(backend)?
+                .query_row([content_key], |r| schema_row(r, 0))
+                .optional()
+                .map_err(backend)?;
+            row.map(schema_record).transpose()
+        })
+    }
+
+    async fn max_schema_id(&self) -> StoreResult<i64> {
+        self.read(|conn| {
+            conn.query_row("SELECT COALESCE(MAX(id), 0) FROM schemas", [], |r| r.get(0))
+                .map_err(backend)
+        })
+    }
+
+    async fn subject_versions(&self, subject: &str) -> StoreResult<Vec<StoredVersion>> {
+        self.read(|conn| query_versions(conn, "WHERE v.subject = ?1", [subject]))
+    }
+
+    async fn subjects(&self) -> StoreResult<Vec<(String, bool)>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT subject, MAX(deleted = 0) FROM subject_versions GROUP BY subject ORDER BY subject",
+                )
+                .map_err(backend)?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)
+        })
+    }
+
+    async fn all_versions(&self) -> StoreResult<Vec<StoredVersion>> {
+        self.read(|conn| query_versions(conn, "", []))
+    }
+
+    async fn versions_with_id(&self, id: i64) -> StoreResult<Vec<(String, i64, bool)>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT subject, version, deleted FROM subject_versions WHERE schema_id = ?1 \
+                     ORDER BY subject, version",
+                )
+                .map_err(backend)?;
+            stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)
+        })
+    }
+
+    async fn referencing_versions(
+        &self,
+        subject: &str,
+        version: i64,
+    ) -> StoreResult<Vec<StoredVersion>> {
+        self.read(|conn| {
+            query_versions(
+                conn,
+                "WHERE v.schema_id IN (SELECT schema_id FROM schema_references \
+                 WHERE subject = ?1 AND version = ?2)",
+                params![subject, version],
+            )
+        })
+    }
+
+    async fn soft_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
+        self.write(|tx| {
+            check_versions_exist(tx, subject, versions)?;
+            let now = now_millis();
+            for version in versions {
+                tx.execute(
+                    "UPDATE subject_versions SET deleted = 1, updated_at = ?3 \
+                     WHERE subject = ?1 AND version = ?2",
+                    params![subject, version, now],
+                )
+                .map_err(backend)?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn hard_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
+        self.write(|tx| {
+            check_versions_exist(tx, subject, versions)?;
+            for version in versions {
+                tx.execute(
+                    "DELETE FROM subject_versions WHERE subject = ?1 AND version = ?2",
+                    params![subject, version],
+                )
+                .map_err(backend)?;
+            }
+            let left: bool = tx
+                .query_row(
+                    "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject = ?1)",
+                    [subject],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            if !left {
+                tx.execute("DELETE FROM config WHERE scope = ?1", [subject])
+                    .map_err(backend)?;
+                tx.execute("DELETE FROM modes WHERE scope = ?1", [subject])
+                    .map_err(backend)?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>> {
+        self.read(|conn| read_config(conn, scope_key(scope)))
+    }
+
+    async fn set_config(&self, scope: Scope<'_>, config: &ConfigRecord) -> StoreResult<()> {
+        let extra = serde_json::to_string(&config.extra).map_err(backend)?;
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO config(scope, compatibility, extra) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT(scope) DO UPDATE SET compatibility = excluded.compatibility, extra = excluded.extra",
+                params![scope_key(scope), config.compatibility, extra],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    async fn delete_config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>> {
+        self.write(|tx| {
+            let old = read_config(tx, scope_key(scope))?;
+            tx.execute("DELETE FROM config WHERE scope = ?1", [scope_key(scope)])
+                .map_err(backend)?;
+            Ok(old)
+        })
+    }
+
+    async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>> {
+        self.read(|conn| read_mode(conn, scope_key(scope)))
+    }
+
+    async fn set_mode(&self, scope: Scope<'_>, mode: &str) -> StoreResult<()> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO modes(scope, mode) VALUES (?1, ?2) \
+                 ON CONFLICT(scope) DO UPDATE SET mode = excluded.mode",
+                params![scope_key(scope), mode],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    async fn delete_mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>> {
+        self.write(|tx| {
+            let old = read_mode(tx, scope_key(scope))?;
+            tx.execute("DELETE FROM modes WHERE scope = ?1", [scope_key(scope)])
+                .map_err(backend)?;
+            Ok(old)
+        })
+    }
+}
