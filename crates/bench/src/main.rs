@@ -275,6 +275,13 @@ fn run(args: Args) -> Result<bool> {
         });
     }
 
+    if failed {
+        // The servers' logs and generated inputs stay for a look at what broke.
+        eprintln!(
+            "covenant-bench: a part failed; logs and inputs kept in {}",
+            scratch.keep().display()
+        );
+    }
     let rendered = table::render(&rows);
     print!("{rendered}");
     if let Some(out) = &args.out {

@@ -110,15 +110,17 @@ pub async fn run(
     // Load: each worker takes whole subjects and registers their versions in order.
     let next = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));
+    let retries = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let deadline = start + sizes.max_load;
     let mut tasks = Vec::new();
     for _ in 0..sizes.concurrency.max(1) {
-        let (client, base, next, done) = (
+        let (client, base, next, done, retries) = (
             client.clone(),
             server.base.clone(),
             next.clone(),
             done.clone(),
+            retries.clone(),
         );
         tasks.push(tokio::spawn(async move {
             loop {
@@ -130,13 +132,31 @@ pub async fn run(
                     return Ok(());
                 }
                 for v in 0..sizes.versions {
-                    let r = client
-                        .post(format!("{base}/subjects/scale-{s}/versions"))
-                        .header("content-type", V1)
-                        .body(reg_body(s, v))
-                        .send()
-                        .await
-                        .with_context(|| format!("registering scale-{s} v{v}"))?;
+                    // A connection the server closed just as it was reused fails the send
+                    // before anything was processed; registering is idempotent, so the
+                    // request is sent again (at most twice) and counted.
+                    let mut attempt = 0;
+                    let r = loop {
+                        match client
+                            .post(format!("{base}/subjects/scale-{s}/versions"))
+                            .header("content-type", V1)
+                            .body(reg_body(s, v))
+                            .send()
+                            .await
+                        {
+                            Ok(r) => break r,
+                            Err(e) if attempt < 2 => {
+                                attempt += 1;
+                                retries.fetch_add(1, Ordering::Relaxed);
+                                eprintln!("covenant-bench: scale-{s} v{v}: {e}; sending again");
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                            }
+                            Err(e) => {
+                                return Err(anyhow::Error::new(e)
+                                    .context(format!("registering scale-{s} v{v}")));
+                            }
+                        }
+                    };
                     let status = r.status();
                     let text = r.text().await.unwrap_or_default();
                     if !status.is_success() {
@@ -148,9 +168,17 @@ pub async fn run(
         }));
     }
     for t in tasks {
-        t.await.context("load worker")??;
+        if let Err(e) = t.await.context("load worker")? {
+            let state = if server.exited() {
+                "the server has exited"
+            } else {
+                "the server is still running"
+            };
+            return Err(e.context(format!("{state}; its log: {}", server.log_tail())));
+        }
     }
     let load_time = start.elapsed();
+    let retries = retries.load(Ordering::Relaxed);
     let loaded = done.load(Ordering::Relaxed);
     let registrations = loaded * sizes.versions;
     let memory_loaded = server.memory_kib();
@@ -236,7 +264,7 @@ pub async fn run(
         )
         .covenant(human(load_time))
         .notes(format!(
-            "{registrations} registrations, {:.0}/s, each BACKWARD-checked and durable; store on disk {}{complete}",
+            "{registrations} registrations, {:.0}/s, each BACKWARD-checked and durable; store on disk {}; {retries} sends repeated after a closed connection{complete}",
             registrations as f64 / load_time.as_secs_f64().max(1e-9),
             bytes(disk)
         )),

@@ -130,6 +130,14 @@ impl Server {
         }
     }
 
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    pub fn log_tail(&self) -> String {
+        tail(&self.log)
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
