@@ -11,12 +11,18 @@
 //! opaque strings computed by the registry.
 
 pub mod conformance;
+pub mod governance;
+pub mod governance_postgres;
+pub mod governance_sqlite;
 pub mod sqlite;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub use governance::GovernanceStore;
+pub use governance_postgres::PostgresGovernanceStore;
+pub use governance_sqlite::SqliteGovernanceStore;
 pub use sqlite::SqliteStore;
 
 /// A reference from one schema to a subject version, as registered.
