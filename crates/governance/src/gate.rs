@@ -418,3 +418,124 @@ pub fn removal_gate(evidence: &GateEvidence, removed_fields: &[String]) -> GateR
 pub fn removal_blockers(evidence: &GateEvidence, removed_fields: &[String]) -> Vec<Blocker> {
     removal_gate(evidence, removed_fields).blockers
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use covenant_store::governance::{
+        Cadence, Criticality, DeprecationTarget, NewConsumer, NewDeprecation, RecordNotes,
+        SubjectRead,
+    };
+
+    const DAY: i64 = 86_400_000;
+
+    fn declared(name: &str) -> Consumer {
+        Consumer::from_new(
+            NewConsumer {
+                name: name.into(),
+                owner: "o".into(),
+                purpose: "p".into(),
+                cadence: Cadence::Weekly,
+                criticality: Criticality::Low,
+                contact: "c".into(),
+                clients: vec![],
+                reads: vec![SubjectRead {
+                    subject: "s".into(),
+                    reader_version: None,
+                    fields: vec!["f".into()],
+                }],
+            },
+            0,
+        )
+    }
+
+    fn deprecation(stage: Stage, exceptions: Vec<Exception>) -> Deprecation {
+        let mut d = Deprecation::from_new(
+            1,
+            NewDeprecation {
+                target: DeprecationTarget::Field {
+                    subject: "s".into(),
+                    path: "f".into(),
+                },
+                contract: String::new(),
+                old_promise: "old".into(),
+                new_promise: "new".into(),
+                replacement: Some("g".into()),
+                owners: vec![],
+                window_start: 0,
+                window_end: DAY,
+                notes: RecordNotes::default(),
+                announced_by: "x".into(),
+            },
+            0,
+        );
+        d.stage = stage;
+        d.exceptions = exceptions;
+        d
+    }
+
+    fn exception(id: i64, party: Option<&str>) -> Exception {
+        Exception {
+            id,
+            approver: "risk".into(),
+            reason: "accepted".into(),
+            overrides: BlockerKind::ConsumerDeclared,
+            party: party.map(str::to_string),
+            approved_at: 0,
+        }
+    }
+
+    fn evidence(deprecation: Deprecation) -> GateEvidence {
+        GateEvidence {
+            subject: "s".into(),
+            now: 100 * DAY,
+            consumers: vec![declared("a"), declared("b")],
+            deprecations: vec![deprecation],
+            reporting_since: vec![
+                ReportingSince {
+                    consumer: Some("a".into()),
+                    client_id: "ca".into(),
+                    first_at: 0,
+                },
+                ReportingSince {
+                    consumer: Some("b".into()),
+                    client_id: "cb".into(),
+                    first_at: 0,
+                },
+            ],
+            unattributed_lookback_ms: 31 * DAY,
+            ..GateEvidence::default()
+        }
+    }
+
+    #[test]
+    fn one_exception_overrides_one_blocker() {
+        let e = evidence(deprecation(Stage::Removable, vec![exception(1, None)]));
+        let report = removal_gate(&e, &["f".into()]);
+        assert_eq!(report.overridden.len(), 1);
+        assert_eq!(report.blockers.len(), 1, "{:?}", report.blockers);
+        assert_eq!(report.blockers[0].kind, BlockerKind::ConsumerDeclared);
+    }
+
+    #[test]
+    fn a_narrowed_exception_only_covers_its_party() {
+        let e = evidence(deprecation(Stage::Removable, vec![exception(1, Some("b"))]));
+        let report = removal_gate(&e, &["f".into()]);
+        assert_eq!(report.overridden[0].blocker.party.as_deref(), Some("b"));
+        assert_eq!(report.blockers[0].party.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn retired_consumers_stop_blocking_and_ungoverned_fields_pass() {
+        let mut e = evidence(deprecation(Stage::Removable, vec![]));
+        for c in &mut e.consumers {
+            c.retired_at = Some(DAY);
+        }
+        assert!(removal_blockers(&e, &["f".into(), "other".into()]).is_empty());
+        let report = removal_gate(
+            &evidence(deprecation(Stage::Frozen, vec![])),
+            &["other".into()],
+        );
+        assert!(report.allows_removal());
+    }
+}
