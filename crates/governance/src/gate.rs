@@ -174,12 +174,9 @@ fn field_blockers(evidence: &GateEvidence, field: &str) -> Vec<Blocker> {
         .collect();
     let unattributed_since = now - evidence.unattributed_lookback_ms;
     let seen = evidence
-        .last_use(field, None, None, unattributed_since)
-        .is_some()
-        || evidence
-            .field_usage
-            .iter()
-            .any(|u| u.field == field && u.last_at >= unattributed_since)
+        .field_usage
+        .iter()
+        .any(|u| u.field == field && u.last_at >= unattributed_since)
         || evidence.reader_usage.iter().any(|u| {
             u.last_at >= unattributed_since && evidence.reader_has(u.reader_schema_id, field)
         });
