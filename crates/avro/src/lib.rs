@@ -9,6 +9,8 @@ mod canonical;
 mod compat;
 mod datum;
 mod default;
+mod fields;
+pub use fields::field_tree;
 mod model;
 mod parse;
 pub mod rules;
