@@ -41,6 +41,51 @@ impl Clock for ManualClock {
     }
 }
 
+/// Time read from a file on every call, so that a drill or a demo can let weeks pass on a
+/// running server. The file holds an RFC 3339 time (`2026-01-22T00:00:00Z`) or milliseconds
+/// since the epoch. While the file is missing the wall clock is used; an unreadable file is
+/// logged and the wall clock used too, so a typo cannot freeze time silently.
+#[derive(Debug, Clone)]
+pub struct FileClock {
+    path: std::path::PathBuf,
+}
+
+impl FileClock {
+    pub fn new(path: impl Into<std::path::PathBuf>) -> FileClock {
+        FileClock { path: path.into() }
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+/// Parses a clock file's text: RFC 3339 or integer milliseconds since the epoch.
+pub fn parse_instant(text: &str) -> Option<i64> {
+    let text = text.trim();
+    if let Ok(ms) = text.parse::<i64>() {
+        return Some(ms);
+    }
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.timestamp_millis())
+}
+
+impl Clock for FileClock {
+    fn now_ms(&self) -> i64 {
+        match std::fs::read_to_string(&self.path) {
+            Ok(text) => match parse_instant(&text) {
+                Some(ms) => ms,
+                None => {
+                    tracing::warn!(path = %self.path.display(), "clock file holds neither RFC 3339 nor milliseconds; using the wall clock");
+                    SystemClock.now_ms()
+                }
+            },
+            Err(_) => SystemClock.now_ms(),
+        }
+    }
+}
+
 /// A timestamp for people: RFC 3339 in UTC to the second.
 pub fn format_time(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
@@ -79,6 +124,21 @@ mod tests {
         assert_eq!(clock.now_ms(), 1_500);
         clock.set(10);
         assert_eq!(clock.now_ms(), 10);
+    }
+
+    #[test]
+    fn file_clock_follows_its_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("clock");
+        let clock = FileClock::new(&path);
+        let before = SystemClock.now_ms();
+        assert!(clock.now_ms() >= before, "missing file: wall clock");
+        std::fs::write(&path, "2026-01-22T00:00:00Z\n").expect("write");
+        assert_eq!(format_day(clock.now_ms()), "2026-01-22");
+        std::fs::write(&path, "1767225600000").expect("write");
+        assert_eq!(clock.now_ms(), 1_767_225_600_000);
+        std::fs::write(&path, "next tuesday").expect("write");
+        assert!(clock.now_ms() >= before, "garbage: wall clock");
     }
 
     #[test]

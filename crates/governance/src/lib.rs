@@ -11,12 +11,14 @@ mod gate;
 mod metrics;
 mod render;
 
-pub use clock::{Clock, ManualClock, SystemClock, format_day, format_span, format_time};
+pub use clock::{
+    Clock, FileClock, ManualClock, SystemClock, format_day, format_span, format_time, parse_instant,
+};
 pub use covenant_store::governance::*;
 pub use gate::{Blocker, GateEvidence, GateReport, Overridden, removal_blockers, removal_gate};
 pub use metrics::{
-    Counters, DEPRECATED_FIELD_USED, DESERIALIZATION_FAILURE, ENUM_UNKNOWN, FAMILIES, MetricFamily,
-    MetricSample, RECORDS_BY_SCHEMA_VERSION,
+    CounterSink, Counters, DEPRECATED_FIELD_USED, DESERIALIZATION_FAILURE, ENUM_UNKNOWN, FAMILIES,
+    MetricFamily, MetricSample, NEW_USE_AFTER_FREEZE, RECORDS_BY_SCHEMA_VERSION,
 };
 pub use render::{render_json, render_text};
 
@@ -200,6 +202,7 @@ pub struct Governance {
     schema_fields: Arc<dyn SchemaFields>,
     config: GovernanceConfig,
     counters: Counters,
+    sink: Option<Arc<dyn CounterSink>>,
 }
 
 impl Governance {
@@ -210,6 +213,7 @@ impl Governance {
             schema_fields: Arc::new(NoSchemaFields),
             config: GovernanceConfig::default(),
             counters: Counters::default(),
+            sink: None,
         }
     }
 
@@ -221,6 +225,22 @@ impl Governance {
     pub fn with_schema_fields(mut self, fields: Arc<dyn SchemaFields>) -> Governance {
         self.schema_fields = fields;
         self
+    }
+
+    /// Forwards every counter increment to `sink` as well (the server's metrics recorder).
+    pub fn with_counter_sink(mut self, sink: Arc<dyn CounterSink>) -> Governance {
+        self.sink = Some(sink);
+        self
+    }
+
+    fn count(&self, family: MetricFamily, labels: Vec<(&'static str, String)>, by: u64) {
+        if by == 0 {
+            return;
+        }
+        if let Some(sink) = &self.sink {
+            sink.add(family, &labels, by);
+        }
+        self.count(family, labels, by);
     }
 
     pub fn store(&self) -> &Arc<dyn GovernanceStore> {
@@ -477,7 +497,7 @@ impl Governance {
                 continue;
             }
             deprecated_read.push(field.to_string());
-            self.counters.add(
+            self.count(
                 DEPRECATED_FIELD_USED,
                 vec![
                     ("subject", subject.clone()),
@@ -492,6 +512,15 @@ impl Governance {
                     .used_before(&subject, field, consumer.as_ref(), &client, frozen_at)
                     .await?
             {
+                self.count(
+                    NEW_USE_AFTER_FREEZE,
+                    vec![
+                        ("subject", subject.clone()),
+                        ("field", field.to_string()),
+                        ("consumer", who_label.clone()),
+                    ],
+                    1,
+                );
                 findings.push(UsageFinding {
                     kind: FindingKind::NewUseAfterFreeze,
                     at: now,
@@ -520,7 +549,7 @@ impl Governance {
         self.store.record_findings(&findings).await?;
 
         for (version, n) in &report.records_by_version {
-            self.counters.add(
+            self.count(
                 RECORDS_BY_SCHEMA_VERSION,
                 vec![
                     ("subject", subject.clone()),
@@ -530,13 +559,13 @@ impl Governance {
             );
         }
         for (field, values) in &report.unknown_enum_values {
-            self.counters.add(
+            self.count(
                 ENUM_UNKNOWN,
                 vec![("subject", subject.clone()), ("field", field.clone())],
                 values.values().sum(),
             );
         }
-        self.counters.add(
+        self.count(
             DESERIALIZATION_FAILURE,
             vec![("subject", subject.clone()), ("consumer", who_label)],
             report.decode_failures,
@@ -949,6 +978,47 @@ impl Governance {
             }
         }
         Ok(report)
+    }
+
+    /// Closes the deprecations of `fields` after a registered version of `subject` dropped
+    /// them (the gate let it through): each moves to `removed`, naming the version. Returns
+    /// the records changed.
+    pub async fn mark_removed(
+        &self,
+        subject: &str,
+        fields: &[String],
+        version: i64,
+    ) -> GovernanceResult<Vec<Deprecation>> {
+        let fields: BTreeSet<String> = fields.iter().map(|f| normalize_field_path(f)).collect();
+        let at = self.now();
+        let mut changed = Vec::new();
+        for d in self.store.deprecations(Some(subject)).await? {
+            let matches = d.target.field().is_some_and(|f| fields.contains(f));
+            if !matches || d.stage == Stage::Removed {
+                continue;
+            }
+            let note = format!("version {version} of subject '{subject}' no longer has the field");
+            let updated = self
+                .store
+                .modify_deprecation(d.id, &|record| {
+                    if record.stage == Stage::Removed {
+                        return Ok(());
+                    }
+                    record.history.push(StageChange {
+                        from: Some(record.stage),
+                        to: Stage::Removed,
+                        at,
+                        by: "registry".to_string(),
+                        note: note.clone(),
+                    });
+                    record.stage = Stage::Removed;
+                    record.updated_at = at;
+                    Ok(())
+                })
+                .await?;
+            changed.push(updated);
+        }
+        Ok(changed)
     }
 
     /// The record as the seed's text, with the gate's current verdict.

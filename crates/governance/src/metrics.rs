@@ -35,11 +35,20 @@ pub const DESERIALIZATION_FAILURE: MetricFamily = MetricFamily {
     help: "Records consumers failed to decode, by subject and consumer.",
 };
 
-pub const FAMILIES: [MetricFamily; 4] = [
+/// Not one of the seed's names: reads of a frozen field by a reader that did not read it
+/// before the freeze (each is also a `new_use_after_freeze` finding).
+pub const NEW_USE_AFTER_FREEZE: MetricFamily = MetricFamily {
+    name: "contract_deprecated_field_new_use",
+    seed_name: "contract.deprecated_field.new_use",
+    help: "Reports that started reading a frozen deprecated field, by subject, field and consumer.",
+};
+
+pub const FAMILIES: [MetricFamily; 5] = [
     RECORDS_BY_SCHEMA_VERSION,
     ENUM_UNKNOWN,
     DEPRECATED_FIELD_USED,
     DESERIALIZATION_FAILURE,
+    NEW_USE_AFTER_FREEZE,
 ];
 
 /// One counter value.
@@ -48,6 +57,12 @@ pub struct MetricSample {
     pub family: MetricFamily,
     pub labels: Vec<(&'static str, String)>,
     pub value: u64,
+}
+
+/// Receives every counter increment as it happens, for a metrics library (the server's
+/// Prometheus recorder) to export.
+pub trait CounterSink: Send + Sync {
+    fn add(&self, family: MetricFamily, labels: &[(&'static str, String)], by: u64);
 }
 
 type Key = (MetricFamily, Vec<(&'static str, String)>);

@@ -31,6 +31,11 @@ pub enum RegistryError {
         subject: String,
         findings: Vec<Finding>,
     },
+    /// Consumer governance refused a version that drops fields (one blocker per line).
+    #[error(
+        "Schema being registered removes fields of subject \"{subject}\" that consumers still depend on; blockers:\n{blockers}"
+    )]
+    RemovalBlocked { subject: String, blockers: String },
     #[error("{0}")]
     InvalidSchema(String),
     #[error(

@@ -10,8 +10,12 @@
 //! dropped on permanent deletes).
 
 mod error;
+mod removal;
 
 pub use error::{RegistryError, RegistryResult, finding_text};
+pub use removal::{
+    HookFuture, RemovalCheck, RemovalVerdict, field_paths as schema_field_paths_of, removed_fields,
+};
 
 use covenant_engine::{CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, Report};
 use covenant_schema::{ParsedSchema, SchemaType};
@@ -172,6 +176,7 @@ pub struct Registry {
     default_level: Level,
     by_id: RwLock<HashMap<i64, Arc<SchemaRecord>>>,
     parsed: RwLock<HashMap<i64, Arc<ParsedSchema>>>,
+    removal_check: RwLock<Option<Arc<dyn RemovalCheck>>>,
 }
 
 #[derive(Debug)]
@@ -402,6 +407,7 @@ impl Registry {
             default_level: Level::Backward,
             by_id: RwLock::new(HashMap::new()),
             parsed: RwLock::new(HashMap::new()),
+            removal_check: RwLock::new(None),
         }
     }
 
@@ -1091,16 +1097,23 @@ impl Registry {
             },
         };
 
+        let dropped = std::sync::Mutex::new(Vec::<String>::new());
         let mut attempt = 0;
         let outcome = loop {
             attempt += 1;
+            // Consumer governance: may the fields this candidate drops go? (see removal.rs)
+            let removal = if mode.is_import() {
+                None
+            } else {
+                self.prepare_removal(subject, &candidate).await?
+            };
             if run_check {
                 let current = self.store.subject_versions(subject).await?;
                 for v in current.iter().filter(|v| !v.deleted) {
                     self.parse_record(&v.schema).await?;
                 }
             }
-            let guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
+            let compatibility_guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
                 if !mode.is_import()
                     && let Some(v) = explicit_version
                 {
@@ -1146,6 +1159,35 @@ impl Registry {
                         },
                     )))
                 }
+            };
+            let guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
+                compatibility_guard(versions)?;
+                if mode.is_import() || self.removal_check().is_none() {
+                    return Ok(());
+                }
+                let Some(latest) = versions.iter().rev().find(|v| !v.deleted) else {
+                    return Ok(());
+                };
+                let Some(old) = self.cached_parsed(latest.schema.id) else {
+                    return Err(Rejection::new(GuardRefusal::Retry));
+                };
+                let removed = removed_fields(&old, &candidate);
+                if removed.is_empty() {
+                    return Ok(());
+                }
+                let Some(verdict) = &removal else {
+                    return Err(Rejection::new(GuardRefusal::Retry));
+                };
+                verdict(&removed).map_err(|blockers| {
+                    Rejection::new(GuardRefusal::Domain(RegistryError::RemovalBlocked {
+                        subject: subject.to_string(),
+                        blockers,
+                    }))
+                })?;
+                if let Ok(mut d) = dropped.lock() {
+                    *d = removed;
+                }
+                Ok(())
             };
             match self
                 .store
@@ -1198,6 +1240,13 @@ impl Registry {
             None => schema,
         };
         self.remember(schema.clone());
+        let dropped = dropped.into_inner().unwrap_or_default();
+        if outcome.created
+            && !dropped.is_empty()
+            && let Some(check) = self.removal_check()
+        {
+            check.removed(subject, &dropped, outcome.version).await;
+        }
         if outcome.created {
             tracing::info!(
                 subject,
