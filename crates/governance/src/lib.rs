@@ -240,7 +240,7 @@ impl Governance {
         if let Some(sink) = &self.sink {
             sink.add(family, &labels, by);
         }
-        self.count(family, labels, by);
+        self.counters.add(family, labels, by);
     }
 
     pub fn store(&self) -> &Arc<dyn GovernanceStore> {
