@@ -2,6 +2,7 @@
 //! documents, 2 invalid input or usage.
 
 mod check;
+mod governance;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +35,12 @@ enum Command {
     Validate(check::ValidateArgs),
     /// Print the rule catalog.
     Rules(RulesArgs),
+    /// Declare, update, list, show and retire the consumers of a running registry.
+    Consumers(governance::ConsumersArgs),
+    /// Deprecation records on a running registry: create, stage, evidence, exception, show.
+    Deprecations(governance::DeprecationsArgs),
+    /// Report and query usage on a running registry.
+    Usage(governance::UsageArgs),
 }
 
 #[derive(clap::Args)]
@@ -62,6 +69,9 @@ fn main() -> ExitCode {
         Command::Canonical(args) => check::run_canonical(args),
         Command::Fingerprint(args) => check::run_fingerprint(args),
         Command::Validate(args) => check::run_validate(args),
+        Command::Consumers(args) => governance::run_consumers(args),
+        Command::Deprecations(args) => governance::run_deprecations(args),
+        Command::Usage(args) => governance::run_usage(args),
         Command::Rules(args) => {
             print_rules(args.markdown);
             Ok(ExitCode::SUCCESS)

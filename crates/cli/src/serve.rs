@@ -27,6 +27,10 @@ pub struct ServeArgs {
     /// Log line format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// Governance decisions read the time from this file (RFC 3339 or epoch ms) instead of
+    /// the wall clock: for drills that let weeks pass. Never set in production.
+    #[arg(long, hide = true, env = "COVENANT_CLOCK_FILE")]
+    pub clock_file: Option<std::path::PathBuf>,
 }
 
 fn init_logging(format: LogFormat) {
@@ -56,8 +60,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
     tracing::info!(path = %store.path().display(), "store opened");
     let registry = Arc::new(Registry::new(Arc::new(store)));
-    let app = covenant_http::router(
+    let governance_store = covenant_store::SqliteGovernanceStore::open(&args.data_dir)
+        .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
+    let governance = covenant_http::governance::enable(
+        &registry,
+        Arc::new(governance_store),
+        crate::governance::clock(args.clock_file.as_deref()),
+    );
+    let app = covenant_http::router_with(
         registry,
+        Some(governance),
         HttpConfig {
             max_body_bytes: args.max_body_bytes,
         },
