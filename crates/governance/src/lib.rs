@@ -931,6 +931,20 @@ impl Governance {
     /// replacement and, for a whole subject, on no live consumer declaring it.
     pub async fn gate_for(&self, record: &Deprecation) -> GovernanceResult<GateReport> {
         let subject = record.target.subject();
+        if record.stage == Stage::Removed {
+            // The shape is gone: nothing is left to gate, and later usage is a new finding.
+            return Ok(GateReport {
+                subject: subject.to_string(),
+                fields: record
+                    .target
+                    .field()
+                    .map(str::to_string)
+                    .into_iter()
+                    .collect(),
+                evaluated_at: self.now(),
+                ..GateReport::default()
+            });
+        }
         if let Some(field) = record.target.field() {
             return self.removal_gate(subject, &[field.to_string()]).await;
         }

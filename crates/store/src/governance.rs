@@ -79,6 +79,7 @@ impl Cadence {
     pub fn describe(self) -> String {
         match self {
             Cadence::Hourly => "1 hour".to_string(),
+            Cadence::Daily => "1 day".to_string(),
             other => format!("{} days", other.duration_ms() / DAY_MS),
         }
     }
