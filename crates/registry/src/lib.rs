@@ -211,8 +211,8 @@ fn content_key(
 }
 
 /// The text stored for a schema: the normalized form when asked, otherwise compact JSON for
-/// the JSON-based formats (so whitespace does not split identities) and the trimmed text for
-/// Protobuf. Avro primitives written as `{"type": "int"}` are stored as `"int"`, like
+/// the JSON-based formats (so whitespace does not split identities) and the trimmed .proto text
+/// for Protobuf. Avro primitives written as `{"type": "int"}` are stored as `"int"`, like
 /// Confluent.
 fn stored_text(
     schema_type: SchemaType,
@@ -238,7 +238,11 @@ fn stored_text(
             }
             Err(_) => raw.trim().to_string(),
         },
-        SchemaType::Protobuf => raw.trim().to_string(),
+        // Base64 descriptor input is stored as .proto text, as Confluent's canonical string.
+        SchemaType::Protobuf => match parsed {
+            ParsedSchema::Protobuf(p) => p.text().trim().to_string(),
+            _ => raw.trim().to_string(),
+        },
     }
 }
 
