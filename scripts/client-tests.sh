@@ -22,6 +22,10 @@ fi
 
 NODE_DIR="$ROOT/tests/clients/node"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "client-tests: installing Node.js and npm from Debian's packages" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; } || true
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "client-tests: node and npm are required for the Node client suite" >&2
   exit 2
 fi
