@@ -1,4 +1,4 @@
-//! The store interface and its embedded (SQLite) backend.
+//! The store interface and its embedded (SQLite) and shared (PostgreSQL) backends.
 //!
 //! The [`Store`] trait is shaped around what the registry needs, not around SQL: every
 //! operation is one call, and registration takes a guard closure that runs inside the
@@ -11,12 +11,14 @@
 //! opaque strings computed by the registry.
 
 pub mod conformance;
+pub mod postgres;
 pub mod sqlite;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 /// A reference from one schema to a subject version, as registered.
@@ -220,4 +222,9 @@ pub trait Store: Send + Sync {
     async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>>;
     async fn set_mode(&self, scope: Scope<'_>, mode: &str) -> StoreResult<()>;
     async fn delete_mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>>;
+
+    /// Checks that the backing storage answers (readiness); embedded stores always do.
+    async fn ping(&self) -> StoreResult<()> {
+        Ok(())
+    }
 }
