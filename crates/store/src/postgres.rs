@@ -99,6 +99,8 @@ const LOCK_SCOPE: i32 = 0x436f_0006;
 
 /// The channel every write notifies.
 pub const CHANGE_CHANNEL: &str = "covenant_changes";
+/// `application_name` of the listening connection, to tell it apart in `pg_stat_activity`.
+pub const FEED_APPLICATION_NAME: &str = "covenant-change-feed";
 
 const POOL_SIZE: usize = 16;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -449,8 +451,10 @@ impl PostgresStore {
             .map_err(other_err)?;
         let (changes, _) = broadcast::channel(FEED_CAPACITY);
         let listening = Arc::new(AtomicBool::new(false));
+        let mut feed_config = config.clone();
+        feed_config.application_name(FEED_APPLICATION_NAME);
         let listener = tokio::spawn(listen(
-            config,
+            feed_config,
             target.clone(),
             changes.clone(),
             listening.clone(),

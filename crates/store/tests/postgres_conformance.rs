@@ -564,3 +564,74 @@ async fn imports_racing_new_ids_never_share_an_id() {
     drop((a, b));
     db.drop_db().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_change_feed_reconnects_and_asks_for_a_resync() {
+    let Some(db) = fresh_db("feed_reconnect").await else {
+        return;
+    };
+    let writer = store_for(&db).await;
+    let reader = store_for(&db).await;
+    let mut rx = reader.subscribe_changes();
+    wait_listening(&reader).await;
+    let (admin, conn) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(conn);
+    let killed = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = $1 AND datname = current_database()",
+            &[&covenant_store::postgres::FEED_APPLICATION_NAME],
+        )
+        .await
+        .expect("terminate the listeners");
+    assert_eq!(killed.len(), 2, "both stores hold one listening connection");
+    let started = std::time::Instant::now();
+    loop {
+        let change = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("a resync arrives within 10 s")
+            .expect("feed open");
+        if change.kind == ChangeKind::Resync {
+            break;
+        }
+    }
+    println!(
+        "change feed: resync {} ms after its connection was terminated",
+        started.elapsed().as_millis()
+    );
+    assert!(reader.is_listening());
+    // Pooled connections dropped by the server are replaced rather than handed out.
+    writer.ping().await.expect("ping");
+    let killed = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = 'covenant' AND datname = current_database()",
+            &[],
+        )
+        .await
+        .expect("terminate pooled connections");
+    assert!(!killed.is_empty());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    writer
+        .ping()
+        .await
+        .expect("ping after the pool lost its connections");
+    let allow = |_: &[StoredVersion]| Ok(());
+    let r = writer
+        .register(
+            "after-reconnect",
+            &avro("rc-1"),
+            Placement::default(),
+            &allow,
+        )
+        .await
+        .expect("register");
+    let change = next_change(&mut rx).await;
+    assert_eq!((change.kind, change.id), (ChangeKind::Schema, Some(r.id)));
+    drop(admin);
+    let _ = driver.await;
+    drop((writer, reader));
+    db.drop_db().await;
+}
