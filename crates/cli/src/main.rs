@@ -1,6 +1,7 @@
 //! The `covenant` binary. Exit codes: 0 success or compatible, 1 incompatible or invalid
 //! documents, 2 invalid input or usage.
 
+mod check;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +22,23 @@ struct Cli {
 enum Command {
     /// Start the registry (Confluent-compatible REST API).
     Serve(serve::ServeArgs),
+    /// Judge a new schema against earlier versions. Exit 0 compatible, 1 incompatible, 2 invalid input.
+    Check(check::CheckArgs),
+    /// Print a schema's canonical form (Avro: Parsing Canonical Form; others: normalized form).
+    Canonical(check::CanonicalArgs),
+    /// Print a schema's fingerprints (Avro: CRC-64-AVRO and SHA-256 of the canonical form).
+    Fingerprint(check::CanonicalArgs),
+    /// Validate JSON documents against a JSON Schema. Exit 1 when any document is invalid.
+    Validate(check::ValidateArgs),
+    /// Print the rule catalog.
+    Rules(RulesArgs),
+}
+
+#[derive(clap::Args)]
+struct RulesArgs {
+    /// Print the whole catalog as Markdown (docs/rules.md).
+    #[arg(long)]
+    markdown: bool,
 }
 
 fn main() -> ExitCode {
@@ -29,7 +47,7 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
-                ExitCode::from(2)
+                ExitCode::from(check::EXIT_INVALID)
             } else {
                 ExitCode::SUCCESS
             };
@@ -37,12 +55,41 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Check(args) => check::run_check(args),
+        Command::Canonical(args) => check::run_canonical(args),
+        Command::Fingerprint(args) => check::run_fingerprint(args),
+        Command::Validate(args) => check::run_validate(args),
+        Command::Rules(args) => {
+            print_rules(args.markdown);
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("covenant: {e:#}");
-            ExitCode::from(2)
+            if let Some(invalid) = e.downcast_ref::<check::InvalidInput>() {
+                eprintln!("covenant: {invalid}");
+            } else {
+                eprintln!("covenant: {e:#}");
+            }
+            ExitCode::from(check::EXIT_INVALID)
+        }
+    }
+}
+
+fn print_rules(markdown: bool) {
+    let groups = covenant_schema::rule_groups();
+    if markdown {
+        print!("{}", covenant_engine::rules_markdown(&groups));
+        return;
+    }
+    for (title, rules) in groups {
+        println!("{title}");
+        for rule in rules {
+            println!(
+                "  {:<48} {:<8} {}",
+                rule.id, rule.default_severity, rule.summary
+            );
         }
     }
 }

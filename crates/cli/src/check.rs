@@ -1,0 +1,327 @@
+//! `covenant check`, `canonical`, `fingerprint`, `validate` and `rules`: the offline commands.
+
+use anyhow::{Result, bail};
+use covenant_engine::{
+    CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, render_json, render_sarif,
+    render_text,
+};
+use covenant_schema::{ParsedSchema, SchemaType};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Exit code for invalid input or usage, as distinct from "incompatible" (1).
+pub const EXIT_INVALID: u8 = 2;
+
+/// An error that has already been described to the user in one line and maps to exit 2.
+#[derive(Debug)]
+pub struct InvalidInput(pub String);
+
+impl std::fmt::Display for InvalidInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidInput {}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+    Sarif,
+}
+
+#[derive(clap::Args)]
+pub struct SchemaInputArgs {
+    /// Schema format: avro, json (JSON Schema) or protobuf. Default: from the file extension
+    /// (.proto is protobuf, .avsc avro), else avro.
+    #[arg(long, short = 'f')]
+    pub format: Option<String>,
+    /// A referenced schema, as NAME=FILE (Avro full name, JSON Schema $ref name, or Protobuf
+    /// import path). Repeatable; list dependencies first.
+    #[arg(long = "reference", value_name = "NAME=FILE")]
+    pub references: Vec<String>,
+    /// A folder whose .proto files can be imported, by their path relative to it. Repeatable.
+    #[arg(long = "proto-path", value_name = "DIR")]
+    pub proto_paths: Vec<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub input: SchemaInputArgs,
+    /// NONE, BACKWARD, FORWARD, FULL, or their _TRANSITIVE variants.
+    #[arg(long, short = 'l', default_value = "BACKWARD")]
+    pub level: String,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value = "text")]
+    pub output: Output,
+    /// Protobuf strictness: confluent, wire or wire_json.
+    #[arg(long, default_value = "confluent")]
+    pub strictness: String,
+    /// JSON Schema policy: strict or lenient (Confluent's CompatibilityPolicy).
+    #[arg(long, default_value = "strict")]
+    pub json_policy: String,
+    /// The new schema.
+    pub new: PathBuf,
+    /// Earlier versions, oldest first. A folder is read in file-name order.
+    #[arg(required = true)]
+    pub old: Vec<PathBuf>,
+}
+
+pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
+    let level: Level = args.level.parse().map_err(InvalidInput)?;
+    let strictness = ProtobufStrictness::parse(&args.strictness).ok_or_else(|| {
+        InvalidInput(format!(
+            "invalid --strictness '{}': expected confluent, wire or wire_json",
+            args.strictness
+        ))
+    })?;
+    let json_policy = match args.json_policy.to_ascii_lowercase().as_str() {
+        "strict" => JsonPolicy::Strict,
+        "lenient" => JsonPolicy::Lenient,
+        other => {
+            return Err(InvalidInput(format!(
+                "invalid --json-policy '{other}': expected strict or lenient"
+            ))
+            .into());
+        }
+    };
+    let options = CheckOptions {
+        protobuf_strictness: strictness,
+        json_policy,
+    };
+    let schema_type = schema_type_for(&args.input, &args.new)?;
+    let references = load_references(&args.input, schema_type)?;
+    let candidate = parse_file(schema_type, &args.new, &references)?;
+    let mut old_files = Vec::new();
+    for path in &args.old {
+        expand(path, &mut old_files)?;
+    }
+    let mut history = Vec::new();
+    for (i, path) in old_files.iter().enumerate() {
+        history.push((i as i64 + 1, parse_file(schema_type, path, &references)?));
+    }
+    let history_refs: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
+    let report = covenant_schema::check(level, &candidate, &history_refs, &options);
+    match args.output {
+        Output::Text => print!("{}", render_text(&report)),
+        Output::Json => println!("{}", serde_json::to_string_pretty(&render_json(&report))?),
+        Output::Sarif => {
+            let rules: Vec<_> = covenant_schema::rule_groups()
+                .into_iter()
+                .flat_map(|(_, r)| r.iter().copied())
+                .collect();
+            let sarif = render_sarif(&report, &args.new.display().to_string(), &rules);
+            println!("{}", serde_json::to_string_pretty(&sarif)?);
+        }
+    }
+    Ok(if report.compatible {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[derive(clap::Args)]
+pub struct CanonicalArgs {
+    #[command(flatten)]
+    pub input: SchemaInputArgs,
+    pub file: PathBuf,
+}
+
+/// Avro: the Parsing Canonical Form. JSON Schema and Protobuf: the normalized form.
+pub fn run_canonical(args: CanonicalArgs) -> Result<ExitCode> {
+    let schema_type = schema_type_for(&args.input, &args.file)?;
+    let references = load_references(&args.input, schema_type)?;
+    let schema = parse_file(schema_type, &args.file, &references)?;
+    match &schema {
+        ParsedSchema::Avro(avro) => println!("{}", avro.canonical_form()),
+        other => println!("{}", other.normalized()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_fingerprint(args: CanonicalArgs) -> Result<ExitCode> {
+    let schema_type = schema_type_for(&args.input, &args.file)?;
+    let references = load_references(&args.input, schema_type)?;
+    let schema = parse_file(schema_type, &args.file, &references)?;
+    match &schema {
+        ParsedSchema::Avro(avro) => {
+            let rabin = avro.rabin_fingerprint();
+            println!("rabin   {rabin:016x} ({})", rabin as i64);
+            println!("sha256  {}", hex(&avro.sha256_fingerprint()));
+        }
+        other => println!("sha256  {}", sha256_hex(other.normalized().as_bytes())),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SHA-256 for the formats whose identity is their normalized text.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(bytes))
+}
+
+#[derive(clap::Args)]
+pub struct ValidateArgs {
+    /// The JSON Schema to validate against.
+    #[arg(long)]
+    pub schema: PathBuf,
+    /// A referenced schema, as NAME=FILE. Repeatable.
+    #[arg(long = "reference", value_name = "NAME=FILE")]
+    pub references: Vec<String>,
+    /// JSON documents to validate.
+    #[arg(required = true)]
+    pub documents: Vec<PathBuf>,
+}
+
+pub fn run_validate(args: ValidateArgs) -> Result<ExitCode> {
+    let input = SchemaInputArgs {
+        format: Some("json".into()),
+        references: args.references,
+        proto_paths: Vec::new(),
+    };
+    let references = load_references(&input, SchemaType::Json)?;
+    let ParsedSchema::Json(schema) = parse_file(SchemaType::Json, &args.schema, &references)?
+    else {
+        bail!("internal: JSON Schema parse returned another format");
+    };
+    let mut invalid = 0usize;
+    for path in &args.documents {
+        let text = read(path)?;
+        let document: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| InvalidInput(format!("{}: not valid JSON: {e}", path.display())))?;
+        let errors = covenant_jsonschema::validate(&schema, &document);
+        if errors.is_empty() {
+            println!("{}: valid", path.display());
+        } else {
+            invalid += 1;
+            println!("{}: invalid ({} errors)", path.display(), errors.len());
+            for e in errors {
+                let at = if e.instance_path.is_empty() {
+                    "/"
+                } else {
+                    &e.instance_path
+                };
+                println!("  {at}: {} (schema {})", e.message, e.schema_path);
+            }
+        }
+    }
+    Ok(if invalid == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn schema_type_for(input: &SchemaInputArgs, file: &Path) -> Result<SchemaType> {
+    if let Some(format) = &input.format {
+        return format.parse().map_err(|_| {
+            InvalidInput(format!(
+                "invalid --format '{format}': expected avro, json or protobuf"
+            ))
+            .into()
+        });
+    }
+    Ok(match file.extension().and_then(|e| e.to_str()) {
+        Some("proto") => SchemaType::Protobuf,
+        _ => SchemaType::Avro,
+    })
+}
+
+fn load_references(input: &SchemaInputArgs, schema_type: SchemaType) -> Result<Vec<Reference>> {
+    let mut references = Vec::new();
+    for spec in &input.references {
+        let Some((name, file)) = spec.split_once('=') else {
+            return Err(
+                InvalidInput(format!("invalid --reference '{spec}': expected NAME=FILE")).into(),
+            );
+        };
+        references.push(Reference {
+            name: name.to_string(),
+            subject: name.to_string(),
+            version: 1,
+            schema: read(Path::new(file))?,
+        });
+    }
+    if schema_type == SchemaType::Protobuf {
+        for dir in &input.proto_paths {
+            let mut files = Vec::new();
+            collect_protos(dir, &mut files)?;
+            files.sort();
+            for file in files {
+                let name = file
+                    .strip_prefix(dir)
+                    .unwrap_or(&file)
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                references.push(Reference {
+                    subject: name.clone(),
+                    name,
+                    version: 1,
+                    schema: read(&file)?,
+                });
+            }
+        }
+    }
+    Ok(references)
+}
+
+fn collect_protos(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| InvalidInput(format!("{}: cannot read folder: {e}", dir.display())))?;
+    for entry in entries {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_protos(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "proto") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn expand(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    if path.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| InvalidInput(format!("{}: cannot read folder: {e}", path.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            return Err(
+                InvalidInput(format!("{}: folder holds no schema files", path.display())).into(),
+            );
+        }
+        out.extend(files);
+    } else {
+        out.push(path.to_path_buf());
+    }
+    Ok(())
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| InvalidInput(format!("{}: cannot read: {e}", path.display())).into())
+}
+
+fn parse_file(
+    schema_type: SchemaType,
+    path: &Path,
+    references: &[Reference],
+) -> Result<ParsedSchema> {
+    let text = read(path)?;
+    ParsedSchema::parse(schema_type, &text, references).map_err(|e| {
+        InvalidInput(format!(
+            "{}: invalid {schema_type} schema: {e}",
+            path.display()
+        ))
+        .into()
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

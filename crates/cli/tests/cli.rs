@@ -1,0 +1,209 @@
+//! The offline commands, run as a user runs them: the real binary on files in a temp folder.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn covenant(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args(args)
+        .output()
+        .expect("run covenant")
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write file");
+    path
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+const V1: &str = r#"{"type":"record","name":"Case","namespace":"court","fields":[
+  {"name":"id","type":"string"},
+  {"name":"caseOwner","type":"string"}]}"#;
+
+/// Seed example: a field added without a default breaks readers of old data.
+const V2_NO_DEFAULT: &str = r#"{"type":"record","name":"Case","namespace":"court","fields":[
+  {"name":"id","type":"string"},
+  {"name":"caseOwner","type":"string"},
+  {"name":"closureReason","type":"string"}]}"#;
+
+const V2_WITH_DEFAULT: &str = r#"{"type":"record","name":"Case","namespace":"court","fields":[
+  {"name":"id","type":"string"},
+  {"name":"caseOwner","type":"string"},
+  {"name":"closureReason","type":["null","string"],"default":null}]}"#;
+
+#[test]
+fn compatible_change_exits_zero() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "v1.avsc", V1);
+    let new = write(dir.path(), "v2.avsc", V2_WITH_DEFAULT);
+    let out = covenant(&["check", "--level", "FULL", s(&new), s(&old)]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("compatible"));
+}
+
+#[test]
+fn incompatible_change_exits_one_with_stable_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "v1.avsc", V1);
+    let new = write(dir.path(), "v2.avsc", V2_NO_DEFAULT);
+    let out = covenant(&[
+        "check",
+        "--format",
+        "avro",
+        "--level",
+        "BACKWARD",
+        "--output",
+        "json",
+        s(&new),
+        s(&old),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json output");
+    assert_eq!(report["compatible"], false);
+    let findings = report["findings"].as_array().expect("findings");
+    let missing = findings
+        .iter()
+        .find(|f| f["rule"] == "READER_FIELD_MISSING_DEFAULT_VALUE")
+        .expect("a READER_FIELD_MISSING_DEFAULT_VALUE finding");
+    assert_eq!(missing["severity"], "error");
+    assert_eq!(missing["version"], 1);
+    assert!(
+        missing["path"]
+            .as_str()
+            .expect("path")
+            .contains("closureReason"),
+        "{missing}"
+    );
+    for key in ["message", "hint"] {
+        assert!(
+            !missing[key].as_str().expect(key).is_empty(),
+            "{key} is empty"
+        );
+    }
+}
+
+#[test]
+fn forward_level_accepts_a_field_added_without_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "v1.avsc", V1);
+    let new = write(dir.path(), "v2.avsc", V2_NO_DEFAULT);
+    let out = covenant(&["check", "--level", "FORWARD", s(&new), s(&old)]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+#[test]
+fn transitive_levels_read_a_folder_in_name_order_and_tag_each_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let history = dir.path().join("history");
+    std::fs::create_dir(&history).expect("mkdir");
+    // v1 lacks closureReason; v2 has it with a default; the candidate requires it.
+    write(&history, "001.avsc", V1);
+    write(&history, "002.avsc", V2_WITH_DEFAULT);
+    let candidate = write(
+        dir.path(),
+        "v3.avsc",
+        r#"{"type":"record","name":"Case","namespace":"court","fields":[
+          {"name":"id","type":"string"},
+          {"name":"caseOwner","type":"string"},
+          {"name":"closureReason","type":["null","string"]}]}"#,
+    );
+    let latest_only = covenant(&["check", "--level", "BACKWARD", s(&candidate), s(&history)]);
+    assert_eq!(latest_only.status.code(), Some(0), "{latest_only:?}");
+
+    let out = covenant(&[
+        "check",
+        "--level",
+        "BACKWARD_TRANSITIVE",
+        "-o",
+        "json",
+        s(&candidate),
+        s(&history),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let versions: Vec<i64> = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| f["version"].as_i64().expect("version"))
+        .collect();
+    assert_eq!(versions, vec![1], "only version 1 lacks the field");
+}
+
+#[test]
+fn sarif_output_names_rules_and_results() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "v1.avsc", V1);
+    let new = write(dir.path(), "v2.avsc", V2_NO_DEFAULT);
+    let out = covenant(&["check", "-o", "sarif", s(&new), s(&old)]);
+    assert_eq!(out.status.code(), Some(1));
+    let sarif: Value = serde_json::from_slice(&out.stdout).expect("sarif json");
+    assert_eq!(sarif["version"], "2.1.0");
+    let run = &sarif["runs"][0];
+    assert_eq!(run["results"][0]["level"], "error");
+    assert!(
+        run["tool"]["driver"]["rules"]
+            .as_array()
+            .expect("rules")
+            .iter()
+            .any(|r| r["id"] == "READER_FIELD_MISSING_DEFAULT_VALUE")
+    );
+}
+
+#[test]
+fn invalid_schema_is_one_line_with_path_and_exit_two() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "v1.avsc", V1);
+    let bad = write(
+        dir.path(),
+        "bad.avsc",
+        r#"{"type":"record","name":"Case","fields":[{"name":"amount","type":"int","default":"x"}]}"#,
+    );
+    let out = covenant(&["check", s(&bad), s(&old)]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("bad.avsc"), "{stderr}");
+    assert!(stderr.contains("/fields/amount"), "{stderr}");
+}
+
+#[test]
+fn usage_errors_exit_two() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "v1.avsc", V1);
+    let out = covenant(&["check", "--level", "SIDEWAYS", s(&old), s(&old)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SIDEWAYS"));
+    let missing = covenant(&["check", s(&old), "/nonexistent/v0.avsc"]);
+    assert_eq!(missing.status.code(), Some(2));
+    let no_args = covenant(&["check"]);
+    assert_eq!(no_args.status.code(), Some(2));
+}
+
+#[test]
+fn canonical_and_fingerprint_follow_the_avro_specification() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write(
+        dir.path(),
+        "s.avsc",
+        r#"{ "type" : "record", "name" : "R", "namespace": "a.b", "doc": "x",
+             "fields" : [ {"name": "f", "type": {"type": "string"}, "default": "d"} ] }"#,
+    );
+    let out = covenant(&["canonical", s(&file)]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        r#"{"name":"a.b.R","type":"record","fields":[{"name":"f","type":"string"}]}"#
+    );
+    let null = write(dir.path(), "null.avsc", r#""null""#);
+    let out = covenant(&["fingerprint", s(&null)]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("63dd24e7cc258f8a"), "{text}");
+}
