@@ -3,6 +3,7 @@
 
 mod check;
 mod serve;
+mod transfer;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -32,6 +33,10 @@ enum Command {
     Validate(check::ValidateArgs),
     /// Print the rule catalog.
     Rules(RulesArgs),
+    /// Write the registry's whole state as JSON (docs/export-format.md).
+    Export(transfer::ExportArgs),
+    /// Load a dump written by `covenant export`, keeping ids and versions.
+    Import(transfer::ImportArgs),
 }
 
 #[derive(clap::Args)]
@@ -59,6 +64,8 @@ fn main() -> ExitCode {
         Command::Canonical(args) => check::run_canonical(args),
         Command::Fingerprint(args) => check::run_fingerprint(args),
         Command::Validate(args) => check::run_validate(args),
+        Command::Export(args) => transfer::run_export(args),
+        Command::Import(args) => transfer::run_import(args),
         Command::Rules(args) => {
             print_rules(args.markdown);
             Ok(ExitCode::SUCCESS)

@@ -227,4 +227,33 @@ pub trait Store: Send + Sync {
     async fn ping(&self) -> StoreResult<()> {
         Ok(())
     }
+
+    /// Every config scope (`None` = global), for export. The default covers the global scope
+    /// and subjects that have versions; backends that can list every row override it.
+    async fn all_configs(&self) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
+        let mut out = Vec::new();
+        if let Some(c) = self.config(Scope::Global).await? {
+            out.push((None, c));
+        }
+        for (subject, _) in self.subjects().await? {
+            if let Some(c) = self.config(Scope::Subject(&subject)).await? {
+                out.push((Some(subject), c));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every mode scope (`None` = global), for export; the default is as for `all_configs`.
+    async fn all_modes(&self) -> StoreResult<Vec<(Option<String>, String)>> {
+        let mut out = Vec::new();
+        if let Some(m) = self.mode(Scope::Global).await? {
+            out.push((None, m));
+        }
+        for (subject, _) in self.subjects().await? {
+            if let Some(m) = self.mode(Scope::Subject(&subject)).await? {
+                out.push((Some(subject), m));
+            }
+        }
+        Ok(out)
+    }
 }

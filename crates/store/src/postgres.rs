@@ -1075,4 +1075,41 @@ impl Store for PostgresStore {
     async fn ping(&self) -> StoreResult<()> {
         PostgresStore::ping(self).await
     }
+
+    async fn all_configs(&self) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            "SELECT scope, compatibility, extra FROM config ORDER BY scope <> $1, scope",
+            &[&GLOBAL_SCOPE],
+        )
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let scope: String = col(row, 0)?;
+                let extra: String = col(row, 2)?;
+                let record = ConfigRecord {
+                    compatibility: col(row, 1)?,
+                    extra: serde_json::from_str(&extra).map_err(other_err)?,
+                };
+                Ok(((scope != GLOBAL_SCOPE).then_some(scope), record))
+            })
+            .collect()
+    }
+
+    async fn all_modes(&self) -> StoreResult<Vec<(Option<String>, String)>> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            "SELECT scope, mode FROM modes ORDER BY scope <> $1, scope",
+            &[&GLOBAL_SCOPE],
+        )
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let scope: String = col(row, 0)?;
+                Ok(((scope != GLOBAL_SCOPE).then_some(scope), col(row, 1)?))
+            })
+            .collect()
+    }
 }
