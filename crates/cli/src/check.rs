@@ -5,6 +5,7 @@ use covenant_engine::{
     CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, render_json, render_sarif,
     render_text,
 };
+use covenant_policy::{PolicyContext, PolicySettings};
 use covenant_schema::{ParsedSchema, SchemaType};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -62,6 +63,8 @@ pub struct CheckArgs {
     /// JSON Schema policy: strict or lenient (Confluent's CompatibilityPolicy).
     #[arg(long, default_value = "strict")]
     pub json_policy: String,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     /// The new schema.
     pub new: PathBuf,
     /// Earlier versions, oldest first. A folder is read in file-name order.
@@ -69,15 +72,44 @@ pub struct CheckArgs {
     pub old: Vec<PathBuf>,
 }
 
-pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
-    let level: Level = args.level.parse().map_err(InvalidInput)?;
-    let strictness = ProtobufStrictness::parse(&args.strictness).ok_or_else(|| {
+/// The semantic policy and the subject metadata it consults.
+#[derive(clap::Args)]
+pub struct PolicyArgs {
+    /// Per-rule levels for the semantic rules, as JSON: {"semanticRules": {"LIKELY_RENAME": "error"}}.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// The subject's data-contract metadata, as Confluent's JSON: {"properties": {...}, "tags": {...}}.
+    #[arg(long, value_name = "FILE")]
+    pub metadata: Option<PathBuf>,
+}
+
+impl PolicyArgs {
+    fn load(&self) -> Result<(PolicyContext, PolicySettings)> {
+        let settings = match &self.policy {
+            Some(path) => {
+                let value = read_json(path)?;
+                PolicySettings::from_json(&value)
+                    .map_err(|e| InvalidInput(format!("{}: {e}", path.display())))?
+            }
+            None => PolicySettings::default(),
+        };
+        let mut context = PolicyContext::default();
+        if let Some(path) = &self.metadata {
+            context.metadata = serde_json::from_value(read_json(path)?).map_err(|e| {
+                InvalidInput(format!("{}: not subject metadata: {e}", path.display()))
+            })?;
+        }
+        Ok((context, settings))
+    }
+}
+
+fn check_options(strictness: &str, json_policy: &str) -> Result<CheckOptions> {
+    let protobuf_strictness = ProtobufStrictness::parse(strictness).ok_or_else(|| {
         InvalidInput(format!(
-            "invalid --strictness '{}': expected confluent, wire or wire_json",
-            args.strictness
+            "invalid --strictness '{strictness}': expected confluent, wire or wire_json"
         ))
     })?;
-    let json_policy = match args.json_policy.to_ascii_lowercase().as_str() {
+    let json_policy = match json_policy.to_ascii_lowercase().as_str() {
         "strict" => JsonPolicy::Strict,
         "lenient" => JsonPolicy::Lenient,
         other => {
@@ -87,28 +119,51 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
             .into());
         }
     };
-    let options = CheckOptions {
-        protobuf_strictness: strictness,
+    Ok(CheckOptions {
+        protobuf_strictness,
         json_policy,
-    };
-    let schema_type = schema_type_for(&args.input, &args.new)?;
-    let references = load_references(&args.input, schema_type)?;
-    let candidate = parse_file(schema_type, &args.new, &references)?;
+    })
+}
+
+/// The new schema and its history, parsed; versions are numbered from 1 in the given order.
+fn load_history(
+    input: &SchemaInputArgs,
+    new: &Path,
+    old: &[PathBuf],
+) -> Result<(ParsedSchema, Vec<(i64, ParsedSchema)>)> {
+    let schema_type = schema_type_for(input, new)?;
+    let references = load_references(input, schema_type)?;
+    let candidate = parse_file(schema_type, new, &references)?;
     let mut old_files = Vec::new();
-    for path in &args.old {
+    for path in old {
         expand(path, &mut old_files)?;
     }
     let mut history = Vec::new();
     for (i, path) in old_files.iter().enumerate() {
         history.push((i as i64 + 1, parse_file(schema_type, path, &references)?));
     }
+    Ok((candidate, history))
+}
+
+pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
+    let level: Level = args.level.parse().map_err(InvalidInput)?;
+    let options = check_options(&args.strictness, &args.json_policy)?;
+    let (context, settings) = args.policy.load()?;
+    let (candidate, history) = load_history(&args.input, &args.new, &args.old)?;
     let history_refs: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
-    let report = covenant_schema::check(level, &candidate, &history_refs, &options);
+    let report = covenant_policy::judge(
+        level,
+        &candidate,
+        &history_refs,
+        &options,
+        &context,
+        &settings,
+    );
     match args.output {
         Output::Text => print!("{}", render_text(&report)),
         Output::Json => println!("{}", serde_json::to_string_pretty(&render_json(&report))?),
         Output::Sarif => {
-            let rules: Vec<_> = covenant_schema::rule_groups()
+            let rules: Vec<_> = covenant_policy::all_rule_groups()
                 .into_iter()
                 .flat_map(|(_, r)| r.iter().copied())
                 .collect();
@@ -120,6 +175,55 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    })
+}
+
+#[derive(clap::Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub input: SchemaInputArgs,
+    /// Output format (text or json).
+    #[arg(long, short = 'o', value_enum, default_value = "text")]
+    pub output: Output,
+    /// Protobuf strictness: confluent, wire or wire_json.
+    #[arg(long, default_value = "confluent")]
+    pub strictness: String,
+    /// JSON Schema policy: strict or lenient.
+    #[arg(long, default_value = "strict")]
+    pub json_policy: String,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// The new schema.
+    pub new: PathBuf,
+    /// Earlier versions, oldest first; the plan is for replacing the last one.
+    #[arg(required = true)]
+    pub old: Vec<PathBuf>,
+}
+
+/// The rollout plan: which producer/consumer combinations are safe and in which order to
+/// deploy. Exit 0 when some order is safe, 1 when a new subject or major version is needed.
+pub fn run_plan(args: PlanArgs) -> Result<ExitCode> {
+    let options = check_options(&args.strictness, &args.json_policy)?;
+    let (context, settings) = args.policy.load()?;
+    let (candidate, history) = load_history(&args.input, &args.new, &args.old)?;
+    let Some((version, latest)) = history.last() else {
+        return Err(InvalidInput("no earlier version given".into()).into());
+    };
+    let plan = covenant_policy::rollout(
+        &candidate,
+        (*version, latest),
+        &options,
+        &context,
+        &settings,
+    );
+    match args.output {
+        Output::Json | Output::Sarif => println!("{}", serde_json::to_string_pretty(&plan)?),
+        Output::Text => print!("{}", plan.render_text()),
+    }
+    Ok(if plan.order == covenant_policy::DeploymentOrder::Neither {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 
@@ -300,6 +404,11 @@ fn expand(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         out.push(path.to_path_buf());
     }
     Ok(())
+}
+
+fn read_json(path: &Path) -> Result<serde_json::Value> {
+    serde_json::from_str(&read(path)?)
+        .map_err(|e| InvalidInput(format!("{}: not valid JSON: {e}", path.display())).into())
 }
 
 fn read(path: &Path) -> Result<String> {

@@ -25,6 +25,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Judge a new schema against earlier versions. Exit 0 compatible, 1 incompatible, 2 invalid input.
     Check(check::CheckArgs),
+    /// The rollout plan for a new version: the four producer/consumer combinations and the safe deployment order.
+    Plan(check::PlanArgs),
     /// Print a schema's canonical form (Avro: Parsing Canonical Form; others: normalized form).
     Canonical(check::CanonicalArgs),
     /// Print a schema's fingerprints (Avro: CRC-64-AVRO and SHA-256 of the canonical form).
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Check(args) => check::run_check(args),
+        Command::Plan(args) => check::run_plan(args),
         Command::Canonical(args) => check::run_canonical(args),
         Command::Fingerprint(args) => check::run_fingerprint(args),
         Command::Validate(args) => check::run_validate(args),
@@ -85,7 +88,7 @@ fn main() -> ExitCode {
 }
 
 fn print_rules(markdown: bool) {
-    let groups = covenant_schema::rule_groups();
+    let groups = covenant_policy::all_rule_groups();
     if markdown {
         print!("{}", covenant_engine::rules_markdown(&groups));
         return;

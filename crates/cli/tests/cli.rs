@@ -207,3 +207,68 @@ fn canonical_and_fingerprint_follow_the_avro_specification() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("63dd24e7cc258f8a"), "{text}");
 }
+
+const RENAMED: &str = r#"{"type":"record","name":"Case","namespace":"court","fields":[
+  {"name":"id","type":"string"},
+  {"name":"assignedOfficer","type":"string","default":""}]}"#;
+
+#[test]
+fn a_rename_is_a_warning_by_default_and_an_error_under_a_stricter_policy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "v1.avsc", V1);
+    let new = write(dir.path(), "v2.avsc", RENAMED);
+    let out = covenant(&["check", "-o", "json", s(&new), s(&old)]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let rename = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["rule"] == "LIKELY_RENAME")
+        .expect("a LIKELY_RENAME finding");
+    assert_eq!(rename["severity"], "warning");
+
+    let policy = write(
+        dir.path(),
+        "policy.json",
+        r#"{"semanticRules": {"LIKELY_RENAME": "error"}}"#,
+    );
+    let strict = covenant(&["check", "--policy", s(&policy), s(&new), s(&old)]);
+    assert_eq!(strict.status.code(), Some(1), "{strict:?}");
+    let bad_policy = write(
+        dir.path(),
+        "bad.json",
+        r#"{"semanticRules": {"NO_SUCH_RULE": "error"}}"#,
+    );
+    let rejected = covenant(&["check", "--policy", s(&bad_policy), s(&new), s(&old)]);
+    assert_eq!(rejected.status.code(), Some(2), "{rejected:?}");
+}
+
+#[test]
+fn plan_names_the_safe_order_and_exits_one_when_none_is_safe() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "v1.avsc", V1);
+    let added = write(dir.path(), "v2.avsc", V2_WITH_DEFAULT);
+    let out = covenant(&["plan", "-o", "json", s(&added), s(&old)]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let plan: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(plan["order"], "either_order");
+    assert_eq!(
+        plan["combinations"].as_array().expect("combinations").len(),
+        4
+    );
+
+    let renamed = write(dir.path(), "v2r.avsc", RENAMED);
+    let out = covenant(&["plan", s(&renamed), s(&old)]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("readers first"));
+
+    let retyped = write(
+        dir.path(),
+        "v2t.avsc",
+        r#"{"type":"record","name":"Case","namespace":"court","fields":[
+          {"name":"id","type":"long"},{"name":"caseOwner","type":"string"}]}"#,
+    );
+    let out = covenant(&["plan", s(&retyped), s(&old)]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}

@@ -10,7 +10,7 @@ fn root() -> PathBuf {
 
 #[test]
 fn rules_catalog_is_up_to_date() {
-    let expected = covenant_engine::rules_markdown(&covenant_schema::rule_groups());
+    let expected = covenant_engine::rules_markdown(&covenant_policy::all_rule_groups());
     let path = root().join("docs/rules.md");
     if std::env::var_os("UPDATE_EXPECT").is_some() {
         std::fs::write(&path, &expected).expect("write docs/rules.md");
@@ -25,7 +25,7 @@ fn rules_catalog_is_up_to_date() {
 #[test]
 fn every_rule_is_documented_and_unique_within_its_format() {
     let mut seen = std::collections::HashSet::new();
-    for (group, rules) in covenant_schema::rule_groups() {
+    for (group, rules) in covenant_policy::all_rule_groups() {
         for rule in rules {
             assert!(
                 seen.insert((rule.format, rule.id)),

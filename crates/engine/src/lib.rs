@@ -8,12 +8,14 @@
 //! An incompatibility is not an error: a check returns a [`Report`]. `Err` only means the
 //! check could not run (the schema text was invalid).
 
+mod fields;
 mod finding;
 mod format;
 mod level;
 mod render;
 mod rule;
 
+pub use fields::{EnumValue, FieldTree, Node, NodeKind, NumberRange};
 pub use finding::{Finding, Severity};
 pub use format::{
     CheckOptions, Format, JsonPolicy, ProtobufStrictness, Reference, SchemaError, SchemaErrorKind,

@@ -54,8 +54,14 @@ pub fn rules_markdown(groups: &[(&str, &[&RuleSpec])]) -> String {
             ));
         }
         for r in rules.iter() {
+            // An info rule explains a compatible change, so its "bad" example is only the
+            // change that triggers it.
+            let (bad, good) = match r.default_severity {
+                Severity::Info => ("Triggered by", "Also fine"),
+                _ => ("Bad", "Good"),
+            };
             out.push_str(&format!(
-                "\n### {}\n\n{}\n\n**Bad:**\n\n```\n{}\n```\n\n**Good:**\n\n```\n{}\n```\n\n**How to change safely:** {}\n",
+                "\n### {}\n\n{}\n\n**{bad}:**\n\n```\n{}\n```\n\n**{good}:**\n\n```\n{}\n```\n\n**How to change safely:** {}\n",
                 r.id, r.summary, r.bad_example, r.good_example, r.hint
             ));
         }

@@ -1,1 +1,264 @@
-//! The Confluent-compatible HTTP API.
+//! The Confluent-compatible HTTP API over [`covenant_registry::Registry`].
+//!
+//! Routing, Confluent's request quirks (trailing slashes, `%2F` in subjects, case-insensitive
+//! flags, several media types) and the error shape live here; handlers only translate between
+//! HTTP and the registry. Every failure, including malformed bodies, oversized bodies, unknown
+//! paths, wrong methods and panics, is answered as `{"error_code", "message"}`.
+
+pub mod error;
+pub mod extract;
+mod handlers;
+pub mod openapi;
+mod views;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use covenant_registry::Registry;
+use error::ApiError;
+use extract::BodyLimit;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+pub use error::CONTENT_TYPE;
+
+/// Shared by every handler.
+#[derive(Clone)]
+pub struct AppState {
+    pub registry: Arc<Registry>,
+    pub metrics: PrometheusHandle,
+}
+
+/// Server settings that shape the router.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpConfig {
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            max_body_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// Every route served, as `(method, path template)`; the OpenAPI document must list exactly
+/// these (a test checks both directions and that each one is really served).
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/"),
+    ("POST", "/"),
+    ("GET", "/v1/metadata/id"),
+    ("GET", "/v1/metadata/version"),
+    ("GET", "/contexts"),
+    ("GET", "/schemas"),
+    ("GET", "/schemas/types"),
+    ("GET", "/schemas/ids/{id}"),
+    ("GET", "/schemas/ids/{id}/schema"),
+    ("GET", "/schemas/ids/{id}/subjects"),
+    ("GET", "/schemas/ids/{id}/versions"),
+    ("GET", "/subjects"),
+    ("POST", "/subjects/{subject}"),
+    ("DELETE", "/subjects/{subject}"),
+    ("GET", "/subjects/{subject}/metadata"),
+    ("GET", "/subjects/{subject}/versions"),
+    ("POST", "/subjects/{subject}/versions"),
+    ("GET", "/subjects/{subject}/versions/{version}"),
+    ("DELETE", "/subjects/{subject}/versions/{version}"),
+    ("GET", "/subjects/{subject}/versions/{version}/schema"),
+    ("GET", "/subjects/{subject}/versions/{version}/referencedby"),
+    ("GET", "/config"),
+    ("PUT", "/config"),
+    ("DELETE", "/config"),
+    ("GET", "/config/{subject}"),
+    ("PUT", "/config/{subject}"),
+    ("DELETE", "/config/{subject}"),
+    ("GET", "/mode"),
+    ("PUT", "/mode"),
+    ("DELETE", "/mode"),
+    ("GET", "/mode/{subject}"),
+    ("PUT", "/mode/{subject}"),
+    ("DELETE", "/mode/{subject}"),
+    ("POST", "/compatibility/subjects/{subject}/versions"),
+    (
+        "POST",
+        "/compatibility/subjects/{subject}/versions/{version}",
+    ),
+    ("GET", "/metrics"),
+    ("GET", "/health/live"),
+    ("GET", "/health/ready"),
+    ("GET", "/openapi.json"),
+];
+
+/// The process-wide Prometheus recorder (metrics has one global recorder per process).
+pub fn prometheus() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let buckets = [
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+            ];
+            let builder = PrometheusBuilder::new();
+            let builder =
+                match builder.set_buckets_for_metric(Matcher::Suffix("seconds".into()), &buckets) {
+                    Ok(b) => b,
+                    Err(_) => PrometheusBuilder::new(),
+                };
+            let recorder = builder.build_recorder();
+            let handle = recorder.handle();
+            if metrics::set_global_recorder(recorder).is_err() {
+                tracing::warn!("a metrics recorder was already installed; /metrics may be empty");
+            }
+            handle
+        })
+        .clone()
+}
+
+async fn track(req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".to_string());
+    let method = req.method().as_str().to_string();
+    let start = Instant::now();
+    let response = next.run(req).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("covenant_http_requests_total",
+        "route" => route.clone(), "method" => method.clone(), "status" => status)
+    .increment(1);
+    metrics::histogram!("covenant_http_request_duration_seconds",
+        "route" => route, "method" => method)
+    .record(start.elapsed().as_secs_f64());
+    response
+}
+
+async fn not_found() -> Response {
+    ApiError::not_found_path().into_response()
+}
+
+async fn method_not_allowed() -> Response {
+    ApiError::method_not_allowed().into_response()
+}
+
+/// Treats `/a/b/` as `/a/b` (the Java client calls `.../versions/` with a trailing slash).
+fn strip_trailing_slash(mut req: Request) -> Request {
+    let path = req.uri().path();
+    if path.len() > 1 && path.ends_with('/') {
+        let trimmed = path.trim_end_matches('/');
+        let trimmed = if trimmed.is_empty() { "/" } else { trimmed };
+        let new = match req.uri().query() {
+            Some(q) => format!("{trimmed}?{q}"),
+            None => trimmed.to_string(),
+        };
+        if let Ok(uri) = new.parse() {
+            *req.uri_mut() = uri;
+        }
+    }
+    req
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("request handler panicked");
+    ApiError::internal().into_response()
+}
+
+/// The API routes with their state, before the outer layers.
+fn api(state: AppState) -> Router {
+    use handlers as h;
+    Router::new()
+        .route("/", get(h::root).post(h::root_post))
+        .route("/v1/metadata/id", get(h::metadata_id))
+        .route("/v1/metadata/version", get(h::metadata_version))
+        .route("/contexts", get(h::contexts))
+        .route("/schemas", get(h::schemas))
+        .route("/schemas/types", get(h::schema_types))
+        .route("/schemas/ids/{id}", get(h::schema_by_id))
+        .route("/schemas/ids/{id}/schema", get(h::schema_text_by_id))
+        .route("/schemas/ids/{id}/subjects", get(h::subjects_by_id))
+        .route("/schemas/ids/{id}/versions", get(h::versions_by_id))
+        .route("/subjects", get(h::subjects))
+        .route(
+            "/subjects/{subject}",
+            post(h::lookup).delete(h::delete_subject),
+        )
+        .route("/subjects/{subject}/metadata", get(h::latest_with_metadata))
+        .route(
+            "/subjects/{subject}/versions",
+            get(h::versions).post(h::register),
+        )
+        .route(
+            "/subjects/{subject}/versions/{version}",
+            get(h::version).delete(h::delete_version),
+        )
+        .route(
+            "/subjects/{subject}/versions/{version}/schema",
+            get(h::version_schema),
+        )
+        .route(
+            "/subjects/{subject}/versions/{version}/referencedby",
+            get(h::referenced_by),
+        )
+        .route(
+            "/config",
+            get(h::get_config)
+                .put(h::put_config)
+                .delete(h::delete_config),
+        )
+        .route(
+            "/config/{subject}",
+            get(h::get_subject_config)
+                .put(h::put_subject_config)
+                .delete(h::delete_subject_config),
+        )
+        .route(
+            "/mode",
+            get(h::get_mode).put(h::put_mode).delete(h::delete_mode),
+        )
+        .route(
+            "/mode/{subject}",
+            get(h::get_subject_mode)
+                .put(h::put_subject_mode)
+                .delete(h::delete_subject_mode),
+        )
+        .route(
+            "/compatibility/subjects/{subject}/versions",
+            post(h::compatibility_all),
+        )
+        .route(
+            "/compatibility/subjects/{subject}/versions/{version}",
+            post(h::compatibility_version),
+        )
+        .route("/metrics", get(h::metrics))
+        .route("/health/live", get(h::health_live))
+        .route("/health/ready", get(h::health_ready))
+        .route("/openapi.json", get(h::openapi))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(track))
+        .with_state(state)
+}
+
+/// The whole service: routes plus trailing-slash normalization, body limit, panic catching
+/// and request tracing.
+pub fn router(registry: Arc<Registry>, config: HttpConfig) -> Router {
+    let state = AppState {
+        registry,
+        metrics: prometheus(),
+    };
+    let normalized = ServiceBuilder::new()
+        .map_request(strip_trailing_slash)
+        .service(api(state));
+    Router::new()
+        .fallback_service(normalized)
+        .layer(axum::Extension(BodyLimit(config.max_body_bytes)))
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http())
+}

@@ -1,40 +1,236 @@
 //! Protobuf: parsing without protoc, compatibility and wire-safety rules.
+//!
+//! Schemas are compiled with `protox` into a `prost-reflect` descriptor pool; imports come from
+//! the registry's references, the well-known `google/protobuf/*.proto` files and the imports
+//! Confluent resolves by itself (`confluent/meta.proto`, `confluent/type/decimal.proto`, a few
+//! `google/type/*.proto`).
+//!
+//! Compatibility follows Confluent's Protobuf `SchemaDiff` (its difference names are the rule
+//! ids; compatible differences are `Info` findings). With [`ProtobufStrictness::Wire`] or
+//! [`ProtobufStrictness::WireJson`] buf's WIRE or WIRE_JSON breaking rules are added as errors.
+//!
+//! Finding paths use full names, never indexes:
+//!
+//! | element | path |
+//! |---|---|
+//! | the file (package, syntax) | `/` (in a file set: `/files/<path>`) |
+//! | message or enum | `/acme.Order`, `/acme.Order.Status` |
+//! | field | `/acme.Order/fields/amount` |
+//! | oneof | `/acme.Order/oneofs/payment` |
+//! | reserved ranges and names | `/acme.Order/reserved` |
+//! | enum value | `/acme.Status/values/ACTIVE` |
+//! | extension | `/extensions/acme.ext_name` |
+//! | rpc | `/acme.Orders/methods/Place` |
+//!
+//! [`ProtobufStrictness::Wire`]: covenant_engine::ProtobufStrictness::Wire
+//! [`ProtobufStrictness::WireJson`]: covenant_engine::ProtobufStrictness::WireJson
 
+mod buf;
+mod builtin;
+mod confluent;
+mod fields;
+pub use fields::field_tree;
+mod parse;
+mod print;
+pub mod rules;
+mod wire;
+
+pub use wire::{decode_message_indexes, encode_message_indexes};
+
+use base64::Engine;
 use covenant_engine::{
-    CheckOptions, Finding, Format, Reference, RuleSpec, SchemaError, SchemaErrorKind,
+    CheckOptions, Finding, Format, ProtobufStrictness, Reference, RuleSpec, SchemaError,
+    SchemaErrorKind,
 };
+use parse::Source;
+use prost_reflect::{DescriptorPool, DynamicMessage, FileDescriptor, MessageDescriptor};
 
 /// A parsed `.proto` file with its imports resolved.
 #[derive(Debug, Clone)]
 pub struct ProtobufSchema {
+    pool: DescriptorPool,
+    /// The files this schema consists of; a registry schema has one, a file set several.
+    own: Vec<String>,
+    /// The text as given, or printed from the descriptor when a descriptor was given.
     text: String,
+    /// Built by [`ProtobufSchema::parse_file_set`]: files are paired by path when checking.
+    set: bool,
 }
 
 impl ProtobufSchema {
     /// Parses a base64-encoded `FileDescriptorProto`, as Confluent clients send with
     /// `format=serialized`; imports come from `references`.
     pub fn from_descriptor_base64(
-        _b64: &str,
-        _references: &[Reference],
+        b64: &str,
+        references: &[Reference],
     ) -> Result<ProtobufSchema, SchemaError> {
-        Err(SchemaError::new(
-            SchemaErrorKind::Invalid,
-            "",
-            "Protobuf descriptors are not available yet",
-        ))
+        let fd = parse::decode_descriptor(b64).ok_or_else(|| {
+            SchemaError::new(
+                SchemaErrorKind::Syntax,
+                "",
+                "The text is not a base64-encoded FileDescriptorProto.",
+            )
+        })?;
+        let name = parse::main_file_name(references);
+        let pool = parse::compile(
+            &[(name.clone(), Source::Descriptor(Box::new(fd)))],
+            references,
+        )?;
+        let mut schema = ProtobufSchema {
+            pool,
+            own: vec![name],
+            text: String::new(),
+            set: false,
+        };
+        schema.text = schema.normalized_text();
+        Ok(schema)
     }
+
+    /// Parses several files that form one unit (for example two directories compared file by
+    /// file). Every file is "own": checks pair files by path and report deleted files.
+    pub fn parse_file_set(
+        files: &[(String, String)],
+        references: &[Reference],
+    ) -> Result<ProtobufSchema, SchemaError> {
+        let own: Vec<(String, Source)> = files
+            .iter()
+            .map(|(n, t)| (n.clone(), Source::Text(t.clone())))
+            .collect();
+        let pool = parse::compile(&own, references)?;
+        Ok(ProtobufSchema {
+            pool,
+            own: files.iter().map(|(n, _)| n.clone()).collect(),
+            text: files.first().map(|(_, t)| t.clone()).unwrap_or_default(),
+            set: true,
+        })
+    }
+
     /// The file as a base64-encoded `FileDescriptorProto` (Confluent's `format=serialized`).
     pub fn to_descriptor_base64(&self) -> String {
-        String::new()
+        match self.main_file() {
+            Some(file) => base64::engine::general_purpose::STANDARD.encode(file.encode_to_vec()),
+            None => String::new(),
+        }
     }
-    /// Confluent wire-format message indexes of a message, by full name.
-    pub fn message_indexes(&self, _full_name: &str) -> Option<Vec<i32>> {
-        None
+
+    /// Confluent wire-format message indexes of a message, by full name: its position among the
+    /// file's top-level messages, then among each enclosing message's nested messages.
+    pub fn message_indexes(&self, full_name: &str) -> Option<Vec<i32>> {
+        let file = self.main_file()?;
+        let target = self.pool.get_message_by_name(full_name)?;
+        if target.parent_file().name() != file.name() {
+            return None;
+        }
+        let mut chain = vec![target.clone()];
+        let mut current = target;
+        while let Some(parent) = current.parent_message() {
+            chain.push(parent.clone());
+            current = parent;
+        }
+        chain.reverse();
+        let mut indexes = Vec::with_capacity(chain.len());
+        let mut siblings: Vec<MessageDescriptor> = file.messages().collect();
+        for m in chain {
+            let pos = siblings
+                .iter()
+                .filter(|s| !s.is_map_entry())
+                .position(|s| s.full_name() == m.full_name())?;
+            indexes.push(pos as i32);
+            siblings = m.child_messages().collect();
+        }
+        Some(indexes)
     }
-    /// The full name of the message at `indexes`.
-    pub fn message_name(&self, _indexes: &[i32]) -> Option<String> {
-        None
+
+    /// The full name of the message at `indexes`; an empty slice means the first message.
+    pub fn message_name(&self, indexes: &[i32]) -> Option<String> {
+        let file = self.main_file()?;
+        let path: &[i32] = if indexes.is_empty() { &[0] } else { indexes };
+        let mut siblings: Vec<MessageDescriptor> = file.messages().collect();
+        let mut found: Option<MessageDescriptor> = None;
+        for &i in path {
+            let idx = usize::try_from(i).ok()?;
+            let m = siblings
+                .iter()
+                .filter(|s| !s.is_map_entry())
+                .nth(idx)?
+                .clone();
+            siblings = m.child_messages().collect();
+            found = Some(m);
+        }
+        found.map(|m| m.full_name().to_string())
     }
+
+    /// The text this schema was registered with (printed from the descriptor for base64 input).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The compiled descriptors, imports included.
+    pub fn pool(&self) -> &DescriptorPool {
+        &self.pool
+    }
+
+    /// Full names of the messages of the schema's own file(s), in declaration order.
+    pub fn message_names(&self) -> Vec<String> {
+        fn walk(m: &MessageDescriptor, out: &mut Vec<String>) {
+            if m.is_map_entry() {
+                return;
+            }
+            out.push(m.full_name().to_string());
+            for c in m.child_messages() {
+                walk(&c, out);
+            }
+        }
+        let mut out = Vec::new();
+        for f in self.own_files() {
+            for m in f.messages() {
+                walk(&m, &mut out);
+            }
+        }
+        out
+    }
+
+    pub(crate) fn main_file(&self) -> Option<FileDescriptor> {
+        self.own.first().and_then(|n| self.pool.get_file_by_name(n))
+    }
+
+    pub(crate) fn own_files(&self) -> Vec<FileDescriptor> {
+        self.own
+            .iter()
+            .filter_map(|n| self.pool.get_file_by_name(n))
+            .collect()
+    }
+
+    pub(crate) fn is_own_file(&self, name: &str) -> bool {
+        self.own.iter().any(|n| n == name)
+    }
+
+    pub(crate) fn is_set(&self) -> bool {
+        self.set
+    }
+
+    fn normalized_text(&self) -> String {
+        self.own_files()
+            .iter()
+            .map(print::print_file)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Decodes `bytes` (a Protobuf payload without the Confluent framing) as `message_full_name`
+/// and renders it as JSON, for replaying samples against a schema.
+pub fn decode_with(
+    reader: &ProtobufSchema,
+    message_full_name: &str,
+    bytes: &[u8],
+) -> Result<serde_json::Value, String> {
+    let desc = reader
+        .pool
+        .get_message_by_name(message_full_name)
+        .ok_or_else(|| format!("Message '{message_full_name}' is not defined in the schema."))?;
+    let msg = DynamicMessage::decode(desc, bytes).map_err(|e| e.to_string())?;
+    Ok(wire::message_to_json(&msg))
 }
 
 pub struct ProtobufFormat;
@@ -43,28 +239,167 @@ impl Format for ProtobufFormat {
     type Schema = ProtobufSchema;
     const NAME: &'static str = "PROTOBUF";
 
-    fn parse(_text: &str, _references: &[Reference]) -> Result<ProtobufSchema, SchemaError> {
-        Err(SchemaError::new(
-            SchemaErrorKind::Invalid,
-            "",
-            "Protobuf parsing is not available yet",
-        ))
+    /// Text first; if that fails and the input is a base64 `FileDescriptorProto` (as Confluent
+    /// clients send), the descriptor. The text's error is reported when neither works.
+    fn parse(text: &str, references: &[Reference]) -> Result<ProtobufSchema, SchemaError> {
+        let name = parse::main_file_name(references);
+        match parse::compile(
+            &[(name.clone(), Source::Text(text.to_string()))],
+            references,
+        ) {
+            Ok(pool) => Ok(ProtobufSchema {
+                pool,
+                own: vec![name],
+                text: text.to_string(),
+                set: false,
+            }),
+            Err(text_error) => {
+                if parse::decode_descriptor(text).is_some() {
+                    ProtobufSchema::from_descriptor_base64(text, references)
+                } else {
+                    Err(text_error)
+                }
+            }
+        }
     }
 
     fn normalized(schema: &ProtobufSchema) -> String {
-        schema.text.clone()
+        schema.normalized_text()
     }
 
     fn check(
-        _reader: &ProtobufSchema,
-        _writer: &ProtobufSchema,
-        _options: &CheckOptions,
+        reader: &ProtobufSchema,
+        writer: &ProtobufSchema,
+        options: &CheckOptions,
     ) -> Vec<Finding> {
-        Vec::new()
+        let mut out = Vec::new();
+        confluent::check(reader, writer, &mut out);
+        match options.protobuf_strictness {
+            ProtobufStrictness::Confluent => {}
+            ProtobufStrictness::Wire => buf::check(reader, writer, false, &mut out),
+            ProtobufStrictness::WireJson => buf::check(reader, writer, true, &mut out),
+        }
+        out
     }
 }
 
 /// Every Protobuf rule, in catalog order.
 pub fn rules() -> &'static [&'static RuleSpec] {
-    &[]
+    rules::ALL
+}
+
+impl covenant_engine::RuleCatalog for ProtobufFormat {
+    fn rules() -> &'static [&'static RuleSpec] {
+        rules::ALL
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ORDER: &str = r#"syntax = "proto3";
+package acme;
+message Order {
+  string id = 1;
+  message Line { int64 qty = 1; message Note { string text = 1; } }
+  map<string, string> labels = 3;
+  repeated Line lines = 2;
+}
+message Customer { string name = 1; }
+"#;
+
+    #[test]
+    fn message_indexes_round_trip() {
+        let s = ProtobufFormat::parse(ORDER, &[]).unwrap();
+        assert_eq!(s.message_indexes("acme.Order"), Some(vec![0]));
+        assert_eq!(s.message_indexes("acme.Customer"), Some(vec![1]));
+        assert_eq!(
+            s.message_indexes("acme.Order.Line.Note"),
+            Some(vec![0, 0, 0])
+        );
+        assert_eq!(s.message_name(&[1]).as_deref(), Some("acme.Customer"));
+        assert_eq!(s.message_name(&[0, 0]).as_deref(), Some("acme.Order.Line"));
+        assert_eq!(s.message_name(&[]).as_deref(), Some("acme.Order"));
+        assert_eq!(s.message_name(&[5]), None);
+        assert_eq!(s.message_indexes("acme.Nope"), None);
+    }
+
+    #[test]
+    fn descriptor_base64_round_trip_and_text_fallback() {
+        let s = ProtobufFormat::parse(ORDER, &[]).unwrap();
+        let b64 = s.to_descriptor_base64();
+        assert!(!b64.is_empty());
+        let back = ProtobufFormat::parse(&b64, &[]).unwrap();
+        assert_eq!(
+            ProtobufFormat::normalized(&back),
+            ProtobufFormat::normalized(&s)
+        );
+        assert!(back.text().contains("message Order"));
+        let again = ProtobufSchema::from_descriptor_base64(&b64, &[]).unwrap();
+        assert_eq!(again.message_indexes("acme.Customer"), Some(vec![1]));
+    }
+
+    #[test]
+    fn normalized_is_stable_and_reparses() {
+        let a = ProtobufFormat::parse(ORDER, &[]).unwrap();
+        let text = ProtobufFormat::normalized(&a);
+        assert!(!text.contains("//"));
+        let b = ProtobufFormat::parse(&text, &[]).unwrap();
+        assert_eq!(ProtobufFormat::normalized(&b), text);
+        assert!(text.contains("map<string, string> labels = 3;"), "{text}");
+    }
+
+    #[test]
+    fn normalized_keeps_options_and_proto2_features() {
+        let src = r#"syntax = "proto2";
+package p;
+import "google/protobuf/descriptor.proto";
+option java_package = "com.example";
+extend google.protobuf.FieldOptions { optional string tag = 50001; }
+message A {
+  option deprecated = true;
+  required int32 a = 1 [default = 7, (tag) = "x", json_name = "AA"];
+  optional string s = 2 [default = "q\"z"];
+  optional group G = 3 { optional int32 x = 1; }
+  oneof k { int32 b = 4; string c = 5; }
+  reserved 10 to 12, 20;
+  reserved "old";
+  extensions 100 to max;
+  enum E { option allow_alias = true; X = 0; Y = 0; Z = 1 [deprecated = true]; reserved 5; }
+}
+service S { rpc M(A) returns (stream A) { option deprecated = true; } }
+"#;
+        let a = ProtobufFormat::parse(src, &[]).unwrap();
+        let text = ProtobufFormat::normalized(&a);
+        for needle in [
+            "option java_package = \"com.example\";",
+            "(p.tag) = \"x\"",
+            "json_name = \"AA\"",
+            "default = 7",
+            "group G = 3",
+            "reserved 10 to 12, 20;",
+            "extensions 100 to max;",
+            "rpc M(.p.A) returns (stream .p.A)",
+            "X = 0;\n    Y = 0;",
+        ] {
+            assert!(text.contains(needle), "missing {needle} in\n{text}");
+        }
+        let b = ProtobufFormat::parse(&text, &[]).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(ProtobufFormat::normalized(&b), text);
+    }
+
+    #[test]
+    fn decode_with_renders_json() {
+        use prost::Message;
+        let s = ProtobufFormat::parse(ORDER, &[]).unwrap();
+        let desc = s.pool().get_message_by_name("acme.Customer").unwrap();
+        let mut msg = DynamicMessage::new(desc);
+        msg.set_field_by_name("name", prost_reflect::Value::String("Ada".into()));
+        let bytes = msg.encode_to_vec();
+        let json = decode_with(&s, "acme.Customer", &bytes).unwrap();
+        assert_eq!(json, serde_json::json!({"name": "Ada"}));
+        assert!(decode_with(&s, "acme.Nope", &bytes).is_err());
+        assert!(decode_with(&s, "acme.Customer", &[0xff, 0xff]).is_err());
+    }
 }

@@ -1,1 +1,1426 @@
-//! Subjects, versions, ids, config and modes: the registry's domain logic.
+//! Subjects, versions, ids, config and modes: the registry's domain logic, with Confluent
+//! Schema Registry's semantics. No SQL and no HTTP here: persistence goes through
+//! [`covenant_store::Store`], formats through [`covenant_schema`].
+//!
+//! Concurrency: every write goes through the store, which serializes writes per backend
+//! (SQLite: one writer connection; PostgreSQL: a per-subject lock). A registration's
+//! compatibility check runs inside that write as the store's guard, so two incompatible
+//! versions can never both land. Reads go straight to the store, except schemas by id,
+//! which are cached in memory (an id is never rebound to other content; the cache is
+//! dropped on permanent deletes).
+
+mod error;
+
+pub use error::{RegistryError, RegistryResult, finding_text};
+
+use covenant_engine::{CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, Report};
+use covenant_schema::{ParsedSchema, SchemaType};
+use covenant_store::{
+    ConfigRecord, Dedupe, NewSchema, Placement, Rejection, SchemaRecord, SchemaRef, Scope, Store,
+    StoreError, StoredVersion,
+};
+use serde_json::{Map, Value};
+use sha2::Digest;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::str::FromStr;
+use std::sync::{Arc, RwLock};
+
+pub use covenant_store::{SchemaRecord as Schema, SchemaRef as Ref, StoredVersion as Version};
+
+/// How deep references may nest before the chain is judged circular or abusive.
+const MAX_REFERENCE_DEPTH: usize = 32;
+/// How often a registration is retried when a concurrent write changed the subject between
+/// preparing the check and running it.
+const REGISTER_ATTEMPTS: usize = 5;
+
+/// A register, lookup or compatibility request body, as the domain sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SchemaRequest {
+    pub schema: String,
+    pub schema_type: Option<String>,
+    pub references: Vec<SchemaRef>,
+    pub metadata: Option<Value>,
+    pub rule_set: Option<Value>,
+    /// IMPORT mode: the id to register under.
+    pub id: Option<i64>,
+    /// An explicit version; `-1` means "register unless equal to the latest".
+    pub version: Option<i64>,
+}
+
+/// A `{v}` path segment: a number or the latest non-deleted version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionSpec {
+    Latest,
+    Number(i64),
+}
+
+impl VersionSpec {
+    /// Parses Confluent's version syntax: `latest` (any case), `-1`, or `1..2^31-1`.
+    pub fn parse(text: &str) -> RegistryResult<VersionSpec> {
+        let t = text.trim();
+        if t.eq_ignore_ascii_case("latest") {
+            return Ok(VersionSpec::Latest);
+        }
+        match t.parse::<i64>() {
+            Ok(-1) => Ok(VersionSpec::Latest),
+            Ok(n) if (1..=i64::from(i32::MAX)).contains(&n) => Ok(VersionSpec::Number(n)),
+            _ => Err(RegistryError::InvalidVersion(text.to_string())),
+        }
+    }
+}
+
+/// Registry modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    ReadWrite,
+    ReadOnly,
+    ReadOnlyOverride,
+    Import,
+    Forward,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::ReadWrite => "READWRITE",
+            Mode::ReadOnly => "READONLY",
+            Mode::ReadOnlyOverride => "READONLY_OVERRIDE",
+            Mode::Import => "IMPORT",
+            Mode::Forward => "FORWARD",
+        }
+    }
+
+    pub fn parse(text: &str) -> RegistryResult<Mode> {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "READWRITE" => Ok(Mode::ReadWrite),
+            "READONLY" => Ok(Mode::ReadOnly),
+            "READONLY_OVERRIDE" => Ok(Mode::ReadOnlyOverride),
+            "IMPORT" => Ok(Mode::Import),
+            "FORWARD" => Ok(Mode::Forward),
+            _ => Err(RegistryError::InvalidMode),
+        }
+    }
+
+    fn is_read_only(self) -> bool {
+        matches!(self, Mode::ReadOnly | Mode::ReadOnlyOverride)
+    }
+
+    fn is_import(self) -> bool {
+        matches!(self, Mode::Import | Mode::Forward)
+    }
+}
+
+/// A config as read: the effective level plus the scope's other settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigView {
+    pub level: Level,
+    pub extra: Map<String, Value>,
+}
+
+/// A partial config update: absent keys keep their value, `Some(Value::Null)` clears one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigUpdate {
+    pub compatibility: Option<Value>,
+    pub extra: Map<String, Value>,
+}
+
+/// Options of a registration call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RegisterOptions {
+    pub normalize: bool,
+    /// Skip the compatibility check (`force=true`).
+    pub force: bool,
+}
+
+/// What a registration returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Registration {
+    pub id: i64,
+    pub version: i64,
+    pub schema: Arc<SchemaRecord>,
+    /// False when an existing version was returned.
+    pub created: bool,
+}
+
+/// Output formats of schema text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextFormat {
+    /// The stored canonical text.
+    Default,
+    /// Protobuf: base64 `FileDescriptorProto`.
+    Serialized,
+    /// Avro: references inlined.
+    Resolved,
+}
+
+impl TextFormat {
+    /// Unknown values fall back to the canonical text, as Confluent does.
+    pub fn parse(text: Option<&str>) -> TextFormat {
+        match text.map(|t| t.trim().to_ascii_lowercase()) {
+            Some(t) if t == "serialized" => TextFormat::Serialized,
+            Some(t) if t == "resolved" => TextFormat::Resolved,
+            _ => TextFormat::Default,
+        }
+    }
+}
+
+/// The registry. Cheap to share behind an `Arc`.
+pub struct Registry {
+    store: Arc<dyn Store>,
+    default_level: Level,
+    by_id: RwLock<HashMap<i64, Arc<SchemaRecord>>>,
+    parsed: RwLock<HashMap<i64, Arc<ParsedSchema>>>,
+}
+
+#[derive(Debug)]
+enum GuardRefusal {
+    Domain(RegistryError),
+    /// A version appeared whose parsed schema was not prepared; prepare again.
+    Retry,
+}
+
+impl std::fmt::Display for GuardRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GuardRefusal::Domain(e) => write!(f, "{e}"),
+            GuardRefusal::Retry => f.write_str("subject changed during registration"),
+        }
+    }
+}
+
+impl std::error::Error for GuardRefusal {}
+
+fn invalid_subject(subject: &str) -> bool {
+    subject.chars().any(char::is_control) || subject == "__GLOBAL" || subject == "__EMPTY"
+}
+
+fn content_key(
+    schema_type: &str,
+    text: &str,
+    references: &[SchemaRef],
+    metadata: &Option<Value>,
+    rule_set: &Option<Value>,
+) -> String {
+    let identity = serde_json::json!([schema_type, text, references, metadata, rule_set]);
+    let digest = sha2::Sha256::digest(identity.to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The text stored for a schema: the normalized form when asked, otherwise compact JSON for
+/// the JSON-based formats (so whitespace does not split identities) and the trimmed text for
+/// Protobuf. Avro primitives written as `{"type": "int"}` are stored as `"int"`, like
+/// Confluent.
+fn stored_text(
+    schema_type: SchemaType,
+    raw: &str,
+    parsed: &ParsedSchema,
+    normalize: bool,
+) -> String {
+    if normalize {
+        return parsed.normalized();
+    }
+    match schema_type {
+        SchemaType::Avro | SchemaType::Json => match serde_json::from_str::<Value>(raw) {
+            Ok(value) => {
+                if schema_type == SchemaType::Avro
+                    && let Value::Object(map) = &value
+                    && map.len() == 1
+                    && let Some(Value::String(t)) = map.get("type")
+                    && is_avro_primitive(t)
+                {
+                    return Value::String(t.clone()).to_string();
+                }
+                value.to_string()
+            }
+            Err(_) => raw.trim().to_string(),
+        },
+        SchemaType::Protobuf => raw.trim().to_string(),
+    }
+}
+
+fn is_avro_primitive(t: &str) -> bool {
+    matches!(
+        t,
+        "null" | "boolean" | "int" | "long" | "float" | "double" | "bytes" | "string"
+    )
+}
+
+fn parse_type(text: Option<&str>) -> RegistryResult<SchemaType> {
+    match text {
+        None => Ok(SchemaType::Avro),
+        Some(t) if t.trim().is_empty() => Ok(SchemaType::Avro),
+        Some(t) => SchemaType::from_str(t.trim())
+            .map_err(|_| RegistryError::InvalidSchema(format!("Invalid schema type {t}"))),
+    }
+}
+
+/// Parses schema text of any format; Protobuf also accepts a base64 `FileDescriptorProto`.
+pub fn parse_schema(
+    schema_type: SchemaType,
+    text: &str,
+    references: &[Reference],
+) -> RegistryResult<ParsedSchema> {
+    if text.trim().is_empty() {
+        return Err(RegistryError::InvalidSchema("Empty schema".into()));
+    }
+    match ParsedSchema::parse(schema_type, text, references) {
+        Ok(p) => Ok(p),
+        Err(text_error) => {
+            if schema_type == SchemaType::Protobuf
+                && looks_like_base64(text)
+                && let Ok(p) = covenant_protobuf::ProtobufSchema::from_descriptor_base64(
+                    text.trim(),
+                    references,
+                )
+            {
+                return Ok(ParsedSchema::Protobuf(p));
+            }
+            Err(RegistryError::InvalidSchema(format!(
+                "Invalid schema of type {schema_type}, details: {text_error}"
+            )))
+        }
+    }
+}
+
+fn looks_like_base64(text: &str) -> bool {
+    let t = text.trim();
+    !t.is_empty()
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'))
+}
+
+fn validate_rule_set(rule_set: &Option<Value>) -> RegistryResult<()> {
+    let Some(Value::Object(set)) = rule_set else {
+        return match rule_set {
+            None | Some(Value::Null) => Ok(()),
+            Some(_) => Err(RegistryError::InvalidRuleSet(
+                "ruleSet must be an object".into(),
+            )),
+        };
+    };
+    let mut names = std::collections::HashSet::new();
+    for (list, modes) in [
+        ("domainRules", &["WRITE", "READ", "WRITEREAD"][..]),
+        ("migrationRules", &["UPGRADE", "DOWNGRADE", "UPDOWN"][..]),
+        ("encodingRules", &["WRITE", "READ", "WRITEREAD"][..]),
+    ] {
+        let Some(rules) = set.get(list) else { continue };
+        let Value::Array(rules) = rules else {
+            return Err(RegistryError::InvalidRuleSet(format!(
+                "{list} must be a list"
+            )));
+        };
+        for rule in rules {
+            let name = rule.get("name").and_then(Value::as_str).unwrap_or("");
+            if name.is_empty() {
+                return Err(RegistryError::InvalidRuleSet("Missing rule name".into()));
+            }
+            if !names.insert(name.to_string()) {
+                return Err(RegistryError::InvalidRuleSet(format!(
+                    "Found rule with duplicate name '{name}'"
+                )));
+            }
+            if rule
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+            {
+                return Err(RegistryError::InvalidRuleSet("Missing rule type".into()));
+            }
+            if let Some(mode) = rule.get("mode").and_then(Value::as_str)
+                && !modes.contains(&mode.to_ascii_uppercase().as_str())
+            {
+                return Err(RegistryError::InvalidRuleSet(if list == "migrationRules" {
+                    "Migration rules can only be UPGRADE, DOWNGRADE, UPDOWN".into()
+                } else {
+                    "Domain rules can only be WRITE, READ, WRITEREAD".into()
+                }));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The pairwise direction of a level without its transitive scope.
+fn single_step(level: Level) -> Level {
+    match level {
+        Level::BackwardTransitive => Level::Backward,
+        Level::ForwardTransitive => Level::Forward,
+        Level::FullTransitive => Level::Full,
+        other => other,
+    }
+}
+
+fn check_options(extra: &Map<String, Value>) -> CheckOptions {
+    let mut options = CheckOptions::default();
+    if let Some(s) = extra
+        .get("protobufStrictness")
+        .and_then(Value::as_str)
+        .and_then(ProtobufStrictness::parse)
+    {
+        options.protobuf_strictness = s;
+    }
+    if extra
+        .get("compatibilityPolicy")
+        .and_then(Value::as_str)
+        .is_some_and(|p| p.eq_ignore_ascii_case("LENIENT"))
+    {
+        options.json_policy = JsonPolicy::Lenient;
+    }
+    options
+}
+
+fn group_value<'a>(metadata: &'a Option<Value>, group: &str) -> Option<&'a Value> {
+    metadata
+        .as_ref()
+        .and_then(|m| m.get("properties"))
+        .and_then(|p| p.get(group))
+}
+
+fn record_check_metrics(report: &Report) {
+    let verdict = if report.compatible {
+        "compatible"
+    } else {
+        "incompatible"
+    };
+    metrics::counter!("covenant_compatibility_checks_total", "verdict" => verdict).increment(1);
+    for f in report.errors() {
+        metrics::counter!("covenant_compatibility_findings_total", "rule" => f.rule.clone())
+            .increment(1);
+    }
+}
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+impl Registry {
+    pub fn new(store: Arc<dyn Store>) -> Registry {
+        Registry {
+            store,
+            default_level: Level::Backward,
+            by_id: RwLock::new(HashMap::new()),
+            parsed: RwLock::new(HashMap::new()),
+        }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    fn cached(&self, id: i64) -> Option<Arc<SchemaRecord>> {
+        self.by_id.read().ok().and_then(|m| m.get(&id).cloned())
+    }
+
+    fn remember(&self, record: Arc<SchemaRecord>) {
+        if let Ok(mut m) = self.by_id.write() {
+            m.insert(record.id, record);
+        }
+    }
+
+    fn forget_all(&self) {
+        if let Ok(mut m) = self.by_id.write() {
+            m.clear();
+        }
+        if let Ok(mut m) = self.parsed.write() {
+            m.clear();
+        }
+    }
+
+    fn cached_parsed(&self, id: i64) -> Option<Arc<ParsedSchema>> {
+        self.parsed.read().ok().and_then(|m| m.get(&id).cloned())
+    }
+
+    // ----- reads -------------------------------------------------------------------------
+
+    /// The schema registered under `id`, even if every version carrying it is soft-deleted.
+    pub async fn schema_by_id(&self, id: i64) -> RegistryResult<Arc<SchemaRecord>> {
+        if let Some(r) = self.cached(id) {
+            return Ok(r);
+        }
+        match self.store.schema_by_id(id).await? {
+            Some(r) => {
+                let r = Arc::new(r);
+                self.remember(r.clone());
+                Ok(r)
+            }
+            None => Err(RegistryError::SchemaIdNotFound(id)),
+        }
+    }
+
+    /// The highest id allocated so far.
+    pub async fn max_id(&self) -> RegistryResult<i64> {
+        Ok(self.store.max_schema_id().await?)
+    }
+
+    /// The schema's text in the requested format.
+    pub async fn schema_text(
+        &self,
+        record: &SchemaRecord,
+        format: TextFormat,
+    ) -> RegistryResult<String> {
+        match (format, record.schema_type.as_str()) {
+            (TextFormat::Serialized, "PROTOBUF") => match &*self.parse_record(record).await? {
+                ParsedSchema::Protobuf(p) => Ok(p.to_descriptor_base64()),
+                _ => Ok(record.schema.clone()),
+            },
+            (TextFormat::Resolved, "AVRO") if !record.references.is_empty() => {
+                match &*self.parse_record(record).await? {
+                    ParsedSchema::Avro(a) => Ok(a.resolved_form()),
+                    _ => Ok(record.schema.clone()),
+                }
+            }
+            _ => Ok(record.schema.clone()),
+        }
+    }
+
+    /// Subjects (and their versions) carrying schema `id`.
+    pub async fn versions_with_id(
+        &self,
+        id: i64,
+        include_deleted: bool,
+    ) -> RegistryResult<Vec<(String, i64)>> {
+        let rows = self.store.versions_with_id(id).await?;
+        if rows.is_empty() {
+            return Err(RegistryError::SchemaNotFound);
+        }
+        Ok(rows
+            .into_iter()
+            .filter(|(_, _, deleted)| include_deleted || !deleted)
+            .map(|(s, v, _)| (s, v))
+            .collect())
+    }
+
+    /// Subject names, sorted. `deleted_only` wins over `deleted`.
+    pub async fn subjects(
+        &self,
+        prefix: &str,
+        deleted: bool,
+        deleted_only: bool,
+    ) -> RegistryResult<Vec<String>> {
+        Ok(self
+            .store
+            .subjects()
+            .await?
+            .into_iter()
+            .filter(|(name, live)| {
+                name.starts_with(prefix)
+                    && if deleted_only {
+                        !live
+                    } else {
+                        deleted || *live
+                    }
+            })
+            .map(|(name, _)| name)
+            .collect())
+    }
+
+    /// Version numbers of a subject, ascending.
+    pub async fn versions(
+        &self,
+        subject: &str,
+        deleted: bool,
+        deleted_only: bool,
+    ) -> RegistryResult<Vec<i64>> {
+        let all = self.store.subject_versions(subject).await?;
+        if all.is_empty() || (!deleted && !deleted_only && all.iter().all(|v| v.deleted)) {
+            return Err(RegistryError::SubjectNotFound(subject.to_string()));
+        }
+        Ok(all
+            .iter()
+            .filter(|v| {
+                if deleted_only {
+                    v.deleted
+                } else {
+                    deleted || !v.deleted
+                }
+            })
+            .map(|v| v.version)
+            .collect())
+    }
+
+    /// One version of a subject.
+    pub async fn version(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        deleted: bool,
+    ) -> RegistryResult<StoredVersion> {
+        let all = self.store.subject_versions(subject).await?;
+        let visible: Vec<StoredVersion> =
+            all.into_iter().filter(|v| deleted || !v.deleted).collect();
+        if visible.is_empty() {
+            return Err(RegistryError::SubjectNotFound(subject.to_string()));
+        }
+        let found = match spec {
+            VersionSpec::Latest => visible.iter().rev().find(|v| !v.deleted).or(visible.last()),
+            VersionSpec::Number(n) => visible.iter().find(|v| v.version == n),
+        };
+        match found {
+            Some(v) => {
+                self.remember(Arc::new(v.schema.clone()));
+                Ok(v.clone())
+            }
+            None => Err(RegistryError::VersionNotFound(match spec {
+                VersionSpec::Latest => "-1".into(),
+                VersionSpec::Number(n) => n.to_string(),
+            })),
+        }
+    }
+
+    /// Ids of the schemas that reference a subject version, ascending.
+    pub async fn referenced_by(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        deleted: bool,
+    ) -> RegistryResult<Vec<i64>> {
+        let v = self.version(subject, spec, deleted).await?;
+        let mut ids: Vec<i64> = self
+            .store
+            .referencing_versions(subject, v.version)
+            .await?
+            .into_iter()
+            .filter(|r| deleted || !r.deleted)
+            .map(|r| r.schema.id)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// Every subject version (for `GET /schemas`).
+    pub async fn list_schemas(
+        &self,
+        subject_prefix: &str,
+        deleted: bool,
+        latest_only: bool,
+    ) -> RegistryResult<Vec<StoredVersion>> {
+        let all: Vec<StoredVersion> = self
+            .store
+            .all_versions()
+            .await?
+            .into_iter()
+            .filter(|v| v.subject.starts_with(subject_prefix) && (deleted || !v.deleted))
+            .collect();
+        if !latest_only {
+            return Ok(all);
+        }
+        let mut latest: Vec<StoredVersion> = Vec::new();
+        for v in all {
+            match latest.last_mut() {
+                Some(last) if last.subject == v.subject => *last = v,
+                _ => latest.push(v),
+            }
+        }
+        Ok(latest)
+    }
+
+    /// Count of distinct schemas by type, for metrics.
+    pub async fn schema_counts(&self) -> RegistryResult<Vec<(String, usize)>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for v in self.store.all_versions().await? {
+            if seen.insert(v.schema.id) {
+                *counts.entry(v.schema.schema_type.clone()).or_default() += 1;
+            }
+        }
+        let mut out: Vec<_> = counts.into_iter().collect();
+        out.sort();
+        Ok(out)
+    }
+
+    // ----- references and parsing ---------------------------------------------------------
+
+    /// Resolves references transitively, dependencies first, each name once. `-1` versions
+    /// become the latest version's number in the returned concrete list.
+    pub async fn resolve_references(
+        &self,
+        refs: &[SchemaRef],
+        allow_deleted: bool,
+    ) -> RegistryResult<(Vec<SchemaRef>, Vec<Reference>)> {
+        let mut resolved = Vec::new();
+        let mut concrete = Vec::new();
+        for r in refs {
+            let v = self.reference_target(r, allow_deleted).await?;
+            concrete.push(SchemaRef {
+                name: r.name.clone(),
+                subject: r.subject.clone(),
+                version: v.version,
+            });
+            self.collect_reference(r.name.clone(), v, &mut resolved, 0)
+                .await?;
+        }
+        Ok((concrete, resolved))
+    }
+
+    async fn reference_target(
+        &self,
+        r: &SchemaRef,
+        allow_deleted: bool,
+    ) -> RegistryResult<StoredVersion> {
+        let spec = if r.version == -1 {
+            VersionSpec::Latest
+        } else {
+            VersionSpec::Number(r.version)
+        };
+        self.version(&r.subject, spec, allow_deleted)
+            .await
+            .map_err(|_| {
+                RegistryError::InvalidSchema(format!(
+                    "No schema reference found for subject \"{}\" and version {}",
+                    r.subject, r.version
+                ))
+            })
+    }
+
+    fn collect_reference<'a>(
+        &'a self,
+        name: String,
+        target: StoredVersion,
+        out: &'a mut Vec<Reference>,
+        depth: usize,
+    ) -> BoxFuture<'a, RegistryResult<()>> {
+        Box::pin(async move {
+            if depth > MAX_REFERENCE_DEPTH {
+                return Err(RegistryError::InvalidSchema(format!(
+                    "References nest deeper than {MAX_REFERENCE_DEPTH} levels at '{name}'"
+                )));
+            }
+            if out.iter().any(|r| r.name == name) {
+                return Ok(());
+            }
+            for inner in &target.schema.references {
+                let v = self.reference_target(inner, true).await?;
+                self.collect_reference(inner.name.clone(), v, out, depth + 1)
+                    .await?;
+            }
+            if !out.iter().any(|r| r.name == name) {
+                out.push(Reference {
+                    name,
+                    subject: target.subject.clone(),
+                    version: target.version,
+                    schema: target.schema.schema.clone(),
+                });
+            }
+            Ok(())
+        })
+    }
+
+    /// The parsed form of a stored schema, cached by id.
+    async fn parse_record(&self, record: &SchemaRecord) -> RegistryResult<Arc<ParsedSchema>> {
+        if let Some(p) = self.cached_parsed(record.id) {
+            return Ok(p);
+        }
+        let (_, refs) = self.resolve_references(&record.references, true).await?;
+        let schema_type = parse_type(Some(&record.schema_type))?;
+        let parsed = Arc::new(parse_schema(schema_type, &record.schema, &refs)?);
+        if let Ok(mut m) = self.parsed.write() {
+            m.insert(record.id, parsed.clone());
+        }
+        Ok(parsed)
+    }
+
+    // ----- config and mode ------------------------------------------------------------
+
+    async fn effective_config(&self, subject: &str) -> RegistryResult<ConfigView> {
+        let global = self.store.config(Scope::Global).await?;
+        let own = self.store.config(Scope::Subject(subject)).await?;
+        let mut extra = global.as_ref().map(|g| g.extra.clone()).unwrap_or_default();
+        if let Some(own) = &own {
+            for (k, v) in &own.extra {
+                extra.insert(k.clone(), v.clone());
+            }
+        }
+        let level = own
+            .as_ref()
+            .and_then(|c| c.compatibility.as_deref())
+            .or(global.as_ref().and_then(|c| c.compatibility.as_deref()))
+            .and_then(|l| Level::from_str(l).ok())
+            .unwrap_or(self.default_level);
+        Ok(ConfigView { level, extra })
+    }
+
+    async fn effective_mode(&self, subject: &str) -> RegistryResult<Mode> {
+        let global = self.store.mode(Scope::Global).await?;
+        if let Some(Mode::ReadOnlyOverride) = global.as_deref().and_then(|m| Mode::parse(m).ok()) {
+            return Ok(Mode::ReadOnlyOverride);
+        }
+        let own = self.store.mode(Scope::Subject(subject)).await?;
+        Ok(own
+            .or(global)
+            .and_then(|m| Mode::parse(&m).ok())
+            .unwrap_or(Mode::ReadWrite))
+    }
+
+    async fn global_mode(&self) -> RegistryResult<Mode> {
+        Ok(self
+            .store
+            .mode(Scope::Global)
+            .await?
+            .and_then(|m| Mode::parse(&m).ok())
+            .unwrap_or(Mode::ReadWrite))
+    }
+
+    async fn ensure_writable(&self, scope: Scope<'_>) -> RegistryResult<()> {
+        let (mode, name) = match scope {
+            Scope::Global => (self.global_mode().await?, None),
+            Scope::Subject(s) => (self.effective_mode(s).await?, Some(s)),
+        };
+        if mode.is_read_only() {
+            return Err(RegistryError::OperationNotPermitted(match name {
+                Some(s) => format!("Subject {s} in context . is in read-only mode"),
+                None => "The registry is in read-only mode".into(),
+            }));
+        }
+        Ok(())
+    }
+
+    /// `GET /config[/{s}]`.
+    pub async fn config(
+        &self,
+        subject: Option<&str>,
+        default_to_global: bool,
+    ) -> RegistryResult<ConfigView> {
+        let global = || async {
+            let g = self.store.config(Scope::Global).await?;
+            Ok::<_, RegistryError>(ConfigView {
+                level: g
+                    .as_ref()
+                    .and_then(|c| c.compatibility.as_deref())
+                    .and_then(|l| Level::from_str(l).ok())
+                    .unwrap_or(self.default_level),
+                extra: g.map(|c| c.extra).unwrap_or_default(),
+            })
+        };
+        match subject {
+            None => global().await,
+            Some(s) => match self.store.config(Scope::Subject(s)).await? {
+                Some(c) => Ok(ConfigView {
+                    level: c
+                        .compatibility
+                        .as_deref()
+                        .and_then(|l| Level::from_str(l).ok())
+                        .unwrap_or(self.default_level),
+                    extra: c.extra,
+                }),
+                None if default_to_global => global().await,
+                None => Err(RegistryError::SubjectConfigNotFound(s.to_string())),
+            },
+        }
+    }
+
+    /// `PUT /config[/{s}]`: a partial update; returns the stored record.
+    pub async fn set_config(
+        &self,
+        subject: Option<&str>,
+        update: ConfigUpdate,
+    ) -> RegistryResult<ConfigRecord> {
+        let scope = match subject {
+            Some(s) => {
+                if invalid_subject(s) {
+                    return Err(RegistryError::InvalidSubject(s.to_string()));
+                }
+                Scope::Subject(s)
+            }
+            None => Scope::Global,
+        };
+        self.ensure_writable(scope).await?;
+        let mut record = self.store.config(scope).await?.unwrap_or_default();
+        match update.compatibility {
+            None => {}
+            Some(Value::Null) => record.compatibility = None,
+            Some(Value::String(level)) => {
+                let level = Level::from_str(&level)
+                    .map_err(|_| RegistryError::InvalidCompatibilityLevel)?;
+                record.compatibility = Some(level.as_str().to_string());
+            }
+            Some(_) => return Err(RegistryError::InvalidCompatibilityLevel),
+        }
+        for key in ["defaultRuleSet", "overrideRuleSet"] {
+            if let Some(v) = update.extra.get(key) {
+                validate_rule_set(&Some(v.clone()))?;
+            }
+        }
+        if let Some(v) = update.extra.get("protobufStrictness")
+            && !v.is_null()
+            && v.as_str().and_then(ProtobufStrictness::parse).is_none()
+        {
+            return Err(RegistryError::InvalidSchema(
+                "Invalid protobufStrictness. Valid values are confluent, wire and wire_json".into(),
+            ));
+        }
+        for (k, v) in update.extra {
+            if v.is_null() {
+                record.extra.remove(&k);
+            } else {
+                record.extra.insert(k, v);
+            }
+        }
+        self.store.set_config(scope, &record).await?;
+        Ok(record)
+    }
+
+    /// `DELETE /config[/{s}]`: returns the previous config.
+    pub async fn delete_config(&self, subject: Option<&str>) -> RegistryResult<ConfigView> {
+        let scope = subject.map(Scope::Subject).unwrap_or(Scope::Global);
+        self.ensure_writable(scope).await?;
+        match (self.store.delete_config(scope).await?, subject) {
+            (Some(old), _) => Ok(ConfigView {
+                level: old
+                    .compatibility
+                    .as_deref()
+                    .and_then(|l| Level::from_str(l).ok())
+                    .unwrap_or(self.default_level),
+                extra: old.extra,
+            }),
+            (None, Some(s)) => Err(RegistryError::SubjectNotFound(s.to_string())),
+            (None, None) => Ok(ConfigView {
+                level: self.default_level,
+                extra: Map::new(),
+            }),
+        }
+    }
+
+    /// `GET /mode[/{s}]`.
+    pub async fn mode(
+        &self,
+        subject: Option<&str>,
+        default_to_global: bool,
+    ) -> RegistryResult<Mode> {
+        match subject {
+            None => self.global_mode().await,
+            Some(s) => match self.store.mode(Scope::Subject(s)).await? {
+                Some(m) => Mode::parse(&m),
+                None if default_to_global => self.global_mode().await,
+                None => Err(RegistryError::SubjectModeNotFound(s.to_string())),
+            },
+        }
+    }
+
+    /// `PUT /mode[/{s}]`. Switching to IMPORT needs an empty scope unless `force`.
+    pub async fn set_mode(
+        &self,
+        subject: Option<&str>,
+        mode: &str,
+        force: bool,
+    ) -> RegistryResult<Mode> {
+        let mode = Mode::parse(mode)?;
+        if let Some(s) = subject {
+            if invalid_subject(s) {
+                return Err(RegistryError::InvalidSubject(s.to_string()));
+            }
+            if mode == Mode::Forward {
+                return Err(RegistryError::ForwardModeOnSubject);
+            }
+        }
+        if mode == Mode::Import && !force {
+            let has_subjects = match subject {
+                Some(s) => self
+                    .store
+                    .subject_versions(s)
+                    .await?
+                    .iter()
+                    .any(|v| !v.deleted),
+                None => self.store.subjects().await?.iter().any(|(_, live)| *live),
+            };
+            if has_subjects {
+                return Err(RegistryError::OperationNotPermitted(
+                    "Cannot import since found existing subjects".into(),
+                ));
+            }
+        }
+        let scope = subject.map(Scope::Subject).unwrap_or(Scope::Global);
+        self.store.set_mode(scope, mode.as_str()).await?;
+        Ok(mode)
+    }
+
+    /// `DELETE /mode[/{s}]`: returns the previous mode.
+    pub async fn delete_mode(&self, subject: Option<&str>) -> RegistryResult<Mode> {
+        let scope = subject.map(Scope::Subject).unwrap_or(Scope::Global);
+        match (self.store.delete_mode(scope).await?, subject) {
+            (Some(old), _) => Mode::parse(&old),
+            (None, Some(s)) => Err(RegistryError::SubjectNotFound(s.to_string())),
+            (None, None) => Ok(Mode::ReadWrite),
+        }
+    }
+
+    // ----- register, lookup, compatibility ------------------------------------------------
+
+    /// A candidate parsed with its references, its stored text and identity.
+    async fn prepare(
+        &self,
+        request: &SchemaRequest,
+        normalize: bool,
+        allow_deleted_refs: bool,
+    ) -> RegistryResult<(ParsedSchema, NewSchema)> {
+        let schema_type = parse_type(request.schema_type.as_deref())?;
+        let (references, resolved) = self
+            .resolve_references(&request.references, allow_deleted_refs)
+            .await?;
+        let parsed = parse_schema(schema_type, &request.schema, &resolved)?;
+        let text = stored_text(schema_type, &request.schema, &parsed, normalize);
+        let metadata = request.metadata.clone().filter(|m| !m.is_null());
+        let rule_set = request.rule_set.clone().filter(|r| !r.is_null());
+        let key = content_key(
+            schema_type.as_str(),
+            &text,
+            &references,
+            &metadata,
+            &rule_set,
+        );
+        Ok((
+            parsed,
+            NewSchema {
+                schema_type: schema_type.as_str().to_string(),
+                schema: text,
+                references,
+                metadata,
+                rule_set,
+                content_key: key,
+            },
+        ))
+    }
+
+    /// `POST /subjects/{s}/versions`, following Confluent's registration algorithm.
+    pub async fn register(
+        &self,
+        subject: &str,
+        mut request: SchemaRequest,
+        options: RegisterOptions,
+    ) -> RegistryResult<Registration> {
+        if invalid_subject(subject) {
+            return Err(RegistryError::InvalidSubject(subject.to_string()));
+        }
+        validate_rule_set(&request.rule_set)?;
+        let config = self.effective_config(subject).await?;
+        let normalize = options.normalize
+            || config
+                .extra
+                .get("normalize")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+        let mode = self.effective_mode(subject).await?;
+        let versions = self.store.subject_versions(subject).await?;
+        let latest_live = versions.iter().rev().find(|v| !v.deleted);
+
+        if !mode.is_import() {
+            if request.schema.trim().is_empty()
+                && let Some(latest) = latest_live
+            {
+                request.schema = latest.schema.schema.clone();
+                request.schema_type = Some(latest.schema.schema_type.clone());
+                request.references = latest.schema.references.clone();
+            }
+            if let Some(latest) = latest_live {
+                if request.metadata.is_none() {
+                    request.metadata = latest.schema.metadata.clone();
+                }
+                if request.rule_set.is_none() {
+                    request.rule_set = latest.schema.rule_set.clone();
+                }
+            }
+        }
+        let (candidate, new_schema) = self.prepare(&request, normalize, false).await?;
+
+        let (dedupe, explicit_version) = match request.version {
+            None | Some(0) => (Dedupe::AnyLive, None),
+            Some(-1) => (Dedupe::LatestOnly, None),
+            Some(v) if v > 0 && v <= i64::from(i32::MAX) => (Dedupe::Never, Some(v)),
+            Some(v) => return Err(RegistryError::InvalidVersion(v.to_string())),
+        };
+
+        // Fast path: an existing live version is returned without mode or compatibility checks.
+        let existing = match dedupe {
+            Dedupe::AnyLive => versions
+                .iter()
+                .find(|v| !v.deleted && v.schema.content_key == new_schema.content_key),
+            Dedupe::LatestOnly => {
+                latest_live.filter(|v| v.schema.content_key == new_schema.content_key)
+            }
+            Dedupe::Never => None,
+        };
+        if let Some(v) = existing {
+            let schema = Arc::new(v.schema.clone());
+            self.remember(schema.clone());
+            return Ok(Registration {
+                id: v.schema.id,
+                version: v.version,
+                schema,
+                created: false,
+            });
+        }
+
+        if mode.is_read_only() {
+            return Err(RegistryError::OperationNotPermitted(format!(
+                "Subject {subject} in context . is in read-only mode"
+            )));
+        }
+        if request.id.is_some() && !mode.is_import() {
+            return Err(RegistryError::OperationNotPermitted(format!(
+                "Subject {subject} in context . is not in import mode"
+            )));
+        }
+        if let Some(id) = request.id
+            && !(1..=i64::from(i32::MAX)).contains(&id)
+        {
+            return Err(RegistryError::InvalidSchema(format!(
+                "Invalid schema id {id}"
+            )));
+        }
+
+        let run_check = !mode.is_import() && !options.force && config.level != Level::None;
+        let group = config
+            .extra
+            .get("compatibilityGroup")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let check_options = check_options(&config.extra);
+        let placement = Placement {
+            id: request.id,
+            version: if mode.is_import() {
+                explicit_version
+            } else {
+                None
+            },
+            dedupe: if mode.is_import() && explicit_version.is_some() {
+                Dedupe::Never
+            } else {
+                dedupe
+            },
+        };
+
+        let mut attempt = 0;
+        let outcome = loop {
+            attempt += 1;
+            if run_check {
+                let current = self.store.subject_versions(subject).await?;
+                for v in current.iter().filter(|v| !v.deleted) {
+                    self.parse_record(&v.schema).await?;
+                }
+            }
+            let guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
+                if !mode.is_import()
+                    && let Some(v) = explicit_version
+                {
+                    let next = versions.iter().map(|x| x.version).max().unwrap_or(0) + 1;
+                    if v != next {
+                        return Err(Rejection::new(GuardRefusal::Domain(
+                            RegistryError::InvalidSchema(
+                                "Version is not one more than previous version".into(),
+                            ),
+                        )));
+                    }
+                }
+                if !run_check {
+                    return Ok(());
+                }
+                let mine = group
+                    .as_deref()
+                    .map(|g| group_value(&new_schema.metadata, g).cloned());
+                let mut parsed = Vec::new();
+                for v in versions.iter().filter(|v| !v.deleted) {
+                    if let (Some(g), Some(mine)) = (group.as_deref(), &mine)
+                        && group_value(&v.schema.metadata, g) != mine.as_ref()
+                    {
+                        continue;
+                    }
+                    match self.cached_parsed(v.schema.id) {
+                        Some(p) => parsed.push((v.version, p)),
+                        None => return Err(Rejection::new(GuardRefusal::Retry)),
+                    }
+                }
+                let history: Vec<(i64, &ParsedSchema)> =
+                    parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
+                let report =
+                    covenant_schema::check(config.level, &candidate, &history, &check_options);
+                record_check_metrics(&report);
+                if report.compatible {
+                    Ok(())
+                } else {
+                    Err(Rejection::new(GuardRefusal::Domain(
+                        RegistryError::Incompatible {
+                            subject: subject.to_string(),
+                            findings: report.errors().cloned().collect(),
+                        },
+                    )))
+                }
+            };
+            match self
+                .store
+                .register(subject, &new_schema, placement, &guard)
+                .await
+            {
+                Ok(r) => break r,
+                Err(StoreError::Rejected(rejection)) => {
+                    match rejection.into_inner().downcast::<GuardRefusal>() {
+                        Ok(refusal) => match *refusal {
+                            GuardRefusal::Domain(e) => return Err(e),
+                            GuardRefusal::Retry if attempt < REGISTER_ATTEMPTS => continue,
+                            GuardRefusal::Retry => {
+                                return Err(RegistryError::Store(
+                                    "registering schema: the subject kept changing".into(),
+                                ));
+                            }
+                        },
+                        Err(other) => {
+                            return Err(RegistryError::Store(format!(
+                                "registering schema: {other}"
+                            )));
+                        }
+                    }
+                }
+                Err(StoreError::IdConflict { id }) => {
+                    return Err(RegistryError::OperationNotPermitted(format!(
+                        "Overwrite new schema with id {id} in context . is not permitted."
+                    )));
+                }
+                Err(StoreError::VersionExists { version, .. }) => {
+                    return Err(RegistryError::OperationNotPermitted(format!(
+                        "Overwrite new schema for subject {subject} version {version} in context . is not permitted."
+                    )));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let schema = Arc::new(SchemaRecord {
+            id: outcome.id,
+            schema_type: new_schema.schema_type.clone(),
+            schema: new_schema.schema.clone(),
+            references: new_schema.references.clone(),
+            metadata: new_schema.metadata.clone(),
+            rule_set: new_schema.rule_set.clone(),
+            content_key: new_schema.content_key.clone(),
+        });
+        let schema = match self.store.schema_by_id(outcome.id).await? {
+            Some(stored) => Arc::new(stored),
+            None => schema,
+        };
+        self.remember(schema.clone());
+        if outcome.created {
+            tracing::info!(
+                subject,
+                id = outcome.id,
+                version = outcome.version,
+                "registered schema"
+            );
+        }
+        Ok(Registration {
+            id: outcome.id,
+            version: outcome.version,
+            schema,
+            created: outcome.created,
+        })
+    }
+
+    /// `POST /subjects/{s}`: the version of this subject holding the schema.
+    pub async fn lookup(
+        &self,
+        subject: &str,
+        request: &SchemaRequest,
+        normalize: bool,
+        deleted: bool,
+    ) -> RegistryResult<StoredVersion> {
+        let versions = self.store.subject_versions(subject).await?;
+        let visible: Vec<&StoredVersion> =
+            versions.iter().filter(|v| deleted || !v.deleted).collect();
+        if visible.is_empty() {
+            return Err(RegistryError::SubjectNotFound(subject.to_string()));
+        }
+        let config = self.effective_config(subject).await?;
+        let normalize = normalize
+            || config
+                .extra
+                .get("normalize")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+        let (parsed, candidate) = self.prepare(request, normalize, true).await?;
+        let same_text = |v: &&&StoredVersion| {
+            v.schema.schema_type == candidate.schema_type
+                && v.schema.schema == candidate.schema
+                && v.schema.references == candidate.references
+        };
+        let found = visible
+            .iter()
+            .rev()
+            .find(|v| v.schema.content_key == candidate.content_key)
+            .or_else(|| visible.iter().rev().find(same_text));
+        if let Some(v) = found {
+            return Ok((*v).clone());
+        }
+        if normalize {
+            let wanted = parsed.normalized();
+            for v in visible.iter().rev() {
+                if v.schema.schema_type == candidate.schema_type
+                    && let Ok(p) = self.parse_record(&v.schema).await
+                    && p.normalized() == wanted
+                {
+                    return Ok((*v).clone());
+                }
+            }
+        }
+        Err(RegistryError::SchemaNotFound)
+    }
+
+    /// `POST /compatibility/subjects/{s}/versions[/{v}]`. With a version, the candidate is
+    /// compared with that one version in the level's direction(s); without, exactly as a
+    /// registration would be.
+    pub async fn test_compatibility(
+        &self,
+        subject: &str,
+        against: Option<VersionSpec>,
+        request: &SchemaRequest,
+        normalize: bool,
+    ) -> RegistryResult<Report> {
+        let config = self.effective_config(subject).await?;
+        let versions = self.store.subject_versions(subject).await?;
+        let live: Vec<&StoredVersion> = versions.iter().filter(|v| !v.deleted).collect();
+        let (history, level): (Vec<&StoredVersion>, Level) = match against {
+            None => {
+                let group = config
+                    .extra
+                    .get("compatibilityGroup")
+                    .and_then(Value::as_str);
+                let mine = group.map(|g| group_value(&request.metadata, g).cloned());
+                let history = live
+                    .iter()
+                    .copied()
+                    .filter(|v| match (group, &mine) {
+                        (Some(g), Some(mine)) => {
+                            group_value(&v.schema.metadata, g) == mine.as_ref()
+                        }
+                        _ => true,
+                    })
+                    .collect();
+                (history, config.level)
+            }
+            Some(VersionSpec::Latest) => (
+                live.last().copied().into_iter().collect(),
+                single_step(config.level),
+            ),
+            Some(VersionSpec::Number(n)) => match live.iter().find(|v| v.version == n) {
+                Some(v) => (vec![*v], single_step(config.level)),
+                None => return Err(RegistryError::VersionNotFound(n.to_string())),
+            },
+        };
+        let (candidate, _) = self.prepare(request, normalize, true).await?;
+        let mut parsed = Vec::new();
+        for v in &history {
+            parsed.push((v.version, self.parse_record(&v.schema).await?));
+        }
+        let refs: Vec<(i64, &ParsedSchema)> =
+            parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
+        let report =
+            covenant_schema::check(level, &candidate, &refs, &check_options(&config.extra));
+        record_check_metrics(&report);
+        Ok(report)
+    }
+
+    // ----- deletes -----------------------------------------------------------------------
+
+    async fn ensure_unreferenced(
+        &self,
+        subject: &str,
+        version: i64,
+        permanent: bool,
+        ignore_same_subject: bool,
+    ) -> RegistryResult<()> {
+        let referencing = self.store.referencing_versions(subject, version).await?;
+        let blocking = referencing
+            .iter()
+            .any(|r| (permanent || !r.deleted) && !(ignore_same_subject && r.subject == subject));
+        if blocking {
+            return Err(RegistryError::Referenced(subject.to_string(), version));
+        }
+        Ok(())
+    }
+
+    /// `DELETE /subjects/{s}/versions/{v}`: soft unless `permanent` (which needs a prior soft
+    /// delete). Returns the version number.
+    pub async fn delete_version(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        permanent: bool,
+    ) -> RegistryResult<i64> {
+        self.ensure_writable(Scope::Subject(subject)).await?;
+        let all = self.store.subject_versions(subject).await?;
+        if all.is_empty() || (!permanent && all.iter().all(|v| v.deleted)) {
+            return Err(RegistryError::SubjectNotFound(subject.to_string()));
+        }
+        let target = match spec {
+            VersionSpec::Latest if permanent => all.last(),
+            VersionSpec::Latest => all.iter().rev().find(|v| !v.deleted),
+            VersionSpec::Number(n) => all.iter().find(|v| v.version == n),
+        };
+        let Some(target) = target else {
+            return Err(RegistryError::VersionNotFound(match spec {
+                VersionSpec::Latest => "-1".into(),
+                VersionSpec::Number(n) => n.to_string(),
+            }));
+        };
+        let version = target.version;
+        if permanent {
+            if !target.deleted {
+                return Err(RegistryError::VersionNotSoftDeleted(
+                    subject.to_string(),
+                    version,
+                ));
+            }
+            self.ensure_unreferenced(subject, version, true, false)
+                .await?;
+            self.store.hard_delete(subject, &[version]).await?;
+            self.forget_all();
+        } else {
+            if target.deleted {
+                return Err(RegistryError::VersionSoftDeleted(
+                    subject.to_string(),
+                    version,
+                ));
+            }
+            self.ensure_unreferenced(subject, version, false, false)
+                .await?;
+            self.store.soft_delete(subject, &[version]).await?;
+        }
+        Ok(version)
+    }
+
+    /// `DELETE /subjects/{s}`: returns the versions deleted.
+    pub async fn delete_subject(&self, subject: &str, permanent: bool) -> RegistryResult<Vec<i64>> {
+        self.ensure_writable(Scope::Subject(subject)).await?;
+        let all = self.store.subject_versions(subject).await?;
+        if all.is_empty() {
+            return Err(RegistryError::SubjectNotFound(subject.to_string()));
+        }
+        let live: Vec<i64> = all
+            .iter()
+            .filter(|v| !v.deleted)
+            .map(|v| v.version)
+            .collect();
+        if permanent {
+            if !live.is_empty() {
+                return Err(RegistryError::SubjectNotSoftDeleted(subject.to_string()));
+            }
+            let every: Vec<i64> = all.iter().map(|v| v.version).collect();
+            for &v in &every {
+                self.ensure_unreferenced(subject, v, true, true).await?;
+            }
+            self.store.hard_delete(subject, &every).await?;
+            self.forget_all();
+            Ok(every)
+        } else {
+            if live.is_empty() {
+                return Err(RegistryError::SubjectSoftDeleted(subject.to_string()));
+            }
+            for &v in &live {
+                self.ensure_unreferenced(subject, v, false, true).await?;
+            }
+            self.store.soft_delete(subject, &live).await?;
+            Ok(live)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,471 @@
+//! Avro binary data: encoding a datum with one schema and decoding it into another, following
+//! the specification's schema resolution. Data is shown in Avro's JSON encoding (a non-null
+//! union value is `{"<branch>": value}`, bytes and fixed are strings of code points 0-255).
+//! This is the ground truth the compatibility rules are tested against.
+
+use crate::model::{Arena, Kind, NodeId};
+use crate::rules::name_mismatch::names_match;
+use serde_json::{Map, Value};
+
+/// Data nested deeper than this is refused (recursive schemas allow any depth).
+const MAX_DATA_DEPTH: usize = 512;
+
+type Result<T> = std::result::Result<T, String>;
+
+struct Input<'b> {
+    buf: &'b [u8],
+    pos: usize,
+}
+
+impl Input<'_> {
+    fn byte(&mut self) -> Result<u8> {
+        let b = *self
+            .buf
+            .get(self.pos)
+            .ok_or_else(|| "Unexpected end of data.".to_string())?;
+        self.pos += 1;
+        Ok(b)
+    }
+    fn long(&mut self) -> Result<i64> {
+        let mut value: u64 = 0;
+        for shift in (0..70).step_by(7) {
+            let b = self.byte()?;
+            if shift == 63 && b > 1 {
+                return Err("Variable-length integer is too long.".into());
+            }
+            value |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(((value >> 1) as i64) ^ -((value & 1) as i64));
+            }
+        }
+        Err("Variable-length integer is too long.".into())
+    }
+    fn int(&mut self) -> Result<i32> {
+        i32::try_from(self.long()?).map_err(|_| "Int value out of range.".to_string())
+    }
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        let end = self.pos.checked_add(n).filter(|e| *e <= self.buf.len());
+        let end = end.ok_or_else(|| "Unexpected end of data.".to_string())?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn len(&mut self) -> Result<usize> {
+        usize::try_from(self.long()?).map_err(|_| "Negative length.".to_string())
+    }
+    fn f32(&mut self) -> Result<f32> {
+        let b = self.take(4)?;
+        Ok(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn f64(&mut self) -> Result<f64> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(f64::from_le_bytes(a))
+    }
+    /// Item count of the next array/map block (a negative count is followed by a byte size).
+    fn block(&mut self) -> Result<usize> {
+        let n = self.long()?;
+        if n < 0 {
+            self.long()?;
+            usize::try_from(n.unsigned_abs()).map_err(|_| "Bad block count.".to_string())
+        } else {
+            usize::try_from(n).map_err(|_| "Bad block count.".to_string())
+        }
+    }
+}
+
+fn number(f: f64) -> Value {
+    serde_json::Number::from_f64(f)
+        .map(Value::Number)
+        .unwrap_or_else(|| Value::String(f.to_string()))
+}
+
+fn bytes_json(b: &[u8]) -> Value {
+    Value::String(b.iter().map(|c| char::from(*c)).collect())
+}
+
+/// Decodes one datum written with `w` (root of `wa`) as read by `r` (root of `ra`).
+pub fn decode(wa: &Arena, ra: &Arena, bytes: &[u8]) -> Result<Value> {
+    let mut input = Input { buf: bytes, pos: 0 };
+    let v = Resolver { wa, ra }.resolve(&mut input, wa.root, ra.root, 0)?;
+    if input.pos != bytes.len() {
+        return Err(format!(
+            "{} trailing bytes after the datum.",
+            bytes.len() - input.pos
+        ));
+    }
+    Ok(v)
+}
+
+struct Resolver<'a> {
+    wa: &'a Arena,
+    ra: &'a Arena,
+}
+
+impl Resolver<'_> {
+    fn resolve(&self, input: &mut Input<'_>, w: NodeId, r: NodeId, depth: usize) -> Result<Value> {
+        if depth > MAX_DATA_DEPTH {
+            return Err("Data is nested too deeply.".into());
+        }
+        let (wk, rk) = (self.wa.kind(w), self.ra.kind(r));
+        if let Kind::Union(wbs) = wk {
+            let i = input.long()?;
+            let wb = usize::try_from(i)
+                .ok()
+                .and_then(|i| wbs.get(i))
+                .ok_or_else(|| format!("Union branch index {i} out of range."))?;
+            return self.resolve(input, *wb, r, depth + 1);
+        }
+        if let Kind::Union(rbs) = rk {
+            let exact = rbs.iter().find(|rb| self.same_type(w, **rb));
+            let chosen = exact.or_else(|| {
+                rbs.iter()
+                    .find(|rb| crate::rules::type_mismatch::promotes(self.ra.kind(**rb), wk))
+            });
+            let rb = *chosen.ok_or_else(|| {
+                format!(
+                    "No branch of reader union {} reads writer type '{}'.",
+                    self.ra.describe(r),
+                    self.wa.describe(w)
+                )
+            })?;
+            let v = self.resolve(input, w, rb, depth + 1)?;
+            return Ok(wrap(self.ra, rb, v));
+        }
+        Ok(match (wk, rk) {
+            (Kind::Null, Kind::Null) => Value::Null,
+            (Kind::Boolean, Kind::Boolean) => match input.byte()? {
+                0 => Value::Bool(false),
+                1 => Value::Bool(true),
+                b => return Err(format!("Invalid boolean byte {b}.")),
+            },
+            (Kind::Int, Kind::Int) => Value::from(input.int()?),
+            (Kind::Int, Kind::Long) => Value::from(i64::from(input.int()?)),
+            (Kind::Int, Kind::Float) => number(f64::from(input.int()? as f32)),
+            (Kind::Int, Kind::Double) => number(f64::from(input.int()?)),
+            (Kind::Long, Kind::Long) => Value::from(input.long()?),
+            (Kind::Long, Kind::Float) => number(f64::from(input.long()? as f32)),
+            (Kind::Long, Kind::Double) => number(input.long()? as f64),
+            (Kind::Float, Kind::Float) => number(f64::from(input.f32()?)),
+            (Kind::Float, Kind::Double) => number(f64::from(input.f32()?)),
+            (Kind::Double, Kind::Double) => number(input.f64()?),
+            (Kind::String | Kind::Bytes, Kind::String) => {
+                let n = input.len()?;
+                Value::String(String::from_utf8_lossy(input.take(n)?).into_owned())
+            }
+            (Kind::String | Kind::Bytes, Kind::Bytes) => {
+                let n = input.len()?;
+                bytes_json(input.take(n)?)
+            }
+            (Kind::Fixed(wf), Kind::Fixed(rf)) => {
+                if !names_match(&rf.named, &wf.named) || rf.size != wf.size {
+                    return Err(format!(
+                        "Reader fixed '{}' ({} bytes) cannot read writer fixed '{}' ({} bytes).",
+                        rf.named.name.full(),
+                        rf.size,
+                        wf.named.name.full(),
+                        wf.size
+                    ));
+                }
+                bytes_json(input.take(wf.size)?)
+            }
+            (Kind::Enum(we), Kind::Enum(re)) => {
+                if !names_match(&re.named, &we.named) {
+                    return Err(format!(
+                        "Reader enum '{}' does not match writer enum '{}'.",
+                        re.named.name.full(),
+                        we.named.name.full()
+                    ));
+                }
+                let i = input.long()?;
+                let symbol = usize::try_from(i)
+                    .ok()
+                    .and_then(|i| we.symbols.get(i))
+                    .ok_or_else(|| format!("Enum index {i} out of range."))?;
+                if re.symbols.contains(symbol) {
+                    Value::String(symbol.clone())
+                } else if let Some(d) = &re.default {
+                    Value::String(d.clone())
+                } else {
+                    return Err(format!(
+                        "Symbol '{symbol}' is not in reader enum '{}', which has no default.",
+                        re.named.name.full()
+                    ));
+                }
+            }
+            (Kind::Array(wi), Kind::Array(ri)) => {
+                let mut items = Vec::new();
+                loop {
+                    let n = input.block()?;
+                    if n == 0 {
+                        break;
+                    }
+                    for _ in 0..n {
+                        items.push(self.resolve(input, *wi, *ri, depth + 1)?);
+                    }
+                }
+                Value::Array(items)
+            }
+            (Kind::Map(wv), Kind::Map(rv)) => {
+                let mut map = Map::new();
+                loop {
+                    let n = input.block()?;
+                    if n == 0 {
+                        break;
+                    }
+                    for _ in 0..n {
+                        let len = input.len()?;
+                        let key = String::from_utf8_lossy(input.take(len)?).into_owned();
+                        let v = self.resolve(input, *wv, *rv, depth + 1)?;
+                        map.insert(key, v);
+                    }
+                }
+                Value::Object(map)
+            }
+            (Kind::Record(wr), Kind::Record(rr)) => {
+                if !names_match(&rr.named, &wr.named) {
+                    return Err(format!(
+                        "Reader record '{}' does not match writer record '{}'.",
+                        rr.named.name.full(),
+                        wr.named.name.full()
+                    ));
+                }
+                let mut values: Vec<Option<Value>> = vec![None; rr.fields.len()];
+                for wf in &wr.fields {
+                    let target = rr
+                        .fields
+                        .iter()
+                        .position(|rf| rf.name == wf.name)
+                        .or_else(|| {
+                            rr.fields
+                                .iter()
+                                .position(|rf| rf.aliases.contains(&wf.name))
+                        });
+                    match target {
+                        Some(i) => {
+                            values[i] =
+                                Some(self.resolve(input, wf.ty, rr.fields[i].ty, depth + 1)?)
+                        }
+                        None => {
+                            read(self.wa, input, wf.ty, depth + 1)?;
+                        }
+                    }
+                }
+                let mut obj = Map::new();
+                for (rf, v) in rr.fields.iter().zip(values) {
+                    let v = match (v, &rf.default) {
+                        (Some(v), _) => v,
+                        (None, Some(d)) => default_value(self.ra, rf.ty, d, 0),
+                        (None, None) => {
+                            return Err(format!(
+                                "Reader field '{}' is missing in the writer's data and has no default.",
+                                rf.name
+                            ));
+                        }
+                    };
+                    obj.insert(rf.name.clone(), v);
+                }
+                Value::Object(obj)
+            }
+            _ => {
+                return Err(format!(
+                    "Reader type '{}' cannot read writer type '{}'.",
+                    self.ra.describe(r),
+                    self.wa.describe(w)
+                ));
+            }
+        })
+    }
+
+    /// The same type for choosing a reader union branch: same kind, and for named types a
+    /// matching name.
+    fn same_type(&self, w: NodeId, r: NodeId) -> bool {
+        let (wk, rk) = (self.wa.kind(w), self.ra.kind(r));
+        if std::mem::discriminant(wk) != std::mem::discriminant(rk) {
+            return false;
+        }
+        match (rk.named(), wk.named()) {
+            (Some(rn), Some(wn)) => names_match(rn, wn),
+            _ => true,
+        }
+    }
+}
+
+fn wrap(arena: &Arena, branch: NodeId, v: Value) -> Value {
+    if matches!(arena.kind(branch), Kind::Null) {
+        return Value::Null;
+    }
+    let mut m = Map::new();
+    m.insert(arena.branch_label(branch), v);
+    Value::Object(m)
+}
+
+/// A datum in its writer schema, without resolution (used to skip writer-only fields).
+fn read(arena: &Arena, input: &mut Input<'_>, id: NodeId, depth: usize) -> Result<Value> {
+    Resolver {
+        wa: arena,
+        ra: arena,
+    }
+    .resolve(input, id, id, depth)
+}
+
+/// A field default (JSON as written in the schema) in the JSON encoding of its type.
+pub fn default_value(arena: &Arena, ty: NodeId, d: &Value, depth: usize) -> Value {
+    if depth > crate::parse::MAX_DEPTH {
+        return d.clone();
+    }
+    match arena.kind(ty) {
+        Kind::Union(bs) => {
+            match bs
+                .iter()
+                .find(|b| crate::default::is_valid(arena, **b, d, 0))
+            {
+                Some(b) => wrap(arena, *b, default_value(arena, *b, d, depth + 1)),
+                None => d.clone(),
+            }
+        }
+        Kind::Record(r) => {
+            let mut obj = Map::new();
+            for f in &r.fields {
+                if let Some(v) = d.get(&f.name).or(f.default.as_ref()) {
+                    obj.insert(f.name.clone(), default_value(arena, f.ty, v, depth + 1));
+                }
+            }
+            Value::Object(obj)
+        }
+        Kind::Array(i) => match d {
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|v| default_value(arena, *i, v, depth + 1))
+                    .collect(),
+            ),
+            _ => d.clone(),
+        },
+        Kind::Map(vt) => match d {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), default_value(arena, *vt, v, depth + 1)))
+                    .collect(),
+            ),
+            _ => d.clone(),
+        },
+        Kind::Float | Kind::Double => d.as_f64().map(number).unwrap_or_else(|| d.clone()),
+        _ => d.clone(),
+    }
+}
+
+/// Encodes a datum given in the JSON encoding described above.
+pub fn encode(arena: &Arena, datum: &Value) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    write(arena, arena.root, datum, &mut out, 0)?;
+    Ok(out)
+}
+
+fn put_long(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    loop {
+        if z < 0x80 {
+            out.push(z as u8);
+            return;
+        }
+        out.push((z as u8 & 0x7f) | 0x80);
+        z >>= 7;
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_long(out, b.len() as i64);
+    out.extend_from_slice(b);
+}
+
+fn code_points(s: &str) -> Result<Vec<u8>> {
+    s.chars()
+        .map(|c| u8::try_from(u32::from(c)).map_err(|_| format!("Character '{c}' is not a byte.")))
+        .collect()
+}
+
+fn write(arena: &Arena, id: NodeId, v: &Value, out: &mut Vec<u8>, depth: usize) -> Result<()> {
+    if depth > MAX_DATA_DEPTH {
+        return Err("Data is nested too deeply.".into());
+    }
+    let mismatch = || format!("Value {v} does not match type '{}'.", arena.describe(id));
+    match arena.kind(id) {
+        Kind::Null => v.is_null().then_some(()).ok_or_else(mismatch)?,
+        Kind::Boolean => out.push(u8::from(v.as_bool().ok_or_else(mismatch)?)),
+        Kind::Int => {
+            let i = v.as_i64().filter(|i| i32::try_from(*i).is_ok());
+            put_long(out, i.ok_or_else(mismatch)?)
+        }
+        Kind::Long => put_long(out, v.as_i64().ok_or_else(mismatch)?),
+        Kind::Float => {
+            out.extend_from_slice(&(v.as_f64().ok_or_else(mismatch)? as f32).to_le_bytes())
+        }
+        Kind::Double => out.extend_from_slice(&v.as_f64().ok_or_else(mismatch)?.to_le_bytes()),
+        Kind::String => put_bytes(out, v.as_str().ok_or_else(mismatch)?.as_bytes()),
+        Kind::Bytes => put_bytes(out, &code_points(v.as_str().ok_or_else(mismatch)?)?),
+        Kind::Fixed(f) => {
+            let b = code_points(v.as_str().ok_or_else(mismatch)?)?;
+            if b.len() != f.size {
+                return Err(mismatch());
+            }
+            out.extend_from_slice(&b);
+        }
+        Kind::Enum(e) => {
+            let s = v.as_str().ok_or_else(mismatch)?;
+            let i = e.symbols.iter().position(|x| x == s).ok_or_else(mismatch)?;
+            put_long(out, i as i64);
+        }
+        Kind::Array(items) => {
+            let a = v.as_array().ok_or_else(mismatch)?;
+            if !a.is_empty() {
+                put_long(out, a.len() as i64);
+                for x in a {
+                    write(arena, *items, x, out, depth + 1)?;
+                }
+            }
+            put_long(out, 0);
+        }
+        Kind::Map(values) => {
+            let m = v.as_object().ok_or_else(mismatch)?;
+            if !m.is_empty() {
+                put_long(out, m.len() as i64);
+                for (k, x) in m {
+                    put_bytes(out, k.as_bytes());
+                    write(arena, *values, x, out, depth + 1)?;
+                }
+            }
+            put_long(out, 0);
+        }
+        Kind::Union(bs) => {
+            let (i, inner) = match v {
+                Value::Null => (
+                    bs.iter().position(|b| matches!(arena.kind(*b), Kind::Null)),
+                    v,
+                ),
+                Value::Object(m) if m.len() == 1 => {
+                    let (label, inner) = m.iter().next().ok_or_else(mismatch)?;
+                    (
+                        bs.iter().position(|b| &arena.branch_label(*b) == label),
+                        inner,
+                    )
+                }
+                _ => (None, v),
+            };
+            let i = i.ok_or_else(mismatch)?;
+            put_long(out, i as i64);
+            write(arena, bs[i], inner, out, depth + 1)?;
+        }
+        Kind::Record(r) => {
+            let obj = v.as_object().ok_or_else(mismatch)?;
+            for f in &r.fields {
+                let fv = obj
+                    .get(&f.name)
+                    .ok_or_else(|| format!("Field '{}' is missing from the value.", f.name))?;
+                write(arena, f.ty, fv, out, depth + 1)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! Covenant's own Avro schema model.
+//!
+//! We keep our own model instead of `apache_avro::Schema` because the registry needs things
+//! that crate does not give: every parse error with a path, default validation with Java's
+//! rules, compatibility that reports every incompatibility with a readable path and an
+//! explanation, and resolution that matches Java `SchemaCompatibility` on enums and aliases
+//! (where the crate's checker is wrong). Named types live once in an arena and are referred
+//! to by index, so recursive schemas are plain cycles of indexes and a (reader, writer) pair
+//! of indexes is a cheap memoization key.
+
+use serde_json::{Map, Value};
+
+/// Index of a node in [`Arena::nodes`].
+pub type NodeId = usize;
+
+/// An Avro full name split into its parts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Name {
+    pub name: String,
+    pub namespace: Option<String>,
+}
+
+impl Name {
+    pub fn full(&self) -> String {
+        match &self.namespace {
+            Some(ns) if !ns.is_empty() => format!("{ns}.{}", self.name),
+            _ => self.name.clone(),
+        }
+    }
+}
+
+/// What named types share: name, aliases (as full names), doc and where they were defined.
+#[derive(Debug, Clone)]
+pub struct Named {
+    pub name: Name,
+    pub aliases: Vec<String>,
+    pub doc: Option<String>,
+    /// Set when the type was defined by a reference rather than by the schema itself.
+    pub from_reference: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Field {
+    pub name: String,
+    pub ty: NodeId,
+    pub default: Option<Value>,
+    pub aliases: Vec<String>,
+    pub order: Option<String>,
+    pub doc: Option<String>,
+    pub props: Map<String, Value>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub named: Named,
+    pub is_error: bool,
+    pub fields: Vec<Field>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Enum {
+    pub named: Named,
+    pub symbols: Vec<String>,
+    pub default: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Fixed {
+    pub named: Named,
+    pub size: usize,
+}
+
+/// A logical type that passed the specification's validity rules; invalid ones are dropped
+/// (the node reads as its underlying type) but their attributes are kept in `props`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Logical {
+    Decimal { precision: u32, scale: u32 },
+    Uuid,
+    Date,
+    TimeMillis,
+    TimeMicros,
+    TimestampMillis,
+    TimestampMicros,
+    LocalTimestampMillis,
+    LocalTimestampMicros,
+    Duration,
+}
+
+impl Logical {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Logical::Decimal { .. } => "decimal",
+            Logical::Uuid => "uuid",
+            Logical::Date => "date",
+            Logical::TimeMillis => "time-millis",
+            Logical::TimeMicros => "time-micros",
+            Logical::TimestampMillis => "timestamp-millis",
+            Logical::TimestampMicros => "timestamp-micros",
+            Logical::LocalTimestampMillis => "local-timestamp-millis",
+            Logical::LocalTimestampMicros => "local-timestamp-micros",
+            Logical::Duration => "duration",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    Null,
+    Boolean,
+    Int,
+    Long,
+    Float,
+    Double,
+    Bytes,
+    String,
+    Array(NodeId),
+    Map(NodeId),
+    Union(Vec<NodeId>),
+    Record(Record),
+    Enum(Enum),
+    Fixed(Fixed),
+}
+
+impl Kind {
+    /// The Avro type name (`record` for errors, as the canonical form wants).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Boolean => "boolean",
+            Kind::Int => "int",
+            Kind::Long => "long",
+            Kind::Float => "float",
+            Kind::Double => "double",
+            Kind::Bytes => "bytes",
+            Kind::String => "string",
+            Kind::Array(_) => "array",
+            Kind::Map(_) => "map",
+            Kind::Union(_) => "union",
+            Kind::Record(_) => "record",
+            Kind::Enum(_) => "enum",
+            Kind::Fixed(_) => "fixed",
+        }
+    }
+
+    pub fn named(&self) -> Option<&Named> {
+        match self {
+            Kind::Record(r) => Some(&r.named),
+            Kind::Enum(e) => Some(&e.named),
+            Kind::Fixed(f) => Some(&f.named),
+            _ => None,
+        }
+    }
+
+    pub fn is_primitive(&self) -> bool {
+        matches!(
+            self,
+            Kind::Null
+                | Kind::Boolean
+                | Kind::Int
+                | Kind::Long
+                | Kind::Float
+                | Kind::Double
+                | Kind::Bytes
+                | Kind::String
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub kind: Kind,
+    pub logical: Option<Logical>,
+    /// Attributes beyond the ones the model understands (including an invalid `logicalType`
+    /// and its parameters), kept for the normalized form.
+    pub props: Map<String, Value>,
+}
+
+/// All nodes of one schema (and of the references it was parsed with).
+#[derive(Debug, Clone, Default)]
+pub struct Arena {
+    pub nodes: Vec<Node>,
+    pub root: NodeId,
+}
+
+impl Arena {
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id]
+    }
+    pub fn kind(&self, id: NodeId) -> &Kind {
+        &self.nodes[id].kind
+    }
+
+    /// A short human description of a node: its type name, or full name for named types.
+    pub fn describe(&self, id: NodeId) -> String {
+        match &self.nodes[id].kind {
+            Kind::Union(branches) => {
+                let parts: Vec<String> = branches.iter().map(|b| self.describe(*b)).collect();
+                format!("[{}]", parts.join(", "))
+            }
+            Kind::Array(items) => format!("array<{}>", self.describe(*items)),
+            Kind::Map(values) => format!("map<{}>", self.describe(*values)),
+            k => match k.named() {
+                Some(n) => n.name.full(),
+                None => k.type_name().to_string(),
+            },
+        }
+    }
+
+    /// The segment naming a union branch in a path: its type name or full name.
+    pub fn branch_label(&self, id: NodeId) -> String {
+        match self.kind(id).named() {
+            Some(n) => n.name.full(),
+            None => self.kind(id).type_name().to_string(),
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The one table from failures to Confluent's HTTP status, `error_code` and message.
+//! Every error response of the API is built here, in Confluent's
+//! `{"error_code": <int>, "message": "<text>"}` shape.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use covenant_registry::RegistryError;
+
+pub const CONTENT_TYPE: &str = "application/vnd.schemaregistry.v1+json";
+
+/// An error answer: HTTP status, Confluent error code and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: u32,
+    pub message: String,
+}
+
+impl ApiError {
+    fn new(code: u32, message: impl Into<String>) -> ApiError {
+        // Five-digit codes carry their status in the first three digits; framework errors
+        // use the status itself as the code.
+        let status_number = if code >= 10_000 { code / 100 } else { code };
+        let status = u16::try_from(status_number)
+            .ok()
+            .and_then(|n| StatusCode::from_u16(n).ok())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found_path() -> ApiError {
+        ApiError::new(404, "HTTP 404 Not Found")
+    }
+    pub fn method_not_allowed() -> ApiError {
+        ApiError::new(405, "HTTP 405 Method Not Allowed")
+    }
+    pub fn unsupported_media_type() -> ApiError {
+        ApiError::new(415, "HTTP 415 Unsupported Media Type")
+    }
+    pub fn payload_too_large(limit: usize) -> ApiError {
+        ApiError::new(413, format!("Request body is larger than {limit} bytes"))
+    }
+    /// Malformed JSON or a field of the wrong JSON type.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(400, message)
+    }
+    pub fn internal() -> ApiError {
+        ApiError::new(500, "Internal Server Error")
+    }
+    /// `Schema not found` for an id path segment that is not a number.
+    pub fn unparseable_id() -> ApiError {
+        ApiError::not_found_path()
+    }
+}
+
+/// Confluent's error code for each domain failure.
+pub fn error_code(e: &RegistryError) -> u32 {
+    match e {
+        RegistryError::SubjectNotFound(_) => 40401,
+        RegistryError::VersionNotFound(_) => 40402,
+        RegistryError::SchemaIdNotFound(_) | RegistryError::SchemaNotFound => 40403,
+        RegistryError::SubjectSoftDeleted(_) => 40404,
+        RegistryError::SubjectNotSoftDeleted(_) => 40405,
+        RegistryError::VersionSoftDeleted(..) => 40406,
+        RegistryError::VersionNotSoftDeleted(..) => 40407,
+        RegistryError::SubjectConfigNotFound(_) => 40408,
+        RegistryError::SubjectModeNotFound(_) => 40409,
+        RegistryError::Incompatible { .. } => 40901,
+        RegistryError::InvalidSchema(_) => 42201,
+        RegistryError::InvalidVersion(_) => 42202,
+        RegistryError::InvalidCompatibilityLevel => 42203,
+        RegistryError::InvalidMode | RegistryError::ForwardModeOnSubject => 42204,
+        RegistryError::OperationNotPermitted(_) => 42205,
+        RegistryError::Referenced(..) => 42206,
+        RegistryError::InvalidSubject(_) => 42208,
+        RegistryError::InvalidRuleSet(_) => 42210,
+        RegistryError::Store(_) => 50001,
+        _ => 50001,
+    }
+}
+
+impl From<RegistryError> for ApiError {
+    fn from(e: RegistryError) -> ApiError {
+        let code = error_code(&e);
+        if code >= 50000 {
+            tracing::error!(error = %e, "registry failure");
+        }
+        ApiError::new(code, e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({"error_code": self.code, "message": self.message});
+        let mut response = (self.status, body.to_string()).into_response();
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_map_to_their_status() {
+        let cases = [
+            (RegistryError::SubjectNotFound("s".into()), 404, 40401),
+            (RegistryError::VersionNotFound("2".into()), 404, 40402),
+            (RegistryError::SchemaIdNotFound(7), 404, 40403),
+            (RegistryError::SubjectConfigNotFound("s".into()), 404, 40408),
+            (
+                RegistryError::Incompatible {
+                    subject: "s".into(),
+                    findings: vec![],
+                },
+                409,
+                40901,
+            ),
+            (RegistryError::InvalidVersion("x".into()), 422, 42202),
+            (RegistryError::Referenced("s".into(), 1), 422, 42206),
+            (RegistryError::Store("x".into()), 500, 50001),
+        ];
+        for (e, status, code) in cases {
+            let api = ApiError::from(e);
+            assert_eq!((api.status.as_u16(), api.code), (status, code));
+        }
+        assert_eq!(ApiError::payload_too_large(10).status.as_u16(), 413);
+        assert_eq!(ApiError::method_not_allowed().code, 405);
+    }
+
+    #[test]
+    fn messages_are_confluents() {
+        assert_eq!(
+            ApiError::from(RegistryError::SubjectSoftDeleted("s".into())).message,
+            "Subject 's' was soft deleted.Set permanent=true to delete permanently"
+        );
+        assert_eq!(
+            ApiError::from(RegistryError::SchemaIdNotFound(3)).message,
+            "Schema 3 not found"
+        );
+    }
+}

@@ -1,0 +1,652 @@
+//! Thin handlers: parse the request, call the registry, shape the answer.
+
+use crate::AppState;
+use crate::error::{ApiError, CONTENT_TYPE};
+use crate::extract::{ConfluentJson, Params, SafePath};
+use crate::views::{config_update_view, config_view, mode_view, schema_fields, version_view};
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use covenant_registry::{
+    ConfigUpdate, Ref, RegisterOptions, RegistryError, SchemaRequest, TextFormat, VersionSpec,
+    finding_text,
+};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+type ApiResult = Result<Response, ApiError>;
+
+/// A JSON answer under Confluent's media type.
+pub fn ok(value: Value) -> Response {
+    raw(value.to_string())
+}
+
+/// Text under Confluent's media type (raw schema endpoints answer the schema itself).
+fn raw(text: String) -> Response {
+    let mut r = (StatusCode::OK, text).into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+    r
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RefBody {
+    name: String,
+    subject: String,
+    version: i64,
+}
+
+/// Register, lookup and compatibility bodies. Unknown fields are ignored, as Confluent's
+/// entities are.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SchemaBody {
+    #[serde(default)]
+    schema: Option<String>,
+    #[serde(default)]
+    schema_type: Option<String>,
+    #[serde(default)]
+    references: Option<Vec<RefBody>>,
+    #[serde(default)]
+    metadata: Option<Value>,
+    #[serde(default)]
+    rule_set: Option<Value>,
+    #[serde(default)]
+    id: Option<i64>,
+    #[serde(default)]
+    version: Option<i64>,
+}
+
+impl SchemaBody {
+    fn into_request(self) -> SchemaRequest {
+        SchemaRequest {
+            schema: self.schema.unwrap_or_default(),
+            schema_type: self.schema_type,
+            references: self
+                .references
+                .unwrap_or_default()
+                .into_iter()
+                .map(|r| Ref {
+                    name: r.name,
+                    subject: r.subject,
+                    version: r.version,
+                })
+                .collect(),
+            metadata: self.metadata,
+            rule_set: self.rule_set,
+            id: self.id,
+            version: self.version,
+        }
+    }
+}
+
+fn parse_id(text: &str) -> Result<i64, ApiError> {
+    text.trim().parse().map_err(|_| ApiError::unparseable_id())
+}
+
+fn version_spec(text: &str) -> Result<VersionSpec, ApiError> {
+    Ok(VersionSpec::parse(text)?)
+}
+
+/// `offset`/`limit` paging; a limit of 0 or below (or above `max`) means the default.
+fn page<T>(items: Vec<T>, params: &Params, max: Option<usize>) -> Vec<T> {
+    let offset = params.int("offset").unwrap_or(0).max(0) as usize;
+    let limit = params.int("limit").unwrap_or(-1);
+    let limit = match (limit, max) {
+        (l, Some(m)) if l <= 0 || l as usize > m => m,
+        (l, None) if l <= 0 => usize::MAX,
+        (l, _) => l as usize,
+    };
+    items.into_iter().skip(offset).take(limit).collect()
+}
+
+// ----- root ------------------------------------------------------------------------------
+
+pub async fn root() -> Response {
+    ok(json!({}))
+}
+
+pub async fn root_post(body: Result<ConfluentJson<Value>, ApiError>) -> Response {
+    match body {
+        Ok(_) => ok(json!({})),
+        Err(e) => e.into_response(),
+    }
+}
+
+pub async fn metadata_id() -> Response {
+    ok(json!({"scope": {"path": [], "clusters": {
+        "kafka-cluster": "covenant",
+        "schema-registry-cluster": "covenant"
+    }}}))
+}
+
+pub async fn metadata_version() -> Response {
+    ok(json!({"version": env!("CARGO_PKG_VERSION"), "commitId": "covenant"}))
+}
+
+pub async fn contexts() -> Response {
+    ok(json!(["."]))
+}
+
+pub async fn health_live() -> Response {
+    ok(json!({"status": "UP"}))
+}
+
+pub async fn health_ready(State(state): State<AppState>) -> ApiResult {
+    state.registry.max_id().await?;
+    Ok(ok(json!({"status": "UP"})))
+}
+
+// ----- /schemas --------------------------------------------------------------------------
+
+pub async fn schema_types() -> Response {
+    ok(json!(["JSON", "PROTOBUF", "AVRO"]))
+}
+
+pub async fn schemas(State(state): State<AppState>, params: Params) -> ApiResult {
+    let prefix = params.get("subjectPrefix").unwrap_or("");
+    let versions = state
+        .registry
+        .list_schemas(prefix, params.flag("deleted"), params.flag("latestOnly"))
+        .await?;
+    let versions = page(versions, &params, Some(1000));
+    let mut out = Vec::with_capacity(versions.len());
+    for v in &versions {
+        out.push(version_view(v, v.schema.schema.clone()));
+    }
+    Ok(ok(Value::Array(out)))
+}
+
+pub async fn schema_by_id(
+    State(state): State<AppState>,
+    SafePath(id): SafePath<String>,
+    params: Params,
+) -> ApiResult {
+    let id = parse_id(&id)?;
+    let record = state.registry.schema_by_id(id).await?;
+    let text = state
+        .registry
+        .schema_text(&record, TextFormat::parse(params.get("format")))
+        .await?;
+    let mut m = schema_fields(&record, text);
+    if let Some(subject) = params.get("subject").filter(|s| !s.is_empty())
+        && let Ok(pairs) = state.registry.versions_with_id(id, true).await
+        && let Some((s, v)) = pairs.iter().rev().find(|(s, _)| s == subject)
+    {
+        m.insert("subject".into(), json!(s));
+        m.insert("version".into(), json!(v));
+    }
+    if params.flag("fetchMaxId") {
+        m.insert("maxId".into(), json!(state.registry.max_id().await?));
+    }
+    Ok(ok(Value::Object(m)))
+}
+
+pub async fn schema_text_by_id(
+    State(state): State<AppState>,
+    SafePath(id): SafePath<String>,
+    params: Params,
+) -> ApiResult {
+    let id = parse_id(&id)?;
+    let record = state.registry.schema_by_id(id).await?;
+    let text = state
+        .registry
+        .schema_text(&record, TextFormat::parse(params.get("format")))
+        .await?;
+    Ok(raw(text))
+}
+
+pub async fn subjects_by_id(
+    State(state): State<AppState>,
+    SafePath(id): SafePath<String>,
+    params: Params,
+) -> ApiResult {
+    let id = parse_id(&id)?;
+    let pairs = state
+        .registry
+        .versions_with_id(id, params.flag("deleted"))
+        .await?;
+    let filter = params.get("subject").filter(|s| !s.is_empty());
+    let mut subjects: Vec<String> = pairs
+        .into_iter()
+        .map(|(s, _)| s)
+        .filter(|s| filter.is_none_or(|f| f == s))
+        .collect();
+    subjects.dedup();
+    Ok(ok(json!(page(subjects, &params, None))))
+}
+
+pub async fn versions_by_id(
+    State(state): State<AppState>,
+    SafePath(id): SafePath<String>,
+    params: Params,
+) -> ApiResult {
+    let id = parse_id(&id)?;
+    let pairs = state
+        .registry
+        .versions_with_id(id, params.flag("deleted"))
+        .await?;
+    let filter = params.get("subject").filter(|s| !s.is_empty());
+    let out: Vec<Value> = pairs
+        .into_iter()
+        .filter(|(s, _)| filter.is_none_or(|f| f == s))
+        .map(|(s, v)| json!({"subject": s, "version": v}))
+        .collect();
+    Ok(ok(json!(page(out, &params, None))))
+}
+
+// ----- /subjects -------------------------------------------------------------------------
+
+pub async fn subjects(State(state): State<AppState>, params: Params) -> ApiResult {
+    let prefix = params
+        .get("subjectPrefix")
+        .filter(|p| *p != ":*:")
+        .unwrap_or("");
+    let list = state
+        .registry
+        .subjects(prefix, params.flag("deleted"), params.flag("deletedOnly"))
+        .await?;
+    Ok(ok(json!(page(list, &params, None))))
+}
+
+pub async fn versions(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+    params: Params,
+) -> ApiResult {
+    let negative = params.flag("deletedAsNegative");
+    let deleted = params.flag("deleted") || negative;
+    let list = state
+        .registry
+        .versions(&subject, deleted, params.flag("deletedOnly"))
+        .await?;
+    let list = if negative {
+        let live = state
+            .registry
+            .versions(&subject, false, false)
+            .await
+            .unwrap_or_default();
+        list.into_iter()
+            .map(|v| if live.contains(&v) { v } else { -v })
+            .collect()
+    } else {
+        list
+    };
+    Ok(ok(json!(page(list, &params, None))))
+}
+
+pub async fn register(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+    params: Params,
+    ConfluentJson(body): ConfluentJson<SchemaBody>,
+) -> ApiResult {
+    let options = RegisterOptions {
+        normalize: params.flag("normalize"),
+        force: params.flag("force"),
+    };
+    let reg = state
+        .registry
+        .register(&subject, body.into_request(), options)
+        .await?;
+    let text = state
+        .registry
+        .schema_text(&reg.schema, TextFormat::parse(params.get("format")))
+        .await?;
+    let mut m = Map::new();
+    m.insert("id".into(), json!(reg.id));
+    m.insert("subject".into(), json!(subject));
+    m.insert("version".into(), json!(reg.version));
+    m.extend(schema_fields(&reg.schema, text));
+    Ok(ok(Value::Object(m)))
+}
+
+pub async fn lookup(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+    params: Params,
+    ConfluentJson(body): ConfluentJson<SchemaBody>,
+) -> ApiResult {
+    let v = state
+        .registry
+        .lookup(
+            &subject,
+            &body.into_request(),
+            params.flag("normalize"),
+            params.flag("deleted"),
+        )
+        .await?;
+    let text = state
+        .registry
+        .schema_text(&v.schema, TextFormat::parse(params.get("format")))
+        .await?;
+    Ok(ok(version_view(&v, text)))
+}
+
+pub async fn version(
+    State(state): State<AppState>,
+    SafePath((subject, version)): SafePath<(String, String)>,
+    params: Params,
+) -> ApiResult {
+    let spec = version_spec(&version)?;
+    let v = state
+        .registry
+        .version(&subject, spec, params.flag("deleted"))
+        .await?;
+    let text = state
+        .registry
+        .schema_text(&v.schema, TextFormat::parse(params.get("format")))
+        .await?;
+    Ok(ok(version_view(&v, text)))
+}
+
+pub async fn version_schema(
+    State(state): State<AppState>,
+    SafePath((subject, version)): SafePath<(String, String)>,
+    params: Params,
+) -> ApiResult {
+    let spec = version_spec(&version)?;
+    let v = state
+        .registry
+        .version(&subject, spec, params.flag("deleted"))
+        .await?;
+    let text = state
+        .registry
+        .schema_text(&v.schema, TextFormat::parse(params.get("format")))
+        .await?;
+    Ok(raw(text))
+}
+
+pub async fn referenced_by(
+    State(state): State<AppState>,
+    SafePath((subject, version)): SafePath<(String, String)>,
+    params: Params,
+) -> ApiResult {
+    let spec = version_spec(&version)?;
+    let ids = state
+        .registry
+        .referenced_by(&subject, spec, params.flag("deleted"))
+        .await?;
+    Ok(ok(json!(page(ids, &params, Some(1000)))))
+}
+
+pub async fn latest_with_metadata(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+    params: Params,
+) -> ApiResult {
+    let keys = params.all("key");
+    let values = params.all("value");
+    let deleted = params.flag("deleted");
+    let versions = state.registry.versions(&subject, deleted, false).await?;
+    for n in versions.into_iter().rev() {
+        let v = state
+            .registry
+            .version(&subject, VersionSpec::Number(n), deleted)
+            .await?;
+        let props = v
+            .schema
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("properties"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let matches = keys
+            .iter()
+            .zip(values.iter())
+            .all(|(k, val)| props.get(*k).and_then(Value::as_str) == Some(*val));
+        if matches {
+            let text = state
+                .registry
+                .schema_text(&v.schema, TextFormat::parse(params.get("format")))
+                .await?;
+            return Ok(ok(version_view(&v, text)));
+        }
+    }
+    Err(RegistryError::SchemaNotFound.into())
+}
+
+pub async fn delete_subject(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+    params: Params,
+) -> ApiResult {
+    let versions = state
+        .registry
+        .delete_subject(&subject, params.flag("permanent"))
+        .await?;
+    Ok(ok(json!(versions)))
+}
+
+pub async fn delete_version(
+    State(state): State<AppState>,
+    SafePath((subject, version)): SafePath<(String, String)>,
+    params: Params,
+) -> ApiResult {
+    let spec = version_spec(&version)?;
+    let v = state
+        .registry
+        .delete_version(&subject, spec, params.flag("permanent"))
+        .await?;
+    Ok(ok(json!(v)))
+}
+
+// ----- /compatibility --------------------------------------------------------------------
+
+async fn compatibility(
+    state: &AppState,
+    subject: &str,
+    against: Option<VersionSpec>,
+    params: &Params,
+    body: SchemaBody,
+) -> ApiResult {
+    let verbose = params.flag("verbose");
+    let request = body.into_request();
+    match state
+        .registry
+        .test_compatibility(subject, against, &request, params.flag("normalize"))
+        .await
+    {
+        Ok(report) => {
+            let mut m = Map::new();
+            m.insert("is_compatible".into(), json!(report.compatible));
+            if verbose {
+                let messages: Vec<String> = report.errors().map(finding_text).collect();
+                m.insert("messages".into(), json!(messages));
+            }
+            Ok(ok(Value::Object(m)))
+        }
+        Err(RegistryError::InvalidSchema(message)) if verbose => {
+            Ok(ok(json!({"is_compatible": false, "messages": [message]})))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub async fn compatibility_all(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+    params: Params,
+    ConfluentJson(body): ConfluentJson<SchemaBody>,
+) -> ApiResult {
+    compatibility(&state, &subject, None, &params, body).await
+}
+
+pub async fn compatibility_version(
+    State(state): State<AppState>,
+    SafePath((subject, version)): SafePath<(String, String)>,
+    params: Params,
+    ConfluentJson(body): ConfluentJson<SchemaBody>,
+) -> ApiResult {
+    let spec = version_spec(&version)?;
+    compatibility(&state, &subject, Some(spec), &params, body).await
+}
+
+// ----- /config and /mode -----------------------------------------------------------------
+
+/// Config keys accepted besides the level; everything else in a body is ignored.
+const CONFIG_KEYS: &[&str] = &[
+    "normalize",
+    "validateFields",
+    "validateNewSchemas",
+    "validateRules",
+    "compatibilityGroup",
+    "compatibilityPolicy",
+    "compatibilityScope",
+    "protobufStrictness",
+    "alias",
+    "defaultMetadata",
+    "overrideMetadata",
+    "defaultRuleSet",
+    "overrideRuleSet",
+];
+
+fn config_update(body: Map<String, Value>) -> ConfigUpdate {
+    let compatibility = body
+        .get("compatibility")
+        .or_else(|| body.get("compatibilityLevel"))
+        .cloned();
+    let extra = body
+        .into_iter()
+        .filter(|(k, _)| CONFIG_KEYS.contains(&k.as_str()))
+        .collect();
+    ConfigUpdate {
+        compatibility,
+        extra,
+    }
+}
+
+pub async fn get_config(State(state): State<AppState>, params: Params) -> ApiResult {
+    let c = state.registry.config(None, true).await?;
+    let _ = params;
+    Ok(ok(config_view(&c)))
+}
+
+pub async fn put_config(
+    State(state): State<AppState>,
+    ConfluentJson(body): ConfluentJson<Map<String, Value>>,
+) -> ApiResult {
+    let c = state.registry.set_config(None, config_update(body)).await?;
+    Ok(ok(config_update_view(&c)))
+}
+
+pub async fn delete_config(State(state): State<AppState>) -> ApiResult {
+    let c = state.registry.delete_config(None).await?;
+    Ok(ok(config_view(&c)))
+}
+
+pub async fn get_subject_config(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+    params: Params,
+) -> ApiResult {
+    let c = state
+        .registry
+        .config(Some(&subject), params.flag("defaultToGlobal"))
+        .await?;
+    Ok(ok(config_view(&c)))
+}
+
+pub async fn put_subject_config(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+    ConfluentJson(body): ConfluentJson<Map<String, Value>>,
+) -> ApiResult {
+    let c = state
+        .registry
+        .set_config(Some(&subject), config_update(body))
+        .await?;
+    Ok(ok(config_update_view(&c)))
+}
+
+pub async fn delete_subject_config(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+) -> ApiResult {
+    let c = state.registry.delete_config(Some(&subject)).await?;
+    Ok(ok(config_view(&c)))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ModeBody {
+    mode: String,
+}
+
+pub async fn get_mode(State(state): State<AppState>) -> ApiResult {
+    Ok(ok(mode_view(state.registry.mode(None, true).await?)))
+}
+
+pub async fn put_mode(
+    State(state): State<AppState>,
+    params: Params,
+    ConfluentJson(body): ConfluentJson<ModeBody>,
+) -> ApiResult {
+    let m = state
+        .registry
+        .set_mode(None, &body.mode, params.flag("force"))
+        .await?;
+    Ok(ok(mode_view(m)))
+}
+
+pub async fn delete_mode(State(state): State<AppState>) -> ApiResult {
+    Ok(ok(mode_view(state.registry.delete_mode(None).await?)))
+}
+
+pub async fn get_subject_mode(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+    params: Params,
+) -> ApiResult {
+    let m = state
+        .registry
+        .mode(Some(&subject), params.flag("defaultToGlobal"))
+        .await?;
+    Ok(ok(mode_view(m)))
+}
+
+pub async fn put_subject_mode(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+    params: Params,
+    ConfluentJson(body): ConfluentJson<ModeBody>,
+) -> ApiResult {
+    let m = state
+        .registry
+        .set_mode(Some(&subject), &body.mode, params.flag("force"))
+        .await?;
+    Ok(ok(mode_view(m)))
+}
+
+pub async fn delete_subject_mode(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+) -> ApiResult {
+    Ok(ok(mode_view(
+        state.registry.delete_mode(Some(&subject)).await?,
+    )))
+}
+
+// ----- operations ------------------------------------------------------------------------
+
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    if let Ok(counts) = state.registry.schema_counts().await {
+        for t in ["AVRO", "JSON", "PROTOBUF"] {
+            let n = counts
+                .iter()
+                .find(|(k, _)| k == t)
+                .map(|(_, n)| *n)
+                .unwrap_or(0);
+            metrics::gauge!("covenant_schemas", "type" => t).set(n as f64);
+        }
+    }
+    let mut r = (StatusCode::OK, state.metrics.render()).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    r
+}
+
+pub async fn openapi() -> Response {
+    ok(crate::openapi::document())
+}

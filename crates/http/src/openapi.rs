@@ -1,0 +1,218 @@
+//! The OpenAPI 3 description of the API, written as data. A test checks that its operations
+//! are exactly the routes served.
+
+use serde_json::{Map, Value, json};
+
+/// `(method, path, summary)` for every operation.
+pub const OPERATIONS: &[(&str, &str, &str)] = &[
+    ("GET", "/", "Liveness: an empty object."),
+    (
+        "POST",
+        "/",
+        "Accepts any JSON object and answers an empty one.",
+    ),
+    (
+        "GET",
+        "/v1/metadata/id",
+        "The registry's cluster identifiers.",
+    ),
+    ("GET", "/v1/metadata/version", "The server version."),
+    (
+        "GET",
+        "/contexts",
+        "Contexts; only the default context '.' exists.",
+    ),
+    (
+        "GET",
+        "/schemas",
+        "Every subject version, filtered by subjectPrefix, deleted and latestOnly.",
+    ),
+    ("GET", "/schemas/types", "The schema types supported."),
+    (
+        "GET",
+        "/schemas/ids/{id}",
+        "The schema with a global id (even if its versions are soft-deleted).",
+    ),
+    (
+        "GET",
+        "/schemas/ids/{id}/schema",
+        "The raw schema text of a global id.",
+    ),
+    (
+        "GET",
+        "/schemas/ids/{id}/subjects",
+        "Subjects holding a version with this id.",
+    ),
+    (
+        "GET",
+        "/schemas/ids/{id}/versions",
+        "Subject-version pairs holding this id.",
+    ),
+    (
+        "GET",
+        "/subjects",
+        "Subjects, filtered by subjectPrefix, deleted and deletedOnly.",
+    ),
+    (
+        "POST",
+        "/subjects/{subject}",
+        "Looks a schema up in a subject.",
+    ),
+    (
+        "DELETE",
+        "/subjects/{subject}",
+        "Deletes a subject (soft, or permanent=true after a soft delete).",
+    ),
+    (
+        "GET",
+        "/subjects/{subject}/metadata",
+        "The latest version whose metadata has the given key/value pairs.",
+    ),
+    (
+        "GET",
+        "/subjects/{subject}/versions",
+        "Version numbers of a subject.",
+    ),
+    (
+        "POST",
+        "/subjects/{subject}/versions",
+        "Registers a schema; 409 names the findings that make it incompatible.",
+    ),
+    (
+        "GET",
+        "/subjects/{subject}/versions/{version}",
+        "One version (a number, latest or -1).",
+    ),
+    (
+        "DELETE",
+        "/subjects/{subject}/versions/{version}",
+        "Deletes a version (soft, or permanent=true after a soft delete).",
+    ),
+    (
+        "GET",
+        "/subjects/{subject}/versions/{version}/schema",
+        "The raw schema text of a version.",
+    ),
+    (
+        "GET",
+        "/subjects/{subject}/versions/{version}/referencedby",
+        "Ids of schemas referencing a version.",
+    ),
+    (
+        "GET",
+        "/config",
+        "The global compatibility level and settings.",
+    ),
+    (
+        "PUT",
+        "/config",
+        "Updates the global config (partial update).",
+    ),
+    (
+        "DELETE",
+        "/config",
+        "Removes the global config, returning it.",
+    ),
+    (
+        "GET",
+        "/config/{subject}",
+        "A subject's config; 40408 without one unless defaultToGlobal=true.",
+    ),
+    (
+        "PUT",
+        "/config/{subject}",
+        "Updates a subject's config (partial update).",
+    ),
+    (
+        "DELETE",
+        "/config/{subject}",
+        "Removes a subject's config, returning it.",
+    ),
+    ("GET", "/mode", "The global mode."),
+    ("PUT", "/mode", "Sets the global mode."),
+    ("DELETE", "/mode", "Removes the global mode, returning it."),
+    (
+        "GET",
+        "/mode/{subject}",
+        "A subject's mode; 40409 without one unless defaultToGlobal=true.",
+    ),
+    (
+        "PUT",
+        "/mode/{subject}",
+        "Sets a subject's mode (IMPORT needs an empty subject unless force=true).",
+    ),
+    (
+        "DELETE",
+        "/mode/{subject}",
+        "Removes a subject's mode, returning it.",
+    ),
+    (
+        "POST",
+        "/compatibility/subjects/{subject}/versions",
+        "Tests a schema as registration would.",
+    ),
+    (
+        "POST",
+        "/compatibility/subjects/{subject}/versions/{version}",
+        "Tests a schema against one version.",
+    ),
+    ("GET", "/metrics", "Prometheus metrics."),
+    ("GET", "/health/live", "The process is up."),
+    ("GET", "/health/ready", "The store answers."),
+    ("GET", "/openapi.json", "This document."),
+];
+
+fn parameters(path: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (name, description) in [
+        ("id", "Global schema id."),
+        ("subject", "Subject name, percent-encoded."),
+        ("version", "A version number, 'latest' or -1."),
+    ] {
+        if path.contains(&format!("{{{name}}}")) {
+            out.push(json!({
+                "name": name, "in": "path", "required": true,
+                "description": description, "schema": {"type": "string"}
+            }));
+        }
+    }
+    out
+}
+
+/// The document served at `/openapi.json`.
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for (method, path, summary) in OPERATIONS {
+        let entry = paths
+            .entry(path.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(ops) = entry {
+            ops.insert(
+                method.to_ascii_lowercase(),
+                json!({
+                    "summary": summary,
+                    "parameters": parameters(path),
+                    "responses": {
+                        "200": {"description": "Success", "content": {"application/vnd.schemaregistry.v1+json": {}}},
+                        "default": {"description": "Error", "content": {"application/vnd.schemaregistry.v1+json": {
+                            "schema": {"$ref": "#/components/schemas/Error"}}}}
+                    }
+                }),
+            );
+        }
+    }
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "Covenant schema registry",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Confluent Schema Registry compatible REST API."
+        },
+        "paths": paths,
+        "components": {"schemas": {"Error": {
+            "type": "object",
+            "required": ["error_code", "message"],
+            "properties": {"error_code": {"type": "integer"}, "message": {"type": "string"}}
+        }}}
+    })
+}

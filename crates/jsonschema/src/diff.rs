@@ -1,0 +1,1404 @@
+//! Reader/writer comparison with Confluent's `SchemaDiff` semantics.
+//!
+//! The writer is the original schema and the reader the update. Every difference is recorded
+//! with its Confluent type name and path; whether it breaks compatibility is decided afterwards
+//! by the policy, so compatible differences still explain themselves. Pairs of nodes are
+//! memoized, and a pair met again while it is being compared is a recursive cycle that is
+//! assumed compatible (then re-checked to a fixpoint, so the assumption cannot hide a break).
+
+use crate::model::{ArrayNode, Criterion, Kind, Model, NodeId, ObjectNode};
+use crate::rules::{self, *};
+use covenant_engine::{JsonPolicy, RuleSpec};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+
+#[derive(Debug, Clone)]
+pub struct Diff {
+    pub rule: &'static RuleSpec,
+    pub path: String,
+    pub message: String,
+}
+
+type Pair = (NodeId, NodeId);
+
+struct Shared<'a> {
+    w: &'a Model,
+    r: &'a Model,
+    policy: JsonPolicy,
+    memo: HashMap<Pair, Vec<Diff>>,
+    in_progress: HashSet<Pair>,
+    seed: HashMap<Pair, Vec<Diff>>,
+    optimistic: bool,
+}
+
+/// One comparison scope: a path stack and the differences found under it.
+struct Ctx {
+    path: Vec<String>,
+    diffs: Vec<Diff>,
+}
+
+fn path_string(path: &[String]) -> String {
+    format!("#/{}", path.join("/"))
+}
+
+fn rebase(prefix: &str, relative: &str) -> String {
+    if relative.len() <= 2 {
+        prefix.to_string()
+    } else if prefix.len() <= 2 {
+        relative.to_string()
+    } else {
+        format!("{}/{}", prefix, &relative[2..])
+    }
+}
+
+fn quote(path: &str) -> String {
+    format!("'{path}'")
+}
+
+impl Ctx {
+    fn new() -> Ctx {
+        Ctx {
+            path: Vec::new(),
+            diffs: Vec::new(),
+        }
+    }
+
+    fn sub(&self) -> Ctx {
+        Ctx {
+            path: self.path.clone(),
+            diffs: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, rule: &'static RuleSpec, message: impl Into<String>) {
+        self.diffs.push(Diff {
+            rule,
+            path: path_string(&self.path),
+            message: message.into(),
+        });
+    }
+
+    fn add_at(&mut self, attribute: &str, rule: &'static RuleSpec, message: impl Into<String>) {
+        self.path.push(attribute.to_string());
+        self.add(rule, message);
+        self.path.pop();
+    }
+
+    fn here(&self) -> String {
+        quote(&path_string(&self.path))
+    }
+
+    fn compatible(&self, policy: JsonPolicy) -> bool {
+        self.diffs
+            .iter()
+            .all(|d| rules::is_compatible(d.rule.id, policy))
+    }
+}
+
+/// Every difference between `writer` (original) and `reader` (update).
+pub fn compare(writer: &Model, reader: &Model, policy: JsonPolicy) -> Vec<Diff> {
+    let mut seed: HashMap<Pair, Vec<Diff>> = HashMap::new();
+    for _ in 0..32 {
+        let mut shared = Shared {
+            w: writer,
+            r: reader,
+            policy,
+            memo: HashMap::new(),
+            in_progress: HashSet::new(),
+            seed: seed.clone(),
+            optimistic: false,
+        };
+        let mut ctx = Ctx::new();
+        shared.compare(&mut ctx, Some(writer.root), Some(reader.root));
+        let incompatible: HashMap<Pair, Vec<Diff>> = shared
+            .memo
+            .iter()
+            .filter(|(_, d)| d.iter().any(|d| !rules::is_compatible(d.rule.id, policy)))
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
+        let same: bool =
+            incompatible.len() == seed.len() && incompatible.keys().all(|k| seed.contains_key(k));
+        if !shared.optimistic || same {
+            return ctx.diffs;
+        }
+        seed = incompatible;
+    }
+    Vec::new()
+}
+
+fn fmt_num(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
+}
+
+/// Exact decimal arithmetic for `multipleOf`, which floats get wrong (0.3 / 0.1).
+fn decimal(text: &str) -> Option<(i128, u32)> {
+    let lower = text.to_ascii_lowercase();
+    let (mantissa, exponent) = match lower.split_once('e') {
+        Some((m, e)) => (m.to_string(), e.parse::<i32>().ok()?),
+        None => (lower.clone(), 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((&mantissa, ""));
+    let digits = format!("{int_part}{frac_part}");
+    let mut value: i128 = digits.parse().ok()?;
+    let mut scale = frac_part.len() as i32 - exponent;
+    while scale < 0 {
+        value = value.checked_mul(10)?;
+        scale += 1;
+    }
+    Some((value, scale as u32))
+}
+
+/// Whether `a` is an integer multiple of `b`.
+fn is_multiple(a: &str, b: &str) -> bool {
+    let (Some((av, ascale)), Some((bv, bscale))) = (decimal(a), decimal(b)) else {
+        return false;
+    };
+    if bv == 0 {
+        return false;
+    }
+    let scale = ascale.max(bscale);
+    let (Some(a), Some(b)) = (
+        10i128
+            .checked_pow(scale - ascale)
+            .and_then(|f| av.checked_mul(f)),
+        10i128
+            .checked_pow(scale - bscale)
+            .and_then(|f| bv.checked_mul(f)),
+    ) else {
+        return false;
+    };
+    a % b == 0
+}
+
+fn decimal_eq(a: &str, b: &str) -> bool {
+    is_multiple(a, b)
+        && is_multiple(b, a)
+        && decimal(a).map(|x| x.0 > 0) == decimal(b).map(|x| x.0 > 0)
+}
+
+fn value_set(values: &[Value]) -> HashSet<String> {
+    values.iter().map(crate::model::canonical).collect()
+}
+
+/// Maximum bipartite matching (augmenting paths); edges are (left, right) indexes.
+fn max_matching(left: usize, right: usize, edges: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut adjacency = vec![Vec::new(); left];
+    for &(l, r) in edges {
+        adjacency[l].push(r);
+    }
+    let mut match_right: Vec<Option<usize>> = vec![None; right];
+    fn augment(
+        l: usize,
+        adjacency: &[Vec<usize>],
+        seen: &mut [bool],
+        match_right: &mut [Option<usize>],
+    ) -> bool {
+        for &r in &adjacency[l] {
+            if seen[r] {
+                continue;
+            }
+            seen[r] = true;
+            if match_right[r].is_none_or(|other| augment(other, adjacency, seen, match_right)) {
+                match_right[r] = Some(l);
+                return true;
+            }
+        }
+        false
+    }
+    for l in 0..left {
+        let mut seen = vec![false; right];
+        augment(l, &adjacency, &mut seen, &mut match_right);
+    }
+    match_right
+        .iter()
+        .enumerate()
+        .filter_map(|(r, l)| l.map(|l| (l, r)))
+        .collect()
+}
+
+impl Shared<'_> {
+    fn wk(&self, id: NodeId) -> &Kind {
+        &self.w.nodes[id].kind
+    }
+    fn rk(&self, id: NodeId) -> &Kind {
+        &self.r.nodes[id].kind
+    }
+
+    fn compare(&mut self, ctx: &mut Ctx, original: Option<NodeId>, update: Option<NodeId>) {
+        let (original, update) = match (original, update) {
+            (None, None) => return,
+            (None, Some(_)) => {
+                ctx.add(
+                    &schema::SCHEMA_ADDED,
+                    format!("A schema was added at {}.", ctx.here()),
+                );
+                return;
+            }
+            (Some(_), None) => {
+                ctx.add(
+                    &schema::SCHEMA_REMOVED,
+                    format!("The schema at {} was removed.", ctx.here()),
+                );
+                return;
+            }
+            (Some(o), Some(u)) => (self.w.resolve(o), self.r.resolve(u)),
+        };
+        let key = (original, update);
+        let relative = if let Some(cached) = self.memo.get(&key) {
+            cached.clone()
+        } else if !self.in_progress.insert(key) {
+            match self.seed.get(&key) {
+                Some(seeded) => seeded.clone(),
+                None => {
+                    self.optimistic = true;
+                    Vec::new()
+                }
+            }
+        } else {
+            let mut sub = Ctx::new();
+            self.compare_types(&mut sub, original, update);
+            self.in_progress.remove(&key);
+            self.memo.insert(key, sub.diffs.clone());
+            sub.diffs
+        };
+        let prefix = path_string(&ctx.path);
+        for diff in relative {
+            let path = rebase(&prefix, &diff.path);
+            let message = diff
+                .message
+                .replace("'#/", &format!("'{}/", prefix.trim_end_matches('/')));
+            let message = if prefix.len() <= 2 {
+                diff.message
+            } else {
+                message
+            };
+            ctx.diffs.push(Diff {
+                rule: diff.rule,
+                path,
+                message,
+            });
+        }
+    }
+
+    fn is_empty_w(&self, id: NodeId) -> bool {
+        matches!(self.wk(self.w.resolve(id)), Kind::Empty)
+    }
+    fn is_empty_r(&self, id: NodeId) -> bool {
+        matches!(self.rk(self.r.resolve(id)), Kind::Empty)
+    }
+    fn is_false_w(&self, id: NodeId) -> bool {
+        matches!(self.wk(self.w.resolve(id)), Kind::False)
+    }
+    fn is_false_r(&self, id: NodeId) -> bool {
+        matches!(self.rk(self.r.resolve(id)), Kind::False)
+    }
+
+    fn compare_types(&mut self, ctx: &mut Ctx, original: NodeId, update: NodeId) {
+        let okind = self.wk(original).clone();
+        let ukind = self.rk(update).clone();
+        match (&okind, &ukind) {
+            (o, Kind::Combined(criterion, subs)) if !matches!(o, Kind::Combined(..)) => {
+                if subs.len() == 1 {
+                    let mut sub = ctx.sub();
+                    self.compare(&mut sub, Some(original), Some(subs[0]));
+                    if sub.compatible(self.policy) {
+                        ctx.diffs.extend(sub.diffs);
+                        return;
+                    }
+                } else if matches!(criterion, Criterion::Any | Criterion::One) {
+                    for &s in subs {
+                        let mut sub = ctx.sub();
+                        self.compare(&mut sub, Some(original), Some(s));
+                        if sub.compatible(self.policy) {
+                            ctx.diffs.extend(sub.diffs);
+                            ctx.add(
+                                &sum_type::SUM_TYPE_EXTENDED,
+                                format!(
+                                    "The schema at {} became one branch of a '{}'.",
+                                    ctx.here(),
+                                    criterion.keyword()
+                                ),
+                            );
+                            return;
+                        }
+                    }
+                }
+            }
+            (Kind::Combined(criterion, subs), u) if !matches!(u, Kind::Combined(..)) => {
+                if subs.len() == 1 {
+                    let mut sub = ctx.sub();
+                    self.compare(&mut sub, Some(subs[0]), Some(update));
+                    if sub.compatible(self.policy) {
+                        ctx.diffs.extend(sub.diffs);
+                        return;
+                    }
+                } else if *criterion == Criterion::All {
+                    for &s in subs {
+                        let mut sub = ctx.sub();
+                        self.compare(&mut sub, Some(s), Some(update));
+                        if sub.compatible(self.policy) {
+                            ctx.diffs.extend(sub.diffs);
+                            ctx.add(
+                                &product_type::PRODUCT_TYPE_NARROWED,
+                                format!(
+                                    "The 'allOf' at {} was replaced by one of its branches.",
+                                    ctx.here()
+                                ),
+                            );
+                            return;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+
+        if !okind.same_class(&ukind) {
+            if matches!(okind, Kind::False) || matches!(ukind, Kind::Empty) {
+                return;
+            }
+            let bytes = Some("bytes");
+            if self.w.nodes[original].connect_type.as_deref() == bytes
+                && self.r.nodes[update].connect_type.as_deref() == bytes
+            {
+                return;
+            }
+            ctx.add(
+                &types::TYPE_CHANGED,
+                format!(
+                    "The schema at {} changed type from '{}' to '{}'.",
+                    ctx.here(),
+                    okind.class(),
+                    ukind.class()
+                ),
+            );
+            return;
+        }
+
+        let (on, un) = (&self.w.nodes[original], &self.r.nodes[update]);
+        if on.id != un.id {
+            ctx.add(
+                &metadata::ID_CHANGED,
+                format!("The '$id' at {} changed.", ctx.here()),
+            );
+        }
+        if on.title != un.title {
+            ctx.add(
+                &metadata::TITLE_CHANGED,
+                format!("The title at {} changed.", ctx.here()),
+            );
+        }
+        if on.description != un.description {
+            ctx.add(
+                &metadata::DESCRIPTION_CHANGED,
+                format!("The description at {} changed.", ctx.here()),
+            );
+        }
+        if on.default != un.default {
+            ctx.add(
+                &metadata::DEFAULT_CHANGED,
+                format!("The default at {} changed.", ctx.here()),
+            );
+        }
+
+        match (okind, ukind) {
+            (Kind::String(o), Kind::String(u)) => {
+                self.bound(
+                    ctx,
+                    "maxLength",
+                    o.max_length.map(|v| v as f64),
+                    u.max_length.map(|v| v as f64),
+                    [
+                        &max_length::MAX_LENGTH_ADDED,
+                        &max_length::MAX_LENGTH_REMOVED,
+                        &max_length::MAX_LENGTH_INCREASED,
+                        &max_length::MAX_LENGTH_DECREASED,
+                    ],
+                );
+                self.bound(
+                    ctx,
+                    "minLength",
+                    o.min_length.map(|v| v as f64),
+                    u.min_length.map(|v| v as f64),
+                    [
+                        &min_length::MIN_LENGTH_ADDED,
+                        &min_length::MIN_LENGTH_REMOVED,
+                        &min_length::MIN_LENGTH_INCREASED,
+                        &min_length::MIN_LENGTH_DECREASED,
+                    ],
+                );
+                match (&o.pattern, &u.pattern) {
+                    (None, Some(p)) => ctx.add_at(
+                        "pattern",
+                        &pattern::PATTERN_ADDED,
+                        format!("Pattern '{p}' was added at {}.", ctx.here()),
+                    ),
+                    (Some(p), None) => ctx.add_at(
+                        "pattern",
+                        &pattern::PATTERN_REMOVED,
+                        format!("Pattern '{p}' was removed at {}.", ctx.here()),
+                    ),
+                    (Some(a), Some(b)) if a != b => ctx.add_at(
+                        "pattern",
+                        &pattern::PATTERN_CHANGED,
+                        format!("Pattern changed from '{a}' to '{b}' at {}.", ctx.here()),
+                    ),
+                    _ => {}
+                }
+            }
+            (Kind::Number(o), Kind::Number(u)) => {
+                self.bound(
+                    ctx,
+                    "maximum",
+                    o.maximum,
+                    u.maximum,
+                    [
+                        &maximum::MAXIMUM_ADDED,
+                        &maximum::MAXIMUM_REMOVED,
+                        &maximum::MAXIMUM_INCREASED,
+                        &maximum::MAXIMUM_DECREASED,
+                    ],
+                );
+                self.bound(
+                    ctx,
+                    "minimum",
+                    o.minimum,
+                    u.minimum,
+                    [
+                        &minimum::MINIMUM_ADDED,
+                        &minimum::MINIMUM_REMOVED,
+                        &minimum::MINIMUM_INCREASED,
+                        &minimum::MINIMUM_DECREASED,
+                    ],
+                );
+                self.bound(
+                    ctx,
+                    "exclusiveMaximum",
+                    o.exclusive_maximum,
+                    u.exclusive_maximum,
+                    [
+                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_ADDED,
+                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_REMOVED,
+                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_INCREASED,
+                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_DECREASED,
+                    ],
+                );
+                self.bound(
+                    ctx,
+                    "exclusiveMinimum",
+                    o.exclusive_minimum,
+                    u.exclusive_minimum,
+                    [
+                        &exclusive_minimum::EXCLUSIVE_MINIMUM_ADDED,
+                        &exclusive_minimum::EXCLUSIVE_MINIMUM_REMOVED,
+                        &exclusive_minimum::EXCLUSIVE_MINIMUM_INCREASED,
+                        &exclusive_minimum::EXCLUSIVE_MINIMUM_DECREASED,
+                    ],
+                );
+                // Draft-04 boolean forms: a flag turning on excludes the bound itself.
+                if o.maximum.is_some()
+                    && o.maximum == u.maximum
+                    && o.exclusive_maximum_flag != u.exclusive_maximum_flag
+                {
+                    if u.exclusive_maximum_flag {
+                        ctx.add_at(
+                            "exclusiveMaximum",
+                            &exclusive_maximum::EXCLUSIVE_MAXIMUM_ADDED,
+                            format!("'exclusiveMaximum' was turned on at {}.", ctx.here()),
+                        );
+                    } else {
+                        ctx.add_at(
+                            "exclusiveMaximum",
+                            &exclusive_maximum::EXCLUSIVE_MAXIMUM_REMOVED,
+                            format!("'exclusiveMaximum' was turned off at {}.", ctx.here()),
+                        );
+                    }
+                }
+                if o.minimum.is_some()
+                    && o.minimum == u.minimum
+                    && o.exclusive_minimum_flag != u.exclusive_minimum_flag
+                {
+                    if u.exclusive_minimum_flag {
+                        ctx.add_at(
+                            "exclusiveMinimum",
+                            &exclusive_minimum::EXCLUSIVE_MINIMUM_ADDED,
+                            format!("'exclusiveMinimum' was turned on at {}.", ctx.here()),
+                        );
+                    } else {
+                        ctx.add_at(
+                            "exclusiveMinimum",
+                            &exclusive_minimum::EXCLUSIVE_MINIMUM_REMOVED,
+                            format!("'exclusiveMinimum' was turned off at {}.", ctx.here()),
+                        );
+                    }
+                }
+                match (&o.multiple_of, &u.multiple_of) {
+                    (None, None) => {}
+                    (Some(a), Some(b)) if decimal_eq(a, b) => {}
+                    (None, Some(b)) => ctx.add_at(
+                        "multipleOf",
+                        &multiple_of::MULTIPLE_OF_ADDED,
+                        format!("'multipleOf' {b} was added at {}.", ctx.here()),
+                    ),
+                    (Some(a), None) => ctx.add_at(
+                        "multipleOf",
+                        &multiple_of::MULTIPLE_OF_REMOVED,
+                        format!("'multipleOf' {a} was removed at {}.", ctx.here()),
+                    ),
+                    (Some(a), Some(b)) => {
+                        let rule: &'static RuleSpec = if is_multiple(b, a) {
+                            &multiple_of::MULTIPLE_OF_EXPANDED
+                        } else if is_multiple(a, b) {
+                            &multiple_of::MULTIPLE_OF_REDUCED
+                        } else {
+                            &multiple_of::MULTIPLE_OF_CHANGED
+                        };
+                        ctx.add_at(
+                            "multipleOf",
+                            rule,
+                            format!("'multipleOf' changed from {a} to {b} at {}.", ctx.here()),
+                        );
+                    }
+                }
+                if o.integer != u.integer {
+                    if o.integer {
+                        ctx.add(
+                            &types::TYPE_EXTENDED,
+                            format!(
+                                "The schema at {} changed from 'integer' to 'number'.",
+                                ctx.here()
+                            ),
+                        );
+                    } else {
+                        ctx.add(
+                            &types::TYPE_NARROWED,
+                            format!(
+                                "The schema at {} changed from 'number' to 'integer'.",
+                                ctx.here()
+                            ),
+                        );
+                    }
+                }
+            }
+            (Kind::Const(a), Kind::Const(b))
+                if crate::model::canonical(&a) != crate::model::canonical(&b) =>
+            {
+                ctx.add_at(
+                    "const",
+                    &enum_array::ENUM_ARRAY_CHANGED,
+                    format!("'const' changed from {a} to {b} at {}.", ctx.here()),
+                );
+            }
+            (Kind::Enum(a), Kind::Enum(b)) => {
+                let (sa, sb) = (value_set(&a), value_set(&b));
+                if sa != sb {
+                    let (rule, verb): (&'static RuleSpec, &str) = if sb.is_superset(&sa) {
+                        (&enum_array::ENUM_ARRAY_EXTENDED, "gained values")
+                    } else if sa.is_superset(&sb) {
+                        (&enum_array::ENUM_ARRAY_NARROWED, "lost values")
+                    } else {
+                        (&enum_array::ENUM_ARRAY_CHANGED, "changed values")
+                    };
+                    ctx.add_at(
+                        "enum",
+                        rule,
+                        format!("The 'enum' at {} {verb}.", ctx.here()),
+                    );
+                }
+            }
+            (Kind::Combined(oc, os), Kind::Combined(uc, us)) => {
+                self.combined(ctx, oc, &os, uc, &us)
+            }
+            (Kind::Not(o), Kind::Not(u)) => {
+                ctx.path.push("not".into());
+                let mut sub = ctx.sub();
+                self.compare_reversed(&mut sub, u, o);
+                if sub.compatible(self.policy) {
+                    ctx.add(
+                        &not_type::NOT_TYPE_NARROWED,
+                        format!("The 'not' at {} excludes fewer documents.", ctx.here()),
+                    );
+                } else {
+                    ctx.add(
+                        &not_type::NOT_TYPE_EXTENDED,
+                        format!("The 'not' at {} excludes more documents.", ctx.here()),
+                    );
+                }
+                ctx.path.pop();
+            }
+            (Kind::Object(o), Kind::Object(u)) => self.object(ctx, &o, &u),
+            (Kind::Array(o), Kind::Array(u)) => self.array(ctx, &o, &u),
+            _ => {}
+        }
+    }
+
+    /// Compares with the roles swapped (for `not`): the update's node against the original's.
+    fn compare_reversed(&mut self, ctx: &mut Ctx, update_inner: NodeId, original_inner: NodeId) {
+        let mut swapped = Shared {
+            w: self.r,
+            r: self.w,
+            policy: self.policy,
+            memo: HashMap::new(),
+            in_progress: HashSet::new(),
+            seed: HashMap::new(),
+            optimistic: false,
+        };
+        swapped.compare(ctx, Some(update_inner), Some(original_inner));
+        self.optimistic |= swapped.optimistic;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn bound(
+        &self,
+        ctx: &mut Ctx,
+        keyword: &str,
+        o: Option<f64>,
+        u: Option<f64>,
+        rules: [&'static RuleSpec; 4],
+    ) {
+        let [added, removed, increased, decreased] = rules;
+        match (o, u) {
+            (None, Some(b)) => ctx.add_at(
+                keyword,
+                added,
+                format!("'{keyword}' {} was added at {}.", fmt_num(b), ctx.here()),
+            ),
+            (Some(a), None) => ctx.add_at(
+                keyword,
+                removed,
+                format!("'{keyword}' {} was removed at {}.", fmt_num(a), ctx.here()),
+            ),
+            (Some(a), Some(b)) if a < b => ctx.add_at(
+                keyword,
+                increased,
+                format!(
+                    "'{keyword}' increased from {} to {} at {}.",
+                    fmt_num(a),
+                    fmt_num(b),
+                    ctx.here()
+                ),
+            ),
+            (Some(a), Some(b)) if a > b => ctx.add_at(
+                keyword,
+                decreased,
+                format!(
+                    "'{keyword}' decreased from {} to {} at {}.",
+                    fmt_num(a),
+                    fmt_num(b),
+                    ctx.here()
+                ),
+            ),
+            _ => {}
+        }
+    }
+
+    fn combined(
+        &mut self,
+        ctx: &mut Ctx,
+        oc: Criterion,
+        os: &[NodeId],
+        uc: Criterion,
+        us: &[NodeId],
+    ) {
+        let singleton_o = os.len() == 1;
+        let singleton_u = us.len() == 1;
+        if oc != uc {
+            let extended = uc == Criterion::Any
+                || (singleton_o && singleton_u)
+                || (singleton_o && uc == Criterion::One)
+                || (singleton_u && oc == Criterion::All);
+            if extended {
+                ctx.add(
+                    &combined_type::COMBINED_TYPE_EXTENDED,
+                    format!(
+                        "The combinator at {} changed from '{}' to '{}', accepting more.",
+                        ctx.here(),
+                        oc.keyword(),
+                        uc.keyword()
+                    ),
+                );
+            } else {
+                ctx.add(
+                    &combined_type::COMBINED_TYPE_CHANGED,
+                    format!(
+                        "The combinator at {} changed from '{}' to '{}'.",
+                        ctx.here(),
+                        oc.keyword(),
+                        uc.keyword()
+                    ),
+                );
+                return;
+            }
+        }
+        let dedup = |model: &Model, ids: &[NodeId]| {
+            let mut seen = HashSet::new();
+            ids.iter()
+                .copied()
+                .filter(|id| {
+                    seen.insert(model.nodes[*id].canonical.clone())
+                        || model.nodes[*id].canonical.is_empty()
+                })
+                .collect::<Vec<_>>()
+        };
+        let os = dedup(self.w, os);
+        let us = dedup(self.r, us);
+        if os.len() < us.len() {
+            if uc == Criterion::All {
+                ctx.add(
+                    &product_type::PRODUCT_TYPE_EXTENDED,
+                    format!("The 'allOf' at {} gained a branch.", ctx.here()),
+                );
+            } else {
+                ctx.add(
+                    &sum_type::SUM_TYPE_EXTENDED,
+                    format!("The '{}' at {} gained a branch.", uc.keyword(), ctx.here()),
+                );
+            }
+        } else if os.len() > us.len() {
+            if matches!(oc, Criterion::Any | Criterion::One) {
+                ctx.add(
+                    &sum_type::SUM_TYPE_NARROWED,
+                    format!("The '{}' at {} lost a branch.", oc.keyword(), ctx.here()),
+                );
+            } else {
+                ctx.add(
+                    &product_type::PRODUCT_TYPE_NARROWED,
+                    format!("The 'allOf' at {} lost a branch.", ctx.here()),
+                );
+            }
+        }
+        let mut edges = Vec::new();
+        let mut edge_diffs: HashMap<(usize, usize), Vec<Diff>> = HashMap::new();
+        for (i, &o) in os.iter().enumerate() {
+            ctx.path.push(format!("{}/{}", oc.keyword(), i));
+            for (j, &u) in us.iter().enumerate() {
+                let mut sub = ctx.sub();
+                self.compare(&mut sub, Some(o), Some(u));
+                if sub.compatible(self.policy) {
+                    edges.push((i, j));
+                    edge_diffs.insert((i, j), sub.diffs);
+                }
+            }
+            ctx.path.pop();
+        }
+        let matching = max_matching(os.len(), us.len(), &edges);
+        for edge in &matching {
+            if let Some(d) = edge_diffs.remove(edge) {
+                ctx.diffs.extend(d);
+            }
+        }
+        if matching.len() < os.len().min(us.len()) {
+            ctx.add(&combined_type::COMBINED_TYPE_SUBSCHEMAS_CHANGED, format!("Some branches of the '{}' at {} have no compatible counterpart in the new schema.", oc.keyword(), ctx.here()));
+        }
+    }
+
+    fn w_open(&self, o: &ObjectNode) -> bool {
+        o.permits_additional
+            && o.additional_schema.is_none()
+            && o.pattern_properties.is_empty()
+            && o.unevaluated.is_none_or(|u| self.is_empty_w(u))
+    }
+    fn r_open(&self, o: &ObjectNode) -> bool {
+        o.permits_additional
+            && o.additional_schema.is_none()
+            && o.pattern_properties.is_empty()
+            && o.unevaluated.is_none_or(|u| self.is_empty_r(u))
+    }
+
+    fn partial(
+        o: &ObjectNode,
+        key: &str,
+        empty: impl Fn(NodeId) -> bool,
+        is_false: impl Fn(NodeId) -> bool,
+    ) -> Option<NodeId> {
+        for (pattern, schema) in &o.pattern_properties {
+            if regex::Regex::new(pattern).is_ok_and(|re| re.is_match(key)) {
+                return Some(*schema);
+            }
+        }
+        if let Some(s) = o.additional_schema {
+            return Some(s);
+        }
+        if o.permits_additional
+            && let Some(u) = o.unevaluated
+            && !is_false(u)
+            && !empty(u)
+        {
+            return Some(u);
+        }
+        None
+    }
+
+    fn object(&mut self, ctx: &mut Ctx, o: &ObjectNode, u: &ObjectNode) {
+        let u_has = |k: &str| u.properties.iter().find(|(n, _)| n == k).map(|(_, id)| *id);
+        let o_has = |k: &str| o.properties.iter().find(|(n, _)| n == k).map(|(_, id)| *id);
+        // required
+        ctx.path.push("required".into());
+        for (key, _) in &o.properties {
+            let Some(uid) = u_has(key) else { continue };
+            let was = o.required.contains(key);
+            let is = u.required.contains(key);
+            ctx.path.push(key.clone());
+            if was && !is {
+                ctx.add(
+                    &required_attribute::REQUIRED_ATTRIBUTE_REMOVED,
+                    format!("Property '{key}' is no longer required."),
+                );
+            } else if !was && is {
+                if self.r.nodes[self.r.resolve(uid)].default.is_some()
+                    || self.r.nodes[uid].default.is_some()
+                {
+                    ctx.add(
+                        &required_attribute::REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED,
+                        format!("Property '{key}' became required; it has a default."),
+                    );
+                } else {
+                    ctx.add(
+                        &required_attribute::REQUIRED_ATTRIBUTE_ADDED,
+                        format!("Property '{key}' became required and has no default."),
+                    );
+                }
+            }
+            ctx.path.pop();
+        }
+        ctx.path.pop();
+        // properties
+        ctx.path.push("properties".into());
+        let mut keys: Vec<String> = o.properties.iter().map(|(k, _)| k.clone()).collect();
+        for (k, _) in &u.properties {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+        for key in keys {
+            ctx.path.push(key.clone());
+            match (o_has(&key), u_has(&key)) {
+                (Some(os), None) => {
+                    if self.r_open(u) {
+                        ctx.add(
+                            &property_removed::PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL,
+                            format!("Property '{key}' was removed from an open content model."),
+                        );
+                    } else if let Some(p) =
+                        Self::partial(u, &key, |id| self.is_empty_r(id), |id| self.is_false_r(id))
+                    {
+                        let mut sub = ctx.sub();
+                        self.compare(&mut sub, Some(os), Some(p));
+                        let ok = sub.compatible(self.policy);
+                        ctx.diffs.extend(sub.diffs);
+                        if ok {
+                            ctx.add(&property_removed::PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was removed; the additional-properties schema still accepts its values."));
+                        } else {
+                            ctx.add(&property_removed::PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was removed and the additional-properties schema rejects its old values."));
+                        }
+                    } else if self.is_false_w(os) {
+                        ctx.add(&property_removed::PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL, format!("Property '{key}', whose schema was false, was removed."));
+                    } else {
+                        ctx.add(
+                            &property_removed::PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                            format!("Property '{key}' was removed from a closed content model."),
+                        );
+                    }
+                }
+                (None, Some(us)) => {
+                    let required = u.required.contains(&key);
+                    let has_default = self.r.nodes[us].default.is_some();
+                    if self.w_open(o) {
+                        if self.is_empty_r(us) {
+                            ctx.add(&property_added::PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL, format!("Property '{key}' with an empty schema was added to an open content model."));
+                        } else if required {
+                            if has_default {
+                                ctx.add(&property_added::REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL, format!("Required property '{key}' with a default was added to an open content model."));
+                            } else {
+                                ctx.add(&property_added::REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL, format!("Required property '{key}' was added to an open content model."));
+                            }
+                        } else {
+                            ctx.add(
+                                &property_added::OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
+                                format!(
+                                    "Optional property '{key}' was added to an open content model."
+                                ),
+                            );
+                        }
+                    } else {
+                        if let Some(p) = Self::partial(
+                            o,
+                            &key,
+                            |id| self.is_empty_w(id),
+                            |id| self.is_false_w(id),
+                        ) {
+                            let mut sub = ctx.sub();
+                            self.compare(&mut sub, Some(p), Some(us));
+                            let ok = sub.compatible(self.policy);
+                            ctx.diffs.extend(sub.diffs);
+                            if ok {
+                                ctx.add(&property_added::PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was added and accepts what the old additional-properties schema allowed."));
+                            } else {
+                                ctx.add(&property_added::PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was added and rejects values the old additional-properties schema allowed."));
+                            }
+                        }
+                        if required {
+                            if has_default {
+                                ctx.add(&property_added::REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL, format!("Required property '{key}' with a default was added."));
+                            } else {
+                                ctx.add(&property_added::REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL, format!("Required property '{key}' was added without a default."));
+                            }
+                        } else {
+                            ctx.add(
+                                &property_added::OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
+                                format!("Optional property '{key}' was added."),
+                            );
+                        }
+                    }
+                }
+                (Some(os), Some(us)) => self.compare(ctx, Some(os), Some(us)),
+                (None, None) => {}
+            }
+            ctx.path.pop();
+        }
+        ctx.path.pop();
+        // dependencies
+        ctx.path.push("dependencies".into());
+        let mut keys: Vec<String> = o
+            .property_dependencies
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (k, _) in &u.property_dependencies {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+        for key in keys {
+            let od = o
+                .property_dependencies
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.iter().cloned().collect::<HashSet<_>>());
+            let ud = u
+                .property_dependencies
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.iter().cloned().collect::<HashSet<_>>());
+            ctx.path.push(key.clone());
+            match (od, ud) {
+                (_, None) => ctx.add(
+                    &dependency_array::DEPENDENCY_ARRAY_REMOVED,
+                    format!("The dependency of '{key}' was removed."),
+                ),
+                (None, Some(_)) => ctx.add(
+                    &dependency_array::DEPENDENCY_ARRAY_ADDED,
+                    format!("A dependency of '{key}' was added."),
+                ),
+                (Some(a), Some(b)) if a != b => {
+                    if b.is_superset(&a) {
+                        ctx.add(
+                            &dependency_array::DEPENDENCY_ARRAY_EXTENDED,
+                            format!("The dependency of '{key}' now requires more properties."),
+                        );
+                    } else if a.is_superset(&b) {
+                        ctx.add(
+                            &dependency_array::DEPENDENCY_ARRAY_NARROWED,
+                            format!("The dependency of '{key}' now requires fewer properties."),
+                        );
+                    } else {
+                        ctx.add(
+                            &dependency_array::DEPENDENCY_ARRAY_CHANGED,
+                            format!("The dependency of '{key}' requires different properties."),
+                        );
+                    }
+                }
+                _ => {}
+            }
+            ctx.path.pop();
+        }
+        let mut keys: Vec<String> = o
+            .schema_dependencies
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (k, _) in &u.schema_dependencies {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+        for key in keys {
+            let od = o
+                .schema_dependencies
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v);
+            let ud = u
+                .schema_dependencies
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v);
+            ctx.path.push(key.clone());
+            match (od, ud) {
+                (_, None) => ctx.add(
+                    &dependency_schema::DEPENDENCY_SCHEMA_REMOVED,
+                    format!("The schema dependency of '{key}' was removed."),
+                ),
+                (None, Some(_)) => ctx.add(
+                    &dependency_schema::DEPENDENCY_SCHEMA_ADDED,
+                    format!("A schema dependency of '{key}' was added."),
+                ),
+                (Some(a), Some(b)) => self.compare(ctx, Some(a), Some(b)),
+            }
+            ctx.path.pop();
+        }
+        ctx.path.pop();
+        // additionalProperties
+        ctx.path.push("additionalProperties".into());
+        if o.permits_additional != u.permits_additional {
+            if u.permits_additional {
+                ctx.add(
+                    &additional_properties::ADDITIONAL_PROPERTIES_ADDED,
+                    format!("Additional properties are now allowed at {}.", ctx.here()),
+                );
+            } else {
+                ctx.add(
+                    &additional_properties::ADDITIONAL_PROPERTIES_REMOVED,
+                    format!(
+                        "Additional properties are no longer allowed at {}.",
+                        ctx.here()
+                    ),
+                );
+            }
+        } else if o.additional_schema.is_none() && u.additional_schema.is_some() {
+            ctx.add(
+                &additional_properties::ADDITIONAL_PROPERTIES_NARROWED,
+                format!(
+                    "Additional properties are now constrained by a schema at {}.",
+                    ctx.here()
+                ),
+            );
+        } else if o.additional_schema.is_some() && u.additional_schema.is_none() {
+            ctx.add(
+                &additional_properties::ADDITIONAL_PROPERTIES_EXTENDED,
+                format!(
+                    "The additional-properties schema at {} was removed.",
+                    ctx.here()
+                ),
+            );
+        } else {
+            self.compare(ctx, o.additional_schema, u.additional_schema);
+        }
+        ctx.path.pop();
+        // unevaluatedProperties
+        if o.unevaluated.is_some() || u.unevaluated.is_some() {
+            ctx.path.push("unevaluatedProperties".into());
+            self.unevaluated(
+                ctx,
+                o.unevaluated,
+                u.unevaluated,
+                [
+                    &unevaluated_properties::UNEVALUATED_PROPERTIES_ADDED,
+                    &unevaluated_properties::UNEVALUATED_PROPERTIES_REMOVED,
+                    &unevaluated_properties::UNEVALUATED_PROPERTIES_EXTENDED,
+                    &unevaluated_properties::UNEVALUATED_PROPERTIES_NARROWED,
+                ],
+            );
+            ctx.path.pop();
+        }
+        let f = |v: Option<u64>| v.map(|v| v as f64);
+        self.bound(
+            ctx,
+            "maxProperties",
+            f(o.max_properties),
+            f(u.max_properties),
+            [
+                &max_properties::MAX_PROPERTIES_ADDED,
+                &max_properties::MAX_PROPERTIES_REMOVED,
+                &max_properties::MAX_PROPERTIES_INCREASED,
+                &max_properties::MAX_PROPERTIES_DECREASED,
+            ],
+        );
+        self.bound(
+            ctx,
+            "minProperties",
+            f(o.min_properties),
+            f(u.min_properties),
+            [
+                &min_properties::MIN_PROPERTIES_ADDED,
+                &min_properties::MIN_PROPERTIES_REMOVED,
+                &min_properties::MIN_PROPERTIES_INCREASED,
+                &min_properties::MIN_PROPERTIES_DECREASED,
+            ],
+        );
+    }
+
+    /// `unevaluatedProperties`/`unevaluatedItems`; rules are [added, removed, extended, narrowed].
+    fn unevaluated(
+        &mut self,
+        ctx: &mut Ctx,
+        o: Option<NodeId>,
+        u: Option<NodeId>,
+        rules: [&'static RuleSpec; 4],
+    ) {
+        let [added, removed, extended, narrowed] = rules;
+        let of = o.is_some_and(|id| self.is_false_w(id));
+        let uf = u.is_some_and(|id| self.is_false_r(id));
+        let oe = o.is_some_and(|id| self.is_empty_w(id));
+        let ue = u.is_some_and(|id| self.is_empty_r(id));
+        let here = ctx.here();
+        match (o, u) {
+            (None, None) => {}
+            (None, Some(_)) if uf => ctx.add(
+                removed,
+                format!("Unevaluated entries are no longer allowed at {here}."),
+            ),
+            (None, Some(_)) => ctx.add(
+                narrowed,
+                format!("Unevaluated entries are now constrained at {here}."),
+            ),
+            (Some(_), None) if of => ctx.add(
+                added,
+                format!("Unevaluated entries are now allowed at {here}."),
+            ),
+            (Some(_), None) => ctx.add(
+                extended,
+                format!("The unevaluated-entries schema at {here} was removed."),
+            ),
+            _ if of && !uf => ctx.add(
+                added,
+                format!("Unevaluated entries are now allowed at {here}."),
+            ),
+            _ if !of && uf => ctx.add(
+                removed,
+                format!("Unevaluated entries are no longer allowed at {here}."),
+            ),
+            _ if oe && !ue => ctx.add(
+                narrowed,
+                format!("Unevaluated entries are now constrained at {here}."),
+            ),
+            _ if !oe && ue => ctx.add(
+                extended,
+                format!("The unevaluated-entries schema at {here} was opened."),
+            ),
+            _ => self.compare(ctx, o, u),
+        }
+    }
+
+    fn w_open_array(&self, a: &ArrayNode) -> bool {
+        a.permits_additional
+            && a.additional_schema.is_none()
+            && a.unevaluated.is_none_or(|u| self.is_empty_w(u))
+    }
+    fn r_open_array(&self, a: &ArrayNode) -> bool {
+        a.permits_additional
+            && a.additional_schema.is_none()
+            && a.unevaluated.is_none_or(|u| self.is_empty_r(u))
+    }
+
+    fn partial_array(
+        a: &ArrayNode,
+        empty: impl Fn(NodeId) -> bool,
+        is_false: impl Fn(NodeId) -> bool,
+    ) -> Option<NodeId> {
+        if let Some(s) = a.additional_schema {
+            return Some(s);
+        }
+        if a.permits_additional
+            && let Some(u) = a.unevaluated
+            && !is_false(u)
+            && !empty(u)
+        {
+            return Some(u);
+        }
+        None
+    }
+
+    fn array(&mut self, ctx: &mut Ctx, o: &ArrayNode, u: &ArrayNode) {
+        ctx.path.push("items".into());
+        self.compare(ctx, o.all_items, u.all_items);
+        ctx.path.pop();
+        let common = o.item_schemas.len().min(u.item_schemas.len());
+        for i in 0..common {
+            ctx.path.push(format!("items/{i}"));
+            self.compare(ctx, Some(o.item_schemas[i]), Some(u.item_schemas[i]));
+            ctx.path.pop();
+        }
+        for i in common..o.item_schemas.len() {
+            ctx.path.push(format!("items/{i}"));
+            let os = o.item_schemas[i];
+            if self.r_open_array(u) {
+                ctx.add(
+                    &item_removed::ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL,
+                    format!("Tuple item {i} was removed from an open array."),
+                );
+            } else if let Some(p) =
+                Self::partial_array(u, |id| self.is_empty_r(id), |id| self.is_false_r(id))
+            {
+                let mut sub = ctx.sub();
+                self.compare(&mut sub, Some(os), Some(p));
+                let ok = sub.compatible(self.policy);
+                ctx.diffs.extend(sub.diffs);
+                if ok {
+                    ctx.add(&item_removed::ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was removed; the additional-items schema accepts its values."));
+                } else {
+                    ctx.add(&item_removed::ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was removed and the additional-items schema rejects its values."));
+                }
+            } else if self.is_false_w(os) {
+                ctx.add(
+                    &item_removed::ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                    format!("Tuple item {i}, whose schema was false, was removed."),
+                );
+            } else {
+                ctx.add(
+                    &item_removed::ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                    format!("Tuple item {i} was removed from a closed array."),
+                );
+            }
+            ctx.path.pop();
+        }
+        for i in common..u.item_schemas.len() {
+            ctx.path.push(format!("items/{i}"));
+            let us = u.item_schemas[i];
+            if self.w_open_array(o) {
+                if self.is_empty_r(us) {
+                    ctx.add(
+                        &item_added::ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL,
+                        format!("Tuple item {i} with an empty schema was added."),
+                    );
+                } else {
+                    ctx.add(
+                        &item_added::ITEM_ADDED_TO_OPEN_CONTENT_MODEL,
+                        format!("Tuple item {i} was added to an open array."),
+                    );
+                }
+            } else if let Some(p) =
+                Self::partial_array(o, |id| self.is_empty_w(id), |id| self.is_false_w(id))
+            {
+                let mut sub = ctx.sub();
+                self.compare(&mut sub, Some(p), Some(us));
+                let ok = sub.compatible(self.policy);
+                ctx.diffs.extend(sub.diffs);
+                if ok {
+                    ctx.add(&item_added::ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was added and accepts what the old additional-items schema allowed."));
+                } else {
+                    ctx.add(&item_added::ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was added and rejects values the old additional-items schema allowed."));
+                }
+            } else {
+                ctx.add(
+                    &item_added::ITEM_ADDED_TO_CLOSED_CONTENT_MODEL,
+                    format!("Tuple item {i} was added to a closed array."),
+                );
+            }
+            ctx.path.pop();
+        }
+        ctx.path.push("additionalItems".into());
+        if o.permits_additional != u.permits_additional {
+            if o.permits_additional {
+                ctx.add(
+                    &additional_items::ADDITIONAL_ITEMS_REMOVED,
+                    format!("Additional items are no longer allowed at {}.", ctx.here()),
+                );
+            } else {
+                ctx.add(
+                    &additional_items::ADDITIONAL_ITEMS_ADDED,
+                    format!("Additional items are now allowed at {}.", ctx.here()),
+                );
+            }
+        } else if o.additional_schema.is_none() && u.additional_schema.is_some() {
+            ctx.add(
+                &additional_items::ADDITIONAL_ITEMS_NARROWED,
+                format!(
+                    "Additional items are now constrained by a schema at {}.",
+                    ctx.here()
+                ),
+            );
+        } else if o.additional_schema.is_some() && u.additional_schema.is_none() {
+            ctx.add(
+                &additional_items::ADDITIONAL_ITEMS_EXTENDED,
+                format!("The additional-items schema at {} was removed.", ctx.here()),
+            );
+        } else {
+            self.compare(ctx, o.additional_schema, u.additional_schema);
+        }
+        ctx.path.pop();
+        if o.unevaluated.is_some() || u.unevaluated.is_some() {
+            ctx.path.push("unevaluatedItems".into());
+            self.unevaluated(
+                ctx,
+                o.unevaluated,
+                u.unevaluated,
+                [
+                    &unevaluated_items::UNEVALUATED_ITEMS_ADDED,
+                    &unevaluated_items::UNEVALUATED_ITEMS_REMOVED,
+                    &unevaluated_items::UNEVALUATED_ITEMS_EXTENDED,
+                    &unevaluated_items::UNEVALUATED_ITEMS_NARROWED,
+                ],
+            );
+            ctx.path.pop();
+        }
+        let f = |v: Option<u64>| v.map(|v| v as f64);
+        self.bound(
+            ctx,
+            "maxItems",
+            f(o.max_items),
+            f(u.max_items),
+            [
+                &max_items::MAX_ITEMS_ADDED,
+                &max_items::MAX_ITEMS_REMOVED,
+                &max_items::MAX_ITEMS_INCREASED,
+                &max_items::MAX_ITEMS_DECREASED,
+            ],
+        );
+        self.bound(
+            ctx,
+            "minItems",
+            f(o.min_items),
+            f(u.min_items),
+            [
+                &min_items::MIN_ITEMS_ADDED,
+                &min_items::MIN_ITEMS_REMOVED,
+                &min_items::MIN_ITEMS_INCREASED,
+                &min_items::MIN_ITEMS_DECREASED,
+            ],
+        );
+        if o.unique_items != u.unique_items {
+            if o.unique_items {
+                ctx.add_at(
+                    "uniqueItems",
+                    &unique_items::UNIQUE_ITEMS_REMOVED,
+                    format!("'uniqueItems' was removed at {}.", ctx.here()),
+                );
+            } else {
+                ctx.add_at(
+                    "uniqueItems",
+                    &unique_items::UNIQUE_ITEMS_ADDED,
+                    format!("'uniqueItems' was added at {}.", ctx.here()),
+                );
+            }
+        }
+        self.bound(
+            ctx,
+            "maxContains",
+            f(o.max_contains),
+            f(u.max_contains),
+            [
+                &max_contains::MAX_CONTAINS_ADDED,
+                &max_contains::MAX_CONTAINS_REMOVED,
+                &max_contains::MAX_CONTAINS_INCREASED,
+                &max_contains::MAX_CONTAINS_DECREASED,
+            ],
+        );
+        self.bound(
+            ctx,
+            "minContains",
+            f(o.min_contains),
+            f(u.min_contains),
+            [
+                &min_contains::MIN_CONTAINS_ADDED,
+                &min_contains::MIN_CONTAINS_REMOVED,
+                &min_contains::MIN_CONTAINS_INCREASED,
+                &min_contains::MIN_CONTAINS_DECREASED,
+            ],
+        );
+    }
+}

@@ -1,0 +1,129 @@
+//! What the policy knows beyond the two schemas: the subject's data-contract metadata and the
+//! consumers known to read each field.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Metadata property naming the fields that identify a record (its business identity or
+/// aggregate id), as comma-separated field references.
+pub const IDENTITY_FIELDS: &str = "covenant.identity.fields";
+/// Metadata property naming the field(s) the record is partitioned by.
+pub const PARTITION_KEY: &str = "covenant.partition.key";
+/// Metadata property naming the field(s) consumers deduplicate or upsert on.
+pub const IDEMPOTENCY_KEY: &str = "covenant.idempotency.key";
+/// Metadata property naming the field(s) that order records (sequence numbers, versions).
+pub const ORDERING_FIELDS: &str = "covenant.ordering.fields";
+/// Metadata property naming fields that hold personal data, in addition to inline tags.
+pub const PII_FIELDS: &str = "covenant.pii.fields";
+/// Metadata property listing the tag names that mark personal data; `PII` when absent.
+pub const PII_TAGS: &str = "covenant.pii.tags";
+
+/// The key-field properties, with the words findings use for them.
+pub const KEY_PROPERTIES: [(&str, &str); 4] = [
+    (IDENTITY_FIELDS, "identity field"),
+    (PARTITION_KEY, "partition key"),
+    (IDEMPOTENCY_KEY, "idempotency key"),
+    (ORDERING_FIELDS, "ordering field"),
+];
+
+/// A subject version's data-contract metadata in Confluent's shape (`metadata` of a
+/// registered schema): free-form `properties` and `tags` by field path
+/// (`Order.customer.ssn`). Unknown members such as `sensitive` are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubjectMetadata {
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+    #[serde(default)]
+    pub tags: BTreeMap<String, Vec<String>>,
+}
+
+impl SubjectMetadata {
+    /// The comma-separated field references stored under `key`, trimmed, empty ones dropped.
+    pub fn field_list(&self, key: &str) -> Vec<String> {
+        self.properties
+            .get(key)
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The tag names that mark personal data for this subject.
+    pub fn pii_tags(&self) -> Vec<String> {
+        let declared = self.field_list(PII_TAGS);
+        if declared.is_empty() {
+            vec!["PII".to_string()]
+        } else {
+            declared
+        }
+    }
+}
+
+/// Everything a semantic rule may consult besides the two field trees.
+///
+/// `metadata` belongs to the version being registered; `previous_metadata` to the version it
+/// is compared with, when the registry has it (otherwise the same metadata is assumed for
+/// both, so a key declaration cannot appear to change). `consumers` maps a field reference
+/// (a path such as `/fields/status`, a dotted name such as `Case.status`, or a bare name) to
+/// the consumers known to read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyContext {
+    #[serde(default)]
+    pub metadata: SubjectMetadata,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_metadata: Option<SubjectMetadata>,
+    #[serde(default)]
+    pub consumers: BTreeMap<String, Vec<String>>,
+}
+
+impl PolicyContext {
+    pub fn previous(&self) -> &SubjectMetadata {
+        self.previous_metadata.as_ref().unwrap_or(&self.metadata)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_lists_are_comma_separated_and_trimmed() {
+        let mut metadata = SubjectMetadata::default();
+        metadata
+            .properties
+            .insert(IDENTITY_FIELDS.into(), " caseId, ,tenantId ".into());
+        assert_eq!(metadata.field_list(IDENTITY_FIELDS), ["caseId", "tenantId"]);
+        assert!(metadata.field_list(PARTITION_KEY).is_empty());
+    }
+
+    #[test]
+    fn pii_tags_default_to_pii_and_can_be_declared() {
+        let mut metadata = SubjectMetadata::default();
+        assert_eq!(metadata.pii_tags(), ["PII"]);
+        metadata
+            .properties
+            .insert(PII_TAGS.into(), "PII,PHI".into());
+        assert_eq!(metadata.pii_tags(), ["PII", "PHI"]);
+    }
+
+    #[test]
+    fn context_reads_confluent_metadata_json() {
+        let context: PolicyContext = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "properties": {"covenant.partition.key": "caseId"},
+                "tags": {"Case.email": ["PII"]},
+                "sensitive": ["x"]
+            },
+            "consumers": {"/fields/status": ["sla-monitor"]}
+        }))
+        .expect("valid context");
+        assert_eq!(context.previous().field_list(PARTITION_KEY), ["caseId"]);
+        assert_eq!(context.metadata.tags["Case.email"], ["PII"]);
+        assert_eq!(context.consumers["/fields/status"], ["sla-monitor"]);
+    }
+}

@@ -1,0 +1,142 @@
+//! One verdict for a candidate version, whoever asks (the registry or the command line):
+//! the structural check at the subject's level plus the semantic rules against the version
+//! it replaces.
+
+use crate::{
+    PolicyContext, PolicySettings, RolloutPlan, evaluate_first_schema, evaluate_schemas,
+    plan_with_semantics,
+};
+use covenant_engine::{CheckOptions, Level, Report, RuleSpec};
+use covenant_schema::ParsedSchema;
+
+/// Judges `candidate` against `history` (oldest first, the versions in scope).
+///
+/// Structural findings come from every version the level covers; semantic findings compare
+/// the candidate with the latest version only, because they describe the change being made,
+/// not the whole history. At level `NONE` only the semantic rules run.
+pub fn judge(
+    level: Level,
+    candidate: &ParsedSchema,
+    history: &[(i64, &ParsedSchema)],
+    options: &CheckOptions,
+    context: &PolicyContext,
+    settings: &PolicySettings,
+) -> Report {
+    let mut findings = covenant_schema::check(level, candidate, history, options).findings;
+    match history.last() {
+        Some((version, latest)) => findings.extend(
+            evaluate_schemas(latest, candidate, context, settings)
+                .into_iter()
+                .map(|mut f| {
+                    f.version = Some(*version);
+                    f
+                }),
+        ),
+        None => findings.extend(evaluate_first_schema(candidate, context, settings)),
+    }
+    Report::from_findings(findings)
+}
+
+/// The rollout plan for replacing `latest` with `candidate`: both directions, structural and
+/// semantic.
+pub fn rollout(
+    candidate: &ParsedSchema,
+    latest: (i64, &ParsedSchema),
+    options: &CheckOptions,
+    context: &PolicyContext,
+    settings: &PolicySettings,
+) -> RolloutPlan {
+    let backward = covenant_schema::check(Level::Backward, candidate, &[latest], options);
+    let forward = covenant_schema::check(Level::Forward, candidate, &[latest], options);
+    let semantic = evaluate_schemas(latest.1, candidate, context, settings);
+    plan_with_semantics(&backward, &forward, &semantic)
+}
+
+/// Every rule Covenant can report, structural and semantic, in catalog order.
+pub fn all_rule_groups() -> Vec<(&'static str, &'static [&'static RuleSpec])> {
+    let mut groups = covenant_schema::rule_groups();
+    groups.push(("Semantic", crate::rules()));
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use covenant_schema::SchemaType;
+
+    fn avro(text: &str) -> ParsedSchema {
+        ParsedSchema::parse(SchemaType::Avro, text, &[]).expect("valid Avro")
+    }
+
+    #[test]
+    fn structural_and_semantic_findings_share_one_report() {
+        let v1 = avro(
+            r#"{"type":"record","name":"Case","fields":[{"name":"caseOwner","type":"string"}]}"#,
+        );
+        let v2 = avro(
+            r#"{"type":"record","name":"Case","fields":[{"name":"assignedOfficer","type":"string"}]}"#,
+        );
+        let report = judge(
+            Level::Backward,
+            &v2,
+            &[(1, &v1)],
+            &CheckOptions::default(),
+            &PolicyContext::default(),
+            &PolicySettings::default(),
+        );
+        let rules: Vec<&str> = report.findings.iter().map(|f| f.rule.as_str()).collect();
+        assert!(
+            rules.contains(&"READER_FIELD_MISSING_DEFAULT_VALUE"),
+            "{rules:?}"
+        );
+        assert!(rules.contains(&"LIKELY_RENAME"), "{rules:?}");
+        assert!(!report.compatible);
+        assert!(report.findings.iter().all(|f| f.version == Some(1)));
+    }
+
+    #[test]
+    fn a_semantic_rule_set_to_error_blocks_an_otherwise_compatible_change() {
+        let v1 = avro(
+            r#"{"type":"record","name":"Case","fields":[{"name":"status","type":{"type":"enum","name":"S","symbols":["OPEN","CLOSED"],"default":"OPEN"}}]}"#,
+        );
+        let v2 = avro(
+            r#"{"type":"record","name":"Case","fields":[{"name":"status","type":{"type":"enum","name":"S","symbols":["OPEN","CLOSED","SUSPENDED"],"default":"OPEN"}}]}"#,
+        );
+        let lenient = judge(
+            Level::Full,
+            &v2,
+            &[(1, &v1)],
+            &CheckOptions::default(),
+            &PolicyContext::default(),
+            &PolicySettings::default(),
+        );
+        assert!(lenient.compatible, "{:?}", lenient.findings);
+        assert!(
+            lenient
+                .findings
+                .iter()
+                .any(|f| f.rule == "ENUM_VALUE_ADDED")
+        );
+        let strict = PolicySettings::default().with("ENUM_VALUE_ADDED", crate::RuleLevel::Error);
+        let blocked = judge(
+            Level::Full,
+            &v2,
+            &[(1, &v1)],
+            &CheckOptions::default(),
+            &PolicyContext::default(),
+            &strict,
+        );
+        assert!(!blocked.compatible);
+    }
+
+    #[test]
+    fn the_catalog_lists_semantic_rules_after_the_formats() {
+        let groups = all_rule_groups();
+        assert_eq!(groups.last().map(|g| g.0), Some("Semantic"));
+        assert!(
+            groups
+                .last()
+                .is_some_and(|g| g.1.iter().any(|r| r.id == "LIKELY_RENAME"))
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! Evolution policy beyond structure.
+//!
+//! Compatibility is not only about whether a parser succeeds: a renamed field, a new enum
+//! value, a money field whose type changed, a timestamp whose clock changed or a dropped PII
+//! tag all pass structural checks and still break consumers, reports or governance. This
+//! crate judges those changes.
+//!
+//! It works on the format-neutral [`FieldTree`] each format crate produces, so every rule is
+//! written once for Avro, JSON Schema and Protobuf. [`evaluate`] runs the semantic rules
+//! under per-subject [`PolicySettings`] (a rule set to `error` blocks registration like an
+//! incompatibility); [`plan`] turns the two compatibility directions into a rollout plan for
+//! mixed producer and consumer versions.
+
+mod context;
+mod judge;
+mod pair;
+mod rollout;
+mod rules;
+mod schemas;
+mod settings;
+
+pub use context::{
+    IDEMPOTENCY_KEY, IDENTITY_FIELDS, KEY_PROPERTIES, ORDERING_FIELDS, PARTITION_KEY, PII_FIELDS,
+    PII_TAGS, PolicyContext, SubjectMetadata,
+};
+pub use judge::{all_rule_groups, judge, rollout};
+pub use rollout::{
+    Combination, DeploymentOrder, Reason, RolloutPlan, Side, plan, plan_with_semantics,
+};
+pub use rules::rules;
+pub use schemas::{evaluate_first_schema, evaluate_schemas, field_tree};
+pub use settings::{PolicySettings, RuleLevel, SettingsError};
+
+use covenant_engine::{FieldTree, Finding, NodeKind, Report};
+
+/// The semantic findings for replacing `old` with `new`, at the levels `settings` give.
+///
+/// For a subject's first version pass [`FieldTree::empty`] as `old`: everything counts as
+/// added. Trees of different formats are not compared (the structural check already rejects
+/// a schema type change), except that an empty `old` tree is always accepted.
+pub fn evaluate(
+    old: &FieldTree,
+    new: &FieldTree,
+    context: &PolicyContext,
+    settings: &PolicySettings,
+) -> Vec<Finding> {
+    let old_is_empty = old.root.kind == NodeKind::Schema && old.root.children.is_empty();
+    if !old_is_empty && !old.format.eq_ignore_ascii_case(&new.format) {
+        return Vec::new();
+    }
+    let pair = pair::Pair::new(old, new, context);
+    let format = pair.format();
+    let mut findings = Vec::new();
+    for entry in rules::ENTRIES {
+        if entry.spec.format != "any" && entry.spec.format != format {
+            continue;
+        }
+        let Some(severity) = settings.level(entry.spec).severity() else {
+            continue;
+        };
+        findings.extend(
+            (entry.check)(&pair)
+                .into_iter()
+                .map(|f| f.with_severity(severity)),
+        );
+    }
+    findings
+}
+
+/// [`evaluate`] as a report: incompatible when a rule set to `error` fired.
+pub fn evaluate_report(
+    old: &FieldTree,
+    new: &FieldTree,
+    context: &PolicyContext,
+    settings: &PolicySettings,
+) -> Report {
+    Report::from_findings(evaluate(old, new, context, settings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testkit::*;
+
+    #[test]
+    fn settings_change_severity_and_turn_rules_off() {
+        let old = avro("Case", vec![field("caseOwner", "string")]);
+        let new = avro("Case", vec![field("assignedOfficer", "string")]);
+        let context = PolicyContext::default();
+        let default = evaluate(&old, &new, &context, &PolicySettings::default());
+        assert_eq!(default.len(), 1);
+        assert_eq!(default[0].severity, covenant_engine::Severity::Warning);
+        assert!(evaluate_report(&old, &new, &context, &PolicySettings::default()).compatible);
+
+        let strict = PolicySettings::default().with("LIKELY_RENAME", RuleLevel::Error);
+        let report = evaluate_report(&old, &new, &context, &strict);
+        assert!(!report.compatible);
+        assert_eq!(report.findings[0].rule, "LIKELY_RENAME");
+
+        let off = PolicySettings::default().with("LIKELY_RENAME", RuleLevel::Off);
+        assert!(evaluate(&old, &new, &context, &off).is_empty());
+    }
+
+    #[test]
+    fn format_specific_rules_only_run_on_their_format() {
+        let mut new = avro("Case", vec![]);
+        new.root.additional_properties = None;
+        let findings = evaluate(
+            &covenant_engine::FieldTree::empty("AVRO"),
+            &new,
+            &PolicyContext::default(),
+            &PolicySettings::default(),
+        );
+        assert!(findings.is_empty(), "{findings:?}");
+    }
+
+    #[test]
+    fn different_formats_are_not_compared() {
+        let old = avro("Case", vec![field("caseOwner", "string")]);
+        let new = json(vec![property("assignedOfficer", "string")]);
+        assert!(
+            evaluate(
+                &old,
+                &new,
+                &PolicyContext::default(),
+                &PolicySettings::default()
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn identical_trees_have_no_findings() {
+        let tree = avro(
+            "Case",
+            vec![
+                field("caseId", "string"),
+                field("status", "enum:acme.Status").symbols(&["OPEN", "CLOSED"]),
+                field("email", "string").tag("PII").nullable(),
+            ],
+        );
+        assert!(
+            evaluate(
+                &tree,
+                &tree,
+                &PolicyContext::default(),
+                &PolicySettings::default()
+            )
+            .is_empty()
+        );
+    }
+}

@@ -1,0 +1,412 @@
+//! The old and new trees indexed once, so every rule pairs elements the same way: by path.
+
+use crate::context::{PII_FIELDS, PolicyContext, SubjectMetadata};
+use covenant_engine::{FieldTree, Node, NodeKind};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A node with what its position in the tree says about it.
+#[derive(Debug, Clone)]
+pub(crate) struct Located<'a> {
+    pub node: &'a Node,
+    /// Names from the root down to this node, empty names skipped (`["Case", "owner", "id"]`).
+    pub names: Vec<&'a str>,
+}
+
+impl<'a> Located<'a> {
+    /// Whether `reference` names this node: its path, a dotted name from the root with or
+    /// without the root's name (`Case.owner.id`, `owner.id`), a dotted tail of it, or, for a
+    /// reference without separators, its bare name.
+    pub fn matches(&self, reference: &str) -> bool {
+        let reference = reference.trim();
+        if reference.is_empty() {
+            return false;
+        }
+        if reference == self.node.path {
+            return true;
+        }
+        if reference.contains('/') {
+            return false;
+        }
+        let dotted = self.names.join(".");
+        dotted == reference
+            || dotted.ends_with(&format!(".{reference}"))
+            || (!reference.contains('.') && self.node.name == reference)
+    }
+}
+
+pub(crate) struct Pair<'a> {
+    pub new: &'a FieldTree,
+    pub context: &'a PolicyContext,
+    old_index: BTreeMap<&'a str, Located<'a>>,
+    new_index: BTreeMap<&'a str, Located<'a>>,
+    old_order: Vec<&'a str>,
+    new_order: Vec<&'a str>,
+}
+
+fn index(tree: &FieldTree) -> (BTreeMap<&str, Located<'_>>, Vec<&str>) {
+    let mut map = BTreeMap::new();
+    let mut order = Vec::new();
+    let mut stack: Vec<(&Node, Vec<&str>)> = vec![(&tree.root, Vec::new())];
+    while let Some((node, mut names)) = stack.pop() {
+        if !node.name.is_empty() {
+            names.push(node.name.as_str());
+        }
+        for child in node.children.iter().rev() {
+            stack.push((child, names.clone()));
+        }
+        // The first node wins a duplicate path; formats do not produce them on valid input.
+        if !map.contains_key(node.path.as_str()) {
+            order.push(node.path.as_str());
+            map.insert(node.path.as_str(), Located { node, names });
+        }
+    }
+    (map, order)
+}
+
+impl<'a> Pair<'a> {
+    pub fn new(old: &'a FieldTree, new: &'a FieldTree, context: &'a PolicyContext) -> Pair<'a> {
+        let (old_index, old_order) = index(old);
+        let (new_index, new_order) = index(new);
+        Pair {
+            new,
+            context,
+            old_index,
+            new_index,
+            old_order,
+            new_order,
+        }
+    }
+
+    /// The format of the new schema, as a rule spec's `format` names it.
+    pub fn format(&self) -> &'static str {
+        match self.new.format.to_ascii_uppercase().as_str() {
+            "AVRO" => "avro",
+            "JSON" => "json",
+            "PROTOBUF" => "protobuf",
+            _ => "any",
+        }
+    }
+
+    pub fn old_at(&self, path: &str) -> Option<&Located<'a>> {
+        self.old_index.get(path)
+    }
+
+    pub fn new_at(&self, path: &str) -> Option<&Located<'a>> {
+        self.new_index.get(path)
+    }
+
+    /// Nodes present at the same path in both trees, in the new tree's order.
+    pub fn matched(&self) -> Vec<(&Located<'a>, &Located<'a>)> {
+        self.new_order
+            .iter()
+            .filter_map(|p| Some((self.old_index.get(p)?, self.new_index.get(p)?)))
+            .collect()
+    }
+
+    /// Nodes only in the new tree, in its order.
+    pub fn added(&self) -> Vec<&Located<'a>> {
+        self.new_order
+            .iter()
+            .filter(|p| !self.old_index.contains_key(*p))
+            .filter_map(|p| self.new_index.get(p))
+            .collect()
+    }
+
+    /// Every node of the old tree, in its order.
+    pub fn old_nodes(&self) -> Vec<&Located<'a>> {
+        self.old_order
+            .iter()
+            .filter_map(|p| self.old_index.get(p))
+            .collect()
+    }
+
+    /// Every node of the new tree, in its order.
+    pub fn new_nodes(&self) -> Vec<&Located<'a>> {
+        self.new_order
+            .iter()
+            .filter_map(|p| self.new_index.get(p))
+            .collect()
+    }
+
+    /// The consumers recorded for a node of the new tree, sorted and without repeats. For an
+    /// enum declared on its own, consumers of every field of that enum type count too.
+    pub fn consumers_of(&self, located: &Located<'a>) -> Vec<String> {
+        let mut targets = vec![located];
+        if located.node.kind == NodeKind::Enum {
+            targets.extend(
+                self.new_nodes()
+                    .into_iter()
+                    .filter(|l| {
+                        l.node.kind == NodeKind::Field && l.node.type_name == located.node.type_name
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let mut out = BTreeSet::new();
+        for (reference, consumers) in &self.context.consumers {
+            if targets.iter().any(|t| t.matches(reference)) {
+                out.extend(consumers.iter().cloned());
+            }
+        }
+        out.into_iter().collect()
+    }
+}
+
+/// The personal-data tags a node carries under `metadata`: inline tags named by the subject's
+/// PII tag list, tags from the metadata's `tags` map, and the `covenant.pii.fields` list.
+pub(crate) fn pii_tags_of(located: &Located<'_>, metadata: &SubjectMetadata) -> Vec<String> {
+    let wanted = metadata.pii_tags();
+    let is_pii = |tag: &str| wanted.iter().any(|w| w.eq_ignore_ascii_case(tag));
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |tag: &str| {
+        if is_pii(tag) && !out.iter().any(|t| t.eq_ignore_ascii_case(tag)) {
+            out.push(tag.to_string());
+        }
+    };
+    for tag in &located.node.tags {
+        push(tag);
+    }
+    for (reference, tags) in &metadata.tags {
+        if located.matches(reference) {
+            for tag in tags {
+                push(tag);
+            }
+        }
+    }
+    if metadata
+        .field_list(PII_FIELDS)
+        .iter()
+        .any(|r| located.matches(r))
+    {
+        let first = wanted.first().map(String::as_str).unwrap_or("PII");
+        push(first);
+    }
+    out
+}
+
+/// Lower-case words of an identifier: `updatedAt`, `updated_at` and `UPDATED-AT` all give
+/// `["updated", "at"]`; `caseID` gives `["case", "id"]`.
+pub(crate) fn words(name: &str) -> Vec<String> {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        let boundary = c.is_uppercase()
+            && prev.is_some_and(|p| {
+                p.is_lowercase()
+                    || p.is_ascii_digit()
+                    || (p.is_uppercase() && next.is_some_and(char::is_lowercase))
+            });
+        if boundary && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// What kind of value a field holds, when getting its type wrong corrupts data quietly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sensitivity {
+    Money,
+    Time,
+    Identity,
+}
+
+impl Sensitivity {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Sensitivity::Money => "money or an exact amount",
+            Sensitivity::Time => "a point in time",
+            Sensitivity::Identity => "an identifier",
+        }
+    }
+}
+
+/// Money words; `tick` is the minimum price movement of an instrument (`tick_size`).
+const MONEY_WORDS: [&str; 15] = [
+    "amount", "price", "total", "currency", "cost", "fee", "balance", "tax", "money", "notional",
+    "payment", "salary", "discount", "cents", "tick",
+];
+const TIME_WORDS: [&str; 5] = ["timestamp", "time", "date", "datetime", "epoch"];
+const TIME_LAST_WORDS: [&str; 3] = ["at", "ts", "on"];
+const ID_LAST_WORDS: [&str; 6] = ["id", "ids", "key", "uuid", "guid", "identifier"];
+
+fn logical_sensitivity(logical: &str) -> Option<Sensitivity> {
+    let l = logical.to_ascii_lowercase();
+    if l.starts_with("decimal") || l.ends_with("money") || l.ends_with("google.type.decimal") {
+        Some(Sensitivity::Money)
+    } else if l.contains("timestamp")
+        || l.starts_with("date")
+        || l.starts_with("time")
+        || l.starts_with("local-timestamp")
+        || l.contains("duration")
+        || l.ends_with("google.type.date")
+        || l.ends_with("timeofday")
+    {
+        Some(Sensitivity::Time)
+    } else if l == "uuid" {
+        Some(Sensitivity::Identity)
+    } else {
+        None
+    }
+}
+
+/// Whether a node holds money, time or identity, judged by its logical type, its annotations
+/// (`currency`, `clock`, `timezone`) or the words of its name.
+pub(crate) fn sensitivity(node: &Node) -> Option<Sensitivity> {
+    if let Some(s) = node.logical_type.as_deref().and_then(logical_sensitivity) {
+        return Some(s);
+    }
+    if node.type_name.starts_with("decimal") {
+        return Some(Sensitivity::Money);
+    }
+    if node.annotations.contains_key("currency") {
+        return Some(Sensitivity::Money);
+    }
+    if node.annotations.contains_key("clock") || node.annotations.contains_key("timezone") {
+        return Some(Sensitivity::Time);
+    }
+    let words = words(&node.name);
+    let last = words.last().map(String::as_str).unwrap_or("");
+    if words.iter().any(|w| MONEY_WORDS.contains(&w.as_str())) {
+        Some(Sensitivity::Money)
+    } else if words.iter().any(|w| TIME_WORDS.contains(&w.as_str()))
+        || (words.len() > 1 && TIME_LAST_WORDS.contains(&last))
+    {
+        Some(Sensitivity::Time)
+    } else if ID_LAST_WORDS.contains(&last) {
+        Some(Sensitivity::Identity)
+    } else {
+        None
+    }
+}
+
+/// Docs compared for meaning: case, spacing and a final full stop do not count.
+pub(crate) fn same_text(a: &str, b: &str) -> bool {
+    fn norm(s: &str) -> String {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .trim_end_matches('.')
+            .to_lowercase()
+    }
+    norm(a) == norm(b)
+}
+
+/// `'a', 'b' and 'c'`.
+pub(crate) fn quoted_list(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| format!("'{i}'")).collect();
+    match quoted.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_camel_snake_and_acronyms() {
+        assert_eq!(words("updatedAt"), ["updated", "at"]);
+        assert_eq!(words("updated_at"), ["updated", "at"]);
+        assert_eq!(words("caseID"), ["case", "id"]);
+        assert_eq!(words("HTTPStatus"), ["http", "status"]);
+        assert_eq!(words("amountMinorUnits"), ["amount", "minor", "units"]);
+        assert_eq!(words("tick-size"), ["tick", "size"]);
+    }
+
+    fn field(name: &str, ty: &str) -> Node {
+        Node::new(NodeKind::Field, name, format!("/fields/{name}"), ty)
+    }
+
+    #[test]
+    fn sensitivity_by_name_logical_type_and_annotation() {
+        assert_eq!(
+            sensitivity(&field("amount", "string")),
+            Some(Sensitivity::Money)
+        );
+        assert_eq!(
+            sensitivity(&field("unitPrice", "double")),
+            Some(Sensitivity::Money)
+        );
+        assert_eq!(
+            sensitivity(&field("updatedAt", "string")),
+            Some(Sensitivity::Time)
+        );
+        assert_eq!(
+            sensitivity(&field("created_at", "long")),
+            Some(Sensitivity::Time)
+        );
+        assert_eq!(
+            sensitivity(&field("caseId", "string")),
+            Some(Sensitivity::Identity)
+        );
+        assert_eq!(
+            sensitivity(&field("key", "string")),
+            Some(Sensitivity::Identity)
+        );
+        assert_eq!(sensitivity(&field("status", "string")), None);
+        assert_eq!(sensitivity(&field("hat", "string")), None);
+        assert_eq!(
+            sensitivity(&field("tick_size", "string")),
+            Some(Sensitivity::Money)
+        );
+        let mut lot = field("lot_size", "bytes");
+        assert_eq!(sensitivity(&lot), None);
+        lot.logical_type = Some("decimal(38,18)".into());
+        assert_eq!(sensitivity(&lot), Some(Sensitivity::Money));
+        let mut seen = field("seen", "long");
+        seen.annotations.insert("clock".into(), "business".into());
+        assert_eq!(sensitivity(&seen), Some(Sensitivity::Time));
+    }
+
+    #[test]
+    fn references_match_by_path_dotted_name_and_bare_name() {
+        let node = Node::new(NodeKind::Field, "id", "/fields/owner/fields/id", "string");
+        let located = Located {
+            node: &node,
+            names: vec!["Case", "owner", "id"],
+        };
+        for yes in ["/fields/owner/fields/id", "Case.owner.id", "owner.id", "id"] {
+            assert!(located.matches(yes), "{yes}");
+        }
+        for no in ["/fields/id", "Case.id", "ownerid", ""] {
+            assert!(!located.matches(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn text_comparison_ignores_spacing_case_and_full_stop() {
+        assert!(same_text(
+            "Time the row was updated.",
+            "time the  row was updated"
+        ));
+        assert!(!same_text(
+            "Time the row was updated",
+            "Time the event happened"
+        ));
+    }
+
+    #[test]
+    fn quoted_lists_read_as_prose() {
+        assert_eq!(quoted_list(&["a".into()]), "'a'");
+        assert_eq!(
+            quoted_list(&["a".into(), "b".into(), "c".into()]),
+            "'a', 'b' and 'c'"
+        );
+    }
+}

@@ -1,0 +1,217 @@
+//! A field disappeared and another of the same type appeared beside it: a rename, which every
+//! reader, query and dashboard experiences as a removal plus an addition.
+
+use crate::pair::{Located, Pair};
+use covenant_engine::{Finding, Node, NodeKind, RuleSpec, Severity};
+
+pub static RULE: RuleSpec = RuleSpec {
+    id: "LIKELY_RENAME",
+    format: "any",
+    category: "semantic",
+    // A warning, not an error: pairing by type is a heuristic, and the removal itself is
+    // already judged by the structural rules of each level.
+    default_severity: Severity::Warning,
+    summary: "A field was removed and another with the same type added in its place; a rename is a removal plus an addition for old consumers, queries, dashboards and replay.",
+    bad_example: "v1: {\"name\": \"caseOwner\", \"type\": \"string\"}\nv2: {\"name\": \"assignedOfficer\", \"type\": \"string\"}",
+    good_example: "v2: keep {\"name\": \"caseOwner\", \"type\": \"string\", \"doc\": \"Deprecated: use assignedOfficer.\"}\n    add {\"name\": \"assignedOfficer\", \"type\": [\"null\", \"string\"], \"default\": null, \"aliases\": [\"caseOwner\"]}\n    write both; remove caseOwner after the deprecation window",
+    hint: "Add the new field beside the old one, write both, migrate consumers, mark the old field deprecated (an Avro alias helps readers resolve it), and remove it only after the retention and deprecation window.",
+    peers: &["buf:FIELD_SAME_NAME"],
+};
+
+fn rename_hint(old: &str, new: &str) -> String {
+    format!(
+        "Add '{new}' beside '{old}', write both, migrate consumers to '{new}', mark '{old}' deprecated (an Avro alias helps readers resolve it), and remove '{old}' only after the retention and deprecation window."
+    )
+}
+
+/// Pairs each removed field with the added field that most plausibly replaced it: one that
+/// declares the old name as an alias, then one with the same field number, then the only
+/// added field of the same type when exactly one field of that type was removed.
+pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (old_parent, new_parent) in pair.matched() {
+        let old_children = fields(old_parent);
+        let new_children = fields(new_parent);
+        let mut removed: Vec<_> = old_children
+            .iter()
+            .filter(|o| !new_children.iter().any(|n| n.name == o.name))
+            .copied()
+            .collect();
+        let mut added: Vec<_> = new_children
+            .iter()
+            .filter(|n| !old_children.iter().any(|o| o.name == n.name))
+            .copied()
+            .collect();
+        let same_type =
+            |a: &Node, b: &Node| a.type_name == b.type_name && a.logical_type == b.logical_type;
+        let mut pairs = Vec::new();
+        removed.retain(|old| {
+            let by_alias = added.iter().position(|n| n.aliases.contains(&old.name));
+            // A number taken over by another type is reuse, not a rename.
+            let by_number = || {
+                added.iter().position(|n| {
+                    old.number.is_some() && n.number == old.number && same_type(n, old)
+                })
+            };
+            match by_alias.or_else(by_number) {
+                Some(i) => {
+                    pairs.push((*old, added.remove(i)));
+                    false
+                }
+                None => true,
+            }
+        });
+        for old in &removed {
+            let removed_of_type = removed.iter().filter(|o| same_type(o, old)).count();
+            let added_of_type: Vec<&Node> = added
+                .iter()
+                .copied()
+                .filter(|n| same_type(n, old))
+                .collect();
+            if let ([new], 1) = (added_of_type.as_slice(), removed_of_type) {
+                pairs.push((*old, *new));
+            }
+        }
+        for (old, new) in pairs {
+            let how = if new.aliases.contains(&old.name) {
+                format!(
+                    "; its alias '{}' lets Avro readers resolve old data, but queries, dashboards and lineage still see a removal and an addition",
+                    old.name
+                )
+            } else if old.number.is_some() && old.number == new.number {
+                format!(
+                    " under the same number {}; binary readers are unaffected, but JSON encodings, generated code and queries see a removal and an addition",
+                    old.number.unwrap_or_default()
+                )
+            } else {
+                format!(
+                    " with the same type '{}'; old consumers and replayed data see a removal and an addition",
+                    new.display_type()
+                )
+            };
+            findings.push(
+                Finding::new(
+                    &RULE,
+                    new.path.clone(),
+                    format!("Field '{}' looks renamed to '{}'{how}.", old.name, new.name),
+                )
+                .with_hint(rename_hint(&old.name, &new.name)),
+            );
+        }
+    }
+    findings
+}
+
+fn fields<'a>(parent: &Located<'a>) -> Vec<&'a Node> {
+    parent
+        .node
+        .children
+        .iter()
+        .filter(|c| c.kind == NodeKind::Field)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testkit::*;
+
+    #[test]
+    fn case_owner_renamed_to_assigned_officer() {
+        let old = avro(
+            "CaseEvent",
+            vec![field("caseId", "string"), field("caseOwner", "string")],
+        );
+        let new = avro(
+            "CaseEvent",
+            vec![
+                field("caseId", "string"),
+                field("assignedOfficer", "string"),
+            ],
+        );
+        let findings = run("LIKELY_RENAME", &old, &new, &none());
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].path, "/fields/assignedOfficer");
+        assert_eq!(
+            findings[0].message,
+            "Field 'caseOwner' looks renamed to 'assignedOfficer' with the same type 'string'; old consumers and replayed data see a removal and an addition."
+        );
+        assert!(
+            findings[0]
+                .hint
+                .contains("Add 'assignedOfficer' beside 'caseOwner'")
+        );
+    }
+
+    #[test]
+    fn alias_declares_the_rename_but_it_is_still_reported() {
+        let old = avro("CaseEvent", vec![field("caseOwnerId", "string").nullable()]);
+        let new = avro(
+            "CaseEvent",
+            vec![
+                field("assignedOfficerId", "string")
+                    .nullable()
+                    .alias("caseOwnerId"),
+                field("note", "string"),
+            ],
+        );
+        let findings = run("LIKELY_RENAME", &old, &new, &none());
+        assert_eq!(findings.len(), 1);
+        assert!(findings[0].message.contains("alias 'caseOwnerId'"));
+    }
+
+    #[test]
+    fn protobuf_same_number_new_name_is_a_rename() {
+        let old = proto(vec![message(
+            "acme.CaseEvent",
+            vec![("event_id", "string", 1), ("owner", "string", 2)],
+        )]);
+        let new = proto(vec![message(
+            "acme.CaseEvent",
+            vec![("event_id", "string", 1), ("assigned_officer", "string", 2)],
+        )]);
+        let findings = run("LIKELY_RENAME", &old, &new, &none());
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].path, "/acme.CaseEvent/fields/assigned_officer");
+        assert!(findings[0].message.contains("same number 2"));
+    }
+
+    #[test]
+    fn protobuf_number_reused_by_another_type_is_not_a_rename() {
+        let old = proto(vec![message("acme.E", vec![("legacy_owner", "string", 7)])]);
+        let new = proto(vec![message(
+            "acme.E",
+            vec![("escalation_level", "int64", 7)],
+        )]);
+        assert!(run("LIKELY_RENAME", &old, &new, &none()).is_empty());
+    }
+
+    #[test]
+    fn different_types_or_ambiguous_pairs_are_not_renames() {
+        let old = avro("E", vec![field("caseOwner", "string")]);
+        let new = avro("E", vec![field("assignedOfficer", "long")]);
+        assert!(run("LIKELY_RENAME", &old, &new, &none()).is_empty());
+
+        let old = avro("E", vec![field("a", "string"), field("b", "string")]);
+        let new = avro("E", vec![field("c", "string"), field("d", "string")]);
+        assert!(run("LIKELY_RENAME", &old, &new, &none()).is_empty());
+
+        let old = avro("E", vec![field("a", "string")]);
+        let new = avro("E", vec![field("a", "string"), field("b", "string")]);
+        assert!(run("LIKELY_RENAME", &old, &new, &none()).is_empty());
+    }
+
+    #[test]
+    fn nested_renames_are_found_under_their_record() {
+        let old = avro(
+            "E",
+            vec![field("owner", "record:acme.Owner").child(field("fullName", "string"))],
+        );
+        let new = avro(
+            "E",
+            vec![field("owner", "record:acme.Owner").child(field("displayName", "string"))],
+        );
+        let findings = run("LIKELY_RENAME", &old, &new, &none());
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].path, "/fields/owner/fields/displayName");
+    }
+}

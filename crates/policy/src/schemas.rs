@@ -1,0 +1,41 @@
+//! The policy over parsed schemas of any format, for callers that hold schemas rather than
+//! field trees (the registry, the command line).
+
+use crate::{PolicyContext, PolicySettings, evaluate};
+use covenant_engine::{FieldTree, Finding};
+use covenant_schema::ParsedSchema;
+
+/// The neutral field tree of a parsed schema, whatever its format.
+pub fn field_tree(schema: &ParsedSchema) -> FieldTree {
+    match schema {
+        ParsedSchema::Avro(s) => covenant_avro::field_tree(s),
+        ParsedSchema::Json(s) => covenant_jsonschema::field_tree(s),
+        ParsedSchema::Protobuf(s) => covenant_protobuf::field_tree(s),
+    }
+}
+
+/// [`evaluate`] over two parsed schemas. Schemas of different types are not compared (the
+/// structural check reports `SCHEMA_TYPE_CHANGED`).
+pub fn evaluate_schemas(
+    old: &ParsedSchema,
+    new: &ParsedSchema,
+    context: &PolicyContext,
+    settings: &PolicySettings,
+) -> Vec<Finding> {
+    evaluate(&field_tree(old), &field_tree(new), context, settings)
+}
+
+/// [`evaluate`] for a subject's first version: everything in `new` counts as added.
+pub fn evaluate_first_schema(
+    new: &ParsedSchema,
+    context: &PolicyContext,
+    settings: &PolicySettings,
+) -> Vec<Finding> {
+    let new = field_tree(new);
+    evaluate(
+        &FieldTree::empty(new.format.clone()),
+        &new,
+        context,
+        settings,
+    )
+}

@@ -1,0 +1,426 @@
+//! buf's WIRE and WIRE_JSON breaking rules. Unlike Confluent's walk, buf matches messages,
+//! enums and services by full name across all of a schema's own files, fields by number.
+
+use crate::ProtobufSchema;
+use crate::confluent::file_pairs;
+use crate::rules::*;
+use covenant_engine::Finding;
+use prost_reflect::{
+    EnumDescriptor, ExtensionDescriptor, FieldDescriptor, FileDescriptor, Kind, MessageDescriptor,
+    ServiceDescriptor, Value,
+};
+use std::collections::BTreeMap;
+
+/// What the field rules need to know about a field or an extension.
+pub(crate) struct FieldView {
+    pub path: String,
+    /// `Field 'amount' (2) on message 'acme.Order'`, for messages.
+    pub describe: String,
+    /// The field name; for extensions the full name, as buf compares them.
+    pub name: String,
+    pub kind: Kind,
+    pub group: bool,
+    pub list: bool,
+    pub map: bool,
+    pub required: bool,
+    pub presence: bool,
+    pub json_name: String,
+    pub oneof: Option<String>,
+    pub in_map_entry: bool,
+    pub extension: bool,
+    pub default: Value,
+}
+
+impl FieldView {
+    fn of_field(f: &FieldDescriptor) -> FieldView {
+        let parent = f.parent_message();
+        FieldView {
+            path: format!("/{}/fields/{}", parent.full_name(), f.name()),
+            describe: format!(
+                "Field '{}' ({}) on message '{}'",
+                f.name(),
+                f.number(),
+                parent.full_name()
+            ),
+            name: f.name().to_string(),
+            kind: f.kind(),
+            group: f.is_group(),
+            list: f.is_list(),
+            map: f.is_map(),
+            required: f.is_required(),
+            presence: f.supports_presence(),
+            json_name: f.json_name().to_string(),
+            oneof: f
+                .containing_oneof()
+                .filter(|o| !o.is_synthetic())
+                .map(|o| o.name().to_string()),
+            in_map_entry: parent.is_map_entry(),
+            extension: false,
+            default: f.default_value(),
+        }
+    }
+
+    fn of_extension(e: &ExtensionDescriptor) -> FieldView {
+        FieldView {
+            path: format!("/extensions/{}", e.full_name()),
+            describe: format!(
+                "Extension '{}' ({}) of '{}'",
+                e.full_name(),
+                e.number(),
+                e.containing_message().full_name()
+            ),
+            name: e.full_name().to_string(),
+            kind: e.kind(),
+            group: e.is_group(),
+            list: e.is_list(),
+            map: e.is_map(),
+            required: e.cardinality() == prost_reflect::Cardinality::Required,
+            presence: e.supports_presence(),
+            json_name: e.json_name().to_string(),
+            oneof: None,
+            in_map_entry: false,
+            extension: true,
+            default: e.default_value(),
+        }
+    }
+
+    /// The type as buf prints it.
+    pub(crate) fn type_text(&self) -> String {
+        if self.group {
+            return "group".into();
+        }
+        crate::confluent::type_name(&self.kind)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cardinality {
+    OptionalExplicit,
+    OptionalImplicit,
+    Required,
+    Repeated,
+    Map,
+}
+
+impl Cardinality {
+    pub(crate) fn of(f: &FieldView) -> Cardinality {
+        if f.map {
+            Cardinality::Map
+        } else if f.list {
+            Cardinality::Repeated
+        } else if f.required {
+            Cardinality::Required
+        } else if f.presence {
+            Cardinality::OptionalExplicit
+        } else {
+            Cardinality::OptionalImplicit
+        }
+    }
+
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            Cardinality::OptionalExplicit => "optional with explicit presence",
+            Cardinality::OptionalImplicit => "optional with implicit presence",
+            Cardinality::Required => "required",
+            Cardinality::Repeated => "repeated",
+            Cardinality::Map => "map",
+        }
+    }
+}
+
+fn all_messages(files: &[FileDescriptor]) -> BTreeMap<String, MessageDescriptor> {
+    fn walk(m: MessageDescriptor, out: &mut BTreeMap<String, MessageDescriptor>) {
+        for c in m.child_messages() {
+            walk(c, out);
+        }
+        out.insert(m.full_name().to_string(), m);
+    }
+    let mut out = BTreeMap::new();
+    for f in files {
+        for m in f.messages() {
+            walk(m, &mut out);
+        }
+    }
+    out
+}
+
+fn all_enums(files: &[FileDescriptor]) -> BTreeMap<String, EnumDescriptor> {
+    fn walk(m: MessageDescriptor, out: &mut BTreeMap<String, EnumDescriptor>) {
+        for e in m.child_enums() {
+            out.insert(e.full_name().to_string(), e);
+        }
+        for c in m.child_messages() {
+            walk(c, out);
+        }
+    }
+    let mut out = BTreeMap::new();
+    for f in files {
+        for e in f.enums() {
+            out.insert(e.full_name().to_string(), e);
+        }
+        for m in f.messages() {
+            walk(m, &mut out);
+        }
+    }
+    out
+}
+
+fn all_extensions(files: &[FileDescriptor]) -> BTreeMap<(String, u32), ExtensionDescriptor> {
+    fn walk(m: MessageDescriptor, out: &mut BTreeMap<(String, u32), ExtensionDescriptor>) {
+        for e in m.child_extensions() {
+            out.insert(
+                (e.containing_message().full_name().to_string(), e.number()),
+                e,
+            );
+        }
+        for c in m.child_messages() {
+            walk(c, out);
+        }
+    }
+    let mut out = BTreeMap::new();
+    for f in files {
+        for e in f.extensions() {
+            out.insert(
+                (e.containing_message().full_name().to_string(), e.number()),
+                e,
+            );
+        }
+        for m in f.messages() {
+            walk(m, &mut out);
+        }
+    }
+    out
+}
+
+fn all_services(files: &[FileDescriptor]) -> BTreeMap<String, ServiceDescriptor> {
+    files
+        .iter()
+        .flat_map(|f| f.services())
+        .map(|s| (s.full_name().to_string(), s))
+        .collect()
+}
+
+fn check_field_pair(prev: &FieldView, cur: &FieldView, json: bool, out: &mut Vec<Finding>) {
+    if json {
+        field_wire_json_compatible_type::check(prev, cur, out);
+        field_wire_json_compatible_cardinality::check(prev, cur, out);
+        field_same_name::check(prev, cur, out);
+        field_same_json_name::check(prev, cur, out);
+    } else {
+        field_wire_compatible_type::check(prev, cur, out);
+        field_wire_compatible_cardinality::check(prev, cur, out);
+    }
+    field_same_oneof::check(prev, cur, out);
+    field_same_default::check(prev, cur, out);
+}
+
+/// Runs the WIRE rules, or the WIRE_JSON rules when `json`, for reading `writer` data with
+/// `reader` (buf's "previous" is the writer).
+pub(crate) fn check(
+    reader: &ProtobufSchema,
+    writer: &ProtobufSchema,
+    json: bool,
+    out: &mut Vec<Finding>,
+) {
+    for (w, r, path) in file_pairs(reader, writer) {
+        if let Some(r) = r {
+            file_same_package::check(&w, &r, &path, out);
+        }
+    }
+    let (prev_files, cur_files) = (writer.own_files(), reader.own_files());
+
+    let (prev_msgs, cur_msgs) = (all_messages(&prev_files), all_messages(&cur_files));
+    for (name, prev) in &prev_msgs {
+        let Some(cur) = cur_msgs.get(name) else {
+            continue;
+        };
+        field_no_delete_unless_number_reserved::check(prev, cur, out);
+        if json {
+            field_no_delete_unless_name_reserved::check(prev, cur, out);
+            message_same_json_format::check(prev, cur, out);
+        }
+        reserved_message_no_delete::check(prev, cur, out);
+        message_same_required_fields::check(prev, cur, out);
+        for pf in prev.fields() {
+            if let Some(cf) = cur.get_field(pf.number()) {
+                check_field_pair(
+                    &FieldView::of_field(&pf),
+                    &FieldView::of_field(&cf),
+                    json,
+                    out,
+                );
+            }
+        }
+    }
+
+    let (prev_ext, cur_ext) = (all_extensions(&prev_files), all_extensions(&cur_files));
+    for (key, pe) in &prev_ext {
+        if let Some(ce) = cur_ext.get(key) {
+            check_field_pair(
+                &FieldView::of_extension(pe),
+                &FieldView::of_extension(ce),
+                json,
+                out,
+            );
+        }
+    }
+
+    let (prev_enums, cur_enums) = (all_enums(&prev_files), all_enums(&cur_files));
+    for (name, prev) in &prev_enums {
+        let Some(cur) = cur_enums.get(name) else {
+            continue;
+        };
+        enum_value_no_delete_unless_number_reserved::check(prev, cur, out);
+        if json {
+            enum_value_no_delete_unless_name_reserved::check(prev, cur, out);
+            enum_value_same_name::check(prev, cur, out);
+            enum_same_json_format::check(prev, cur, out);
+        }
+        reserved_enum_no_delete::check(prev, cur, out);
+    }
+
+    let (prev_svcs, cur_svcs) = (all_services(&prev_files), all_services(&cur_files));
+    for (name, prev) in &prev_svcs {
+        let Some(cur) = cur_svcs.get(name) else {
+            continue;
+        };
+        for pm in prev.methods() {
+            if let Some(cm) = cur.methods().find(|m| m.name() == pm.name()) {
+                rpc_same_client_streaming::check(&pm, &cm, out);
+                rpc_same_server_streaming::check(&pm, &cm, out);
+                rpc_same_request_type::check(&pm, &cm, out);
+                rpc_same_response_type::check(&pm, &cm, out);
+                rpc_same_idempotency_level::check(&pm, &cm, out);
+            }
+        }
+    }
+}
+
+/// buf's wire compatibility groups of field kinds.
+pub(crate) fn wire_group(f: &FieldView) -> u8 {
+    if f.group {
+        return 9;
+    }
+    match f.kind {
+        Kind::Int32 | Kind::Int64 | Kind::Uint32 | Kind::Uint64 | Kind::Bool => 1,
+        Kind::Sint32 | Kind::Sint64 => 2,
+        Kind::String => 3,
+        Kind::Bytes => 4,
+        Kind::Fixed32 | Kind::Sfixed32 => 5,
+        Kind::Fixed64 | Kind::Sfixed64 => 6,
+        Kind::Double => 7,
+        Kind::Float => 8,
+        Kind::Message(_) => 10,
+        Kind::Enum(_) => 11,
+    }
+}
+
+/// buf's groups for kinds that are compatible on the wire and in proto3 JSON.
+pub(crate) fn wire_json_group(f: &FieldView) -> u8 {
+    if f.group {
+        return 12;
+    }
+    match f.kind {
+        Kind::Int32 | Kind::Uint32 => 1,
+        Kind::Int64 | Kind::Uint64 => 2,
+        Kind::Fixed32 | Kind::Sfixed32 => 3,
+        Kind::Fixed64 | Kind::Sfixed64 => 4,
+        Kind::Bool => 5,
+        Kind::Sint32 => 6,
+        Kind::Sint64 => 7,
+        Kind::String => 8,
+        Kind::Bytes => 9,
+        Kind::Double => 10,
+        Kind::Float => 11,
+        Kind::Message(_) => 13,
+        Kind::Enum(_) => 14,
+    }
+}
+
+/// Within one group, enums and messages must still name the same type. An enum may be a
+/// different full name if it has the same short name and keeps every earlier value.
+pub(crate) fn same_named_type(prev: &FieldView, cur: &FieldView) -> bool {
+    match (&prev.kind, &cur.kind) {
+        (Kind::Enum(p), Kind::Enum(c)) => {
+            if p.full_name() == c.full_name() {
+                return true;
+            }
+            p.name() == c.name()
+                && p.values().all(|pv| {
+                    c.get_value_by_name(pv.name())
+                        .is_some_and(|cv| cv.number() == pv.number())
+                })
+        }
+        (Kind::Message(p), Kind::Message(c)) => p.full_name() == c.full_name(),
+        _ => true,
+    }
+}
+
+/// Whether `number` lies in one of the message's reserved ranges.
+pub(crate) fn message_number_reserved(m: &MessageDescriptor, number: u32) -> bool {
+    m.reserved_ranges().any(|r| r.contains(&number))
+}
+
+/// Collapses ranges (inclusive bounds) and returns the parts of `[start, end]` not covered.
+pub(crate) fn missing_parts(start: i64, end: i64, ranges: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let mut sorted = ranges.to_vec();
+    sorted.sort();
+    let mut collapsed: Vec<(i64, i64)> = Vec::new();
+    for (s, e) in sorted {
+        match collapsed.last_mut() {
+            Some(last) if s <= last.1 + 1 => last.1 = last.1.max(e),
+            _ => collapsed.push((s, e)),
+        }
+    }
+    let mut missing = Vec::new();
+    let mut cursor = start;
+    for (s, e) in collapsed {
+        if e < cursor {
+            continue;
+        }
+        if s > end {
+            break;
+        }
+        if s > cursor {
+            missing.push((cursor, s - 1));
+        }
+        cursor = e + 1;
+        if cursor > end {
+            break;
+        }
+    }
+    if cursor <= end {
+        missing.push((cursor, end));
+    }
+    missing
+}
+
+pub(crate) fn ranges_text(ranges: &[(i64, i64)]) -> String {
+    ranges
+        .iter()
+        .map(|(s, e)| {
+            if s == e {
+                s.to_string()
+            } else {
+                format!("{s} to {e}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_parts_of_ranges() {
+        assert_eq!(missing_parts(1, 10, &[(1, 3), (4, 10)]), vec![]);
+        assert_eq!(
+            missing_parts(1, 10, &[(2, 3), (6, 7)]),
+            vec![(1, 1), (4, 5), (8, 10)]
+        );
+        assert_eq!(missing_parts(5, 5, &[]), vec![(5, 5)]);
+        assert_eq!(missing_parts(5, 9, &[(1, 20)]), vec![]);
+    }
+}

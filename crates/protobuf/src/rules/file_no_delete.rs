@@ -1,0 +1,44 @@
+//! A file of a multi-file schema set was deleted.
+
+use covenant_engine::{RuleSpec, Severity};
+
+pub static RULE: RuleSpec = RuleSpec {
+    id: "FILE_NO_DELETE",
+    format: "protobuf",
+    category: "structural",
+    default_severity: Severity::Error,
+    summary: "A file of a schema set was deleted, together with every type it defined.",
+    bad_example: "orders/v1/refund.proto deleted",
+    good_example: "keep refund.proto and deprecate its messages",
+    hint: "Keep the file; move types out of it only once nothing imports or reads them.",
+    peers: &["buf:FILE_NO_DELETE"],
+};
+
+#[cfg(test)]
+mod tests {
+    use super::RULE;
+    use crate::ProtobufSchema;
+    use covenant_engine::{CheckOptions, Format};
+
+    #[test]
+    fn deleted_file_in_a_set_is_reported() {
+        let a = (
+            "a.proto".to_string(),
+            "syntax = \"proto3\";\nmessage A {}\n".to_string(),
+        );
+        let b = (
+            "b.proto".to_string(),
+            "syntax = \"proto3\";\nmessage B {}\n".to_string(),
+        );
+        let old = ProtobufSchema::parse_file_set(&[a.clone(), b], &[]).unwrap();
+        let new = ProtobufSchema::parse_file_set(&[a], &[]).unwrap();
+        let findings = crate::ProtobufFormat::check(&new, &old, &CheckOptions::default());
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.rule == RULE.id && f.path == "/files/b.proto")
+        );
+        let same = crate::ProtobufFormat::check(&old, &old, &CheckOptions::default());
+        assert!(!same.iter().any(|f| f.rule == RULE.id));
+    }
+}

@@ -1,0 +1,72 @@
+//! buf's `RESERVED_ENUM_NO_DELETE` (WIRE and WIRE_JSON).
+
+#[allow(unused_imports)]
+use crate::buf::*;
+use covenant_engine::{Finding, RuleSpec, Severity};
+use prost_reflect::EnumDescriptor;
+
+pub static RULE: RuleSpec = RuleSpec {
+    id: "RESERVED_ENUM_NO_DELETE",
+    format: "protobuf",
+    category: "wire",
+    default_severity: Severity::Error,
+    summary: "A reserved number range or name was removed from an enum, allowing reuse of retired values.",
+    bad_example: "reserved 3, 5; -> reserved 3;",
+    good_example: "keep every reserved number and name",
+    hint: "Never remove reservations; they protect old data.",
+    peers: &["buf:RESERVED_ENUM_NO_DELETE"],
+};
+
+pub(crate) fn check(prev: &EnumDescriptor, cur: &EnumDescriptor, out: &mut Vec<Finding>) {
+    let ranges: Vec<(i64, i64)> = cur
+        .reserved_ranges()
+        .map(|r| (i64::from(*r.start()), i64::from(*r.end())))
+        .collect();
+    for r in prev.reserved_ranges() {
+        let missing = missing_parts(i64::from(*r.start()), i64::from(*r.end()), &ranges);
+        if !missing.is_empty() {
+            out.push(Finding::new(
+                &RULE,
+                format!("/{}/reserved", cur.full_name()),
+                format!(
+                    "Reserved numbers {} on enum '{}' are no longer reserved.",
+                    ranges_text(&missing),
+                    cur.full_name()
+                ),
+            ));
+        }
+    }
+    for name in prev.reserved_names() {
+        if !cur.reserved_names().any(|n| n == name) {
+            out.push(Finding::new(
+                &RULE,
+                format!("/{}/reserved", cur.full_name()),
+                format!(
+                    "Reserved name '{name}' on enum '{}' was deleted.",
+                    cur.full_name()
+                ),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RULE;
+    use crate::rules::testing::{fires, silent};
+    use covenant_engine::ProtobufStrictness::{Confluent, Wire};
+
+    const OLD: &str = "syntax = \"proto3\";\nenum E { A = 0; reserved 2, 3; reserved \"B\"; }\n";
+    const NEW: &str = "syntax = \"proto3\";\nenum E { A = 0; reserved 2; }\n";
+
+    #[test]
+    fn fires_on_the_change() {
+        fires(&RULE, OLD, NEW, Wire);
+    }
+
+    #[test]
+    fn silent_without_a_change_or_under_confluent() {
+        silent(&RULE, OLD, OLD, Wire);
+        silent(&RULE, OLD, NEW, Confluent);
+    }
+}

@@ -1,0 +1,58 @@
+//! buf's `RPC_SAME_CLIENT_STREAMING` (WIRE and WIRE_JSON).
+
+use covenant_engine::{Finding, RuleSpec, Severity};
+use prost_reflect::MethodDescriptor;
+
+pub static RULE: RuleSpec = RuleSpec {
+    id: "RPC_SAME_CLIENT_STREAMING",
+    format: "protobuf",
+    category: "wire",
+    default_severity: Severity::Error,
+    summary: "An rpc changed its client streaming mode, which breaks existing clients and servers.",
+    bad_example: "rpc M(A) returns (A); -> rpc M(stream A) returns (A);",
+    good_example: "add a new rpc with the new streaming mode",
+    hint: "Add a new rpc instead of changing an existing one's streaming mode.",
+    peers: &["buf:RPC_SAME_CLIENT_STREAMING"],
+};
+
+pub(crate) fn check(prev: &MethodDescriptor, cur: &MethodDescriptor, out: &mut Vec<Finding>) {
+    if prev.is_client_streaming() != cur.is_client_streaming() {
+        out.push(Finding::new(
+            &RULE,
+            format!(
+                "/{}/methods/{}",
+                cur.parent_service().full_name(),
+                cur.name()
+            ),
+            format!(
+                "RPC '{}' on service '{}' changed client streaming from {} to {}.",
+                cur.name(),
+                cur.parent_service().full_name(),
+                prev.is_client_streaming(),
+                cur.is_client_streaming()
+            ),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RULE;
+    use crate::rules::testing::{fires, silent};
+    use covenant_engine::ProtobufStrictness::{Confluent, Wire};
+
+    const OLD: &str = "syntax = \"proto3\";\nmessage A {}\nservice S { rpc M(A) returns (A); }\n";
+    const NEW: &str =
+        "syntax = \"proto3\";\nmessage A {}\nservice S { rpc M(stream A) returns (A); }\n";
+
+    #[test]
+    fn fires_on_the_change() {
+        fires(&RULE, OLD, NEW, Wire);
+    }
+
+    #[test]
+    fn silent_without_a_change_or_under_confluent() {
+        silent(&RULE, OLD, OLD, Wire);
+        silent(&RULE, OLD, NEW, Confluent);
+    }
+}

@@ -1,0 +1,91 @@
+use covenant_engine::Finding;
+
+/// Why a registry operation failed. The `Display` text is Confluent's message for the case
+/// (typos included where clients match on them); the HTTP layer maps each variant to its
+/// status and `error_code` in one table.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    #[error("Subject '{0}' not found.")]
+    SubjectNotFound(String),
+    #[error("Version {0} not found.")]
+    VersionNotFound(String),
+    #[error("Schema {0} not found")]
+    SchemaIdNotFound(i64),
+    #[error("Schema not found")]
+    SchemaNotFound,
+    #[error("Subject '{0}' was soft deleted.Set permanent=true to delete permanently")]
+    SubjectSoftDeleted(String),
+    #[error("Subject '{0}' was not deleted first before being permanently deleted")]
+    SubjectNotSoftDeleted(String),
+    #[error("Subject '{0}' Version {1} was soft deleted.Set permanent=true to delete permanently")]
+    VersionSoftDeleted(String, i64),
+    #[error("Subject '{0}' Version {1} was not deleted first before being permanently deleted")]
+    VersionNotSoftDeleted(String, i64),
+    #[error("Subject '{0}' does not have subject-level compatibility configured")]
+    SubjectConfigNotFound(String),
+    #[error("Subject '{0}' does not have subject-level mode configured")]
+    SubjectModeNotFound(String),
+    #[error("{}", incompatible_message(.subject, .findings))]
+    Incompatible {
+        subject: String,
+        findings: Vec<Finding>,
+    },
+    #[error("{0}")]
+    InvalidSchema(String),
+    #[error(
+        "The specified version '{0}' is not a valid version id. Allowed values are between [1, 2^31-1] and the string \"latest\""
+    )]
+    InvalidVersion(String),
+    #[error(
+        "Invalid compatibility level. Valid values are none, backward, forward, full, backward_transitive, forward_transitive, and full_transitive"
+    )]
+    InvalidCompatibilityLevel,
+    #[error("Invalid mode. Valid values are READWRITE, READONLY, IMPORT and FORWARD.")]
+    InvalidMode,
+    #[error("Forward mode only supported on global level")]
+    ForwardModeOnSubject,
+    #[error("{0}")]
+    OperationNotPermitted(String),
+    #[error(
+        "One or more references exist to the schema {{magic=1,keytype=SCHEMA,subject={0},version={1}}}."
+    )]
+    Referenced(String, i64),
+    #[error("The specified subject '{0}' is not a valid.")]
+    InvalidSubject(String),
+    #[error("{0}")]
+    InvalidRuleSet(String),
+    #[error("Error while {0}")]
+    Store(String),
+}
+
+/// Names the subject, then each finding with its rule id, path and version, so that a 409
+/// says what to change without a second call.
+fn incompatible_message(subject: &str, findings: &[Finding]) -> String {
+    let details: Vec<String> = findings.iter().map(finding_text).collect();
+    format!(
+        "Schema being registered is incompatible with an earlier schema for subject \"{subject}\", details: [{}]",
+        details.join(", ")
+    )
+}
+
+/// One finding as a single line: rule id, path, version, reason and hint.
+pub fn finding_text(f: &Finding) -> String {
+    let path = if f.path.is_empty() { "/" } else { &f.path };
+    let version = f
+        .version
+        .map(|v| format!(" (version {v})"))
+        .unwrap_or_default();
+    format!(
+        "{{rule: {}, path: '{}'{}, reason: {}, hint: {}}}",
+        f.rule, path, version, f.message, f.hint
+    )
+}
+
+pub type RegistryResult<T> = Result<T, RegistryError>;
+
+impl From<covenant_store::StoreError> for RegistryError {
+    fn from(e: covenant_store::StoreError) -> Self {
+        RegistryError::Store(format!("accessing the store: {e}"))
+    }
+}

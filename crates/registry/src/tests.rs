@@ -1,0 +1,391 @@
+use super::*;
+use covenant_store::SqliteStore;
+
+fn registry() -> (tempfile::TempDir, Registry) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open store");
+    (dir, Registry::new(Arc::new(store)))
+}
+
+/// Writes a version straight to the store, for tests of rules that do not parse schemas.
+async fn put(reg: &Registry, subject: &str, text: &str, refs: Vec<SchemaRef>) -> i64 {
+    let schema = NewSchema {
+        schema_type: "AVRO".into(),
+        schema: text.into(),
+        references: refs,
+        metadata: None,
+        rule_set: None,
+        content_key: format!("k:{text}"),
+    };
+    reg.store
+        .register(
+            subject,
+            &schema,
+            Placement::default(),
+            &|_: &[StoredVersion]| Ok(()),
+        )
+        .await
+        .expect("register")
+        .version
+}
+
+#[test]
+fn version_specs_follow_confluent() {
+    assert_eq!(VersionSpec::parse("latest").ok(), Some(VersionSpec::Latest));
+    assert_eq!(
+        VersionSpec::parse(" LATEST ").ok(),
+        Some(VersionSpec::Latest)
+    );
+    assert_eq!(VersionSpec::parse("-1").ok(), Some(VersionSpec::Latest));
+    assert_eq!(VersionSpec::parse("3").ok(), Some(VersionSpec::Number(3)));
+    for bad in ["0", "-2", "abc", "2147483648", ""] {
+        assert!(
+            matches!(
+                VersionSpec::parse(bad),
+                Err(RegistryError::InvalidVersion(_))
+            ),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn modes_parse_case_insensitively() {
+    assert_eq!(Mode::parse("import").ok(), Some(Mode::Import));
+    assert_eq!(Mode::parse("ReadOnly").ok(), Some(Mode::ReadOnly));
+    assert!(matches!(
+        Mode::parse("sideways"),
+        Err(RegistryError::InvalidMode)
+    ));
+}
+
+#[test]
+fn rule_sets_are_validated() {
+    let dup = serde_json::json!({"domainRules": [
+        {"name": "a", "type": "CEL"}, {"name": "a", "type": "CEL"}]});
+    assert!(matches!(
+        validate_rule_set(&Some(dup)),
+        Err(RegistryError::InvalidRuleSet(m)) if m.contains("duplicate name 'a'")
+    ));
+    let bad_mode =
+        serde_json::json!({"migrationRules": [{"name": "m", "type": "JSONATA", "mode": "WRITE"}]});
+    assert!(validate_rule_set(&Some(bad_mode)).is_err());
+    let ok = serde_json::json!({"domainRules": [{"name": "r", "type": "CEL", "mode": "write"}]});
+    assert!(validate_rule_set(&Some(ok)).is_ok());
+}
+
+#[test]
+fn incompatible_message_names_subject_and_findings() {
+    let finding = covenant_engine::Finding {
+        rule: "TYPE_MISMATCH".into(),
+        severity: covenant_engine::Severity::Error,
+        path: "/fields/amount".into(),
+        message: "Field 'amount' changed type.".into(),
+        hint: "Add a new field.".into(),
+        version: Some(2),
+    };
+    let e = RegistryError::Incompatible {
+        subject: "orders-value".into(),
+        findings: vec![finding],
+    };
+    let text = e.to_string();
+    assert!(text.contains("subject \"orders-value\""), "{text}");
+    assert!(
+        text.contains("TYPE_MISMATCH")
+            && text.contains("/fields/amount")
+            && text.contains("version 2"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn config_levels_fall_back_and_subject_config_is_404_without_default() {
+    let (_d, reg) = registry();
+    assert_eq!(
+        reg.config(None, false).await.expect("global").level,
+        Level::Backward
+    );
+    assert!(matches!(
+        reg.config(Some("s"), false).await,
+        Err(RegistryError::SubjectConfigNotFound(_))
+    ));
+    assert_eq!(
+        reg.config(Some("s"), true).await.expect("default").level,
+        Level::Backward
+    );
+    let stored = reg
+        .set_config(
+            Some("s"),
+            ConfigUpdate {
+                compatibility: Some(Value::String("full_transitive".into())),
+                extra: Map::new(),
+            },
+        )
+        .await
+        .expect("set");
+    assert_eq!(stored.compatibility.as_deref(), Some("FULL_TRANSITIVE"));
+    assert_eq!(
+        reg.effective_config("s").await.expect("effective").level,
+        Level::FullTransitive
+    );
+    assert!(matches!(
+        reg.set_config(
+            None,
+            ConfigUpdate {
+                compatibility: Some(Value::String("sideways".into())),
+                extra: Map::new()
+            }
+        )
+        .await,
+        Err(RegistryError::InvalidCompatibilityLevel)
+    ));
+    let old = reg.delete_config(Some("s")).await.expect("delete");
+    assert_eq!(old.level, Level::FullTransitive);
+    assert!(matches!(
+        reg.delete_config(Some("s")).await,
+        Err(RegistryError::SubjectNotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn import_mode_needs_an_empty_scope_unless_forced() {
+    let (_d, reg) = registry();
+    put(&reg, "s", "a", vec![]).await;
+    assert!(matches!(
+        reg.set_mode(Some("s"), "IMPORT", false).await,
+        Err(RegistryError::OperationNotPermitted(m)) if m == "Cannot import since found existing subjects"
+    ));
+    assert_eq!(
+        reg.set_mode(Some("s"), "import", true)
+            .await
+            .expect("forced"),
+        Mode::Import
+    );
+    assert!(matches!(
+        reg.set_mode(Some("s"), "FORWARD", false).await,
+        Err(RegistryError::ForwardModeOnSubject)
+    ));
+    assert!(matches!(
+        reg.mode(Some("t"), false).await,
+        Err(RegistryError::SubjectModeNotFound(_))
+    ));
+    assert_eq!(
+        reg.mode(Some("t"), true).await.expect("global"),
+        Mode::ReadWrite
+    );
+    reg.set_mode(None, "READONLY", false)
+        .await
+        .expect("readonly");
+    reg.delete_mode(Some("s")).await.expect("drop subject mode");
+    assert!(matches!(
+        reg.delete_subject("s", false).await,
+        Err(RegistryError::OperationNotPermitted(_))
+    ));
+}
+
+#[tokio::test]
+async fn read_only_blocks_deletes_and_config() {
+    let (_d, reg) = registry();
+    put(&reg, "s", "a", vec![]).await;
+    reg.set_mode(Some("s"), "READONLY", false)
+        .await
+        .expect("mode");
+    assert!(matches!(
+        reg.delete_subject("s", false).await,
+        Err(RegistryError::OperationNotPermitted(m)) if m.contains("read-only")
+    ));
+    assert!(matches!(
+        reg.set_config(Some("s"), ConfigUpdate::default()).await,
+        Err(RegistryError::OperationNotPermitted(_))
+    ));
+}
+
+#[tokio::test]
+async fn delete_state_machine_follows_confluent() {
+    let (_d, reg) = registry();
+    put(&reg, "s", "a", vec![]).await;
+    put(&reg, "s", "b", vec![]).await;
+    assert!(matches!(
+        reg.delete_version("s", VersionSpec::Number(1), true).await,
+        Err(RegistryError::VersionNotSoftDeleted(_, 1))
+    ));
+    assert_eq!(
+        reg.delete_version("s", VersionSpec::Number(1), false)
+            .await
+            .expect("soft"),
+        1
+    );
+    assert!(matches!(
+        reg.delete_version("s", VersionSpec::Number(1), false).await,
+        Err(RegistryError::VersionSoftDeleted(_, 1))
+    ));
+    assert!(matches!(
+        reg.delete_version("s", VersionSpec::Number(9), false).await,
+        Err(RegistryError::VersionNotFound(v)) if v == "9"
+    ));
+    assert!(matches!(
+        reg.delete_subject("s", true).await,
+        Err(RegistryError::SubjectNotSoftDeleted(_))
+    ));
+    assert_eq!(
+        reg.versions("s", false, false).await.expect("versions"),
+        vec![2]
+    );
+    assert_eq!(
+        reg.versions("s", true, false).await.expect("versions"),
+        vec![1, 2]
+    );
+    assert_eq!(
+        reg.versions("s", false, true).await.expect("versions"),
+        vec![1]
+    );
+    assert_eq!(
+        reg.delete_subject("s", false).await.expect("soft subject"),
+        vec![2]
+    );
+    assert!(matches!(
+        reg.delete_subject("s", false).await,
+        Err(RegistryError::SubjectSoftDeleted(_))
+    ));
+    assert!(matches!(
+        reg.versions("s", false, false).await,
+        Err(RegistryError::SubjectNotFound(_))
+    ));
+    assert_eq!(
+        reg.subjects("", false, false).await.expect("subjects"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        reg.subjects("", true, false).await.expect("subjects"),
+        vec!["s".to_string()]
+    );
+    assert_eq!(
+        reg.delete_subject("s", true).await.expect("permanent"),
+        vec![1, 2]
+    );
+    assert!(matches!(
+        reg.delete_subject("s", false).await,
+        Err(RegistryError::SubjectNotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn referenced_versions_cannot_be_deleted() {
+    let (_d, reg) = registry();
+    let base = put(&reg, "base", "b", vec![]).await;
+    put(
+        &reg,
+        "user",
+        "u",
+        vec![SchemaRef {
+            name: "B".into(),
+            subject: "base".into(),
+            version: base,
+        }],
+    )
+    .await;
+    assert!(matches!(
+        reg.delete_version("base", VersionSpec::Latest, false).await,
+        Err(RegistryError::Referenced(s, 1)) if s == "base"
+    ));
+    assert!(matches!(
+        reg.delete_subject("base", false).await,
+        Err(RegistryError::Referenced(_, _))
+    ));
+    let ids = reg
+        .referenced_by("base", VersionSpec::Number(1), false)
+        .await
+        .expect("referencedby");
+    assert_eq!(ids.len(), 1);
+    // Once the referencing version is soft-deleted, a soft delete is allowed but a permanent one is not.
+    reg.delete_subject("user", false)
+        .await
+        .expect("soft delete user");
+    reg.delete_subject("base", false)
+        .await
+        .expect("soft delete base");
+    assert!(matches!(
+        reg.delete_subject("base", true).await,
+        Err(RegistryError::Referenced(_, _))
+    ));
+}
+
+#[tokio::test]
+async fn references_resolve_transitively_dependencies_first() {
+    let (_d, reg) = registry();
+    put(&reg, "a", "A-text", vec![]).await;
+    put(
+        &reg,
+        "b",
+        "B-text",
+        vec![SchemaRef {
+            name: "A".into(),
+            subject: "a".into(),
+            version: 1,
+        }],
+    )
+    .await;
+    let (concrete, resolved) = reg
+        .resolve_references(
+            &[SchemaRef {
+                name: "B".into(),
+                subject: "b".into(),
+                version: -1,
+            }],
+            false,
+        )
+        .await
+        .expect("resolve");
+    assert_eq!(
+        concrete[0].version, 1,
+        "-1 becomes the concrete latest version"
+    );
+    let names: Vec<&str> = resolved.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, vec!["A", "B"]);
+    assert_eq!(resolved[0].schema, "A-text");
+    let missing = reg
+        .resolve_references(
+            &[SchemaRef {
+                name: "X".into(),
+                subject: "nope".into(),
+                version: 1,
+            }],
+            false,
+        )
+        .await;
+    assert!(matches!(
+        missing,
+        Err(RegistryError::InvalidSchema(m)) if m == "No schema reference found for subject \"nope\" and version 1"
+    ));
+}
+
+#[tokio::test]
+async fn unknown_schema_type_and_empty_schema_are_invalid() {
+    let (_d, reg) = registry();
+    let req = SchemaRequest {
+        schema: "x".into(),
+        schema_type: Some("XML".into()),
+        ..Default::default()
+    };
+    assert!(matches!(
+        reg.register("s", req, RegisterOptions::default()).await,
+        Err(RegistryError::InvalidSchema(m)) if m == "Invalid schema type XML"
+    ));
+    let req = SchemaRequest {
+        schema: "  ".into(),
+        ..Default::default()
+    };
+    assert!(matches!(
+        reg.register("s", req, RegisterOptions::default()).await,
+        Err(RegistryError::InvalidSchema(m)) if m == "Empty schema"
+    ));
+    let req = SchemaRequest {
+        schema: "\"string\"".into(),
+        ..Default::default()
+    };
+    assert!(matches!(
+        reg.register("bad\u{1}", req, RegisterOptions::default())
+            .await,
+        Err(RegistryError::InvalidSubject(_))
+    ));
+}
