@@ -2,9 +2,12 @@
 //! or more nodes, with the clients spread round-robin over the nodes.
 //!
 //! ```sh
+//! covenant serve --listen 127.0.0.1:8081 --store postgres://postgres@127.0.0.1:5432/bench &
+//! covenant serve --listen 127.0.0.1:8082 --store postgres://postgres@127.0.0.1:5432/bench &
 //! cargo run --release -p covenant-cli --example loadgen -- \
 //!     --node http://127.0.0.1:8081 --node http://127.0.0.1:8082 --clients 32
 //! ```
+//! It sets the global compatibility to NONE on every node first, so use a scratch database.
 
 use clap::Parser;
 use serde_json::{Value, json};
