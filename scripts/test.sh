@@ -10,9 +10,7 @@ if [ -z "${COVENANT_TEST_POSTGRES:-}" ]; then
 fi
 
 echo "== cargo test (workspace) =="
-cargo test --workspace --locked
+cargo test --workspace --locked -- --nocapture
 
-if [ -x scripts/client-tests.sh ]; then
-  echo "== real clients against covenant serve =="
-  scripts/client-tests.sh
-fi
+echo "== real clients against covenant serve =="
+scripts/client-tests.sh
