@@ -10,7 +10,9 @@
 //!
 //! Locks, always taken in this order so that two writers cannot deadlock:
 //! 1. the subject (`LOCK_SUBJECT`, hash of the name): registration, deletes, subject config and
-//!    mode changes of one subject are serialized; the guard runs under it.
+//!    mode changes of one subject are serialized; the guard runs under it. A registration also
+//!    locks the subjects its references name (all in name order), so a guarded delete of a
+//!    referenced version and a registration adding a reference to it never both commit.
 //! 2. the content key (`LOCK_CONTENT`): the same content registered at once on two nodes finds
 //!    the id the first one committed, so one content gets one id.
 //! 3. an explicit id (`LOCK_ID`, IMPORT mode only) and the id sequence (`LOCK_SEQUENCE`) when an
@@ -25,8 +27,8 @@
 //! of exactly the committed writes; see [`PostgresStore::subscribe_changes`].
 
 use crate::{
-    ConfigRecord, Dedupe, Guard, NewSchema, Placement, Registered, SchemaRecord, Scope, Store,
-    StoreError, StoreResult, StoredVersion,
+    ConfigRecord, Dedupe, DeleteGuard, Guard, NewSchema, Placement, Registered, SchemaRecord,
+    Scope, Store, StoreError, StoreResult, StoredVersion,
 };
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
@@ -605,7 +607,16 @@ async fn register_in(
     placement: Placement,
     guard: Guard<'_>,
 ) -> StoreResult<Registered> {
-    lock(tx, LOCK_SUBJECT, subject).await?;
+    // The subject and every subject it references, in name order so that two registrations
+    // referencing each other's subjects cannot deadlock.
+    let mut subjects: Vec<&str> = std::iter::once(subject)
+        .chain(candidate.references.iter().map(|r| r.subject.as_str()))
+        .collect();
+    subjects.sort_unstable();
+    subjects.dedup();
+    for s in subjects {
+        lock(tx, LOCK_SUBJECT, s).await?;
+    }
     let versions = query_versions(tx, "WHERE v.subject = $1", &[&subject]).await?;
     let live = || versions.iter().filter(|v| !v.deleted);
     let existing = match placement.dedupe {
@@ -623,6 +634,7 @@ async fn register_in(
         });
     }
     guard(&versions).map_err(StoreError::Rejected)?;
+    check_references_live(tx, candidate).await?;
 
     let version = match placement.version {
         Some(v) => {
@@ -802,6 +814,118 @@ async fn check_versions_exist(
     Ok(found)
 }
 
+async fn soft_delete_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<()> {
+    let found = check_versions_exist(tx, subject, versions).await?;
+    let now = now_millis();
+    for (version, id) in found {
+        exec(
+            tx,
+            "UPDATE subject_versions SET deleted = TRUE, updated_at = $3 \
+             WHERE subject = $1 AND version = $2",
+            &[&subject, &version, &now],
+        )
+        .await?;
+        notify(
+            tx,
+            &Change::new(ChangeKind::Subject, Some(subject), Some(id), Some(version)),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+async fn hard_delete_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<()> {
+    let found = check_versions_exist(tx, subject, versions).await?;
+    for (version, id) in found {
+        exec(
+            tx,
+            "DELETE FROM subject_versions WHERE subject = $1 AND version = $2",
+            &[&subject, &version],
+        )
+        .await?;
+        notify(
+            tx,
+            &Change::new(ChangeKind::Subject, Some(subject), Some(id), Some(version)),
+        )
+        .await?;
+    }
+    let left = query_opt(
+        tx,
+        "SELECT 1 FROM subject_versions WHERE subject = $1 LIMIT 1",
+        &[&subject],
+    )
+    .await?
+    .is_some();
+    if !left {
+        exec(tx, "DELETE FROM config WHERE scope = $1", &[&subject]).await?;
+        exec(tx, "DELETE FROM modes WHERE scope = $1", &[&subject]).await?;
+        let scope = Scope::Subject(subject);
+        notify(tx, &Change::scoped(ChangeKind::Config, scope)).await?;
+        notify(tx, &Change::scoped(ChangeKind::Mode, scope)).await?;
+    }
+    Ok(())
+}
+
+/// Versions whose schema references `subject` at one of `versions`, each once.
+async fn referencing_in(
+    client: &impl GenericClient,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<Vec<StoredVersion>> {
+    let mut out: Vec<StoredVersion> = Vec::new();
+    for version in versions {
+        for v in query_versions(
+            client,
+            "WHERE v.schema_id IN (SELECT schema_id FROM schema_references \
+             WHERE subject = $1 AND version = $2)",
+            &[&subject, version],
+        )
+        .await?
+        {
+            if !out
+                .iter()
+                .any(|o| o.subject == v.subject && o.version == v.version)
+            {
+                out.push(v);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every reference of a schema about to be written must name a live version; the referenced
+/// subjects are locked, so a concurrent delete waits for this registration (and its guard then
+/// sees the new reference).
+async fn check_references_live(
+    tx: &deadpool_postgres::Transaction<'_>,
+    candidate: &NewSchema,
+) -> StoreResult<()> {
+    for r in &candidate.references {
+        let live = query_opt(
+            tx,
+            "SELECT 1 FROM subject_versions WHERE subject = $1 AND version = $2 AND NOT deleted",
+            &[&r.subject, &r.version],
+        )
+        .await?
+        .is_some();
+        if !live {
+            return Err(StoreError::NoSuchVersion {
+                subject: r.subject.clone(),
+                version: r.version,
+            });
+        }
+    }
+    Ok(())
+}
+
 async fn read_config(client: &impl GenericClient, key: &str) -> StoreResult<Option<ConfigRecord>> {
     let row = query_opt(
         client,
@@ -927,34 +1051,13 @@ impl Store for PostgresStore {
         version: i64,
     ) -> StoreResult<Vec<StoredVersion>> {
         let client = self.client().await?;
-        query_versions(
-            &client,
-            "WHERE v.schema_id IN (SELECT schema_id FROM schema_references \
-             WHERE subject = $1 AND version = $2)",
-            &[&subject, &version],
-        )
-        .await
+        referencing_in(&client, subject, &[version]).await
     }
 
     async fn soft_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
         in_transaction!(self, |tx| {
             lock(&tx, LOCK_SUBJECT, subject).await?;
-            let found = check_versions_exist(&tx, subject, versions).await?;
-            let now = now_millis();
-            for (version, id) in found {
-                exec(
-                    &tx,
-                    "UPDATE subject_versions SET deleted = TRUE, updated_at = $3 \
-                     WHERE subject = $1 AND version = $2",
-                    &[&subject, &version, &now],
-                )
-                .await?;
-                notify(
-                    &tx,
-                    &Change::new(ChangeKind::Subject, Some(subject), Some(id), Some(version)),
-                )
-                .await?;
-            }
+            soft_delete_in(&tx, subject, versions).await?;
         });
         Ok(())
     }
@@ -962,33 +1065,28 @@ impl Store for PostgresStore {
     async fn hard_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
         in_transaction!(self, |tx| {
             lock(&tx, LOCK_SUBJECT, subject).await?;
-            let found = check_versions_exist(&tx, subject, versions).await?;
-            for (version, id) in found {
-                exec(
-                    &tx,
-                    "DELETE FROM subject_versions WHERE subject = $1 AND version = $2",
-                    &[&subject, &version],
-                )
-                .await?;
-                notify(
-                    &tx,
-                    &Change::new(ChangeKind::Subject, Some(subject), Some(id), Some(version)),
-                )
-                .await?;
-            }
-            let left = query_opt(
-                &tx,
-                "SELECT 1 FROM subject_versions WHERE subject = $1 LIMIT 1",
-                &[&subject],
-            )
-            .await?
-            .is_some();
-            if !left {
-                exec(&tx, "DELETE FROM config WHERE scope = $1", &[&subject]).await?;
-                exec(&tx, "DELETE FROM modes WHERE scope = $1", &[&subject]).await?;
-                let scope = Scope::Subject(subject);
-                notify(&tx, &Change::scoped(ChangeKind::Config, scope)).await?;
-                notify(&tx, &Change::scoped(ChangeKind::Mode, scope)).await?;
+            hard_delete_in(&tx, subject, versions).await?;
+        });
+        Ok(())
+    }
+
+    async fn delete_guarded(
+        &self,
+        subject: &str,
+        versions: &[i64],
+        permanent: bool,
+        guard: DeleteGuard<'_>,
+    ) -> StoreResult<()> {
+        in_transaction!(self, |tx| {
+            // A registration referencing this subject locks it too, so no reference can
+            // appear between the guard's look and the delete.
+            lock(&tx, LOCK_SUBJECT, subject).await?;
+            let referencing = referencing_in(&tx, subject, versions).await?;
+            guard(&referencing).map_err(StoreError::Rejected)?;
+            if permanent {
+                hard_delete_in(&tx, subject, versions).await?;
+            } else {
+                soft_delete_in(&tx, subject, versions).await?;
             }
         });
         Ok(())

@@ -122,6 +122,14 @@ conformance_test!(
     conformance::explicit_ids_and_versions
 );
 conformance_test!(conformance_references, conformance::references_are_indexed);
+conformance_test!(
+    conformance_references_must_be_live,
+    conformance::references_must_be_live
+);
+conformance_test!(
+    conformance_guarded_deletes,
+    conformance::guarded_deletes_see_references
+);
 conformance_test!(conformance_config_and_mode, conformance::config_and_mode);
 conformance_test!(
     postgres_passes_the_whole_suite_in_one_database,
