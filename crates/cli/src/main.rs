@@ -4,6 +4,7 @@
 mod check;
 mod governance;
 mod serve;
+mod transfer;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -41,6 +42,10 @@ enum Command {
     Deprecations(governance::DeprecationsArgs),
     /// Report and query usage on a running registry.
     Usage(governance::UsageArgs),
+    /// Write the registry's whole state as JSON (docs/export-format.md).
+    Export(transfer::ExportArgs),
+    /// Load a dump written by `covenant export`, keeping ids and versions.
+    Import(transfer::ImportArgs),
 }
 
 #[derive(clap::Args)]
@@ -72,6 +77,8 @@ fn main() -> ExitCode {
         Command::Consumers(args) => governance::run_consumers(args),
         Command::Deprecations(args) => governance::run_deprecations(args),
         Command::Usage(args) => governance::run_usage(args),
+        Command::Export(args) => transfer::run_export(args),
+        Command::Import(args) => transfer::run_import(args),
         Command::Rules(args) => {
             print_rules(args.markdown);
             Ok(ExitCode::SUCCESS)

@@ -132,9 +132,16 @@ pub async fn health_live() -> Response {
     ok(json!({"status": "UP"}))
 }
 
-pub async fn health_ready(State(state): State<AppState>) -> ApiResult {
-    state.registry.max_id().await?;
-    Ok(ok(json!({"status": "UP"})))
+/// 503 while the store does not answer, so a load balancer routes around the node.
+pub async fn health_ready(State(state): State<AppState>) -> Response {
+    match state.registry.ready().await {
+        Ok(()) => ok(json!({"status": "UP"})),
+        Err(e) => {
+            let mut r = ok(json!({"status": "DOWN", "message": e.to_string()}));
+            *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+            r
+        }
+    }
 }
 
 // ----- /schemas --------------------------------------------------------------------------

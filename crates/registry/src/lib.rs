@@ -440,6 +440,27 @@ impl Registry {
         }
     }
 
+    /// Drops what is cached for schema `id`, or everything with `None`: another node sharing
+    /// the store changed it (permanent deletes are the only change that can stale an id).
+    pub fn invalidate(&self, id: Option<i64>) {
+        match id {
+            None => self.forget_all(),
+            Some(id) => {
+                if let Ok(mut m) = self.by_id.write() {
+                    m.remove(&id);
+                }
+                if let Ok(mut m) = self.parsed.write() {
+                    m.remove(&id);
+                }
+            }
+        }
+    }
+
+    /// Whether the store answers, for readiness probes.
+    pub async fn ready(&self) -> RegistryResult<()> {
+        Ok(self.store.ping().await?)
+    }
+
     fn cached_parsed(&self, id: i64) -> Option<Arc<ParsedSchema>> {
         self.parsed.read().ok().and_then(|m| m.get(&id).cloned())
     }

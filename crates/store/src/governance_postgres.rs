@@ -86,6 +86,9 @@ const NO_READER: i64 = 0;
 
 pub struct PostgresGovernanceStore {
     pool: Pool,
+    /// Set once the migrations have run; a lazily opened store migrates on first use, so a
+    /// node can start while its database is down.
+    migrated: tokio::sync::OnceCell<()>,
 }
 
 fn backend(e: impl std::fmt::Display) -> GovernanceError {
@@ -264,9 +267,47 @@ impl PostgresGovernanceStore {
 
     /// Uses an existing pool (for instance the registry store's) and applies migrations.
     pub async fn new(pool: Pool) -> GovernanceResult<PostgresGovernanceStore> {
-        let store = PostgresGovernanceStore { pool };
-        store.migrate().await?;
+        let store = PostgresGovernanceStore::lazy(pool);
+        store.ensure_migrated().await?;
         Ok(store)
+    }
+
+    /// Uses `pool` without touching the database; migrations run on the first operation that
+    /// reaches it (for a node that starts while the database is unreachable).
+    pub fn lazy(pool: Pool) -> PostgresGovernanceStore {
+        PostgresGovernanceStore {
+            pool,
+            migrated: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Like [`connect`](Self::connect), without connecting yet.
+    pub fn open_lazy(url: &str) -> GovernanceResult<PostgresGovernanceStore> {
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| GovernanceError::Invalid(format!("invalid PostgreSQL URL: {e}")))?;
+        let manager = Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(8)
+            .wait_timeout(Some(std::time::Duration::from_secs(5)))
+            .create_timeout(Some(std::time::Duration::from_secs(5)))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(backend)?;
+        Ok(PostgresGovernanceStore::lazy(pool))
+    }
+
+    async fn ensure_migrated(&self) -> GovernanceResult<()> {
+        self.migrated
+            .get_or_try_init(|| self.migrate())
+            .await
+            .map(|_| ())
     }
 
     async fn migrate(&self) -> GovernanceResult<()> {
@@ -320,6 +361,7 @@ impl PostgresGovernanceStore {
     }
 
     async fn client(&self) -> GovernanceResult<deadpool_postgres::Object> {
+        self.ensure_migrated().await?;
         self.pool.get().await.map_err(backend)
     }
 

@@ -1,4 +1,4 @@
-//! The store interface and its embedded (SQLite) backend.
+//! The store interface and its embedded (SQLite) and shared (PostgreSQL) backends.
 //!
 //! The [`Store`] trait is shaped around what the registry needs, not around SQL: every
 //! operation is one call, and registration takes a guard closure that runs inside the
@@ -14,6 +14,7 @@ pub mod conformance;
 pub mod governance;
 pub mod governance_postgres;
 pub mod governance_sqlite;
+pub mod postgres;
 pub mod sqlite;
 
 use async_trait::async_trait;
@@ -23,6 +24,7 @@ use std::fmt;
 pub use governance::GovernanceStore;
 pub use governance_postgres::PostgresGovernanceStore;
 pub use governance_sqlite::SqliteGovernanceStore;
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 /// A reference from one schema to a subject version, as registered.
@@ -246,4 +248,38 @@ pub trait Store: Send + Sync {
     async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>>;
     async fn set_mode(&self, scope: Scope<'_>, mode: &str) -> StoreResult<()>;
     async fn delete_mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>>;
+
+    /// Checks that the backing storage answers (readiness); embedded stores always do.
+    async fn ping(&self) -> StoreResult<()> {
+        Ok(())
+    }
+
+    /// Every config scope (`None` = global), for export. The default covers the global scope
+    /// and subjects that have versions; backends that can list every row override it.
+    async fn all_configs(&self) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
+        let mut out = Vec::new();
+        if let Some(c) = self.config(Scope::Global).await? {
+            out.push((None, c));
+        }
+        for (subject, _) in self.subjects().await? {
+            if let Some(c) = self.config(Scope::Subject(&subject)).await? {
+                out.push((Some(subject), c));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every mode scope (`None` = global), for export; the default is as for `all_configs`.
+    async fn all_modes(&self) -> StoreResult<Vec<(Option<String>, String)>> {
+        let mut out = Vec::new();
+        if let Some(m) = self.mode(Scope::Global).await? {
+            out.push((None, m));
+        }
+        for (subject, _) in self.subjects().await? {
+            if let Some(m) = self.mode(Scope::Subject(&subject)).await? {
+                out.push((Some(subject), m));
+            }
+        }
+        Ok(out)
+    }
 }
