@@ -11,12 +11,18 @@
 //! opaque strings computed by the registry.
 
 pub mod conformance;
+pub mod samples;
+pub mod samples_postgres;
+pub mod samples_sqlite;
 pub mod sqlite;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub use samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
+pub use samples_postgres::PostgresSampleStore;
+pub use samples_sqlite::SqliteSampleStore;
 pub use sqlite::SqliteStore;
 
 /// A reference from one schema to a subject version, as registered.
