@@ -3,7 +3,7 @@
 use anyhow::Context;
 use covenant_http::HttpConfig;
 use covenant_registry::Registry;
-use covenant_store::SqliteStore;
+use covenant_store::{SqliteSampleStore, SqliteStore};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -55,7 +55,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let store = SqliteStore::open(&args.data_dir)
         .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
     tracing::info!(path = %store.path().display(), "store opened");
-    let registry = Arc::new(Registry::new(Arc::new(store)));
+    let samples = SqliteSampleStore::open(store.path())
+        .with_context(|| format!("opening the sample store in {}", args.data_dir.display()))?;
+    let registry = Arc::new(Registry::new(Arc::new(store)).with_samples(Arc::new(samples)));
     let app = covenant_http::router(
         registry,
         HttpConfig {

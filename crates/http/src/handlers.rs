@@ -58,7 +58,7 @@ pub struct SchemaBody {
 }
 
 impl SchemaBody {
-    fn into_request(self) -> SchemaRequest {
+    pub(crate) fn into_request(self) -> SchemaRequest {
         SchemaRequest {
             schema: self.schema.unwrap_or_default(),
             schema_type: self.schema_type,
@@ -453,6 +453,11 @@ async fn compatibility(
             if verbose {
                 let messages: Vec<String> = report.errors().map(finding_text).collect();
                 m.insert("messages".into(), json!(messages));
+                // Every finding, warnings and info included, in the CLI's JSON shape (left
+                // out when empty, like Confluent's other optional fields).
+                if !report.findings.is_empty() {
+                    m.insert("findings".into(), json!(report.findings));
+                }
             }
             Ok(ok(Value::Object(m)))
         }
@@ -493,6 +498,7 @@ const CONFIG_KEYS: &[&str] = &[
     "compatibilityGroup",
     "compatibilityPolicy",
     "compatibilityScope",
+    "semanticRules",
     "protobufStrictness",
     "alias",
     "defaultMetadata",

@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 mod handlers;
 pub mod openapi;
+mod policy_routes;
 mod views;
 
 use axum::Router;
@@ -94,7 +95,38 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/health/live"),
     ("GET", "/health/ready"),
     ("GET", "/openapi.json"),
+    ("POST", "/covenant/v1/subjects/{subject}/plan"),
+    ("GET", "/covenant/v1/subjects/{subject}/samples"),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples/{sampleId}",
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/versions/{version}/live",
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/live",
+    ),
 ];
+
+/// The OpenAPI operations of every route, Confluent's and Covenant's own.
+pub fn operations() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
+    openapi::OPERATIONS.iter().chain(policy_routes::OPERATIONS)
+}
 
 /// The process-wide Prometheus recorder (metrics has one global recorder per process).
 pub fn prometheus() -> PrometheusHandle {
@@ -239,10 +271,37 @@ fn api(state: AppState) -> Router {
         .route("/health/live", get(h::health_live))
         .route("/health/ready", get(h::health_ready))
         .route("/openapi.json", get(h::openapi))
+        .merge(policy_router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(track))
         .with_state(state)
+}
+
+/// Covenant's evolution-policy routes (see [`policy_routes`]).
+fn policy_router() -> Router<AppState> {
+    use axum::routing::delete;
+    use policy_routes as p;
+    Router::new()
+        .route("/covenant/v1/subjects/{subject}/plan", post(p::plan))
+        .route(
+            "/covenant/v1/subjects/{subject}/samples",
+            get(p::subject_samples),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+            get(p::version_samples)
+                .post(p::add_sample)
+                .delete(p::delete_version_samples),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/versions/{version}/samples/{sampleId}",
+            delete(p::delete_sample),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/versions/{version}/live",
+            post(p::mark_live).delete(p::unmark_live),
+        )
 }
 
 /// The whole service: routes plus trailing-slash normalization, body limit, panic catching

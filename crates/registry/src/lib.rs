@@ -10,8 +10,12 @@
 //! dropped on permanent deletes).
 
 mod error;
+mod evolution;
 
+pub use covenant_policy::RolloutPlan;
+pub use covenant_store::SampleRecord;
 pub use error::{RegistryError, RegistryResult, finding_text};
+pub use evolution::{ReplayLimits, UsageEvidence};
 
 use covenant_engine::{CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, Report};
 use covenant_schema::{ParsedSchema, SchemaType};
@@ -172,6 +176,9 @@ pub struct Registry {
     default_level: Level,
     by_id: RwLock<HashMap<i64, Arc<SchemaRecord>>>,
     parsed: RwLock<HashMap<i64, Arc<ParsedSchema>>>,
+    samples: Option<Arc<dyn covenant_store::SampleStore>>,
+    usage: Option<Arc<dyn UsageEvidence>>,
+    limits: ReplayLimits,
 }
 
 #[derive(Debug)]
@@ -236,6 +243,9 @@ fn stored_text(
             }
             Err(_) => raw.trim().to_string(),
         },
+        // A base64 `FileDescriptorProto` is stored as the `.proto` text it describes;
+        // `format=serialized` gives the descriptor back.
+        SchemaType::Protobuf if looks_like_base64(raw) => parsed.normalized(),
         SchemaType::Protobuf => raw.trim().to_string(),
     }
 }
@@ -387,13 +397,15 @@ fn record_check_metrics(report: &Report) {
         "incompatible"
     };
     metrics::counter!("covenant_compatibility_checks_total", "verdict" => verdict).increment(1);
-    for f in report.errors() {
-        metrics::counter!("covenant_compatibility_findings_total", "rule" => f.rule.clone())
-            .increment(1);
+    for f in &report.findings {
+        metrics::counter!("covenant_compatibility_findings_total",
+            "rule" => f.rule.clone(), "severity" => f.severity.as_str())
+        .increment(1);
     }
 }
 
-type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future, for the object-safe async seams ([`UsageEvidence`]).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 impl Registry {
     pub fn new(store: Arc<dyn Store>) -> Registry {
@@ -402,6 +414,9 @@ impl Registry {
             default_level: Level::Backward,
             by_id: RwLock::new(HashMap::new()),
             parsed: RwLock::new(HashMap::new()),
+            samples: None,
+            usage: None,
+            limits: ReplayLimits::default(),
         }
     }
 
@@ -843,6 +858,7 @@ impl Registry {
                 validate_rule_set(&Some(v.clone()))?;
             }
         }
+        evolution::validate_update(&update.extra)?;
         if let Some(v) = update.extra.get("protobufStrictness")
             && !v.is_null()
             && v.as_str().and_then(ProtobufStrictness::parse).is_none()
@@ -1076,7 +1092,6 @@ impl Registry {
             .get("compatibilityGroup")
             .and_then(Value::as_str)
             .map(str::to_string);
-        let check_options = check_options(&config.extra);
         let placement = Placement {
             id: request.id,
             version: if mode.is_import() {
@@ -1091,6 +1106,14 @@ impl Registry {
             },
         };
 
+        let evolution = if run_check {
+            Some(
+                self.evolution(subject, &config.extra, new_schema.metadata.as_ref())
+                    .await?,
+            )
+        } else {
+            None
+        };
         let mut attempt = 0;
         let outcome = loop {
             attempt += 1;
@@ -1113,9 +1136,9 @@ impl Registry {
                         )));
                     }
                 }
-                if !run_check {
+                let Some(evolution) = &evolution else {
                     return Ok(());
-                }
+                };
                 let mine = group
                     .as_deref()
                     .map(|g| group_value(&new_schema.metadata, g).cloned());
@@ -1127,15 +1150,21 @@ impl Registry {
                         continue;
                     }
                     match self.cached_parsed(v.schema.id) {
-                        Some(p) => parsed.push((v.version, p)),
+                        Some(p) => parsed.push((v, p)),
                         None => return Err(Rejection::new(GuardRefusal::Retry)),
                     }
                 }
-                let history: Vec<(i64, &ParsedSchema)> =
-                    parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
+                let priors: Vec<evolution::Prior<'_>> = parsed
+                    .iter()
+                    .map(|(v, p)| evolution::Prior {
+                        version: v.version,
+                        registered_at: v.created_at,
+                        metadata: v.schema.metadata.as_ref(),
+                        schema: p.as_ref(),
+                    })
+                    .collect();
                 let report =
-                    covenant_schema::check(config.level, &candidate, &history, &check_options);
-                record_check_metrics(&report);
+                    Registry::judge_and_count(evolution, config.level, &candidate, &priors, None);
                 if report.compatible {
                     Ok(())
                 } else {
@@ -1276,6 +1305,11 @@ impl Registry {
         let config = self.effective_config(subject).await?;
         let versions = self.store.subject_versions(subject).await?;
         let live: Vec<&StoredVersion> = versions.iter().filter(|v| !v.deleted).collect();
+        let only = match against {
+            Some(VersionSpec::Number(n)) => Some(n),
+            Some(VersionSpec::Latest) => live.last().map(|v| v.version),
+            None => None,
+        };
         let (history, level): (Vec<&StoredVersion>, Level) = match against {
             None => {
                 let group = config
@@ -1309,12 +1343,24 @@ impl Registry {
         for v in &history {
             parsed.push((v.version, self.parse_record(&v.schema).await?));
         }
-        let refs: Vec<(i64, &ParsedSchema)> =
-            parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
-        let report =
-            covenant_schema::check(level, &candidate, &refs, &check_options(&config.extra));
-        record_check_metrics(&report);
-        Ok(report)
+        let metadata = request
+            .metadata
+            .as_ref()
+            .or_else(|| live.last().and_then(|v| v.schema.metadata.as_ref()));
+        let evolution = self.evolution(subject, &config.extra, metadata).await?;
+        let priors: Vec<evolution::Prior<'_>> = parsed
+            .iter()
+            .zip(&history)
+            .map(|((version, p), v)| evolution::Prior {
+                version: *version,
+                registered_at: v.created_at,
+                metadata: v.schema.metadata.as_ref(),
+                schema: p.as_ref(),
+            })
+            .collect();
+        Ok(Registry::judge_and_count(
+            &evolution, level, &candidate, &priors, only,
+        ))
     }
 
     // ----- deletes -----------------------------------------------------------------------
@@ -1372,6 +1418,7 @@ impl Registry {
                 .await?;
             self.store.hard_delete(subject, &[version]).await?;
             self.forget_all();
+            self.forget_samples(subject, &[version]).await;
         } else {
             if target.deleted {
                 return Err(RegistryError::VersionSoftDeleted(
@@ -1408,6 +1455,7 @@ impl Registry {
             }
             self.store.hard_delete(subject, &every).await?;
             self.forget_all();
+            self.forget_samples(subject, &every).await;
             Ok(every)
         } else {
             if live.is_empty() {
