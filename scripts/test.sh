@@ -10,7 +10,7 @@ if [ -z "${COVENANT_TEST_POSTGRES:-}" ]; then
 fi
 
 echo "== cargo test (workspace) =="
-cargo test --workspace --locked
+cargo test --workspace --locked -- --nocapture
 
 echo "== real clients against covenant serve =="
 scripts/client-tests.sh

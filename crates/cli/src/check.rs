@@ -57,12 +57,6 @@ pub struct CheckArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value = "text")]
     pub output: Output,
-    /// Protobuf strictness: confluent, wire or wire_json.
-    #[arg(long, default_value = "confluent")]
-    pub strictness: String,
-    /// JSON Schema policy: strict or lenient (Confluent's CompatibilityPolicy).
-    #[arg(long, default_value = "strict")]
-    pub json_policy: String,
     #[command(flatten)]
     pub policy: PolicyArgs,
     /// The new schema.
@@ -72,9 +66,16 @@ pub struct CheckArgs {
     pub old: Vec<PathBuf>,
 }
 
-/// The semantic policy and the subject metadata it consults.
+/// How a change is judged: format options, the semantic policy and the subject metadata it
+/// consults. Shared by `check` and `plan` so both judge alike.
 #[derive(clap::Args)]
 pub struct PolicyArgs {
+    /// Protobuf strictness: confluent, wire or wire_json.
+    #[arg(long, default_value = "confluent")]
+    pub strictness: String,
+    /// JSON Schema policy: strict or lenient (Confluent's CompatibilityPolicy).
+    #[arg(long, default_value = "strict")]
+    pub json_policy: String,
     /// Per-rule levels for the semantic rules, as JSON: {"semanticRules": {"LIKELY_RENAME": "error"}}.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
@@ -84,7 +85,8 @@ pub struct PolicyArgs {
 }
 
 impl PolicyArgs {
-    fn load(&self) -> Result<(PolicyContext, PolicySettings)> {
+    fn load(&self) -> Result<(CheckOptions, PolicyContext, PolicySettings)> {
+        let options = check_options(&self.strictness, &self.json_policy)?;
         let settings = match &self.policy {
             Some(path) => {
                 let value = read_json(path)?;
@@ -99,7 +101,7 @@ impl PolicyArgs {
                 InvalidInput(format!("{}: not subject metadata: {e}", path.display()))
             })?;
         }
-        Ok((context, settings))
+        Ok((options, context, settings))
     }
 }
 
@@ -147,8 +149,7 @@ fn load_history(
 
 pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
     let level: Level = args.level.parse().map_err(InvalidInput)?;
-    let options = check_options(&args.strictness, &args.json_policy)?;
-    let (context, settings) = args.policy.load()?;
+    let (options, context, settings) = args.policy.load()?;
     let (candidate, history) = load_history(&args.input, &args.new, &args.old)?;
     let history_refs: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
     let report = covenant_policy::judge(
@@ -185,12 +186,6 @@ pub struct PlanArgs {
     /// Output format (text or json).
     #[arg(long, short = 'o', value_enum, default_value = "text")]
     pub output: Output,
-    /// Protobuf strictness: confluent, wire or wire_json.
-    #[arg(long, default_value = "confluent")]
-    pub strictness: String,
-    /// JSON Schema policy: strict or lenient.
-    #[arg(long, default_value = "strict")]
-    pub json_policy: String,
     #[command(flatten)]
     pub policy: PolicyArgs,
     /// The new schema.
@@ -203,8 +198,7 @@ pub struct PlanArgs {
 /// The rollout plan: which producer/consumer combinations are safe and in which order to
 /// deploy. Exit 0 when some order is safe, 1 when a new subject or major version is needed.
 pub fn run_plan(args: PlanArgs) -> Result<ExitCode> {
-    let options = check_options(&args.strictness, &args.json_policy)?;
-    let (context, settings) = args.policy.load()?;
+    let (options, context, settings) = args.policy.load()?;
     let (candidate, history) = load_history(&args.input, &args.new, &args.old)?;
     let Some((version, latest)) = history.last() else {
         return Err(InvalidInput("no earlier version given".into()).into());

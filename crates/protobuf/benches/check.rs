@@ -71,6 +71,19 @@ fn main() {
         full / pairs as u32,
         findings
     );
+    // The same comparison without findings to build: what walking the descriptors costs.
+    let mut same = Vec::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        for _ in 0..100 {
+            std::hint::black_box(ProtobufFormat::check(candidate, candidate, &options));
+        }
+        same.push(start.elapsed() / 100);
+    }
+    println!(
+        "protobuf identical pair (no findings): median {:?} per check",
+        median(same)
+    );
     println!(
         "protobuf parse: median {:?} per schema",
         median(parse_times)

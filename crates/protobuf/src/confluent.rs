@@ -62,7 +62,7 @@ struct Ctx<'a> {
     reader: &'a ProtobufSchema,
     writer: &'a ProtobufSchema,
     /// Writer messages being compared, so recursive types terminate.
-    stack: Vec<String>,
+    stack: Vec<MessageDescriptor>,
     out: &'a mut Vec<Finding>,
 }
 
@@ -135,21 +135,19 @@ pub(crate) fn type_name(k: &Kind) -> String {
 /// The label as written in the source (Wire's view): oneof members and maps have none, and a
 /// proto3 field only has one when marked `optional` or `repeated`.
 fn label(f: &FieldDescriptor) -> Option<Label> {
-    if f.containing_oneof().is_some_and(|o| !o.is_synthetic()) || f.is_map() {
+    use prost_types::field_descriptor_proto::Label as Proto;
+    // Read from the descriptor proto once: this runs for every field pair.
+    let p = f.field_descriptor_proto();
+    // A proto3 `optional` field sits in a synthetic oneof; any other oneof member has no label.
+    if p.oneof_index.is_some() && !p.proto3_optional() {
         return None;
     }
-    if f.is_list() {
-        return Some(Label::Repeated);
-    }
-    if f.is_required() {
-        return Some(Label::Required);
-    }
-    match f.parent_file().syntax() {
-        Syntax::Proto3 => f
-            .field_descriptor_proto()
-            .proto3_optional()
+    match p.label() {
+        Proto::Repeated if f.is_map() => None,
+        Proto::Repeated => Some(Label::Repeated),
+        Proto::Required => Some(Label::Required),
+        Proto::Optional => (p.proto3_optional() || f.parent_file().syntax() != Syntax::Proto3)
             .then_some(Label::Optional),
-        _ => Some(Label::Optional),
     }
 }
 
@@ -172,7 +170,26 @@ fn local_name(m: &MessageDescriptor) -> String {
 }
 
 fn field_path(m: &MessageDescriptor, name: &str) -> String {
-    format!("/{}/fields/{}", m.full_name(), name)
+    let full = m.full_name();
+    let mut path = String::with_capacity(full.len() + name.len() + 9);
+    path.push('/');
+    path.push_str(full);
+    path.push_str("/fields/");
+    path.push_str(name);
+    path
+}
+
+/// Where a field's findings go; the path is only built when there is something to report.
+#[derive(Clone, Copy)]
+struct Loc<'a> {
+    message: &'a MessageDescriptor,
+    field: &'a str,
+}
+
+impl Loc<'_> {
+    fn path(&self) -> String {
+        field_path(self.message, self.field)
+    }
 }
 
 impl Ctx<'_> {
@@ -220,9 +237,38 @@ impl Ctx<'_> {
         r_msgs: Vec<MessageDescriptor>,
         r_enums: Vec<EnumDescriptor>,
     ) {
+        let w_msgs: Vec<MessageDescriptor> =
+            w_msgs.into_iter().filter(|m| !m.is_map_entry()).collect();
+        let r_msgs: Vec<MessageDescriptor> =
+            r_msgs.into_iter().filter(|m| !m.is_map_entry()).collect();
+        // Usually nothing was added, removed or reordered: pair by position, no name index.
+        if w_msgs.len() == r_msgs.len()
+            && w_msgs
+                .iter()
+                .zip(&r_msgs)
+                .all(|(w, r)| w.name() == r.name())
+        {
+            // In name order, as the general path reports them.
+            let mut order: Vec<usize> = (0..w_msgs.len()).collect();
+            if !w_msgs.is_sorted_by(|a, b| a.name() <= b.name()) {
+                order.sort_by(|&a, &b| w_msgs[a].name().cmp(w_msgs[b].name()));
+            }
+            for i in order {
+                self.compare_message(&w_msgs[i], &r_msgs[i]);
+            }
+        } else {
+            self.compare_messages_by_name(w_msgs, r_msgs);
+        }
+        self.compare_enums(w_enums, r_enums);
+    }
+
+    fn compare_messages_by_name(
+        &mut self,
+        w_msgs: Vec<MessageDescriptor>,
+        r_msgs: Vec<MessageDescriptor>,
+    ) {
         let index = |msgs: Vec<MessageDescriptor>| -> BTreeMap<String, (usize, MessageDescriptor)> {
             msgs.into_iter()
-                .filter(|m| !m.is_map_entry())
                 .enumerate()
                 .map(|(i, m)| (m.name().to_string(), (i, m)))
                 .collect()
@@ -260,6 +306,12 @@ impl Ctx<'_> {
                 (None, None) => {}
             }
         }
+    }
+
+    fn compare_enums(&mut self, w_enums: Vec<EnumDescriptor>, r_enums: Vec<EnumDescriptor>) {
+        if w_enums.is_empty() && r_enums.is_empty() {
+            return;
+        }
         let w_enums: BTreeMap<String, EnumDescriptor> = w_enums
             .into_iter()
             .map(|e| (e.name().to_string(), e))
@@ -288,6 +340,13 @@ impl Ctx<'_> {
     }
 
     fn compare_enum(&mut self, w: &EnumDescriptor, r: &EnumDescriptor) {
+        if w.values().len() == r.values().len()
+            && w.values()
+                .zip(r.values())
+                .all(|(a, b)| a.number() == b.number() && a.name() == b.name())
+        {
+            return;
+        }
         let w_by: BTreeMap<i32, String> = w
             .values()
             .map(|v| (v.number(), v.name().to_string()))
@@ -326,9 +385,8 @@ impl Ctx<'_> {
     }
 
     fn compare_message(&mut self, w: &MessageDescriptor, r: &MessageDescriptor) {
-        let key = w.full_name().to_string();
-        if !self.stack.contains(&key) {
-            self.stack.push(key);
+        if !self.stack.iter().any(|s| s.full_name() == w.full_name()) {
+            self.stack.push(w.clone());
             self.compare_fields(w, r);
             self.stack.pop();
         }
@@ -341,13 +399,125 @@ impl Ctx<'_> {
     }
 
     fn compare_fields(&mut self, w: &MessageDescriptor, r: &MessageDescriptor) {
+        let same_syntax = w.parent_file().syntax() == r.parent_file().syntax();
+        let has_oneofs = w.oneofs().chain(r.oneofs()).any(|o| !o.is_synthetic());
+        let deleted_oneofs = if has_oneofs {
+            self.compare_oneofs(w, r)
+        } else {
+            BTreeSet::new()
+        };
+        let by_number = |m: &MessageDescriptor| {
+            let mut v: Vec<FieldDescriptor> = m.fields().collect();
+            if !v.is_sorted_by_key(|f| f.number()) {
+                v.sort_by_key(|f| f.number());
+            }
+            v
+        };
+        let (w_fields, r_fields) = (by_number(w), by_number(r));
+        let (mut wi, mut ri) = (0, 0);
+        // Merge by number, in number order.
+        loop {
+            let (wf, rf) = (w_fields.get(wi), r_fields.get(ri));
+            match (wf, rf) {
+                (Some(wf), Some(rf)) if wf.number() == rf.number() => {
+                    wi += 1;
+                    ri += 1;
+                    if has_oneofs && let (Some(o), None) = (oneof_name(wf), oneof_name(rf)) {
+                        self.emit(
+                            &oneof_field_moved_to_top_level::RULE,
+                            field_path(r, rf.name()),
+                            format!(
+                                "Field '{}' ({}) moved out of oneof '{o}' to the top level.",
+                                rf.name(),
+                                rf.number()
+                            ),
+                        );
+                    }
+                    // A scalar or enum field declared exactly alike in files of the same syntax
+                    // cannot differ; message types are compared by walking into them.
+                    let unchanged = same_syntax && {
+                        let (wp, rp) = (wf.field_descriptor_proto(), rf.field_descriptor_proto());
+                        wp.type_name.is_none() && wp == rp
+                    };
+                    if !unchanged {
+                        self.compare_field(wf, rf, r);
+                    }
+                }
+                (Some(wf), rf) if rf.is_none_or(|rf| wf.number() < rf.number()) => {
+                    wi += 1;
+                    self.field_removed(wf, r, &deleted_oneofs);
+                }
+                (_, Some(rf)) => {
+                    ri += 1;
+                    self.field_added(rf, r);
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn field_removed(
+        &mut self,
+        wf: &FieldDescriptor,
+        r: &MessageDescriptor,
+        deleted_oneofs: &BTreeSet<String>,
+    ) {
+        let tag = wf.number();
+        let path = field_path(r, wf.name());
+        match oneof_name(wf) {
+            Some(o) => {
+                if !deleted_oneofs.contains(&o) {
+                    self.emit(
+                        &oneof_field_removed::RULE,
+                        path,
+                        format!(
+                            "Field '{}' ({tag}) was removed from oneof '{o}'.",
+                            wf.name()
+                        ),
+                    );
+                }
+            }
+            None if wf.is_required() => self.emit(
+                &required_field_removed::RULE,
+                path,
+                format!("Required field '{}' ({tag}) was removed.", wf.name()),
+            ),
+            None => self.emit(
+                &field_removed::RULE,
+                path,
+                format!("Field '{}' ({tag}) was removed.", wf.name()),
+            ),
+        }
+    }
+
+    fn field_added(&mut self, rf: &FieldDescriptor, r: &MessageDescriptor) {
+        let tag = rf.number();
+        let path = field_path(r, rf.name());
+        match oneof_name(rf) {
+            Some(o) => self.emit(
+                &oneof_field_added::RULE,
+                path,
+                format!("Field '{}' ({tag}) was added to oneof '{o}'.", rf.name()),
+            ),
+            None if rf.is_required() => self.emit(
+                &required_field_added::RULE,
+                path,
+                format!("Required field '{}' ({tag}) was added.", rf.name()),
+            ),
+            None => self.emit(
+                &field_added::RULE,
+                path,
+                format!("Field '{}' ({tag}) was added.", rf.name()),
+            ),
+        }
+    }
+
+    /// Oneof-level differences; returns the oneofs deleted together with all their fields,
+    /// whose fields are then not reported one by one.
+    fn compare_oneofs(&mut self, w: &MessageDescriptor, r: &MessageDescriptor) -> BTreeSet<String> {
         let w_by: BTreeMap<u32, FieldDescriptor> = w.fields().map(|f| (f.number(), f)).collect();
         let r_by: BTreeMap<u32, FieldDescriptor> = r.fields().map(|f| (f.number(), f)).collect();
         let w_oneof: HashMap<u32, String> = w
-            .fields()
-            .filter_map(|f| oneof_name(&f).map(|o| (f.number(), o)))
-            .collect();
-        let r_oneof: HashMap<u32, String> = r
             .fields()
             .filter_map(|f| oneof_name(&f).map(|o| (f.number(), o)))
             .collect();
@@ -371,12 +541,12 @@ impl Ctx<'_> {
                 )
             })
             .collect();
-        let deleted_oneofs: BTreeSet<&String> = w_oneofs
+        let deleted_oneofs: BTreeSet<String> = w_oneofs
             .iter()
             .filter(|(name, members)| {
                 !r_oneofs.contains_key(*name) && !members.iter().any(|t| r_by.contains_key(t))
             })
-            .map(|(name, _)| name)
+            .map(|(name, _)| name.clone())
             .collect();
 
         // Previously independent fields that became mutually exclusive.
@@ -436,80 +606,23 @@ impl Ctx<'_> {
             }
         }
 
-        let tags: BTreeSet<&u32> = w_by.keys().chain(r_by.keys()).collect();
-        for tag in tags {
-            match (w_by.get(tag), r_by.get(tag)) {
-                (Some(wf), None) => {
-                    let path = field_path(r, wf.name());
-                    match w_oneof.get(tag) {
-                        Some(o) => {
-                            if !deleted_oneofs.contains(o) {
-                                self.emit(
-                                    &oneof_field_removed::RULE,
-                                    path,
-                                    format!(
-                                        "Field '{}' ({tag}) was removed from oneof '{o}'.",
-                                        wf.name()
-                                    ),
-                                );
-                            }
-                        }
-                        None if wf.is_required() => self.emit(
-                            &required_field_removed::RULE,
-                            path,
-                            format!("Required field '{}' ({tag}) was removed.", wf.name()),
-                        ),
-                        None => self.emit(
-                            &field_removed::RULE,
-                            path,
-                            format!("Field '{}' ({tag}) was removed.", wf.name()),
-                        ),
-                    }
-                }
-                (None, Some(rf)) => {
-                    let path = field_path(r, rf.name());
-                    match r_oneof.get(tag) {
-                        Some(o) => self.emit(
-                            &oneof_field_added::RULE,
-                            path,
-                            format!("Field '{}' ({tag}) was added to oneof '{o}'.", rf.name()),
-                        ),
-                        None if rf.is_required() => self.emit(
-                            &required_field_added::RULE,
-                            path,
-                            format!("Required field '{}' ({tag}) was added.", rf.name()),
-                        ),
-                        None => self.emit(
-                            &field_added::RULE,
-                            path,
-                            format!("Field '{}' ({tag}) was added.", rf.name()),
-                        ),
-                    }
-                }
-                (Some(wf), Some(rf)) => {
-                    let path = field_path(r, rf.name());
-                    if let (Some(o), None) = (w_oneof.get(tag), r_oneof.get(tag)) {
-                        self.emit(
-                            &oneof_field_moved_to_top_level::RULE,
-                            path.clone(),
-                            format!(
-                                "Field '{}' ({tag}) moved out of oneof '{o}' to the top level.",
-                                rf.name()
-                            ),
-                        );
-                    }
-                    self.compare_field(wf, rf, &path);
-                }
-                (None, None) => {}
-            }
-        }
+        deleted_oneofs
     }
 
-    fn compare_field(&mut self, w: &FieldDescriptor, r: &FieldDescriptor, path: &str) {
+    fn compare_field(
+        &mut self,
+        w: &FieldDescriptor,
+        r: &FieldDescriptor,
+        parent: &MessageDescriptor,
+    ) {
+        let loc = Loc {
+            message: parent,
+            field: r.name(),
+        };
         if w.name() != r.name() {
             self.emit(
                 &field_name_changed::RULE,
-                path,
+                loc.path(),
                 format!(
                     "Field {} was renamed from '{}' to '{}'.",
                     r.number(),
@@ -518,31 +631,31 @@ impl Ctx<'_> {
                 ),
             );
         }
-        self.compare_labels_and_types(label(w), label(r), &ctype(w), &ctype(r), r.name(), path);
+        self.compare_labels_and_types(Some((w, r)), &ctype(w), &ctype(r), loc);
     }
 
     fn compare_labels_and_types(
         &mut self,
-        wl: Option<Label>,
-        rl: Option<Label>,
+        fields: Option<(&FieldDescriptor, &FieldDescriptor)>,
         wt: &CType,
         rt: &CType,
-        name: &str,
-        path: &str,
+        loc: Loc<'_>,
     ) {
+        let name = loc.field;
         match (wt, rt) {
             (CType::Scalar(wk), CType::Scalar(rk)) => {
                 if scalar_group(wk) != scalar_group(rk) {
                     self.emit(
                         &field_scalar_kind_changed::RULE,
-                        path,
+                        loc.path(),
                         format!(
                             "Field '{name}' changed type from '{}' to '{}'.",
                             type_name(wk),
                             type_name(rk)
                         ),
                     );
-                } else if let (Some(a), Some(b)) = (wl, rl)
+                } else if let Some((wf, rf)) = fields
+                    && let (Some(a), Some(b)) = (label(wf), label(rf))
                     && a != b
                 {
                     let rule = if scalar_group(wk) == "string or bytes" {
@@ -552,7 +665,7 @@ impl Ctx<'_> {
                     };
                     self.emit(
                         rule,
-                        path,
+                        loc.path(),
                         format!("Field '{name}' changed label from '{a:?}' to '{b:?}'.")
                             .replace("'Optional'", "'optional'")
                             .replace("'Required'", "'required'")
@@ -560,16 +673,14 @@ impl Ctx<'_> {
                     );
                 }
             }
-            (CType::Message(wm), CType::Message(rm)) => {
-                self.compare_message_types(wm, rm, name, path)
-            }
+            (CType::Message(wm), CType::Message(rm)) => self.compare_message_types(wm, rm, loc),
             (CType::Map(wk, wv), CType::Map(rk, rv)) => {
-                self.compare_labels_and_types(None, None, wk, rk, name, path);
-                self.compare_labels_and_types(None, None, wv, rv, name, path);
+                self.compare_labels_and_types(None, wk, rk, loc);
+                self.compare_labels_and_types(None, wv, rv, loc);
             }
             _ => self.emit(
                 &field_kind_changed::RULE,
-                path,
+                loc.path(),
                 format!(
                     "Field '{name}' changed from a {} to a {}.",
                     kind_name(wt),
@@ -583,13 +694,13 @@ impl Ctx<'_> {
         &mut self,
         w: &MessageDescriptor,
         r: &MessageDescriptor,
-        name: &str,
-        path: &str,
+        loc: Loc<'_>,
     ) {
+        let name = loc.field;
         if local_name(w) != local_name(r) {
             self.emit(
                 &field_named_type_changed::RULE,
-                path,
+                loc.path(),
                 format!(
                     "Field '{name}' changed type from '{}' to '{}'.",
                     w.full_name(),
@@ -600,7 +711,7 @@ impl Ctx<'_> {
         }
         let both_local = self.writer.is_own_file(w.parent_file().name())
             && self.reader.is_own_file(r.parent_file().name());
-        if both_local || self.stack.iter().any(|s| s == w.full_name()) {
+        if both_local || self.stack.iter().any(|s| s.full_name() == w.full_name()) {
             return;
         }
         let start = self.out.len();
@@ -608,7 +719,7 @@ impl Ctx<'_> {
         if self.out[start..].iter().any(|f| f.is_error()) {
             self.emit(
                 &field_named_type_changed::RULE,
-                path,
+                loc.path(),
                 format!(
                     "Field '{name}' refers to '{}', which changed incompatibly.",
                     r.full_name()

@@ -9,6 +9,14 @@
 //! ids; compatible differences are `Info` findings). With [`ProtobufStrictness::Wire`] or
 //! [`ProtobufStrictness::WireJson`] buf's WIRE or WIRE_JSON breaking rules are added as errors.
 //!
+//! The stricter levels keep Confluent's errors on purpose: a registry subject must stay
+//! acceptable to Confluent clients, so `Wire` means "Confluent's verdict and nothing that breaks
+//! old bytes", not "buf's WIRE alone". A buf category on its own is the set of findings whose
+//! rule implements a buf rule of that category (the rule's peers name `buf:<its own id>`);
+//! the conformance test judges buf's cases that way, and agrees with buf on every case it can
+//! compile, rule for rule. Confluent's rules that only relate to a buf rule list it as a peer
+//! too, but do not count as buf's.
+//!
 //! Finding paths use full names, never indexes:
 //!
 //! | element | path |

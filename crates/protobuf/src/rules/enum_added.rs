@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "An enum was added.",
-    bad_example: "",
-    good_example: "enum Status { STATUS_UNSPECIFIED = 0; }",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; }\nenum Status { STATUS_UNSPECIFIED = 0; PAID = 1; }",
+    good_example: "A nested enum: message Order { enum Kind { KIND_UNSPECIFIED = 0; } string id = 1; }",
     hint: "Adding an enum is compatible.",
     peers: &["confluent:ENUM_ADDED"],
 };

@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "An enum value was added.",
-    bad_example: "",
-    good_example: "enum Status { ...; REFUNDED = 4; }",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nenum Status { STATUS_UNSPECIFIED = 0; PAID = 1; }\n// after\nsyntax = \"proto3\";\npackage shop;\nenum Status { STATUS_UNSPECIFIED = 0; PAID = 1; REFUNDED = 2; }",
+    good_example: "A value with a number never used before, also in a nested enum.",
     hint: "Compatible; make sure readers handle unknown values.",
     peers: &["confluent:ENUM_CONST_ADDED"],
 };

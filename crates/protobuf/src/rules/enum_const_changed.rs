@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "An enum number now has a different name; the wire value is unchanged.",
-    bad_example: "",
-    good_example: "ACTIVE = 1; -> ENABLED = 1;",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nenum Status { STATUS_UNSPECIFIED = 0; PAID = 1; }\n// after\nsyntax = \"proto3\";\npackage shop;\nenum Status { STATUS_UNSPECIFIED = 0; SETTLED = 1; }",
+    good_example: "Keep the old name as an alias: option allow_alias = true; PAID = 1 [deprecated = true]; SETTLED = 1;",
     hint: "Compatible on the wire; JSON readers see the new name (see ENUM_VALUE_SAME_NAME).",
     peers: &["confluent:ENUM_CONST_CHANGED"],
 };

@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "An enum value was removed; Confluent treats this as compatible.",
-    bad_example: "",
-    good_example: "reserve the number when removing a value",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nenum Status { STATUS_UNSPECIFIED = 0; PAID = 1; REFUNDED = 2; }\n// after\nsyntax = \"proto3\";\npackage shop;\nenum Status { STATUS_UNSPECIFIED = 0; PAID = 1; }",
+    good_example: "enum Status { STATUS_UNSPECIFIED = 0; PAID = 1; reserved 2; reserved \"REFUNDED\"; }",
     hint: "Reserve the removed number and name so they are never reused.",
     peers: &["confluent:ENUM_CONST_REMOVED"],
 };

@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "An enum was removed; Confluent treats this as compatible because fields using it are checked separately.",
-    bad_example: "",
-    good_example: "enum Status deleted after no field uses it",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; }\nenum Status { STATUS_UNSPECIFIED = 0; }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; }",
+    good_example: "Remove the enum only after no field uses it.",
     hint: "Compatible on its own; fields that used the enum are reported by their own rules.",
     peers: &["confluent:ENUM_REMOVED"],
 };

@@ -20,10 +20,15 @@ pub static RULE: RuleSpec = RuleSpec {
     ],
 };
 
+/// One finding per deleted number: aliases share a number, and it is the number that is reused.
 pub(crate) fn check(prev: &EnumDescriptor, cur: &EnumDescriptor, out: &mut Vec<Finding>) {
-    for pv in prev.values() {
+    for (i, pv) in prev.values().enumerate() {
         let n = pv.number();
-        if cur.get_value(n).is_none() && !cur.reserved_ranges().any(|r| r.contains(&n)) {
+        let first_with_number = prev.values().take(i).all(|v| v.number() != n);
+        if first_with_number
+            && cur.get_value(n).is_none()
+            && !cur.reserved_ranges().any(|r| r.contains(&n))
+        {
             out.push(Finding::new(
                 &RULE,
                 format!("/{}/values/{}", cur.full_name(), pv.name()),
@@ -49,6 +54,14 @@ mod tests {
     #[test]
     fn fires_on_the_change() {
         fires(&RULE, OLD, NEW, Wire);
+    }
+
+    #[test]
+    fn aliases_count_once() {
+        let old =
+            "syntax = \"proto3\";\nenum E { option allow_alias = true; A = 0; B = 1; C = 1; }\n";
+        let findings = crate::rules::testing::run(old, NEW, Wire);
+        assert_eq!(findings.iter().filter(|f| f.rule == RULE.id).count(), 1);
     }
 
     #[test]

@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "A field was added.",
-    bad_example: "",
-    good_example: "string note = 5;",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; string note = 2; }",
+    good_example: "message Order { string id = 1; optional string note = 2; }",
     hint: "Compatible: old data simply lacks the field.",
     peers: &["confluent:FIELD_ADDED"],
 };

@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "A field number now has a different name; the wire encoding is unchanged.",
-    bad_example: "",
-    good_example: "string customer_id = 2; -> string buyer_id = 2;",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string customer_id = 2; }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string buyer_id = 2; }",
+    good_example: "Add a new field and deprecate the old one when JSON readers depend on the name.",
     hint: "Compatible on the wire; JSON and generated code see the new name (see FIELD_SAME_NAME).",
     peers: &["confluent:FIELD_NAME_CHANGED"],
 };

@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "A field was removed; Confluent treats this as compatible.",
-    bad_example: "",
-    good_example: "reserved 3; reserved \"legacy\";",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; string legacy = 3; }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; }",
+    good_example: "message Order { string id = 1; reserved 3; reserved \"legacy\"; }",
     hint: "Reserve the removed field's number and name so they are never reused.",
     peers: &["confluent:FIELD_REMOVED"],
 };

@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "A string or bytes field changed between singular and repeated; the encoding is the same, so Confluent accepts it.",
-    bad_example: "",
-    good_example: "optional string tag = 1; -> repeated string tag = 1;",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { optional string tag = 1; }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { repeated string tag = 1; }",
+    good_example: "message Order { repeated bytes tag = 1; }",
     hint: "Compatible on the wire; a singular reader keeps the last value.",
     peers: &["confluent:FIELD_STRING_OR_BYTES_LABEL_CHANGED"],
 };

@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "A message was added.",
-    bad_example: "",
-    good_example: "message Refund { string id = 1; }",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; }\nmessage Refund { string id = 1; }",
+    good_example: "A nested message: message Order { message Line { int64 qty = 1; } string id = 1; }",
     hint: "Adding a message is compatible.",
     peers: &["confluent:MESSAGE_ADDED"],
 };

@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "A message changed position in its file or parent; message indexes refer to the schema id they were written with, so this is compatible.",
-    bad_example: "",
-    good_example: "message B {} moved before message A {}",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; }\nmessage Refund { string id = 1; }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Refund { string id = 1; }\nmessage Order { string id = 1; }",
+    good_example: "Add new messages after the existing ones, so message indexes stay the same.",
     hint: "Compatible: message indexes are resolved against the writer's schema.",
     peers: &["confluent:MESSAGE_MOVED"],
 };

@@ -161,6 +161,29 @@ pub(crate) mod testing {
         );
     }
 
+    /// The catalog shows an info rule's `bad_example` as the change that triggers it, so it
+    /// must be a real before/after pair that does.
+    #[test]
+    fn info_rule_examples_trigger_the_rule() {
+        use covenant_engine::Severity;
+        for r in super::ALL
+            .iter()
+            .filter(|r| r.default_severity == Severity::Info)
+        {
+            let Some((before, after)) = r
+                .bad_example
+                .strip_prefix("// before\n")
+                .and_then(|rest| rest.split_once("\n// after\n"))
+            else {
+                panic!(
+                    "{}: bad_example is not a '// before' / '// after' pair",
+                    r.id
+                );
+            };
+            fires(r, before, after, ProtobufStrictness::Confluent);
+        }
+    }
+
     #[test]
     fn rule_ids_are_unique_and_documented() {
         let mut ids: Vec<&str> = super::ALL.iter().map(|r| r.id).collect();

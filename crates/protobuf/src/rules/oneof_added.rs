@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "A oneof was added.",
-    bad_example: "",
-    good_example: "oneof payment { Card card = 5; Iban iban = 6; }",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; oneof payment { string card = 5; string iban = 6; } }",
+    good_example: "A oneof made only of new field numbers.",
     hint: "Compatible when its fields are new.",
     peers: &["confluent:ONEOF_ADDED"],
 };

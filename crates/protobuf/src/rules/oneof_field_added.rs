@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "A field was added to a oneof.",
-    bad_example: "",
-    good_example: "oneof k { ...; string z = 7; }",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { oneof payment { string card = 5; } }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { oneof payment { string card = 5; string iban = 6; } }",
+    good_example: "A new member with a number never used before.",
     hint: "Compatible: old data never sets the new member.",
     peers: &["confluent:ONEOF_FIELD_ADDED"],
 };

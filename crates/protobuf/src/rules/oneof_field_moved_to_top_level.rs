@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "A oneof member became a top-level field with the same number and type; this only relaxes exclusivity.",
-    bad_example: "",
-    good_example: "oneof k { int32 a = 1; int32 b = 2; } -> oneof k { int32 a = 1; } int32 b = 2;",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { oneof payment { string card = 5; string iban = 6; } }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { oneof payment { string card = 5; } string iban = 6; }",
+    good_example: "Keep the member inside the oneof when writers rely on exclusivity.",
     hint: "Compatible for Confluent; buf's FIELD_SAME_ONEOF rejects it for generated code.",
     peers: &[
         "confluent:ONEOF_FIELD_MOVED_TO_TOP_LEVEL",

@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "A oneof was removed.",
-    bad_example: "",
-    good_example: "remove the oneof together with all of its fields",
+    bad_example: "// before\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; oneof payment { string card = 5; } }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { string id = 1; }",
+    good_example: "message Order { string id = 1; reserved 5; reserved \"card\"; }",
     hint: "Compatible when all of its fields are gone; surviving fields are reported separately.",
     peers: &["confluent:ONEOF_REMOVED"],
 };

@@ -8,8 +8,8 @@ pub static RULE: RuleSpec = RuleSpec {
     category: "confluent",
     default_severity: Severity::Info,
     summary: "The file's syntax (proto2/proto3) changed, which changes field presence and defaults.",
-    bad_example: "syntax = \"proto2\"; -> syntax = \"proto3\";",
-    good_example: "keep the syntax of the first version",
+    bad_example: "// before\nsyntax = \"proto2\";\npackage shop;\nmessage Order { optional string id = 1; }\n// after\nsyntax = \"proto3\";\npackage shop;\nmessage Order { optional string id = 1; }",
+    good_example: "Keep the syntax of the first version; proto3's `optional` gives a proto2-like presence where needed.",
     hint: "Keep the syntax; field presence and JSON defaults differ between proto2 and proto3.",
     peers: &["confluent:SYNTAX_CHANGED", "buf:FILE_SAME_SYNTAX"],
 };
