@@ -2,6 +2,7 @@
 //! documents, 2 invalid input or usage.
 
 mod check;
+mod samples;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +35,8 @@ enum Command {
     Validate(check::ValidateArgs),
     /// Print the rule catalog.
     Rules(RulesArgs),
+    /// Manage the sample payloads a running registry replays on every check (add, list, rm).
+    Samples(samples::SamplesArgs),
 }
 
 #[derive(clap::Args)]
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Canonical(args) => check::run_canonical(args),
         Command::Fingerprint(args) => check::run_fingerprint(args),
         Command::Validate(args) => check::run_validate(args),
+        Command::Samples(args) => samples::run(args),
         Command::Rules(args) => {
             print_rules(args.markdown);
             Ok(ExitCode::SUCCESS)
