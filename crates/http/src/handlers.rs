@@ -285,14 +285,12 @@ pub async fn register(
         normalize: params.flag("normalize"),
         force: params.flag("force"),
     };
+    let format = response_format(&params, &body);
     let reg = state
         .registry
         .register(&subject, body.into_request(), options)
         .await?;
-    let text = state
-        .registry
-        .schema_text(&reg.schema, TextFormat::parse(params.get("format")))
-        .await?;
+    let text = state.registry.schema_text(&reg.schema, format).await?;
     let mut m = Map::new();
     m.insert("id".into(), json!(reg.id));
     m.insert("subject".into(), json!(subject));
@@ -307,6 +305,7 @@ pub async fn lookup(
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
+    let format = response_format(&params, &body);
     let v = state
         .registry
         .lookup(
@@ -316,11 +315,23 @@ pub async fn lookup(
             params.flag("deleted"),
         )
         .await?;
-    let text = state
-        .registry
-        .schema_text(&v.schema, TextFormat::parse(params.get("format")))
-        .await?;
+    let text = state.registry.schema_text(&v.schema, format).await?;
     Ok(ok(version_view(&v, text)))
+}
+
+/// The `format` asked for, else the form the schema was sent in: a Protobuf descriptor sent
+/// as base64 is stored as `.proto` text but answered as base64.
+fn response_format(params: &Params, body: &SchemaBody) -> TextFormat {
+    match params.get("format") {
+        Some(f) => TextFormat::parse(Some(f)),
+        None if body.schema.as_deref().is_some_and(|text| {
+            covenant_registry::sent_as_descriptor(body.schema_type.as_deref(), text)
+        }) =>
+        {
+            TextFormat::Serialized
+        }
+        None => TextFormat::Default,
+    }
 }
 
 pub async fn version(

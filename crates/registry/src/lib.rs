@@ -294,6 +294,14 @@ pub fn parse_schema(
     }
 }
 
+/// Whether a request sent a Protobuf schema as a base64 `FileDescriptorProto`; the answer
+/// then gives it back in that form (clients cache the answer's text by id).
+pub fn sent_as_descriptor(schema_type: Option<&str>, text: &str) -> bool {
+    schema_type.is_some_and(|t| t.trim().eq_ignore_ascii_case("PROTOBUF"))
+        && looks_like_base64(text)
+        && ParsedSchema::parse(SchemaType::Protobuf, text, &[]).is_err()
+}
+
 fn looks_like_base64(text: &str) -> bool {
     let t = text.trim();
     !t.is_empty()
