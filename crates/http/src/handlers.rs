@@ -285,12 +285,27 @@ pub async fn register(
         normalize: params.flag("normalize"),
         force: params.flag("force"),
     };
-    let format = response_format(&params, &body);
-    let reg = state
-        .registry
-        .register(&subject, body.into_request(), options)
-        .await?;
-    let text = state.registry.schema_text(&reg.schema, format).await?;
+    let request = body.into_request();
+    let sent = request.schema.trim().to_string();
+    let reg = state.registry.register(&subject, request, options).await?;
+    // Protobuf sent as a base64 descriptor is stored as .proto text; without an explicit
+    // format the answer echoes the descriptor as sent, since clients cache the answer by id
+    // and later parse it as a descriptor.
+    let text = match params.get("format") {
+        None if reg.schema.schema_type == "PROTOBUF"
+            && !sent.is_empty()
+            && sent != reg.schema.schema
+            && !sent.contains(char::is_whitespace) =>
+        {
+            sent
+        }
+        f => {
+            state
+                .registry
+                .schema_text(&reg.schema, TextFormat::parse(f))
+                .await?
+        }
+    };
     let mut m = Map::new();
     m.insert("id".into(), json!(reg.id));
     m.insert("subject".into(), json!(subject));

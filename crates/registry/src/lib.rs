@@ -9,9 +9,11 @@
 //! which are cached in memory (an id is never rebound to other content; the cache is
 //! dropped on permanent deletes).
 
+mod contract;
 mod error;
 mod evolution;
 
+pub use contract::{Contract, merge_metadata, merge_rule_sets};
 pub use covenant_policy::RolloutPlan;
 pub use covenant_store::SampleRecord;
 pub use error::{RegistryError, RegistryResult, finding_text};
@@ -216,8 +218,8 @@ fn content_key(
 }
 
 /// The text stored for a schema: the normalized form when asked, otherwise compact JSON for
-/// the JSON-based formats (so whitespace does not split identities) and the trimmed text for
-/// Protobuf. Avro primitives written as `{"type": "int"}` are stored as `"int"`, like
+/// the JSON-based formats (so whitespace does not split identities) and the trimmed .proto text
+/// for Protobuf. Avro primitives written as `{"type": "int"}` are stored as `"int"`, like
 /// Confluent.
 fn stored_text(
     schema_type: SchemaType,
@@ -243,10 +245,11 @@ fn stored_text(
             }
             Err(_) => raw.trim().to_string(),
         },
-        // A base64 `FileDescriptorProto` is stored as the `.proto` text it describes;
-        // `format=serialized` gives the descriptor back.
-        SchemaType::Protobuf if looks_like_base64(raw) => parsed.normalized(),
-        SchemaType::Protobuf => raw.trim().to_string(),
+        // Base64 descriptor input is stored as .proto text, as Confluent's canonical string.
+        SchemaType::Protobuf => match parsed {
+            ParsedSchema::Protobuf(p) => p.text().trim().to_string(),
+            _ => raw.trim().to_string(),
+        },
     }
 }
 
@@ -1045,6 +1048,13 @@ impl Registry {
                     request.rule_set = latest.schema.rule_set.clone();
                 }
             }
+            // Data contracts from config: merge(merge(default, specific), override).
+            let contract = Contract::from_extra(&config.extra);
+            if !contract.is_empty() {
+                request.metadata = contract.metadata(request.metadata.take());
+                request.rule_set = contract.rule_set(request.rule_set.take());
+                validate_rule_set(&request.rule_set)?;
+            }
         }
         let (candidate, new_schema) = self.prepare(&request, normalize, false).await?;
 
@@ -1213,6 +1223,12 @@ impl Registry {
                         "Overwrite new schema with id {id} in context . is not permitted."
                     )));
                 }
+                Err(StoreError::NoSuchVersion { subject, version }) => {
+                    // A referenced version was deleted after the references were resolved.
+                    return Err(RegistryError::InvalidSchema(format!(
+                        "No schema reference found for subject \"{subject}\" and version {version}"
+                    )));
+                }
                 Err(StoreError::VersionExists { version, .. }) => {
                     return Err(RegistryError::OperationNotPermitted(format!(
                         "Overwrite new schema for subject {subject} version {version} in context . is not permitted."
@@ -1373,21 +1389,54 @@ impl Registry {
 
     // ----- deletes -----------------------------------------------------------------------
 
-    async fn ensure_unreferenced(
+    /// Deletes versions inside the store's write, refusing with 42206 when a version that
+    /// blocks (any for a permanent delete, live ones otherwise; same-subject ones are ignored
+    /// when the whole subject goes) references one of them. Checking inside the write means a
+    /// concurrent registration cannot add a reference between the check and the delete.
+    async fn delete_unreferenced(
         &self,
         subject: &str,
-        version: i64,
+        versions: &[i64],
         permanent: bool,
         ignore_same_subject: bool,
     ) -> RegistryResult<()> {
-        let referencing = self.store.referencing_versions(subject, version).await?;
-        let blocking = referencing
-            .iter()
-            .any(|r| (permanent || !r.deleted) && !(ignore_same_subject && r.subject == subject));
-        if blocking {
-            return Err(RegistryError::Referenced(subject.to_string(), version));
+        let guard = |referencing: &[StoredVersion]| -> Result<(), Rejection> {
+            for &version in versions {
+                let blocked = referencing.iter().any(|r| {
+                    (permanent || !r.deleted)
+                        && !(ignore_same_subject && r.subject == subject)
+                        && r.schema
+                            .references
+                            .iter()
+                            .any(|x| x.subject == subject && x.version == version)
+                });
+                if blocked {
+                    return Err(Rejection::new(GuardRefusal::Domain(
+                        RegistryError::Referenced(subject.to_string(), version),
+                    )));
+                }
+            }
+            Ok(())
+        };
+        match self
+            .store
+            .delete_guarded(subject, versions, permanent, &guard)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(StoreError::Rejected(rejection)) => {
+                match rejection.into_inner().downcast::<GuardRefusal>() {
+                    Ok(refusal) => match *refusal {
+                        GuardRefusal::Domain(e) => Err(e),
+                        GuardRefusal::Retry => Err(RegistryError::Store(
+                            "deleting versions: unexpected retry".into(),
+                        )),
+                    },
+                    Err(other) => Err(RegistryError::Store(format!("deleting versions: {other}"))),
+                }
+            }
+            Err(e) => Err(e.into()),
         }
-        Ok(())
     }
 
     /// `DELETE /subjects/{s}/versions/{v}`: soft unless `permanent` (which needs a prior soft
@@ -1422,9 +1471,8 @@ impl Registry {
                     version,
                 ));
             }
-            self.ensure_unreferenced(subject, version, true, false)
+            self.delete_unreferenced(subject, &[version], true, false)
                 .await?;
-            self.store.hard_delete(subject, &[version]).await?;
             self.forget_all();
             self.forget_samples(subject, &[version]).await;
         } else {
@@ -1434,9 +1482,8 @@ impl Registry {
                     version,
                 ));
             }
-            self.ensure_unreferenced(subject, version, false, false)
+            self.delete_unreferenced(subject, &[version], false, false)
                 .await?;
-            self.store.soft_delete(subject, &[version]).await?;
         }
         Ok(version)
     }
@@ -1458,10 +1505,8 @@ impl Registry {
                 return Err(RegistryError::SubjectNotSoftDeleted(subject.to_string()));
             }
             let every: Vec<i64> = all.iter().map(|v| v.version).collect();
-            for &v in &every {
-                self.ensure_unreferenced(subject, v, true, true).await?;
-            }
-            self.store.hard_delete(subject, &every).await?;
+            self.delete_unreferenced(subject, &every, true, true)
+                .await?;
             self.forget_all();
             self.forget_samples(subject, &every).await;
             Ok(every)
@@ -1469,10 +1514,8 @@ impl Registry {
             if live.is_empty() {
                 return Err(RegistryError::SubjectSoftDeleted(subject.to_string()));
             }
-            for &v in &live {
-                self.ensure_unreferenced(subject, v, false, true).await?;
-            }
-            self.store.soft_delete(subject, &live).await?;
+            self.delete_unreferenced(subject, &live, false, true)
+                .await?;
             Ok(live)
         }
     }

@@ -132,6 +132,11 @@ impl fmt::Debug for Rejection {
 /// included, oldest first).
 pub type Guard<'a> = &'a (dyn Fn(&[StoredVersion]) -> Result<(), Rejection> + Send + Sync);
 
+/// The check run inside a delete's write transaction with every version (of any subject,
+/// deleted ones included) whose schema references one of the versions being deleted. Because
+/// it runs inside the write, no registration can add a reference between check and delete.
+pub type DeleteGuard<'a> = &'a (dyn Fn(&[StoredVersion]) -> Result<(), Rejection> + Send + Sync);
+
 /// Compatibility level and extra settings of one scope (global or a subject).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConfigRecord {
@@ -175,7 +180,10 @@ pub type StoreResult<T> = Result<T, StoreError>;
 #[async_trait]
 pub trait Store: Send + Sync {
     /// Registers `candidate` under `subject`, atomically with `guard`. The guard is not called
-    /// when an existing version is returned per `placement.dedupe`.
+    /// when an existing version is returned per `placement.dedupe`. A new version whose
+    /// references name a missing or soft-deleted version fails with
+    /// [`StoreError::NoSuchVersion`] (checked inside the write, so a concurrent delete cannot
+    /// slip between the registry's resolution of the references and the write).
     async fn register(
         &self,
         subject: &str,
@@ -217,6 +225,18 @@ pub trait Store: Send + Sync {
 
     /// Removes versions for good; when a subject has no version left its config and mode go too.
     async fn hard_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()>;
+
+    /// Soft-deletes `versions` (or removes them for good when `permanent`, as
+    /// [`Store::hard_delete`] does) atomically with `guard`, which sees the versions
+    /// referencing any of them. A refusal comes back as [`StoreError::Rejected`] and leaves
+    /// everything as it was.
+    async fn delete_guarded(
+        &self,
+        subject: &str,
+        versions: &[i64],
+        permanent: bool,
+        guard: DeleteGuard<'_>,
+    ) -> StoreResult<()>;
 
     async fn config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>>;
     async fn set_config(&self, scope: Scope<'_>, config: &ConfigRecord) -> StoreResult<()>;
