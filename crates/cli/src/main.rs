@@ -3,6 +3,7 @@
 
 mod check;
 mod governance;
+mod samples;
 mod serve;
 mod transfer;
 
@@ -46,6 +47,8 @@ enum Command {
     Export(transfer::ExportArgs),
     /// Load a dump written by `covenant export`, keeping ids and versions.
     Import(transfer::ImportArgs),
+    /// Manage the sample payloads a running registry replays on every check (add, list, rm).
+    Samples(samples::SamplesArgs),
 }
 
 #[derive(clap::Args)]
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Command::Usage(args) => governance::run_usage(args),
         Command::Export(args) => transfer::run_export(args),
         Command::Import(args) => transfer::run_import(args),
+        Command::Samples(args) => samples::run(args),
         Command::Rules(args) => {
             print_rules(args.markdown);
             Ok(ExitCode::SUCCESS)

@@ -5,7 +5,7 @@ use covenant_http::HttpConfig;
 use covenant_registry::Registry;
 use covenant_store::GovernanceStore;
 use covenant_store::postgres::ChangeKind;
-use covenant_store::{PostgresStore, SqliteStore};
+use covenant_store::{PostgresSampleStore, PostgresStore, SqliteSampleStore, SqliteStore};
 use std::process::ExitCode;
 use std::sync::Arc;
 use tokio::sync::broadcast;
@@ -102,12 +102,12 @@ async fn open_registry(
         let store = SqliteStore::open(&args.data_dir)
             .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
         tracing::info!(path = %store.path().display(), "store opened");
+        let samples = SqliteSampleStore::open(store.path())
+            .with_context(|| format!("opening the sample store in {}", args.data_dir.display()))?;
         let governance = covenant_store::SqliteGovernanceStore::open(&args.data_dir)
             .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
-        return Ok((
-            Arc::new(Registry::new(Arc::new(store))),
-            Arc::new(governance),
-        ));
+        let registry = Registry::new(Arc::new(store)).with_samples(Arc::new(samples));
+        return Ok((Arc::new(registry), Arc::new(governance)));
     };
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         anyhow::bail!("--store expects a postgres:// URL");
@@ -123,8 +123,9 @@ async fn open_registry(
     }
     let governance = covenant_store::PostgresGovernanceStore::open_lazy(url)
         .map_err(|e| anyhow::anyhow!("governance store: {e}"))?;
+    let samples = PostgresSampleStore::open_lazy(url)?;
     let mut changes = store.subscribe_changes();
-    let registry = Arc::new(Registry::new(Arc::new(store)));
+    let registry = Arc::new(Registry::new(Arc::new(store)).with_samples(Arc::new(samples)));
     let follower = Arc::downgrade(&registry);
     tokio::spawn(async move {
         loop {

@@ -88,6 +88,13 @@ pub fn error_code(e: &RegistryError) -> u32 {
         RegistryError::InvalidSubject(_) => 42208,
         RegistryError::InvalidRuleSet(_) => 42210,
         RegistryError::Store(_) => 50001,
+        RegistryError::InvalidCompatibilityScope(_) | RegistryError::InvalidPolicySettings(_) => {
+            42203
+        }
+        RegistryError::SampleNotFound(_) => 40430,
+        RegistryError::InvalidSample(_) => 42230,
+        RegistryError::SampleLimitReached { .. } => 42231,
+        RegistryError::SamplePayloadTooLarge(_) => 41301,
         _ => 50001,
     }
 }

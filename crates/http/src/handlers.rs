@@ -58,7 +58,7 @@ pub struct SchemaBody {
 }
 
 impl SchemaBody {
-    fn into_request(self) -> SchemaRequest {
+    pub(crate) fn into_request(self) -> SchemaRequest {
         SchemaRequest {
             schema: self.schema.unwrap_or_default(),
             schema_type: self.schema_type,
@@ -327,6 +327,7 @@ pub async fn lookup(
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
+    let format = response_format(&params, &body);
     let v = state
         .registry
         .lookup(
@@ -336,11 +337,23 @@ pub async fn lookup(
             params.flag("deleted"),
         )
         .await?;
-    let text = state
-        .registry
-        .schema_text(&v.schema, TextFormat::parse(params.get("format")))
-        .await?;
+    let text = state.registry.schema_text(&v.schema, format).await?;
     Ok(ok(version_view(&v, text)))
+}
+
+/// The `format` asked for, else the form the schema was sent in: a Protobuf descriptor sent
+/// as base64 is stored as `.proto` text but answered as base64.
+fn response_format(params: &Params, body: &SchemaBody) -> TextFormat {
+    match params.get("format") {
+        Some(f) => TextFormat::parse(Some(f)),
+        None if body.schema.as_deref().is_some_and(|text| {
+            covenant_registry::sent_as_descriptor(body.schema_type.as_deref(), text)
+        }) =>
+        {
+            TextFormat::Serialized
+        }
+        None => TextFormat::Default,
+    }
 }
 
 pub async fn version(
@@ -473,6 +486,11 @@ async fn compatibility(
             if verbose {
                 let messages: Vec<String> = report.errors().map(finding_text).collect();
                 m.insert("messages".into(), json!(messages));
+                // Every finding, warnings and info included, in the CLI's JSON shape (left
+                // out when empty, like Confluent's other optional fields).
+                if !report.findings.is_empty() {
+                    m.insert("findings".into(), json!(report.findings));
+                }
             }
             Ok(ok(Value::Object(m)))
         }
@@ -513,6 +531,7 @@ const CONFIG_KEYS: &[&str] = &[
     "compatibilityGroup",
     "compatibilityPolicy",
     "compatibilityScope",
+    "semanticRules",
     "protobufStrictness",
     "alias",
     "defaultMetadata",

@@ -10,6 +10,7 @@ pub mod extract;
 pub mod governance;
 mod handlers;
 pub mod openapi;
+mod policy_routes;
 mod views;
 
 use axum::Router;
@@ -115,7 +116,38 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/covenant/v1/deprecations/{id}/evidence"),
     ("POST", "/covenant/v1/deprecations/{id}/exceptions"),
     ("POST", "/covenant/v1/subjects/{subject}/removal-gate"),
+    ("POST", "/covenant/v1/subjects/{subject}/plan"),
+    ("GET", "/covenant/v1/subjects/{subject}/samples"),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples/{sampleId}",
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/versions/{version}/live",
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/live",
+    ),
 ];
+
+/// The OpenAPI operations of every route, Confluent's and Covenant's own.
+pub fn operations() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
+    openapi::OPERATIONS.iter().chain(policy_routes::OPERATIONS)
+}
 
 /// The process-wide Prometheus recorder (metrics has one global recorder per process).
 pub fn prometheus() -> PrometheusHandle {
@@ -261,6 +293,7 @@ fn api(state: AppState) -> Router {
         .route("/health/ready", get(h::health_ready))
         .route("/openapi.json", get(h::openapi))
         .merge(governance_routes())
+        .merge(policy_router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(track))
@@ -313,6 +346,32 @@ fn governance_routes() -> Router<AppState> {
         .route(
             "/covenant/v1/subjects/{subject}/removal-gate",
             post(g::removal_gate_preview),
+        )
+}
+
+/// Covenant's evolution-policy routes (see [`policy_routes`]).
+fn policy_router() -> Router<AppState> {
+    use axum::routing::delete;
+    use policy_routes as p;
+    Router::new()
+        .route("/covenant/v1/subjects/{subject}/plan", post(p::plan))
+        .route(
+            "/covenant/v1/subjects/{subject}/samples",
+            get(p::subject_samples),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+            get(p::version_samples)
+                .post(p::add_sample)
+                .delete(p::delete_version_samples),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/versions/{version}/samples/{sampleId}",
+            delete(p::delete_sample),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/versions/{version}/live",
+            post(p::mark_live).delete(p::unmark_live),
         )
 }
 

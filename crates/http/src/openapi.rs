@@ -260,6 +260,7 @@ fn parameters(path: &str) -> Vec<Value> {
         ("consumer", "Consumer name."),
         ("subject", "Subject name, percent-encoded."),
         ("version", "A version number, 'latest' or -1."),
+        ("sampleId", "A stored sample's id."),
     ] {
         if path.contains(&format!("{{{name}}}")) {
             out.push(json!({
@@ -274,7 +275,7 @@ fn parameters(path: &str) -> Vec<Value> {
 /// The document served at `/openapi.json`.
 pub fn document() -> Value {
     let mut paths = Map::new();
-    for (method, path, summary) in OPERATIONS {
+    for (method, path, summary) in crate::operations() {
         let entry = paths
             .entry(path.to_string())
             .or_insert_with(|| Value::Object(Map::new()));

@@ -11,10 +11,14 @@
 
 mod contract;
 mod error;
+mod evolution;
 mod removal;
 
 pub use contract::{Contract, merge_metadata, merge_rule_sets};
+pub use covenant_policy::RolloutPlan;
+pub use covenant_store::SampleRecord;
 pub use error::{RegistryError, RegistryResult, finding_text};
+pub use evolution::{ReplayLimits, UsageEvidence};
 pub use removal::{
     HookFuture, RemovalCheck, RemovalVerdict, field_paths as schema_field_paths_of, removed_fields,
 };
@@ -179,6 +183,9 @@ pub struct Registry {
     by_id: RwLock<HashMap<i64, Arc<SchemaRecord>>>,
     parsed: RwLock<HashMap<i64, Arc<ParsedSchema>>>,
     removal_check: RwLock<Option<Arc<dyn RemovalCheck>>>,
+    samples: Option<Arc<dyn covenant_store::SampleStore>>,
+    usage: Option<Arc<dyn UsageEvidence>>,
+    limits: ReplayLimits,
 }
 
 #[derive(Debug)]
@@ -295,6 +302,14 @@ pub fn parse_schema(
     }
 }
 
+/// Whether a request sent a Protobuf schema as a base64 `FileDescriptorProto`; the answer
+/// then gives it back in that form (clients cache the answer's text by id).
+pub fn sent_as_descriptor(schema_type: Option<&str>, text: &str) -> bool {
+    schema_type.is_some_and(|t| t.trim().eq_ignore_ascii_case("PROTOBUF"))
+        && looks_like_base64(text)
+        && ParsedSchema::parse(SchemaType::Protobuf, text, &[]).is_err()
+}
+
 fn looks_like_base64(text: &str) -> bool {
     let t = text.trim();
     !t.is_empty()
@@ -398,13 +413,15 @@ fn record_check_metrics(report: &Report) {
         "incompatible"
     };
     metrics::counter!("covenant_compatibility_checks_total", "verdict" => verdict).increment(1);
-    for f in report.errors() {
-        metrics::counter!("covenant_compatibility_findings_total", "rule" => f.rule.clone())
-            .increment(1);
+    for f in &report.findings {
+        metrics::counter!("covenant_compatibility_findings_total",
+            "rule" => f.rule.clone(), "severity" => f.severity.as_str())
+        .increment(1);
     }
 }
 
-type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future, for the object-safe async seams ([`UsageEvidence`]).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 impl Registry {
     pub fn new(store: Arc<dyn Store>) -> Registry {
@@ -414,6 +431,9 @@ impl Registry {
             by_id: RwLock::new(HashMap::new()),
             parsed: RwLock::new(HashMap::new()),
             removal_check: RwLock::new(None),
+            samples: None,
+            usage: None,
+            limits: ReplayLimits::default(),
         }
     }
 
@@ -876,6 +896,7 @@ impl Registry {
                 validate_rule_set(&Some(v.clone()))?;
             }
         }
+        evolution::validate_update(&update.extra)?;
         if let Some(v) = update.extra.get("protobufStrictness")
             && !v.is_null()
             && v.as_str().and_then(ProtobufStrictness::parse).is_none()
@@ -1116,7 +1137,6 @@ impl Registry {
             .get("compatibilityGroup")
             .and_then(Value::as_str)
             .map(str::to_string);
-        let check_options = check_options(&config.extra);
         let placement = Placement {
             id: request.id,
             version: if mode.is_import() {
@@ -1132,6 +1152,14 @@ impl Registry {
         };
 
         let dropped = std::sync::Mutex::new(Vec::<String>::new());
+        let evolution = if run_check {
+            Some(
+                self.evolution(subject, &config.extra, new_schema.metadata.as_ref())
+                    .await?,
+            )
+        } else {
+            None
+        };
         let mut attempt = 0;
         let outcome = loop {
             attempt += 1;
@@ -1160,9 +1188,9 @@ impl Registry {
                         )));
                     }
                 }
-                if !run_check {
+                let Some(evolution) = &evolution else {
                     return Ok(());
-                }
+                };
                 let mine = group
                     .as_deref()
                     .map(|g| group_value(&new_schema.metadata, g).cloned());
@@ -1174,15 +1202,21 @@ impl Registry {
                         continue;
                     }
                     match self.cached_parsed(v.schema.id) {
-                        Some(p) => parsed.push((v.version, p)),
+                        Some(p) => parsed.push((v, p)),
                         None => return Err(Rejection::new(GuardRefusal::Retry)),
                     }
                 }
-                let history: Vec<(i64, &ParsedSchema)> =
-                    parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
+                let priors: Vec<evolution::Prior<'_>> = parsed
+                    .iter()
+                    .map(|(v, p)| evolution::Prior {
+                        version: v.version,
+                        registered_at: v.created_at,
+                        metadata: v.schema.metadata.as_ref(),
+                        schema: p.as_ref(),
+                    })
+                    .collect();
                 let report =
-                    covenant_schema::check(config.level, &candidate, &history, &check_options);
-                record_check_metrics(&report);
+                    Registry::judge_and_count(evolution, config.level, &candidate, &priors, None);
                 if report.compatible {
                     Ok(())
                 } else {
@@ -1365,6 +1399,11 @@ impl Registry {
         let config = self.effective_config(subject).await?;
         let versions = self.store.subject_versions(subject).await?;
         let live: Vec<&StoredVersion> = versions.iter().filter(|v| !v.deleted).collect();
+        let only = match against {
+            Some(VersionSpec::Number(n)) => Some(n),
+            Some(VersionSpec::Latest) => live.last().map(|v| v.version),
+            None => None,
+        };
         let (history, level): (Vec<&StoredVersion>, Level) = match against {
             None => {
                 let group = config
@@ -1398,12 +1437,24 @@ impl Registry {
         for v in &history {
             parsed.push((v.version, self.parse_record(&v.schema).await?));
         }
-        let refs: Vec<(i64, &ParsedSchema)> =
-            parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
-        let report =
-            covenant_schema::check(level, &candidate, &refs, &check_options(&config.extra));
-        record_check_metrics(&report);
-        Ok(report)
+        let metadata = request
+            .metadata
+            .as_ref()
+            .or_else(|| live.last().and_then(|v| v.schema.metadata.as_ref()));
+        let evolution = self.evolution(subject, &config.extra, metadata).await?;
+        let priors: Vec<evolution::Prior<'_>> = parsed
+            .iter()
+            .zip(&history)
+            .map(|((version, p), v)| evolution::Prior {
+                version: *version,
+                registered_at: v.created_at,
+                metadata: v.schema.metadata.as_ref(),
+                schema: p.as_ref(),
+            })
+            .collect();
+        Ok(Registry::judge_and_count(
+            &evolution, level, &candidate, &priors, only,
+        ))
     }
 
     // ----- deletes -----------------------------------------------------------------------
@@ -1493,6 +1544,7 @@ impl Registry {
             self.delete_unreferenced(subject, &[version], true, false)
                 .await?;
             self.forget_all();
+            self.forget_samples(subject, &[version]).await;
         } else {
             if target.deleted {
                 return Err(RegistryError::VersionSoftDeleted(
@@ -1526,6 +1578,7 @@ impl Registry {
             self.delete_unreferenced(subject, &every, true, true)
                 .await?;
             self.forget_all();
+            self.forget_samples(subject, &every).await;
             Ok(every)
         } else {
             if live.is_empty() {

@@ -15,6 +15,9 @@ pub mod governance;
 pub mod governance_postgres;
 pub mod governance_sqlite;
 pub mod postgres;
+pub mod samples;
+pub mod samples_postgres;
+pub mod samples_sqlite;
 pub mod sqlite;
 
 use async_trait::async_trait;
@@ -25,6 +28,9 @@ pub use governance::GovernanceStore;
 pub use governance_postgres::PostgresGovernanceStore;
 pub use governance_sqlite::SqliteGovernanceStore;
 pub use postgres::PostgresStore;
+pub use samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
+pub use samples_postgres::PostgresSampleStore;
+pub use samples_sqlite::SqliteSampleStore;
 pub use sqlite::SqliteStore;
 
 /// A reference from one schema to a subject version, as registered.
