@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Runs the real-client suite (tests/clients, pytest + confluent-kafka's Schema Registry client
-# and serializers) against a freshly built `covenant serve` on a free loopback port with a
-# temporary data directory. Exits with pytest's status.
+# Runs the real-client suites against a freshly built `covenant serve` on a free loopback port
+# with a temporary data directory:
+#   - tests/clients/*.py: pytest + confluent-kafka's Schema Registry client and serializers;
+#   - tests/clients/node: `node --test` + @kafkajs/confluent-schema-registry (npm ci, cached in
+#     tests/clients/node/node_modules).
+# Both suites always run; the exit status is non-zero when either fails. Missing Node or npm,
+# or a failed install, is an error, not a skip.
 #
 # usage: scripts/client-tests.sh [pytest args...]
 set -euo pipefail
@@ -14,6 +18,24 @@ fi
 if ! "$VENV/bin/python" -c "import confluent_kafka.schema_registry, fastavro, pytest, google.protobuf, jsonschema" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check \
     "confluent-kafka[schemaregistry,avro,json,protobuf]" pytest
+fi
+
+NODE_DIR="$ROOT/tests/clients/node"
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "client-tests: installing Node.js and npm from Debian's packages" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; } || true
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "client-tests: node and npm are required for the Node client suite" >&2
+  exit 2
+fi
+# Reinstall only when the lock file changed since the last install.
+if [ ! -f "$NODE_DIR/node_modules/.package-lock.json" ] ||
+  [ "$NODE_DIR/package-lock.json" -nt "$NODE_DIR/node_modules/.package-lock.json" ]; then
+  if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error); then
+    echo "client-tests: npm ci failed in $NODE_DIR" >&2
+    exit 2
+  fi
 fi
 
 cargo build --quiet -p covenant-cli --manifest-path "$ROOT/Cargo.toml"
@@ -46,9 +68,14 @@ done
 export COVENANT_URL="http://127.0.0.1:$PORT"
 set +e
 "$VENV/bin/python" -m pytest -q "$ROOT/tests/clients" "$@"
-STATUS=$?
+PY_STATUS=$?
+(cd "$NODE_DIR" && node --test)
+NODE_STATUS=$?
 set -e
-if [ "$STATUS" -ne 0 ]; then
+STATUS=0
+if [ "$PY_STATUS" -ne 0 ] || [ "$NODE_STATUS" -ne 0 ]; then
+  echo "client-tests: pytest exited $PY_STATUS, node --test exited $NODE_STATUS" >&2
+  STATUS=1
   echo "--- server log (last 40 lines) ---" >&2
   tail -n 40 "$LOG" >&2
 fi

@@ -6,7 +6,7 @@ import json
 import urllib.request
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from confluent_kafka.schema_registry import Schema
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -73,3 +73,83 @@ def test_serializer_registers_imports_and_roundtrips(client, topic):
                               schema_registry_client=client)
     back = de(data, ctx)
     assert back.id == "o-1" and back.total.units == 42
+
+
+def build_nested(suffix):
+    """One file: Shipment with a nested Parcel, and a second top-level Receipt."""
+    pool = descriptor_pool.DescriptorPool()
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name=f"ship{suffix}/shipment.proto", package=f"ship{suffix}", syntax="proto3")
+    shipment = fdp.message_type.add(name="Shipment")
+    parcel = shipment.nested_type.add(name="Parcel")
+    parcel.field.add(name="weight", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT32,
+                     label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    shipment.field.add(name="id", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                       label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    shipment.field.add(name="parcels", number=2,
+                       type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+                       type_name=f".ship{suffix}.Shipment.Parcel",
+                       label=descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED)
+    receipt = fdp.message_type.add(name="Receipt")
+    receipt.field.add(name="number", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
+                      label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    pool.Add(fdp)
+    get = lambda name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"ship{suffix}.{name}"))
+    return get("Shipment"), get("Shipment.Parcel"), get("Receipt")
+
+
+def test_nested_messages_and_message_indexes(client, topic, url):
+    suffix = topic.replace("-", "_")
+    Shipment, Parcel, Receipt = build_nested(suffix)
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    conf = {"auto.register.schemas": True, "use.deprecated.format": False}
+
+    shipment = Shipment(id="s-1")
+    shipment.parcels.add(weight=3)
+    first = ProtobufSerializer(Shipment, client, conf=conf)(shipment, ctx)
+    sid = int.from_bytes(first[1:5], "big")
+    assert first[5] == 0, "the first top-level message is the single index byte 0"
+
+    # Nested Parcel: indexes [0, 0] -> zig-zag count 2, then 0, 0.
+    nested = ProtobufSerializer(Parcel, client, conf=conf)(Parcel(weight=9), ctx)
+    assert int.from_bytes(nested[1:5], "big") == sid, "same file, same schema id"
+    assert nested[5:8] == bytes([0x04, 0x00, 0x00])
+    # Second top-level Receipt: indexes [1] -> zig-zag count 1, then 1.
+    second = ProtobufSerializer(Receipt, client, conf=conf)(Receipt(number=12), ctx)
+    assert second[5:7] == bytes([0x02, 0x02])
+    assert client.get_versions(f"{topic}-value") == [1]
+
+    dconf = {"use.deprecated.format": False}
+    back = ProtobufDeserializer(Shipment, conf=dconf, schema_registry_client=client)(first, ctx)
+    assert back.id == "s-1" and [p.weight for p in back.parcels] == [3]
+    assert ProtobufDeserializer(Parcel, conf=dconf, schema_registry_client=client)(nested, ctx).weight == 9
+    assert ProtobufDeserializer(Receipt, conf=dconf, schema_registry_client=client)(second, ctx).number == 12
+
+    # The registered text names both messages and the nested one; serialized form round-trips.
+    text = client.get_schema(sid).schema_str
+    assert "message Shipment" in text and "message Parcel" in text and "message Receipt" in text
+    with urllib.request.urlopen(f"{url}/schemas/ids/{sid}?format=serialized") as r:
+        fdp = descriptor_pb2.FileDescriptorProto.FromString(
+            base64.b64decode(json.loads(r.read())["schema"]))
+    assert [m.name for m in fdp.message_type] == ["Shipment", "Receipt"]
+    assert [n.name for n in fdp.message_type[0].nested_type] == ["Parcel"]
+
+
+def test_protobuf_evolution_and_fmt(client, subject, url):
+    sid = client.register_schema(subject, Schema(ORDER_PROTO, "PROTOBUF"))
+    added = ORDER_PROTO.replace("int64 amount = 2;", "int64 amount = 2;\n  string note = 3;")
+    assert client.test_compatibility(subject, Schema(added, "PROTOBUF")) is True
+    retyped = ORDER_PROTO.replace("int64 amount = 2;", "string amount = 2;")
+    assert client.test_compatibility(subject, Schema(retyped, "PROTOBUF")) is False
+    v2 = client.register_schema(subject, Schema(added, "PROTOBUF"))
+    assert v2 != sid
+    # fmt=serialized through the client's own calls (fresh clients: the cache ignores fmt).
+    with SchemaRegistryClient({"url": url}) as fresh:
+        serialized = fresh.get_schema(v2, fmt="serialized").schema_str
+        fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))
+        assert [f.name for f in fdp.message_type[0].field] == ["id", "amount", "note"]
+    with SchemaRegistryClient({"url": url}) as fresh:
+        by_version = fresh.get_version(subject, 1, fmt="serialized")
+        fdp = descriptor_pb2.FileDescriptorProto.FromString(
+            base64.b64decode(by_version.schema.schema_str))
+        assert [f.name for f in fdp.message_type[0].field] == ["id", "amount"]

@@ -59,6 +59,10 @@ pub struct CheckArgs {
     pub output: Output,
     #[command(flatten)]
     pub policy: PolicyArgs,
+    /// Compatibility scope for transitive levels: only these earlier versions (numbered from 1
+    /// in the order given), e.g. 3,4. The last version is always in scope.
+    #[arg(long, value_delimiter = ',', value_name = "N,N...")]
+    pub scope_versions: Vec<i64>,
     /// The new schema.
     pub new: PathBuf,
     /// Earlier versions, oldest first. A folder is read in file-name order.
@@ -151,7 +155,12 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
     let level: Level = args.level.parse().map_err(InvalidInput)?;
     let (options, context, settings) = args.policy.load()?;
     let (candidate, history) = load_history(&args.input, &args.new, &args.old)?;
-    let history_refs: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
+    let in_scope = scoped_versions(&args.scope_versions, &history)?;
+    let history_refs: Vec<(i64, &ParsedSchema)> = history
+        .iter()
+        .filter(|(v, _)| in_scope.contains(v))
+        .map(|(v, s)| (*v, s))
+        .collect();
     let report = covenant_policy::judge(
         level,
         &candidate,
@@ -177,6 +186,38 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The version numbers `--scope-versions` keeps (every one when it is empty).
+fn scoped_versions(listed: &[i64], history: &[(i64, ParsedSchema)]) -> Result<Vec<i64>> {
+    if listed.is_empty() {
+        return Ok(history.iter().map(|(v, _)| *v).collect());
+    }
+    let scope = covenant_policy::CompatibilityScope::Versions {
+        versions: listed.to_vec(),
+    };
+    scope
+        .validate()
+        .map_err(|e| InvalidInput(format!("--scope-versions: {e}")))?;
+    if let Some(missing) = listed
+        .iter()
+        .find(|v| !history.iter().any(|(n, _)| n == *v))
+    {
+        return Err(InvalidInput(format!(
+            "--scope-versions: there is no version {missing}; {} earlier version(s) were given",
+            history.len()
+        ))
+        .into());
+    }
+    let facts: Vec<covenant_policy::VersionFacts> = history
+        .iter()
+        .map(|(v, _)| covenant_policy::VersionFacts {
+            version: *v,
+            registered_at: 0,
+            last_seen_at: None,
+        })
+        .collect();
+    Ok(scope.select(&facts, 0))
 }
 
 #[derive(clap::Args)]

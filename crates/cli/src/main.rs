@@ -2,7 +2,10 @@
 //! documents, 2 invalid input or usage.
 
 mod check;
+mod governance;
+mod samples;
 mod serve;
+mod transfer;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -34,6 +37,18 @@ enum Command {
     Validate(check::ValidateArgs),
     /// Print the rule catalog.
     Rules(RulesArgs),
+    /// Declare, update, list, show and retire the consumers of a running registry.
+    Consumers(governance::ConsumersArgs),
+    /// Deprecation records on a running registry: create, stage, evidence, exception, show.
+    Deprecations(governance::DeprecationsArgs),
+    /// Report and query usage on a running registry.
+    Usage(governance::UsageArgs),
+    /// Write the registry's whole state as JSON (docs/export-format.md).
+    Export(transfer::ExportArgs),
+    /// Load a dump written by `covenant export`, keeping ids and versions.
+    Import(transfer::ImportArgs),
+    /// Manage the sample payloads a running registry replays on every check (add, list, rm).
+    Samples(samples::SamplesArgs),
 }
 
 #[derive(clap::Args)]
@@ -62,6 +77,12 @@ fn main() -> ExitCode {
         Command::Canonical(args) => check::run_canonical(args),
         Command::Fingerprint(args) => check::run_fingerprint(args),
         Command::Validate(args) => check::run_validate(args),
+        Command::Consumers(args) => governance::run_consumers(args),
+        Command::Deprecations(args) => governance::run_deprecations(args),
+        Command::Usage(args) => governance::run_usage(args),
+        Command::Export(args) => transfer::run_export(args),
+        Command::Import(args) => transfer::run_import(args),
+        Command::Samples(args) => samples::run(args),
         Command::Rules(args) => {
             print_rules(args.markdown);
             Ok(ExitCode::SUCCESS)

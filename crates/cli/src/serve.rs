@@ -1,11 +1,14 @@
-//! `covenant serve`: the registry over HTTP on the embedded store.
+//! `covenant serve`: the registry over HTTP on the embedded store or a shared PostgreSQL.
 
 use anyhow::Context;
 use covenant_http::HttpConfig;
 use covenant_registry::Registry;
-use covenant_store::SqliteStore;
+use covenant_store::GovernanceStore;
+use covenant_store::postgres::ChangeKind;
+use covenant_store::{PostgresSampleStore, PostgresStore, SqliteSampleStore, SqliteStore};
 use std::process::ExitCode;
 use std::sync::Arc;
+use tokio::sync::broadcast;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -21,12 +24,20 @@ pub struct ServeArgs {
     /// Folder of the embedded store.
     #[arg(long, default_value = "./covenant-data", env = "COVENANT_DATA_DIR")]
     pub data_dir: std::path::PathBuf,
+    /// A shared PostgreSQL store (postgres://user:password@host:port/dbname) instead of the
+    /// embedded one; several nodes may serve the same database.
+    #[arg(long, value_name = "URL", env = "COVENANT_STORE")]
+    pub store: Option<String>,
     /// Largest request body accepted; larger ones get a 413.
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
     /// Log line format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// Governance decisions read the time from this file (RFC 3339 or epoch ms) instead of
+    /// the wall clock: for drills that let weeks pass. Never set in production.
+    #[arg(long, hide = true, env = "COVENANT_CLOCK_FILE")]
+    pub clock_file: Option<std::path::PathBuf>,
 }
 
 fn init_logging(format: LogFormat) {
@@ -52,12 +63,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let store = SqliteStore::open(&args.data_dir)
-        .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
-    tracing::info!(path = %store.path().display(), "store opened");
-    let registry = Arc::new(Registry::new(Arc::new(store)));
-    let app = covenant_http::router(
+    let (registry, governance_store) = open_registry(&args).await?;
+    let governance = covenant_http::governance::enable(
+        &registry,
+        governance_store,
+        crate::governance::clock(args.clock_file.as_deref()),
+    );
+    let app = covenant_http::router_with(
         registry,
+        Some(governance),
         HttpConfig {
             max_body_bytes: args.max_body_bytes,
         },
@@ -73,6 +87,65 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .context("serving HTTP")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The registry on the store the flags select. A PostgreSQL node starts even when its database
+/// is unreachable (not ready until it answers) and keeps its id cache coherent with the other
+/// nodes through the store's change feed; see `PostgresStore::subscribe_changes` for the bound
+/// on how long another node's permanent delete may still be served from this node's cache.
+///
+/// Governance (consumers, usage, deprecations) lives in the same database as the schemas.
+async fn open_registry(
+    args: &ServeArgs,
+) -> anyhow::Result<(Arc<Registry>, Arc<dyn GovernanceStore>)> {
+    let Some(url) = &args.store else {
+        let store = SqliteStore::open(&args.data_dir)
+            .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
+        tracing::info!(path = %store.path().display(), "store opened");
+        let samples = SqliteSampleStore::open(store.path())
+            .with_context(|| format!("opening the sample store in {}", args.data_dir.display()))?;
+        let governance = covenant_store::SqliteGovernanceStore::open(&args.data_dir)
+            .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
+        let registry = Registry::new(Arc::new(store)).with_samples(Arc::new(samples));
+        return Ok((Arc::new(registry), Arc::new(governance)));
+    };
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        anyhow::bail!("--store expects a postgres:// URL");
+    }
+    let store = PostgresStore::open_lazy(url)?;
+    match store.ensure_schema().await {
+        Ok(()) => tracing::info!(database = store.target(), "store opened"),
+        Err(e) => tracing::warn!(
+            database = store.target(),
+            error = %e,
+            "database unreachable; serving as not ready until it answers"
+        ),
+    }
+    let governance = covenant_store::PostgresGovernanceStore::open_lazy(url)
+        .map_err(|e| anyhow::anyhow!("governance store: {e}"))?;
+    let samples = PostgresSampleStore::open_lazy(url)?;
+    let mut changes = store.subscribe_changes();
+    let registry = Arc::new(Registry::new(Arc::new(store)).with_samples(Arc::new(samples)));
+    let follower = Arc::downgrade(&registry);
+    tokio::spawn(async move {
+        loop {
+            let change = changes.recv().await;
+            let Some(registry) = follower.upgrade() else {
+                return;
+            };
+            match change {
+                Ok(change) => match change.kind {
+                    ChangeKind::Subject => registry.invalidate(change.id),
+                    ChangeKind::Resync => registry.invalidate(None),
+                    // New ids are never cached negatively; config and mode are not cached.
+                    ChangeKind::Schema | ChangeKind::Config | ChangeKind::Mode => {}
+                },
+                Err(broadcast::error::RecvError::Lagged(_)) => registry.invalidate(None),
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+    Ok((registry, Arc::new(governance)))
 }
 
 /// Resolves on SIGINT or SIGTERM; in-flight requests then finish before exit.

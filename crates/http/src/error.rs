@@ -4,6 +4,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use covenant_governance::GovernanceError;
 use covenant_registry::RegistryError;
 
 pub const CONTENT_TYPE: &str = "application/vnd.schemaregistry.v1+json";
@@ -51,6 +52,14 @@ impl ApiError {
     pub fn internal() -> ApiError {
         ApiError::new(500, "Internal Server Error")
     }
+    /// A governance route on a server started without consumer governance.
+    pub fn governance_disabled() -> ApiError {
+        ApiError::new(50301, "Consumer governance is not enabled on this server")
+    }
+    /// A governance request body or parameter that does not say something valid.
+    pub fn invalid_input(message: impl Into<String>) -> ApiError {
+        ApiError::new(42240, message)
+    }
     /// `Schema not found` for an id path segment that is not a number.
     pub fn unparseable_id() -> ApiError {
         ApiError::not_found_path()
@@ -69,7 +78,7 @@ pub fn error_code(e: &RegistryError) -> u32 {
         RegistryError::VersionNotSoftDeleted(..) => 40407,
         RegistryError::SubjectConfigNotFound(_) => 40408,
         RegistryError::SubjectModeNotFound(_) => 40409,
-        RegistryError::Incompatible { .. } => 40901,
+        RegistryError::Incompatible { .. } | RegistryError::RemovalBlocked { .. } => 40901,
         RegistryError::InvalidSchema(_) => 42201,
         RegistryError::InvalidVersion(_) => 42202,
         RegistryError::InvalidCompatibilityLevel => 42203,
@@ -79,7 +88,44 @@ pub fn error_code(e: &RegistryError) -> u32 {
         RegistryError::InvalidSubject(_) => 42208,
         RegistryError::InvalidRuleSet(_) => 42210,
         RegistryError::Store(_) => 50001,
+        RegistryError::InvalidCompatibilityScope(_) | RegistryError::InvalidPolicySettings(_) => {
+            42203
+        }
+        RegistryError::SampleNotFound(_) => 40430,
+        RegistryError::InvalidSample(_) => 42230,
+        RegistryError::SampleLimitReached { .. } => 42231,
+        RegistryError::SamplePayloadTooLarge(_) => 41301,
         _ => 50001,
+    }
+}
+
+/// Codes of consumer governance failures: 4044x not found, 40901 refused by a governance
+/// rule (freeze, removal gate, stage order), 40940 conflicting state, 42240 invalid input.
+pub fn governance_error_code(e: &GovernanceError) -> u32 {
+    match e {
+        GovernanceError::NotFound {
+            what: "consumer", ..
+        } => 40440,
+        GovernanceError::NotFound {
+            what: "deprecation",
+            ..
+        } => 40441,
+        GovernanceError::NotFound { .. } => 40442,
+        GovernanceError::Refused(_) => 40901,
+        GovernanceError::Conflict(_) => 40940,
+        GovernanceError::Invalid(_) => 42240,
+        GovernanceError::Backend(_) => 50001,
+        _ => 50001,
+    }
+}
+
+impl From<GovernanceError> for ApiError {
+    fn from(e: GovernanceError) -> ApiError {
+        let code = governance_error_code(&e);
+        if code >= 50000 {
+            tracing::error!(error = %e, "governance failure");
+        }
+        ApiError::new(code, e.to_string())
     }
 }
 
@@ -132,6 +178,24 @@ mod tests {
             assert_eq!((api.status.as_u16(), api.code), (status, code));
         }
         assert_eq!(ApiError::payload_too_large(10).status.as_u16(), 413);
+        let governance = [
+            (
+                GovernanceError::NotFound {
+                    what: "consumer",
+                    key: "x".into(),
+                },
+                404,
+                40440,
+            ),
+            (GovernanceError::Refused("frozen".into()), 409, 40901),
+            (GovernanceError::Conflict("again".into()), 409, 40940),
+            (GovernanceError::Invalid("bad".into()), 422, 42240),
+        ];
+        for (e, status, code) in governance {
+            let api = ApiError::from(e);
+            assert_eq!((api.status.as_u16(), api.code), (status, code));
+        }
+        assert_eq!(ApiError::governance_disabled().status.as_u16(), 503);
         assert_eq!(ApiError::method_not_allowed().code, 405);
     }
 

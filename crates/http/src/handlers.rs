@@ -58,7 +58,7 @@ pub struct SchemaBody {
 }
 
 impl SchemaBody {
-    fn into_request(self) -> SchemaRequest {
+    pub(crate) fn into_request(self) -> SchemaRequest {
         SchemaRequest {
             schema: self.schema.unwrap_or_default(),
             schema_type: self.schema_type,
@@ -132,9 +132,16 @@ pub async fn health_live() -> Response {
     ok(json!({"status": "UP"}))
 }
 
-pub async fn health_ready(State(state): State<AppState>) -> ApiResult {
-    state.registry.max_id().await?;
-    Ok(ok(json!({"status": "UP"})))
+/// 503 while the store does not answer, so a load balancer routes around the node.
+pub async fn health_ready(State(state): State<AppState>) -> Response {
+    match state.registry.ready().await {
+        Ok(()) => ok(json!({"status": "UP"})),
+        Err(e) => {
+            let mut r = ok(json!({"status": "DOWN", "message": e.to_string()}));
+            *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+            r
+        }
+    }
 }
 
 // ----- /schemas --------------------------------------------------------------------------
@@ -285,14 +292,27 @@ pub async fn register(
         normalize: params.flag("normalize"),
         force: params.flag("force"),
     };
-    let reg = state
-        .registry
-        .register(&subject, body.into_request(), options)
-        .await?;
-    let text = state
-        .registry
-        .schema_text(&reg.schema, TextFormat::parse(params.get("format")))
-        .await?;
+    let request = body.into_request();
+    let sent = request.schema.trim().to_string();
+    let reg = state.registry.register(&subject, request, options).await?;
+    // Protobuf sent as a base64 descriptor is stored as .proto text; without an explicit
+    // format the answer echoes the descriptor as sent, since clients cache the answer by id
+    // and later parse it as a descriptor.
+    let text = match params.get("format") {
+        None if reg.schema.schema_type == "PROTOBUF"
+            && !sent.is_empty()
+            && sent != reg.schema.schema
+            && !sent.contains(char::is_whitespace) =>
+        {
+            sent
+        }
+        f => {
+            state
+                .registry
+                .schema_text(&reg.schema, TextFormat::parse(f))
+                .await?
+        }
+    };
     let mut m = Map::new();
     m.insert("id".into(), json!(reg.id));
     m.insert("subject".into(), json!(subject));
@@ -307,6 +327,7 @@ pub async fn lookup(
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
+    let format = response_format(&params, &body);
     let v = state
         .registry
         .lookup(
@@ -316,11 +337,23 @@ pub async fn lookup(
             params.flag("deleted"),
         )
         .await?;
-    let text = state
-        .registry
-        .schema_text(&v.schema, TextFormat::parse(params.get("format")))
-        .await?;
+    let text = state.registry.schema_text(&v.schema, format).await?;
     Ok(ok(version_view(&v, text)))
+}
+
+/// The `format` asked for, else the form the schema was sent in: a Protobuf descriptor sent
+/// as base64 is stored as `.proto` text but answered as base64.
+fn response_format(params: &Params, body: &SchemaBody) -> TextFormat {
+    match params.get("format") {
+        Some(f) => TextFormat::parse(Some(f)),
+        None if body.schema.as_deref().is_some_and(|text| {
+            covenant_registry::sent_as_descriptor(body.schema_type.as_deref(), text)
+        }) =>
+        {
+            TextFormat::Serialized
+        }
+        None => TextFormat::Default,
+    }
 }
 
 pub async fn version(
@@ -453,6 +486,11 @@ async fn compatibility(
             if verbose {
                 let messages: Vec<String> = report.errors().map(finding_text).collect();
                 m.insert("messages".into(), json!(messages));
+                // Every finding, warnings and info included, in the CLI's JSON shape (left
+                // out when empty, like Confluent's other optional fields).
+                if !report.findings.is_empty() {
+                    m.insert("findings".into(), json!(report.findings));
+                }
             }
             Ok(ok(Value::Object(m)))
         }
@@ -493,6 +531,7 @@ const CONFIG_KEYS: &[&str] = &[
     "compatibilityGroup",
     "compatibilityPolicy",
     "compatibilityScope",
+    "semanticRules",
     "protobufStrictness",
     "alias",
     "defaultMetadata",

@@ -7,8 +7,10 @@
 
 pub mod error;
 pub mod extract;
+pub mod governance;
 mod handlers;
 pub mod openapi;
+mod policy_routes;
 mod views;
 
 use axum::Router;
@@ -33,6 +35,8 @@ pub use error::CONTENT_TYPE;
 pub struct AppState {
     pub registry: Arc<Registry>,
     pub metrics: PrometheusHandle,
+    /// Consumer governance (`/covenant/v1/`); its routes answer 503 when absent.
+    pub governance: Option<Arc<covenant_governance::Governance>>,
 }
 
 /// Server settings that shape the router.
@@ -94,7 +98,56 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/health/live"),
     ("GET", "/health/ready"),
     ("GET", "/openapi.json"),
+    ("GET", "/covenant/v1/consumers"),
+    ("POST", "/covenant/v1/consumers"),
+    ("GET", "/covenant/v1/consumers/{consumer}"),
+    ("PUT", "/covenant/v1/consumers/{consumer}"),
+    ("POST", "/covenant/v1/consumers/{consumer}/retire"),
+    ("POST", "/covenant/v1/usage"),
+    ("GET", "/covenant/v1/usage"),
+    ("GET", "/covenant/v1/usage/readers"),
+    ("GET", "/covenant/v1/usage/counts"),
+    ("GET", "/covenant/v1/findings"),
+    ("GET", "/covenant/v1/deprecations"),
+    ("POST", "/covenant/v1/deprecations"),
+    ("GET", "/covenant/v1/deprecations/{id}"),
+    ("GET", "/covenant/v1/deprecations/{id}/record"),
+    ("POST", "/covenant/v1/deprecations/{id}/stage"),
+    ("POST", "/covenant/v1/deprecations/{id}/evidence"),
+    ("POST", "/covenant/v1/deprecations/{id}/exceptions"),
+    ("POST", "/covenant/v1/subjects/{subject}/removal-gate"),
+    ("POST", "/covenant/v1/subjects/{subject}/plan"),
+    ("GET", "/covenant/v1/subjects/{subject}/samples"),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples/{sampleId}",
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/versions/{version}/live",
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/live",
+    ),
 ];
+
+/// The OpenAPI operations of every route, Confluent's and Covenant's own.
+pub fn operations() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
+    openapi::OPERATIONS.iter().chain(policy_routes::OPERATIONS)
+}
 
 /// The process-wide Prometheus recorder (metrics has one global recorder per process).
 pub fn prometheus() -> PrometheusHandle {
@@ -239,18 +292,105 @@ fn api(state: AppState) -> Router {
         .route("/health/live", get(h::health_live))
         .route("/health/ready", get(h::health_ready))
         .route("/openapi.json", get(h::openapi))
+        .merge(governance_routes())
+        .merge(policy_router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(track))
         .with_state(state)
 }
 
+fn governance_routes() -> Router<AppState> {
+    use governance as g;
+    Router::new()
+        .route(
+            "/covenant/v1/consumers",
+            get(g::list_consumers).post(g::create_consumer),
+        )
+        .route(
+            "/covenant/v1/consumers/{consumer}",
+            get(g::get_consumer).put(g::update_consumer),
+        )
+        .route(
+            "/covenant/v1/consumers/{consumer}/retire",
+            post(g::retire_consumer),
+        )
+        .route(
+            "/covenant/v1/usage",
+            post(g::report_usage).get(g::field_usage),
+        )
+        .route("/covenant/v1/usage/readers", get(g::reader_usage))
+        .route("/covenant/v1/usage/counts", get(g::usage_counts))
+        .route("/covenant/v1/findings", get(g::findings))
+        .route(
+            "/covenant/v1/deprecations",
+            get(g::list_deprecations).post(g::create_deprecation),
+        )
+        .route("/covenant/v1/deprecations/{id}", get(g::get_deprecation))
+        .route(
+            "/covenant/v1/deprecations/{id}/record",
+            get(g::deprecation_record),
+        )
+        .route(
+            "/covenant/v1/deprecations/{id}/stage",
+            post(g::change_stage),
+        )
+        .route(
+            "/covenant/v1/deprecations/{id}/evidence",
+            post(g::add_evidence),
+        )
+        .route(
+            "/covenant/v1/deprecations/{id}/exceptions",
+            post(g::add_exception),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/removal-gate",
+            post(g::removal_gate_preview),
+        )
+}
+
+/// Covenant's evolution-policy routes (see [`policy_routes`]).
+fn policy_router() -> Router<AppState> {
+    use axum::routing::delete;
+    use policy_routes as p;
+    Router::new()
+        .route("/covenant/v1/subjects/{subject}/plan", post(p::plan))
+        .route(
+            "/covenant/v1/subjects/{subject}/samples",
+            get(p::subject_samples),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+            get(p::version_samples)
+                .post(p::add_sample)
+                .delete(p::delete_version_samples),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/versions/{version}/samples/{sampleId}",
+            delete(p::delete_sample),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/versions/{version}/live",
+            post(p::mark_live).delete(p::unmark_live),
+        )
+}
+
 /// The whole service: routes plus trailing-slash normalization, body limit, panic catching
-/// and request tracing.
+/// and request tracing. Consumer governance routes answer 503 (see [`router_with`]).
 pub fn router(registry: Arc<Registry>, config: HttpConfig) -> Router {
+    router_with(registry, None, config)
+}
+
+/// [`router`] with consumer governance (build it with [`governance::enable`]).
+pub fn router_with(
+    registry: Arc<Registry>,
+    governance: Option<Arc<covenant_governance::Governance>>,
+    config: HttpConfig,
+) -> Router {
     let state = AppState {
         registry,
         metrics: prometheus(),
+        governance,
     };
     let normalized = ServiceBuilder::new()
         .map_request(strip_trailing_slash)

@@ -160,14 +160,107 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     ("GET", "/health/live", "The process is up."),
     ("GET", "/health/ready", "The store answers."),
     ("GET", "/openapi.json", "This document."),
+    (
+        "GET",
+        "/covenant/v1/consumers",
+        "Declared consumers (includeRetired=true adds retired ones).",
+    ),
+    (
+        "POST",
+        "/covenant/v1/consumers",
+        "Declares a consumer: owner, purpose, cadence, criticality, contact, client ids and the fields it reads; 40901 when it would read a frozen field.",
+    ),
+    ("GET", "/covenant/v1/consumers/{consumer}", "One consumer."),
+    (
+        "PUT",
+        "/covenant/v1/consumers/{consumer}",
+        "Replaces a consumer's declaration; new reads of frozen fields and new reader versions keeping them are refused (40901).",
+    ),
+    (
+        "POST",
+        "/covenant/v1/consumers/{consumer}/retire",
+        "Retires a consumer: its declarations stop counting, the record stays.",
+    ),
+    (
+        "POST",
+        "/covenant/v1/usage",
+        "Records a usage report; the answer flags deprecated fields read, unattributed use and new use after a freeze.",
+    ),
+    (
+        "GET",
+        "/covenant/v1/usage",
+        "Field reads per reporter, filtered by subject, field, consumer or unattributed=true, from and to.",
+    ),
+    (
+        "GET",
+        "/covenant/v1/usage/readers",
+        "Reports per reporter and reader schema, with the same filters.",
+    ),
+    (
+        "GET",
+        "/covenant/v1/usage/counts",
+        "Records by schema version, unknown enum values and decode failures over a range.",
+    ),
+    (
+        "GET",
+        "/covenant/v1/findings",
+        "Findings from usage reports between from and to.",
+    ),
+    (
+        "GET",
+        "/covenant/v1/deprecations",
+        "Deprecation records, of one subject when given.",
+    ),
+    (
+        "POST",
+        "/covenant/v1/deprecations",
+        "Announces a deprecation: target, old and new promise, replacement, owners, window and notes.",
+    ),
+    (
+        "GET",
+        "/covenant/v1/deprecations/{id}",
+        "A deprecation record with the removal gate's current verdict.",
+    ),
+    (
+        "GET",
+        "/covenant/v1/deprecations/{id}/record",
+        "The deprecation record as text for review.",
+    ),
+    (
+        "POST",
+        "/covenant/v1/deprecations/{id}/stage",
+        "Moves a deprecation one stage forward or back; 'removable' needs a clear removal gate.",
+    ),
+    (
+        "POST",
+        "/covenant/v1/deprecations/{id}/evidence",
+        "Attaches evidence: a usage query (run and stored with its result), a sign-off or a replay result.",
+    ),
+    (
+        "POST",
+        "/covenant/v1/deprecations/{id}/exceptions",
+        "Records an approved exception that overrides one blocker.",
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/removal-gate",
+        "Previews the removal gate for a candidate schema (or a list of fields) without registering it.",
+    ),
 ];
 
 fn parameters(path: &str) -> Vec<Value> {
     let mut out = Vec::new();
+    let id = if path.starts_with("/covenant/v1/deprecations") {
+        "Deprecation id."
+    } else {
+        "Global schema id."
+    };
     for (name, description) in [
-        ("id", "Global schema id."),
+        ("id", id),
+        ("consumer", "Consumer name."),
         ("subject", "Subject name, percent-encoded."),
         ("version", "A version number, 'latest' or -1."),
+        ("sampleId", "A stored sample's id."),
     ] {
         if path.contains(&format!("{{{name}}}")) {
             out.push(json!({
@@ -182,7 +275,7 @@ fn parameters(path: &str) -> Vec<Value> {
 /// The document served at `/openapi.json`.
 pub fn document() -> Value {
     let mut paths = Map::new();
-    for (method, path, summary) in OPERATIONS {
+    for (method, path, summary) in crate::operations() {
         let entry = paths
             .entry(path.to_string())
             .or_insert_with(|| Value::Object(Map::new()));

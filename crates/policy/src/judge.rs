@@ -56,6 +56,7 @@ pub fn rollout(
 pub fn all_rule_groups() -> Vec<(&'static str, &'static [&'static RuleSpec])> {
     let mut groups = covenant_schema::rule_groups();
     groups.push(("Semantic", crate::rules()));
+    groups.push(("Sample replay", crate::replay_rules()));
     groups
 }
 
@@ -132,10 +133,11 @@ mod tests {
     #[test]
     fn the_catalog_lists_semantic_rules_after_the_formats() {
         let groups = all_rule_groups();
-        assert_eq!(groups.last().map(|g| g.0), Some("Semantic"));
+        assert_eq!(groups.last().map(|g| g.0), Some("Sample replay"));
         assert!(
             groups
-                .last()
+                .iter()
+                .find(|g| g.0 == "Semantic")
                 .is_some_and(|g| g.1.iter().any(|r| r.id == "LIKELY_RENAME"))
         );
     }

@@ -14,9 +14,11 @@
 mod context;
 mod judge;
 mod pair;
+pub mod replay;
 mod rollout;
 mod rules;
 mod schemas;
+pub mod scope;
 mod settings;
 
 pub use context::{
@@ -24,11 +26,13 @@ pub use context::{
     PII_TAGS, PolicyContext, SubjectMetadata,
 };
 pub use judge::{all_rule_groups, judge, rollout};
+pub use replay::replay_rules;
 pub use rollout::{
     Combination, DeploymentOrder, Reason, RolloutPlan, Side, plan, plan_with_semantics,
 };
 pub use rules::rules;
 pub use schemas::{evaluate_first_schema, evaluate_schemas, field_tree};
+pub use scope::{CompatibilityScope, VersionFacts};
 pub use settings::{PolicySettings, RuleLevel, SettingsError};
 
 use covenant_engine::{FieldTree, Finding, NodeKind, Report};

@@ -31,6 +31,11 @@ pub enum RegistryError {
         subject: String,
         findings: Vec<Finding>,
     },
+    /// Consumer governance refused a version that drops fields (one blocker per line).
+    #[error(
+        "Schema being registered removes fields of subject \"{subject}\" that consumers still depend on; blockers:\n{blockers}"
+    )]
+    RemovalBlocked { subject: String, blockers: String },
     #[error("{0}")]
     InvalidSchema(String),
     #[error(
@@ -57,6 +62,18 @@ pub enum RegistryError {
     InvalidRuleSet(String),
     #[error("Error while {0}")]
     Store(String),
+    #[error("{0}")]
+    InvalidCompatibilityScope(String),
+    #[error("{0}")]
+    InvalidPolicySettings(String),
+    #[error("{0}")]
+    InvalidSample(String),
+    #[error("Subject '{subject}' already holds {limit} samples, the most a subject may hold.")]
+    SampleLimitReached { subject: String, limit: usize },
+    #[error("Sample payloads may not be larger than {0} bytes.")]
+    SamplePayloadTooLarge(usize),
+    #[error("Sample {0} not found.")]
+    SampleNotFound(i64),
 }
 
 /// Names the subject, then each finding with its rule id, path and version, so that a 409

@@ -9,9 +9,19 @@
 //! which are cached in memory (an id is never rebound to other content; the cache is
 //! dropped on permanent deletes).
 
+mod contract;
 mod error;
+mod evolution;
+mod removal;
 
+pub use contract::{Contract, merge_metadata, merge_rule_sets};
+pub use covenant_policy::RolloutPlan;
+pub use covenant_store::SampleRecord;
 pub use error::{RegistryError, RegistryResult, finding_text};
+pub use evolution::{ReplayLimits, UsageEvidence};
+pub use removal::{
+    HookFuture, RemovalCheck, RemovalVerdict, field_paths as schema_field_paths_of, removed_fields,
+};
 
 use covenant_engine::{CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, Report};
 use covenant_schema::{ParsedSchema, SchemaType};
@@ -172,6 +182,10 @@ pub struct Registry {
     default_level: Level,
     by_id: RwLock<HashMap<i64, Arc<SchemaRecord>>>,
     parsed: RwLock<HashMap<i64, Arc<ParsedSchema>>>,
+    removal_check: RwLock<Option<Arc<dyn RemovalCheck>>>,
+    samples: Option<Arc<dyn covenant_store::SampleStore>>,
+    usage: Option<Arc<dyn UsageEvidence>>,
+    limits: ReplayLimits,
 }
 
 #[derive(Debug)]
@@ -209,8 +223,8 @@ fn content_key(
 }
 
 /// The text stored for a schema: the normalized form when asked, otherwise compact JSON for
-/// the JSON-based formats (so whitespace does not split identities) and the trimmed text for
-/// Protobuf. Avro primitives written as `{"type": "int"}` are stored as `"int"`, like
+/// the JSON-based formats (so whitespace does not split identities) and the trimmed .proto text
+/// for Protobuf. Avro primitives written as `{"type": "int"}` are stored as `"int"`, like
 /// Confluent.
 fn stored_text(
     schema_type: SchemaType,
@@ -236,7 +250,11 @@ fn stored_text(
             }
             Err(_) => raw.trim().to_string(),
         },
-        SchemaType::Protobuf => raw.trim().to_string(),
+        // Base64 descriptor input is stored as .proto text, as Confluent's canonical string.
+        SchemaType::Protobuf => match parsed {
+            ParsedSchema::Protobuf(p) => p.text().trim().to_string(),
+            _ => raw.trim().to_string(),
+        },
     }
 }
 
@@ -282,6 +300,14 @@ pub fn parse_schema(
             )))
         }
     }
+}
+
+/// Whether a request sent a Protobuf schema as a base64 `FileDescriptorProto`; the answer
+/// then gives it back in that form (clients cache the answer's text by id).
+pub fn sent_as_descriptor(schema_type: Option<&str>, text: &str) -> bool {
+    schema_type.is_some_and(|t| t.trim().eq_ignore_ascii_case("PROTOBUF"))
+        && looks_like_base64(text)
+        && ParsedSchema::parse(SchemaType::Protobuf, text, &[]).is_err()
 }
 
 fn looks_like_base64(text: &str) -> bool {
@@ -387,13 +413,15 @@ fn record_check_metrics(report: &Report) {
         "incompatible"
     };
     metrics::counter!("covenant_compatibility_checks_total", "verdict" => verdict).increment(1);
-    for f in report.errors() {
-        metrics::counter!("covenant_compatibility_findings_total", "rule" => f.rule.clone())
-            .increment(1);
+    for f in &report.findings {
+        metrics::counter!("covenant_compatibility_findings_total",
+            "rule" => f.rule.clone(), "severity" => f.severity.as_str())
+        .increment(1);
     }
 }
 
-type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future, for the object-safe async seams ([`UsageEvidence`]).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 impl Registry {
     pub fn new(store: Arc<dyn Store>) -> Registry {
@@ -402,6 +430,10 @@ impl Registry {
             default_level: Level::Backward,
             by_id: RwLock::new(HashMap::new()),
             parsed: RwLock::new(HashMap::new()),
+            removal_check: RwLock::new(None),
+            samples: None,
+            usage: None,
+            limits: ReplayLimits::default(),
         }
     }
 
@@ -426,6 +458,27 @@ impl Registry {
         if let Ok(mut m) = self.parsed.write() {
             m.clear();
         }
+    }
+
+    /// Drops what is cached for schema `id`, or everything with `None`: another node sharing
+    /// the store changed it (permanent deletes are the only change that can stale an id).
+    pub fn invalidate(&self, id: Option<i64>) {
+        match id {
+            None => self.forget_all(),
+            Some(id) => {
+                if let Ok(mut m) = self.by_id.write() {
+                    m.remove(&id);
+                }
+                if let Ok(mut m) = self.parsed.write() {
+                    m.remove(&id);
+                }
+            }
+        }
+    }
+
+    /// Whether the store answers, for readiness probes.
+    pub async fn ready(&self) -> RegistryResult<()> {
+        Ok(self.store.ping().await?)
     }
 
     fn cached_parsed(&self, id: i64) -> Option<Arc<ParsedSchema>> {
@@ -843,6 +896,7 @@ impl Registry {
                 validate_rule_set(&Some(v.clone()))?;
             }
         }
+        evolution::validate_update(&update.extra)?;
         if let Some(v) = update.extra.get("protobufStrictness")
             && !v.is_null()
             && v.as_str().and_then(ProtobufStrictness::parse).is_none()
@@ -1021,6 +1075,13 @@ impl Registry {
                     request.rule_set = latest.schema.rule_set.clone();
                 }
             }
+            // Data contracts from config: merge(merge(default, specific), override).
+            let contract = Contract::from_extra(&config.extra);
+            if !contract.is_empty() {
+                request.metadata = contract.metadata(request.metadata.take());
+                request.rule_set = contract.rule_set(request.rule_set.take());
+                validate_rule_set(&request.rule_set)?;
+            }
         }
         let (candidate, new_schema) = self.prepare(&request, normalize, false).await?;
 
@@ -1076,7 +1137,6 @@ impl Registry {
             .get("compatibilityGroup")
             .and_then(Value::as_str)
             .map(str::to_string);
-        let check_options = check_options(&config.extra);
         let placement = Placement {
             id: request.id,
             version: if mode.is_import() {
@@ -1091,16 +1151,31 @@ impl Registry {
             },
         };
 
+        let dropped = std::sync::Mutex::new(Vec::<String>::new());
+        let evolution = if run_check {
+            Some(
+                self.evolution(subject, &config.extra, new_schema.metadata.as_ref())
+                    .await?,
+            )
+        } else {
+            None
+        };
         let mut attempt = 0;
         let outcome = loop {
             attempt += 1;
+            // Consumer governance: may the fields this candidate drops go? (see removal.rs)
+            let removal = if mode.is_import() {
+                None
+            } else {
+                self.prepare_removal(subject, &candidate).await?
+            };
             if run_check {
                 let current = self.store.subject_versions(subject).await?;
                 for v in current.iter().filter(|v| !v.deleted) {
                     self.parse_record(&v.schema).await?;
                 }
             }
-            let guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
+            let compatibility_guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
                 if !mode.is_import()
                     && let Some(v) = explicit_version
                 {
@@ -1113,9 +1188,9 @@ impl Registry {
                         )));
                     }
                 }
-                if !run_check {
+                let Some(evolution) = &evolution else {
                     return Ok(());
-                }
+                };
                 let mine = group
                     .as_deref()
                     .map(|g| group_value(&new_schema.metadata, g).cloned());
@@ -1127,15 +1202,21 @@ impl Registry {
                         continue;
                     }
                     match self.cached_parsed(v.schema.id) {
-                        Some(p) => parsed.push((v.version, p)),
+                        Some(p) => parsed.push((v, p)),
                         None => return Err(Rejection::new(GuardRefusal::Retry)),
                     }
                 }
-                let history: Vec<(i64, &ParsedSchema)> =
-                    parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
+                let priors: Vec<evolution::Prior<'_>> = parsed
+                    .iter()
+                    .map(|(v, p)| evolution::Prior {
+                        version: v.version,
+                        registered_at: v.created_at,
+                        metadata: v.schema.metadata.as_ref(),
+                        schema: p.as_ref(),
+                    })
+                    .collect();
                 let report =
-                    covenant_schema::check(config.level, &candidate, &history, &check_options);
-                record_check_metrics(&report);
+                    Registry::judge_and_count(evolution, config.level, &candidate, &priors, None);
                 if report.compatible {
                     Ok(())
                 } else {
@@ -1146,6 +1227,35 @@ impl Registry {
                         },
                     )))
                 }
+            };
+            let guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
+                compatibility_guard(versions)?;
+                if mode.is_import() || self.removal_check().is_none() {
+                    return Ok(());
+                }
+                let Some(latest) = versions.iter().rev().find(|v| !v.deleted) else {
+                    return Ok(());
+                };
+                let Some(old) = self.cached_parsed(latest.schema.id) else {
+                    return Err(Rejection::new(GuardRefusal::Retry));
+                };
+                let removed = removed_fields(&old, &candidate);
+                if removed.is_empty() {
+                    return Ok(());
+                }
+                let Some(verdict) = &removal else {
+                    return Err(Rejection::new(GuardRefusal::Retry));
+                };
+                verdict(&removed).map_err(|blockers| {
+                    Rejection::new(GuardRefusal::Domain(RegistryError::RemovalBlocked {
+                        subject: subject.to_string(),
+                        blockers,
+                    }))
+                })?;
+                if let Ok(mut d) = dropped.lock() {
+                    *d = removed;
+                }
+                Ok(())
             };
             match self
                 .store
@@ -1176,6 +1286,12 @@ impl Registry {
                         "Overwrite new schema with id {id} in context . is not permitted."
                     )));
                 }
+                Err(StoreError::NoSuchVersion { subject, version }) => {
+                    // A referenced version was deleted after the references were resolved.
+                    return Err(RegistryError::InvalidSchema(format!(
+                        "No schema reference found for subject \"{subject}\" and version {version}"
+                    )));
+                }
                 Err(StoreError::VersionExists { version, .. }) => {
                     return Err(RegistryError::OperationNotPermitted(format!(
                         "Overwrite new schema for subject {subject} version {version} in context . is not permitted."
@@ -1198,6 +1314,13 @@ impl Registry {
             None => schema,
         };
         self.remember(schema.clone());
+        let dropped = dropped.into_inner().unwrap_or_default();
+        if outcome.created
+            && !dropped.is_empty()
+            && let Some(check) = self.removal_check()
+        {
+            check.removed(subject, &dropped, outcome.version).await;
+        }
         if outcome.created {
             tracing::info!(
                 subject,
@@ -1276,6 +1399,11 @@ impl Registry {
         let config = self.effective_config(subject).await?;
         let versions = self.store.subject_versions(subject).await?;
         let live: Vec<&StoredVersion> = versions.iter().filter(|v| !v.deleted).collect();
+        let only = match against {
+            Some(VersionSpec::Number(n)) => Some(n),
+            Some(VersionSpec::Latest) => live.last().map(|v| v.version),
+            None => None,
+        };
         let (history, level): (Vec<&StoredVersion>, Level) = match against {
             None => {
                 let group = config
@@ -1309,31 +1437,76 @@ impl Registry {
         for v in &history {
             parsed.push((v.version, self.parse_record(&v.schema).await?));
         }
-        let refs: Vec<(i64, &ParsedSchema)> =
-            parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
-        let report =
-            covenant_schema::check(level, &candidate, &refs, &check_options(&config.extra));
-        record_check_metrics(&report);
-        Ok(report)
+        let metadata = request
+            .metadata
+            .as_ref()
+            .or_else(|| live.last().and_then(|v| v.schema.metadata.as_ref()));
+        let evolution = self.evolution(subject, &config.extra, metadata).await?;
+        let priors: Vec<evolution::Prior<'_>> = parsed
+            .iter()
+            .zip(&history)
+            .map(|((version, p), v)| evolution::Prior {
+                version: *version,
+                registered_at: v.created_at,
+                metadata: v.schema.metadata.as_ref(),
+                schema: p.as_ref(),
+            })
+            .collect();
+        Ok(Registry::judge_and_count(
+            &evolution, level, &candidate, &priors, only,
+        ))
     }
 
     // ----- deletes -----------------------------------------------------------------------
 
-    async fn ensure_unreferenced(
+    /// Deletes versions inside the store's write, refusing with 42206 when a version that
+    /// blocks (any for a permanent delete, live ones otherwise; same-subject ones are ignored
+    /// when the whole subject goes) references one of them. Checking inside the write means a
+    /// concurrent registration cannot add a reference between the check and the delete.
+    async fn delete_unreferenced(
         &self,
         subject: &str,
-        version: i64,
+        versions: &[i64],
         permanent: bool,
         ignore_same_subject: bool,
     ) -> RegistryResult<()> {
-        let referencing = self.store.referencing_versions(subject, version).await?;
-        let blocking = referencing
-            .iter()
-            .any(|r| (permanent || !r.deleted) && !(ignore_same_subject && r.subject == subject));
-        if blocking {
-            return Err(RegistryError::Referenced(subject.to_string(), version));
+        let guard = |referencing: &[StoredVersion]| -> Result<(), Rejection> {
+            for &version in versions {
+                let blocked = referencing.iter().any(|r| {
+                    (permanent || !r.deleted)
+                        && !(ignore_same_subject && r.subject == subject)
+                        && r.schema
+                            .references
+                            .iter()
+                            .any(|x| x.subject == subject && x.version == version)
+                });
+                if blocked {
+                    return Err(Rejection::new(GuardRefusal::Domain(
+                        RegistryError::Referenced(subject.to_string(), version),
+                    )));
+                }
+            }
+            Ok(())
+        };
+        match self
+            .store
+            .delete_guarded(subject, versions, permanent, &guard)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(StoreError::Rejected(rejection)) => {
+                match rejection.into_inner().downcast::<GuardRefusal>() {
+                    Ok(refusal) => match *refusal {
+                        GuardRefusal::Domain(e) => Err(e),
+                        GuardRefusal::Retry => Err(RegistryError::Store(
+                            "deleting versions: unexpected retry".into(),
+                        )),
+                    },
+                    Err(other) => Err(RegistryError::Store(format!("deleting versions: {other}"))),
+                }
+            }
+            Err(e) => Err(e.into()),
         }
-        Ok(())
     }
 
     /// `DELETE /subjects/{s}/versions/{v}`: soft unless `permanent` (which needs a prior soft
@@ -1368,10 +1541,10 @@ impl Registry {
                     version,
                 ));
             }
-            self.ensure_unreferenced(subject, version, true, false)
+            self.delete_unreferenced(subject, &[version], true, false)
                 .await?;
-            self.store.hard_delete(subject, &[version]).await?;
             self.forget_all();
+            self.forget_samples(subject, &[version]).await;
         } else {
             if target.deleted {
                 return Err(RegistryError::VersionSoftDeleted(
@@ -1379,9 +1552,8 @@ impl Registry {
                     version,
                 ));
             }
-            self.ensure_unreferenced(subject, version, false, false)
+            self.delete_unreferenced(subject, &[version], false, false)
                 .await?;
-            self.store.soft_delete(subject, &[version]).await?;
         }
         Ok(version)
     }
@@ -1403,20 +1575,17 @@ impl Registry {
                 return Err(RegistryError::SubjectNotSoftDeleted(subject.to_string()));
             }
             let every: Vec<i64> = all.iter().map(|v| v.version).collect();
-            for &v in &every {
-                self.ensure_unreferenced(subject, v, true, true).await?;
-            }
-            self.store.hard_delete(subject, &every).await?;
+            self.delete_unreferenced(subject, &every, true, true)
+                .await?;
             self.forget_all();
+            self.forget_samples(subject, &every).await;
             Ok(every)
         } else {
             if live.is_empty() {
                 return Err(RegistryError::SubjectSoftDeleted(subject.to_string()));
             }
-            for &v in &live {
-                self.ensure_unreferenced(subject, v, false, true).await?;
-            }
-            self.store.soft_delete(subject, &live).await?;
+            self.delete_unreferenced(subject, &live, false, true)
+                .await?;
             Ok(live)
         }
     }

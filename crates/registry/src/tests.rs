@@ -389,3 +389,198 @@ async fn unknown_schema_type_and_empty_schema_are_invalid() {
         Err(RegistryError::InvalidSubject(_))
     ));
 }
+
+fn avro_request(text: &str) -> SchemaRequest {
+    SchemaRequest {
+        schema: text.into(),
+        ..SchemaRequest::default()
+    }
+}
+
+fn extra(pairs: serde_json::Value) -> ConfigUpdate {
+    ConfigUpdate {
+        compatibility: None,
+        extra: pairs.as_object().cloned().unwrap_or_default(),
+    }
+}
+
+#[tokio::test]
+async fn config_data_contracts_merge_into_registrations() {
+    use serde_json::json;
+    let (_d, reg) = registry();
+    let rule = |name: &str, expr: &str| json!({"name": name, "kind": "CONDITION", "type": "CEL", "expr": expr});
+    reg.set_config(
+        None,
+        extra(json!({
+            "defaultMetadata": {"properties": {"owner": "unknown", "tier": "bronze"}},
+            "overrideMetadata": {"properties": {"region": "eu"}, "sensitive": ["secret"]},
+            "defaultRuleSet": {"domainRules": [rule("checkId", "message.id > 0")]},
+        })),
+    )
+    .await
+    .expect("global config");
+    // The subject's own default replaces the global one key by key; the global override stays.
+    reg.set_config(
+        Some("orders"),
+        extra(json!({"defaultMetadata": {"properties": {"owner": "shop"}}})),
+    )
+    .await
+    .expect("subject config");
+
+    let mut v1 =
+        avro_request(r#"{"type":"record","name":"Order","fields":[{"name":"id","type":"int"}]}"#);
+    v1.metadata = Some(json!({"properties": {"tier": "gold", "region": "us"}}));
+    let first = reg
+        .register("orders", v1, RegisterOptions::default())
+        .await
+        .expect("register v1");
+    assert_eq!(
+        first.schema.metadata,
+        Some(
+            json!({"properties": {"owner": "shop", "region": "eu", "tier": "gold"},
+                    "sensitive": ["secret"]})
+        ),
+        "default < request < override"
+    );
+    assert_eq!(
+        first.schema.rule_set,
+        Some(json!({"domainRules": [rule("checkId", "message.id > 0")]})),
+        "the global default rule set applies where the subject sets none"
+    );
+
+    // Without metadata the previous version's (already merged) metadata is the specific one.
+    let v2 = avro_request(
+        r#"{"type":"record","name":"Order","fields":[{"name":"id","type":"int"},{"name":"note","type":"string","default":""}]}"#,
+    );
+    let second = reg
+        .register("orders", v2, RegisterOptions::default())
+        .await
+        .expect("register v2");
+    assert_eq!(second.version, 2);
+    assert_eq!(second.schema.metadata, first.schema.metadata);
+
+    // An override rule set is appended after the specific rules, replacing same-named ones.
+    reg.set_config(
+        Some("orders"),
+        extra(json!({"overrideRuleSet": {"domainRules": [rule("checkId", "message.id >= 0")]}})),
+    )
+    .await
+    .expect("override rules");
+    let mut v3 = avro_request(
+        r#"{"type":"record","name":"Order","fields":[{"name":"id","type":"int"},{"name":"note","type":"string","default":""},{"name":"qty","type":"int","default":1}]}"#,
+    );
+    v3.rule_set = Some(json!({"domainRules": [rule("checkQty", "message.qty > 0")]}));
+    let third = reg
+        .register("orders", v3, RegisterOptions::default())
+        .await
+        .expect("register v3");
+    assert_eq!(
+        third.schema.rule_set,
+        Some(json!({"domainRules": [
+            rule("checkQty", "message.qty > 0"),
+            rule("checkId", "message.id >= 0"),
+        ]}))
+    );
+
+    // Registering the same schema again resolves to the same merged identity: no new version.
+    let again = reg
+        .register(
+            "orders",
+            avro_request(
+                r#"{"type":"record","name":"Order","fields":[{"name":"id","type":"int"},{"name":"note","type":"string","default":""},{"name":"qty","type":"int","default":1}]}"#,
+            ),
+            RegisterOptions::default(),
+        )
+        .await
+        .expect("re-register v3");
+    assert_eq!(
+        (again.id, again.version, again.created),
+        (third.id, 3, false)
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_rule_set_in_a_contract_is_refused_at_registration() {
+    use serde_json::json;
+    let (_d, reg) = registry();
+    // A merge can produce a clash the config alone does not show: the same rule name in two lists.
+    reg.set_config(
+        None,
+        extra(json!({"overrideRuleSet": {"migrationRules": [
+            {"name": "r", "type": "JSONATA", "mode": "UPGRADE"}]}})),
+    )
+    .await
+    .expect("config");
+    let mut request = avro_request(r#""string""#);
+    request.rule_set = Some(json!({"domainRules": [{"name": "r", "type": "CEL"}]}));
+    assert!(matches!(
+        reg.register("s", request, RegisterOptions::default()).await,
+        Err(RegistryError::InvalidRuleSet(m)) if m.contains("duplicate name 'r'")
+    ));
+}
+
+/// A delete racing a registration that adds a reference to the deleted version: exactly one
+/// wins, and a live version never references a deleted one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_and_referencing_registration_do_not_race() {
+    let (_d, reg) = registry();
+    let reg = Arc::new(reg);
+    for i in 0..25 {
+        let base = format!("base-{i}");
+        let user = format!("user-{i}");
+        reg.register(
+            &base,
+            avro_request(
+                r#"{"type":"record","name":"Base","fields":[{"name":"a","type":"string"}]}"#,
+            ),
+            RegisterOptions::default(),
+        )
+        .await
+        .expect("register base");
+        let mut request = avro_request(
+            r#"{"type":"record","name":"User","fields":[{"name":"b","type":"Base"}]}"#,
+        );
+        request.references = vec![SchemaRef {
+            name: "Base".into(),
+            subject: base.clone(),
+            version: 1,
+        }];
+        let (r1, r2) = (reg.clone(), reg.clone());
+        let (b1, u1) = (base.clone(), user.clone());
+        let registering =
+            tokio::spawn(
+                async move { r1.register(&u1, request, RegisterOptions::default()).await },
+            );
+        let deleting =
+            tokio::spawn(
+                async move { r2.delete_version(&b1, VersionSpec::Number(1), false).await },
+            );
+        let registered = registering.await.expect("join");
+        let deleted = deleting.await.expect("join");
+        match (&registered, &deleted) {
+            (Ok(_), Err(RegistryError::Referenced(s, 1))) => assert_eq!(s, &base),
+            (Err(RegistryError::InvalidSchema(m)), Ok(1)) => {
+                assert!(m.contains("No schema reference found"), "{m}")
+            }
+            other => panic!("round {i}: exactly one of register/delete must win, got {other:?}"),
+        }
+        let base_deleted = reg
+            .store
+            .subject_versions(&base)
+            .await
+            .expect("versions")
+            .iter()
+            .all(|v| v.deleted);
+        let user_live = reg
+            .store
+            .subject_versions(&user)
+            .await
+            .expect("versions")
+            .iter()
+            .any(|v| !v.deleted);
+        assert!(
+            !(base_deleted && user_live),
+            "round {i}: a live reference to a deleted version"
+        );
+    }
+}

@@ -40,6 +40,8 @@ pub async fn run_all(store: &dyn Store) {
     soft_and_permanent_deletes(store).await;
     explicit_ids_and_versions(store).await;
     references_are_indexed(store).await;
+    references_must_be_live(store).await;
+    guarded_deletes_see_references(store).await;
     config_and_mode(store).await;
 }
 
@@ -475,4 +477,169 @@ pub async fn config_and_mode(store: &dyn Store) {
         .delete_mode(Scope::Global)
         .await
         .expect("delete global mode");
+}
+
+/// A new version may only reference live versions; the check runs inside the write.
+pub async fn references_must_be_live(store: &dyn Store) {
+    let base = store
+        .register(
+            "conf-live-base",
+            &schema("live-base"),
+            Placement::default(),
+            &allow,
+        )
+        .await
+        .expect("register base");
+    let reference = |version| SchemaRef {
+        name: "Base".into(),
+        subject: "conf-live-base".into(),
+        version,
+    };
+    let mut missing = schema("live-user-missing");
+    missing.references = vec![reference(base.version + 1)];
+    match store
+        .register("conf-live-user", &missing, Placement::default(), &allow)
+        .await
+    {
+        Err(StoreError::NoSuchVersion { subject, version }) => {
+            assert_eq!(
+                (subject.as_str(), version),
+                ("conf-live-base", base.version + 1)
+            );
+        }
+        other => panic!("a reference to a missing version must fail, got {other:?}"),
+    }
+    store
+        .soft_delete("conf-live-base", &[base.version])
+        .await
+        .expect("soft delete base");
+    let mut user = schema("live-user");
+    user.references = vec![reference(base.version)];
+    assert!(
+        matches!(
+            store
+                .register("conf-live-user", &user, Placement::default(), &allow)
+                .await,
+            Err(StoreError::NoSuchVersion { .. })
+        ),
+        "a reference to a soft-deleted version must fail"
+    );
+    assert!(
+        store
+            .subject_versions("conf-live-user")
+            .await
+            .expect("versions")
+            .is_empty(),
+        "a refused registration writes nothing"
+    );
+}
+
+/// `delete_guarded` hands the guard every referencing version and deletes only when it agrees.
+pub async fn guarded_deletes_see_references(store: &dyn Store) {
+    let base = store
+        .register(
+            "conf-gdel-base",
+            &schema("gdel-base"),
+            Placement::default(),
+            &allow,
+        )
+        .await
+        .expect("register base");
+    let other = store
+        .register(
+            "conf-gdel-base",
+            &schema("gdel-base-2"),
+            Placement::default(),
+            &allow,
+        )
+        .await
+        .expect("register base v2");
+    let mut user = schema("gdel-user");
+    user.references = vec![SchemaRef {
+        name: "Base".into(),
+        subject: "conf-gdel-base".into(),
+        version: base.version,
+    }];
+    let u = store
+        .register("conf-gdel-user", &user, Placement::default(), &allow)
+        .await
+        .expect("register user");
+
+    let seen = std::sync::Mutex::new(Vec::new());
+    let refuse = |referencing: &[StoredVersion]| -> Result<(), Rejection> {
+        if let Ok(mut s) = seen.lock() {
+            s.extend(referencing.iter().map(|v| (v.subject.clone(), v.version)));
+        }
+        if referencing.is_empty() {
+            Ok(())
+        } else {
+            Err(Rejection::new(Refused))
+        }
+    };
+    match store
+        .delete_guarded(
+            "conf-gdel-base",
+            &[base.version, other.version],
+            false,
+            &refuse,
+        )
+        .await
+    {
+        Err(StoreError::Rejected(r)) => assert_eq!(r.to_string(), "refused"),
+        other => panic!("the guard's refusal must come back, got {other:?}"),
+    }
+    assert_eq!(
+        seen.lock().map(|s| s.clone()).unwrap_or_default(),
+        vec![("conf-gdel-user".to_string(), u.version)],
+        "the guard sees the referencing version once"
+    );
+    let versions = store
+        .subject_versions("conf-gdel-base")
+        .await
+        .expect("versions");
+    assert!(
+        versions.iter().all(|v| !v.deleted),
+        "a refused delete changes nothing"
+    );
+
+    // An unreferenced version goes; the guard sees nothing for it.
+    store
+        .delete_guarded("conf-gdel-base", &[other.version], false, &refuse)
+        .await
+        .expect("soft delete of an unreferenced version");
+    store
+        .delete_guarded("conf-gdel-base", &[other.version], true, &refuse)
+        .await
+        .expect("permanent delete of an unreferenced version");
+    let versions = store
+        .subject_versions("conf-gdel-base")
+        .await
+        .expect("versions");
+    assert_eq!(
+        versions
+            .iter()
+            .map(|v| (v.version, v.deleted))
+            .collect::<Vec<_>>(),
+        vec![(base.version, false)]
+    );
+
+    // Once the referencing version is gone for good, the base may go too.
+    store
+        .delete_guarded("conf-gdel-user", &[u.version], false, &allow)
+        .await
+        .expect("soft delete user");
+    store
+        .delete_guarded("conf-gdel-user", &[u.version], true, &allow)
+        .await
+        .expect("permanent delete user");
+    store
+        .delete_guarded("conf-gdel-base", &[base.version], false, &refuse)
+        .await
+        .expect("base is unreferenced now");
+    assert!(matches!(
+        store
+            .delete_guarded("conf-gdel-base", &[base.version + 100], false, &allow)
+            .await,
+        Err(StoreError::NoSuchVersion { .. })
+    ));
 }

@@ -1,4 +1,4 @@
-//! The store interface and its embedded (SQLite) backend.
+//! The store interface and its embedded (SQLite) and shared (PostgreSQL) backends.
 //!
 //! The [`Store`] trait is shaped around what the registry needs, not around SQL: every
 //! operation is one call, and registration takes a guard closure that runs inside the
@@ -11,12 +11,26 @@
 //! opaque strings computed by the registry.
 
 pub mod conformance;
+pub mod governance;
+pub mod governance_postgres;
+pub mod governance_sqlite;
+pub mod postgres;
+pub mod samples;
+pub mod samples_postgres;
+pub mod samples_sqlite;
 pub mod sqlite;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub use governance::GovernanceStore;
+pub use governance_postgres::PostgresGovernanceStore;
+pub use governance_sqlite::SqliteGovernanceStore;
+pub use postgres::PostgresStore;
+pub use samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
+pub use samples_postgres::PostgresSampleStore;
+pub use samples_sqlite::SqliteSampleStore;
 pub use sqlite::SqliteStore;
 
 /// A reference from one schema to a subject version, as registered.
@@ -126,6 +140,11 @@ impl fmt::Debug for Rejection {
 /// included, oldest first).
 pub type Guard<'a> = &'a (dyn Fn(&[StoredVersion]) -> Result<(), Rejection> + Send + Sync);
 
+/// The check run inside a delete's write transaction with every version (of any subject,
+/// deleted ones included) whose schema references one of the versions being deleted. Because
+/// it runs inside the write, no registration can add a reference between check and delete.
+pub type DeleteGuard<'a> = &'a (dyn Fn(&[StoredVersion]) -> Result<(), Rejection> + Send + Sync);
+
 /// Compatibility level and extra settings of one scope (global or a subject).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConfigRecord {
@@ -169,7 +188,10 @@ pub type StoreResult<T> = Result<T, StoreError>;
 #[async_trait]
 pub trait Store: Send + Sync {
     /// Registers `candidate` under `subject`, atomically with `guard`. The guard is not called
-    /// when an existing version is returned per `placement.dedupe`.
+    /// when an existing version is returned per `placement.dedupe`. A new version whose
+    /// references name a missing or soft-deleted version fails with
+    /// [`StoreError::NoSuchVersion`] (checked inside the write, so a concurrent delete cannot
+    /// slip between the registry's resolution of the references and the write).
     async fn register(
         &self,
         subject: &str,
@@ -212,6 +234,18 @@ pub trait Store: Send + Sync {
     /// Removes versions for good; when a subject has no version left its config and mode go too.
     async fn hard_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()>;
 
+    /// Soft-deletes `versions` (or removes them for good when `permanent`, as
+    /// [`Store::hard_delete`] does) atomically with `guard`, which sees the versions
+    /// referencing any of them. A refusal comes back as [`StoreError::Rejected`] and leaves
+    /// everything as it was.
+    async fn delete_guarded(
+        &self,
+        subject: &str,
+        versions: &[i64],
+        permanent: bool,
+        guard: DeleteGuard<'_>,
+    ) -> StoreResult<()>;
+
     async fn config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>>;
     async fn set_config(&self, scope: Scope<'_>, config: &ConfigRecord) -> StoreResult<()>;
     /// Removes the scope's config and returns what it was.
@@ -220,4 +254,38 @@ pub trait Store: Send + Sync {
     async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>>;
     async fn set_mode(&self, scope: Scope<'_>, mode: &str) -> StoreResult<()>;
     async fn delete_mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>>;
+
+    /// Checks that the backing storage answers (readiness); embedded stores always do.
+    async fn ping(&self) -> StoreResult<()> {
+        Ok(())
+    }
+
+    /// Every config scope (`None` = global), for export. The default covers the global scope
+    /// and subjects that have versions; backends that can list every row override it.
+    async fn all_configs(&self) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
+        let mut out = Vec::new();
+        if let Some(c) = self.config(Scope::Global).await? {
+            out.push((None, c));
+        }
+        for (subject, _) in self.subjects().await? {
+            if let Some(c) = self.config(Scope::Subject(&subject)).await? {
+                out.push((Some(subject), c));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every mode scope (`None` = global), for export; the default is as for `all_configs`.
+    async fn all_modes(&self) -> StoreResult<Vec<(Option<String>, String)>> {
+        let mut out = Vec::new();
+        if let Some(m) = self.mode(Scope::Global).await? {
+            out.push((None, m));
+        }
+        for (subject, _) in self.subjects().await? {
+            if let Some(m) = self.mode(Scope::Subject(&subject)).await? {
+                out.push((Some(subject), m));
+            }
+        }
+        Ok(out)
+    }
 }

@@ -4,8 +4,8 @@
 //! concurrently, which WAL allows.
 
 use crate::{
-    ConfigRecord, Dedupe, Guard, NewSchema, Placement, Registered, SchemaRecord, Scope, Store,
-    StoreError, StoreResult, StoredVersion,
+    ConfigRecord, Dedupe, DeleteGuard, Guard, NewSchema, Placement, Registered, SchemaRecord,
+    Scope, Store, StoreError, StoreResult, StoredVersion,
 };
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
@@ -326,6 +326,7 @@ fn register_in(
         });
     }
     guard(&versions).map_err(StoreError::Rejected)?;
+    check_references_live(tx, candidate)?;
 
     let version = match placement.version {
         Some(v) => {
@@ -459,6 +460,99 @@ fn check_versions_exist(
     Ok(())
 }
 
+/// Every reference of a schema about to be written must name a live version.
+fn check_references_live(tx: &rusqlite::Transaction<'_>, candidate: &NewSchema) -> StoreResult<()> {
+    for r in &candidate.references {
+        let live: bool = tx
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM subject_versions \
+                 WHERE subject = ?1 AND version = ?2 AND deleted = 0)",
+                params![r.subject, r.version],
+                |row| row.get(0),
+            )
+            .map_err(backend)?;
+        if !live {
+            return Err(StoreError::NoSuchVersion {
+                subject: r.subject.clone(),
+                version: r.version,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn soft_delete_in(
+    tx: &rusqlite::Transaction<'_>,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<()> {
+    check_versions_exist(tx, subject, versions)?;
+    let now = now_millis();
+    for version in versions {
+        tx.execute(
+            "UPDATE subject_versions SET deleted = 1, updated_at = ?3 \
+             WHERE subject = ?1 AND version = ?2",
+            params![subject, version, now],
+        )
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
+fn hard_delete_in(
+    tx: &rusqlite::Transaction<'_>,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<()> {
+    check_versions_exist(tx, subject, versions)?;
+    for version in versions {
+        tx.execute(
+            "DELETE FROM subject_versions WHERE subject = ?1 AND version = ?2",
+            params![subject, version],
+        )
+        .map_err(backend)?;
+    }
+    let left: bool = tx
+        .query_row(
+            "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject = ?1)",
+            [subject],
+            |r| r.get(0),
+        )
+        .map_err(backend)?;
+    if !left {
+        tx.execute("DELETE FROM config WHERE scope = ?1", [subject])
+            .map_err(backend)?;
+        tx.execute("DELETE FROM modes WHERE scope = ?1", [subject])
+            .map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Versions whose schema references `subject` at one of `versions`.
+fn referencing_in(
+    conn: &Connection,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<Vec<StoredVersion>> {
+    let mut out: Vec<StoredVersion> = Vec::new();
+    for &version in versions {
+        for v in query_versions(
+            conn,
+            "WHERE v.schema_id IN (SELECT schema_id FROM schema_references \
+             WHERE subject = ?1 AND version = ?2)",
+            params![subject, version],
+        )? {
+            if !out
+                .iter()
+                .any(|o| o.subject == v.subject && o.version == v.version)
+            {
+                out.push(v);
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn read_config(conn: &Connection, key: &str) -> StoreResult<Option<ConfigRecord>> {
     let row: Option<(Option<String>, String)> = conn
         .query_row(
@@ -577,56 +671,32 @@ impl Store for SqliteStore {
         subject: &str,
         version: i64,
     ) -> StoreResult<Vec<StoredVersion>> {
-        self.read(|conn| {
-            query_versions(
-                conn,
-                "WHERE v.schema_id IN (SELECT schema_id FROM schema_references \
-                 WHERE subject = ?1 AND version = ?2)",
-                params![subject, version],
-            )
-        })
+        self.read(|conn| referencing_in(conn, subject, &[version]))
     }
 
     async fn soft_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
-        self.write(|tx| {
-            check_versions_exist(tx, subject, versions)?;
-            let now = now_millis();
-            for version in versions {
-                tx.execute(
-                    "UPDATE subject_versions SET deleted = 1, updated_at = ?3 \
-                     WHERE subject = ?1 AND version = ?2",
-                    params![subject, version, now],
-                )
-                .map_err(backend)?;
-            }
-            Ok(())
-        })
+        self.write(|tx| soft_delete_in(tx, subject, versions))
     }
 
     async fn hard_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
+        self.write(|tx| hard_delete_in(tx, subject, versions))
+    }
+
+    async fn delete_guarded(
+        &self,
+        subject: &str,
+        versions: &[i64],
+        permanent: bool,
+        guard: DeleteGuard<'_>,
+    ) -> StoreResult<()> {
         self.write(|tx| {
-            check_versions_exist(tx, subject, versions)?;
-            for version in versions {
-                tx.execute(
-                    "DELETE FROM subject_versions WHERE subject = ?1 AND version = ?2",
-                    params![subject, version],
-                )
-                .map_err(backend)?;
+            let referencing = referencing_in(tx, subject, versions)?;
+            guard(&referencing).map_err(StoreError::Rejected)?;
+            if permanent {
+                hard_delete_in(tx, subject, versions)
+            } else {
+                soft_delete_in(tx, subject, versions)
             }
-            let left: bool = tx
-                .query_row(
-                    "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject = ?1)",
-                    [subject],
-                    |r| r.get(0),
-                )
-                .map_err(backend)?;
-            if !left {
-                tx.execute("DELETE FROM config WHERE scope = ?1", [subject])
-                    .map_err(backend)?;
-                tx.execute("DELETE FROM modes WHERE scope = ?1", [subject])
-                    .map_err(backend)?;
-            }
-            Ok(())
         })
     }
 

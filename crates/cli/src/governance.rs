@@ -1,0 +1,929 @@
+//! `covenant consumers|deprecations|usage ...`: consumer governance against a running server
+//! over its `/covenant/v1/` API. Exit 0 on success, 1 when the server refuses or reports an
+//! error (its message is printed), 2 when the server cannot be reached or the input is bad.
+
+use anyhow::Context;
+use covenant_governance::{Clock, FileClock, SystemClock};
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+const DEFAULT_URL: &str = "http://127.0.0.1:8081";
+
+/// Governance decisions read this clock: the wall clock, or a clock file for drills (see
+/// `docs/governance.md`).
+pub fn clock(clock_file: Option<&Path>) -> Arc<dyn Clock> {
+    match clock_file {
+        Some(path) => {
+            tracing::warn!(path = %path.display(), "governance time comes from a clock file");
+            Arc::new(FileClock::new(path))
+        }
+        None => Arc::new(SystemClock),
+    }
+}
+
+#[derive(clap::Args)]
+pub struct Server {
+    /// The registry's base URL.
+    #[arg(long, global = true, default_value = DEFAULT_URL, env = "COVENANT_URL")]
+    url: String,
+}
+
+// ----- consumers ---------------------------------------------------------------------------
+
+#[derive(clap::Args)]
+pub struct ConsumersArgs {
+    #[command(flatten)]
+    server: Server,
+    #[command(subcommand)]
+    command: ConsumersCommand,
+}
+
+#[derive(clap::Args)]
+struct Declaration {
+    /// Team or person accountable for the consumer.
+    #[arg(long)]
+    owner: Option<String>,
+    /// The business purpose it serves.
+    #[arg(long)]
+    purpose: Option<String>,
+    /// How often it runs: hourly, daily, weekly, monthly, quarterly, yearly.
+    #[arg(long)]
+    cadence: Option<String>,
+    /// low, medium, high or critical.
+    #[arg(long)]
+    criticality: Option<String>,
+    /// How to reach the owner.
+    #[arg(long)]
+    contact: Option<String>,
+    /// A client id or credential whose usage reports belong to this consumer (repeatable).
+    #[arg(long = "client")]
+    clients: Vec<String>,
+    /// What it reads: SUBJECT[@READER_VERSION][:field,field...] (repeatable; replaces all reads).
+    #[arg(long = "reads")]
+    reads: Vec<String>,
+}
+
+#[derive(clap::Subcommand)]
+enum ConsumersCommand {
+    /// Declare a consumer.
+    Add {
+        name: String,
+        #[command(flatten)]
+        declaration: Declaration,
+    },
+    /// Change a consumer's declaration (options given replace their current values).
+    Update {
+        name: String,
+        #[command(flatten)]
+        declaration: Declaration,
+    },
+    /// List consumers.
+    List {
+        /// Include retired consumers.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show one consumer.
+    Show { name: String },
+    /// Retire a consumer (its record stays).
+    Retire { name: String },
+}
+
+/// `SUBJECT[@VERSION][:a,b]` as a declared read.
+fn parse_read(text: &str) -> anyhow::Result<Value> {
+    let (head, fields) = match text.split_once(':') {
+        Some((h, f)) => (h, f),
+        None => (text, ""),
+    };
+    let (subject, version) = match head.rsplit_once('@') {
+        Some((s, v)) => {
+            let v: i64 = v.trim().parse().map_err(|_| {
+                invalid(format!(
+                    "reader version '{v}' in --reads '{text}' is not a number"
+                ))
+            })?;
+            (s, Some(v))
+        }
+        None => (head, None),
+    };
+    if subject.trim().is_empty() {
+        return Err(invalid(format!("--reads '{text}' names no subject")));
+    }
+    let fields: Vec<&str> = fields
+        .split(',')
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .collect();
+    let mut read = json!({"subject": subject.trim(), "fields": fields});
+    if let (Some(v), Value::Object(m)) = (version, &mut read) {
+        m.insert("reader_version".into(), json!(v));
+    }
+    Ok(read)
+}
+
+fn invalid(message: String) -> anyhow::Error {
+    anyhow::Error::new(crate::check::InvalidInput(message))
+}
+
+impl Declaration {
+    fn apply(self, into: &mut Map<String, Value>) -> anyhow::Result<()> {
+        for (key, value) in [
+            ("owner", self.owner),
+            ("purpose", self.purpose),
+            ("cadence", self.cadence.map(|c| c.to_ascii_lowercase())),
+            (
+                "criticality",
+                self.criticality.map(|c| c.to_ascii_lowercase()),
+            ),
+            ("contact", self.contact),
+        ] {
+            if let Some(v) = value {
+                into.insert(key.into(), json!(v));
+            }
+        }
+        if !self.clients.is_empty() {
+            into.insert("clients".into(), json!(self.clients));
+        }
+        if !self.reads.is_empty() {
+            let reads = self
+                .reads
+                .iter()
+                .map(|r| parse_read(r))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            into.insert("reads".into(), Value::Array(reads));
+        }
+        Ok(())
+    }
+}
+
+pub fn run_consumers(args: ConsumersArgs) -> anyhow::Result<ExitCode> {
+    let api = Api::new(&args.server.url);
+    match args.command {
+        ConsumersCommand::Add { name, declaration } => {
+            let mut body = Map::new();
+            body.insert("name".into(), json!(name));
+            declaration.apply(&mut body)?;
+            api.print_json("POST", "/covenant/v1/consumers", Some(Value::Object(body)))
+        }
+        ConsumersCommand::Update { name, declaration } => {
+            let path = format!("/covenant/v1/consumers/{}", segment(&name));
+            let current = match api.call("GET", &path, None)? {
+                Ok(v) => v,
+                Err(code) => return Ok(code),
+            };
+            let mut body = Map::new();
+            for key in [
+                "owner",
+                "purpose",
+                "cadence",
+                "criticality",
+                "contact",
+                "clients",
+                "reads",
+            ] {
+                if let Some(v) = current.get(key) {
+                    body.insert(key.into(), v.clone());
+                }
+            }
+            body.insert("name".into(), json!(name));
+            declaration.apply(&mut body)?;
+            api.print_json("PUT", &path, Some(Value::Object(body)))
+        }
+        ConsumersCommand::List { all } => {
+            let path = if all {
+                "/covenant/v1/consumers?includeRetired=true"
+            } else {
+                "/covenant/v1/consumers"
+            };
+            match api.call("GET", path, None)? {
+                Ok(Value::Array(list)) => {
+                    for c in &list {
+                        println!("{}", consumer_line(c));
+                    }
+                    if list.is_empty() {
+                        println!("no consumers declared");
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Ok(other) => {
+                    println!("{other:#}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(code) => Ok(code),
+            }
+        }
+        ConsumersCommand::Show { name } => api.print_json(
+            "GET",
+            &format!("/covenant/v1/consumers/{}", segment(&name)),
+            None,
+        ),
+        ConsumersCommand::Retire { name } => api.print_json(
+            "POST",
+            &format!("/covenant/v1/consumers/{}/retire", segment(&name)),
+            None,
+        ),
+    }
+}
+
+fn text(v: &Value, key: &str) -> String {
+    v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+/// `name  cadence  owner  reads subject@v:fields; ...` for listings.
+fn consumer_line(c: &Value) -> String {
+    let reads: Vec<String> = c
+        .get("reads")
+        .and_then(Value::as_array)
+        .map(|reads| {
+            reads
+                .iter()
+                .map(|r| {
+                    let version = r
+                        .get("reader_version")
+                        .and_then(Value::as_i64)
+                        .map(|v| format!("@{v}"))
+                        .unwrap_or_default();
+                    let fields: Vec<&str> = r
+                        .get("fields")
+                        .and_then(Value::as_array)
+                        .map(|f| f.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    format!("{}{version}:{}", text(r, "subject"), fields.join(","))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let retired = if c.get("retired_at").is_some_and(|v| !v.is_null()) {
+        " (retired)"
+    } else {
+        ""
+    };
+    format!(
+        "{}{retired}  {}  owner {}  reads {}",
+        text(c, "name"),
+        text(c, "cadence"),
+        text(c, "owner"),
+        if reads.is_empty() {
+            "nothing declared".to_string()
+        } else {
+            reads.join("; ")
+        }
+    )
+}
+
+// ----- deprecations ------------------------------------------------------------------------
+
+#[derive(clap::Args)]
+pub struct DeprecationsArgs {
+    #[command(flatten)]
+    server: Server,
+    #[command(subcommand)]
+    command: DeprecationsCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum DeprecationsCommand {
+    /// Announce the deprecation of a field (or send a whole record with --file).
+    Create(CreateArgs),
+    /// Move a deprecation to a stage: announced, frozen, enforcing, removable, removed.
+    Stage {
+        id: i64,
+        stage: String,
+        /// Who decided.
+        #[arg(long)]
+        by: String,
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// Attach evidence to a claim in the record.
+    Evidence(EvidenceArgs),
+    /// Record an approved exception that overrides one blocker.
+    Exception {
+        id: i64,
+        /// The blocker kind it overrides (e.g. recent_usage, insufficient_evidence).
+        #[arg(long)]
+        overrides: String,
+        #[arg(long)]
+        approver: String,
+        #[arg(long)]
+        reason: String,
+        /// Narrow it to one consumer (or, for unattributed usage, one client id).
+        #[arg(long)]
+        party: Option<String>,
+    },
+    /// Print the deprecation record (text, or --json with the gate's verdict).
+    Show {
+        id: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List deprecations.
+    List {
+        #[arg(long)]
+        subject: Option<String>,
+    },
+    /// Preview the removal gate for a candidate schema file (nothing is registered).
+    Gate {
+        subject: String,
+        /// The candidate schema file.
+        schema: PathBuf,
+        /// AVRO, JSON or PROTOBUF.
+        #[arg(long = "type", default_value = "AVRO")]
+        schema_type: String,
+    },
+}
+
+#[derive(clap::Args)]
+struct CreateArgs {
+    /// A JSON file holding the whole record (target, promises, owners, notes...).
+    #[arg(long, conflicts_with_all = ["subject", "field"])]
+    file: Option<PathBuf>,
+    #[arg(long, required_unless_present = "file")]
+    subject: Option<String>,
+    /// The field path being retired (e.g. plan_name or customer.id).
+    #[arg(long, required_unless_present = "file")]
+    field: Option<String>,
+    /// The field consumers move to.
+    #[arg(long)]
+    replacement: Option<String>,
+    #[arg(long, default_value = "")]
+    contract: String,
+    #[arg(long = "old-promise", default_value = "")]
+    old_promise: String,
+    #[arg(long = "new-promise", default_value = "")]
+    new_promise: String,
+    /// ROLE=NAME (repeatable): producer, consumer, platform, steward, risk approver.
+    #[arg(long = "owner")]
+    owners: Vec<String>,
+    /// Window end (RFC 3339 or epoch ms); default 90 days after the start.
+    #[arg(long = "window-end")]
+    window_end: Option<String>,
+    /// Who announces it.
+    #[arg(long, default_value = "")]
+    by: String,
+}
+
+#[derive(clap::Args)]
+struct EvidenceArgs {
+    id: i64,
+    /// The claim in the record this evidence supports.
+    #[arg(long)]
+    claim: String,
+    /// Who records it.
+    #[arg(long)]
+    by: String,
+    /// A consumer owner's sign-off for CONSUMER.
+    #[arg(long = "sign-off", group = "kind")]
+    sign_off: Option<String>,
+    /// Who signed (with --sign-off).
+    #[arg(long)]
+    who: Option<String>,
+    /// What they stated (with --sign-off).
+    #[arg(long, default_value = "")]
+    statement: String,
+    /// Run a usage query of --field of --subject now and keep its result.
+    #[arg(long = "usage-query", group = "kind")]
+    usage_query: bool,
+    #[arg(long)]
+    subject: Option<String>,
+    #[arg(long)]
+    field: Option<String>,
+    /// Only this consumer's reads (with --usage-query).
+    #[arg(long)]
+    consumer: Option<String>,
+    /// Only reads no consumer owns (with --usage-query).
+    #[arg(long)]
+    unattributed: bool,
+    /// Range start (RFC 3339 or epoch ms).
+    #[arg(long)]
+    from: Option<String>,
+    /// Range end (RFC 3339 or epoch ms).
+    #[arg(long)]
+    to: Option<String>,
+    /// A sample replay result for SAMPLE.
+    #[arg(long, group = "kind")]
+    replay: Option<String>,
+    /// The replay failed (with --replay).
+    #[arg(long)]
+    failed: bool,
+    #[arg(long, default_value = "")]
+    detail: String,
+}
+
+fn time_value(text: &str) -> Value {
+    match text.trim().parse::<i64>() {
+        Ok(ms) => json!(ms),
+        Err(_) => json!(text.trim()),
+    }
+}
+
+fn create_body(args: CreateArgs) -> anyhow::Result<Value> {
+    if let Some(file) = args.file {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        return serde_json::from_str(&text)
+            .map_err(|e| invalid(format!("{} is not JSON: {e}", file.display())));
+    }
+    let owners = args
+        .owners
+        .iter()
+        .map(|o| match o.split_once('=') {
+            Some((role, name)) => Ok(json!({"role": role.trim(), "name": name.trim()})),
+            None => Err(invalid(format!("--owner '{o}' must be ROLE=NAME"))),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut body = json!({
+        "target": {"kind": "field", "subject": args.subject, "path": args.field},
+        "contract": args.contract,
+        "old_promise": args.old_promise,
+        "new_promise": args.new_promise,
+        "owners": owners,
+        "announced_by": args.by,
+    });
+    if let Value::Object(m) = &mut body {
+        if let Some(r) = args.replacement {
+            m.insert("replacement".into(), json!(r));
+        }
+        if let Some(end) = args.window_end {
+            m.insert("window_end".into(), time_value(&end));
+        }
+    }
+    Ok(body)
+}
+
+fn evidence_body(args: &EvidenceArgs) -> anyhow::Result<Value> {
+    if let Some(consumer) = &args.sign_off {
+        let who = args
+            .who
+            .clone()
+            .ok_or_else(|| invalid("--sign-off needs --who".into()))?;
+        return Ok(
+            json!({"kind": "sign_off", "consumer": consumer, "who": who, "statement": args.statement}),
+        );
+    }
+    if let Some(sample) = &args.replay {
+        return Ok(
+            json!({"kind": "replay_result", "sample": sample, "passed": !args.failed, "detail": args.detail}),
+        );
+    }
+    if args.usage_query {
+        let attribution = match (&args.consumer, args.unattributed) {
+            (Some(c), false) => json!({"kind": "consumer", "consumer": c}),
+            (None, true) => json!({"kind": "unattributed"}),
+            (None, false) => json!({"kind": "any"}),
+            (Some(_), true) => {
+                return Err(invalid(
+                    "choose --consumer or --unattributed, not both".into(),
+                ));
+            }
+        };
+        let (Some(from), Some(to)) = (&args.from, &args.to) else {
+            return Err(invalid("--usage-query needs --from and --to".into()));
+        };
+        let mut query =
+            json!({"attribution": attribution, "from": time_value(from), "to": time_value(to)});
+        if let Value::Object(m) = &mut query {
+            if let Some(s) = &args.subject {
+                m.insert("subject".into(), json!(s));
+            }
+            if let Some(f) = &args.field {
+                m.insert("field".into(), json!(f));
+            }
+        }
+        return Ok(json!({"kind": "usage_query", "query": query}));
+    }
+    Err(invalid(
+        "say what the evidence is: --sign-off CONSUMER, --usage-query or --replay SAMPLE".into(),
+    ))
+}
+
+pub fn run_deprecations(args: DeprecationsArgs) -> anyhow::Result<ExitCode> {
+    let api = Api::new(&args.server.url);
+    match args.command {
+        DeprecationsCommand::Create(create) => {
+            let body = create_body(create)?;
+            match api.call("POST", "/covenant/v1/deprecations", Some(body))? {
+                Ok(record) => {
+                    let id = record.get("id").and_then(Value::as_i64).unwrap_or(0);
+                    println!("created deprecation #{id}");
+                    api.print_text(&format!("/covenant/v1/deprecations/{id}/record"))
+                }
+                Err(code) => Ok(code),
+            }
+        }
+        DeprecationsCommand::Stage {
+            id,
+            stage,
+            by,
+            note,
+        } => stage_and_show(
+            &api,
+            &format!("/covenant/v1/deprecations/{id}/stage"),
+            json!({"to": stage.to_ascii_lowercase(), "by": by, "note": note}),
+            id,
+        ),
+        DeprecationsCommand::Evidence(evidence) => {
+            let body = json!({
+                "claim": evidence.claim,
+                "by": evidence.by,
+                "body": evidence_body(&evidence)?,
+            });
+            stage_and_show(
+                &api,
+                &format!("/covenant/v1/deprecations/{}/evidence", evidence.id),
+                body,
+                evidence.id,
+            )
+        }
+        DeprecationsCommand::Exception {
+            id,
+            overrides,
+            approver,
+            reason,
+            party,
+        } => {
+            let mut body = json!({"overrides": overrides, "approver": approver, "reason": reason});
+            if let (Some(p), Value::Object(m)) = (party, &mut body) {
+                m.insert("party".into(), json!(p));
+            }
+            stage_and_show(
+                &api,
+                &format!("/covenant/v1/deprecations/{id}/exceptions"),
+                body,
+                id,
+            )
+        }
+        DeprecationsCommand::Show { id, json } => {
+            if json {
+                api.print_json("GET", &format!("/covenant/v1/deprecations/{id}"), None)
+            } else {
+                api.print_text(&format!("/covenant/v1/deprecations/{id}/record"))
+            }
+        }
+        DeprecationsCommand::List { subject } => {
+            let path = match subject {
+                Some(s) => format!("/covenant/v1/deprecations?subject={}", segment(&s)),
+                None => "/covenant/v1/deprecations".to_string(),
+            };
+            match api.call("GET", &path, None)? {
+                Ok(Value::Array(list)) => {
+                    for d in &list {
+                        let target = d.get("target").cloned().unwrap_or(Value::Null);
+                        println!(
+                            "#{}  {}  {} of {}  replacement {}",
+                            d.get("id").and_then(Value::as_i64).unwrap_or(0),
+                            text(d, "stage"),
+                            target.get("path").and_then(Value::as_str).unwrap_or("-"),
+                            text(&target, "subject"),
+                            d.get("replacement")
+                                .and_then(Value::as_str)
+                                .unwrap_or("none")
+                        );
+                    }
+                    if list.is_empty() {
+                        println!("no deprecations");
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Ok(other) => {
+                    println!("{other:#}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(code) => Ok(code),
+            }
+        }
+        DeprecationsCommand::Gate {
+            subject,
+            schema,
+            schema_type,
+        } => {
+            let candidate = std::fs::read_to_string(&schema)
+                .with_context(|| format!("reading {}", schema.display()))?;
+            let body = json!({"schema": candidate, "schemaType": schema_type.to_ascii_uppercase()});
+            match api.call(
+                "POST",
+                &format!("/covenant/v1/subjects/{}/removal-gate", segment(&subject)),
+                Some(body),
+            )? {
+                Ok(report) => {
+                    let fields: Vec<&str> = report
+                        .get("fields")
+                        .and_then(Value::as_array)
+                        .map(|f| f.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    let blockers = report
+                        .get("blockers")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    if fields.is_empty() {
+                        println!("the candidate removes no field of '{subject}'");
+                    } else {
+                        println!("the candidate removes: {}", fields.join(", "));
+                    }
+                    for b in &blockers {
+                        println!("  [{}] {}", text(b, "kind"), text(b, "message"));
+                    }
+                    if blockers.is_empty() {
+                        println!("removal gate: no blockers");
+                        Ok(ExitCode::SUCCESS)
+                    } else {
+                        println!("removal gate: {} blocker(s)", blockers.len());
+                        Ok(ExitCode::from(1))
+                    }
+                }
+                Err(code) => Ok(code),
+            }
+        }
+    }
+}
+
+/// Posts a change to a record and prints the record as it now reads.
+fn stage_and_show(api: &Api, path: &str, body: Value, id: i64) -> anyhow::Result<ExitCode> {
+    match api.call("POST", path, Some(body))? {
+        Ok(_) => api.print_text(&format!("/covenant/v1/deprecations/{id}/record")),
+        Err(code) => Ok(code),
+    }
+}
+
+// ----- usage -------------------------------------------------------------------------------
+
+#[derive(clap::Args)]
+pub struct UsageArgs {
+    #[command(flatten)]
+    server: Server,
+    #[command(subcommand)]
+    command: UsageCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum UsageCommand {
+    /// Report what a reader read (one interval).
+    Report {
+        #[arg(long)]
+        subject: String,
+        /// The reporting client id or credential.
+        #[arg(long)]
+        client: String,
+        /// The consumer the reporter believes it is.
+        #[arg(long)]
+        consumer: Option<String>,
+        /// The global id of the reader schema it decodes with.
+        #[arg(long = "reader-schema-id")]
+        reader_schema_id: Option<i64>,
+        /// Field paths its logic read, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        fields: Vec<String>,
+        /// VERSION=COUNT records decoded by writer version (repeatable).
+        #[arg(long = "records")]
+        records: Vec<String>,
+        #[arg(long = "decode-failures", default_value_t = 0)]
+        decode_failures: u64,
+        /// Interval start (RFC 3339 or epoch ms); default: the server's now.
+        #[arg(long)]
+        from: Option<String>,
+        /// Interval end (RFC 3339 or epoch ms); default: the server's now.
+        #[arg(long)]
+        to: Option<String>,
+    },
+    /// Field reads per reporter.
+    Query {
+        #[arg(long)]
+        subject: Option<String>,
+        #[arg(long)]
+        field: Option<String>,
+        #[arg(long)]
+        consumer: Option<String>,
+        #[arg(long)]
+        unattributed: bool,
+        #[arg(long)]
+        from: Option<String>,
+        #[arg(long)]
+        to: Option<String>,
+    },
+}
+
+pub fn run_usage(args: UsageArgs) -> anyhow::Result<ExitCode> {
+    let api = Api::new(&args.server.url);
+    match args.command {
+        UsageCommand::Report {
+            subject,
+            client,
+            consumer,
+            reader_schema_id,
+            fields,
+            records,
+            decode_failures,
+            from,
+            to,
+        } => {
+            let mut by_version = Map::new();
+            for r in &records {
+                let parsed = r.split_once('=').and_then(|(v, n)| {
+                    Some((v.trim().parse::<i64>().ok()?, n.trim().parse::<u64>().ok()?))
+                });
+                let Some((version, n)) = parsed else {
+                    return Err(invalid(format!("--records '{r}' must be VERSION=COUNT")));
+                };
+                by_version.insert(version.to_string(), json!(n));
+            }
+            let mut body = json!({
+                "subject": subject,
+                "client_id": client,
+                "fields_read": fields,
+                "records_by_version": by_version,
+                "decode_failures": decode_failures,
+            });
+            if let Value::Object(m) = &mut body {
+                if let Some(c) = consumer {
+                    m.insert("consumer".into(), json!(c));
+                }
+                if let Some(id) = reader_schema_id {
+                    m.insert("reader_schema_id".into(), json!(id));
+                }
+                if let Some(f) = from {
+                    m.insert("interval_start".into(), time_value(&f));
+                }
+                if let Some(t) = to {
+                    m.insert("interval_end".into(), time_value(&t));
+                }
+            }
+            api.print_json("POST", "/covenant/v1/usage", Some(body))
+        }
+        UsageCommand::Query {
+            subject,
+            field,
+            consumer,
+            unattributed,
+            from,
+            to,
+        } => {
+            let mut query: Vec<String> = Vec::new();
+            for (k, v) in [
+                ("subject", subject),
+                ("field", field),
+                ("consumer", consumer),
+                ("from", from),
+                ("to", to),
+            ] {
+                if let Some(v) = v {
+                    query.push(format!("{k}={}", segment(&v)));
+                }
+            }
+            if unattributed {
+                query.push("unattributed=true".into());
+            }
+            api.print_json(
+                "GET",
+                &format!("/covenant/v1/usage?{}", query.join("&")),
+                None,
+            )
+        }
+    }
+}
+
+// ----- HTTP --------------------------------------------------------------------------------
+
+/// Percent-encodes a path segment or query value.
+fn segment(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+struct Api {
+    base: String,
+    runtime: Option<tokio::runtime::Runtime>,
+    client: reqwest::Client,
+}
+
+impl Api {
+    fn new(url: &str) -> Api {
+        Api {
+            base: url.trim_end_matches('/').to_string(),
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok(),
+            client: reqwest::Client::new(),
+        }
+    }
+
+    /// `Ok(Ok(json))` on success; `Ok(Err(exit))` after printing the server's refusal;
+    /// `Err` when the server cannot be reached.
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Result<Value, ExitCode>> {
+        let (status, text) = self.send(method, path, body)?;
+        if (200..300).contains(&status) {
+            return Ok(Ok(
+                serde_json::from_str(&text).unwrap_or(Value::String(text))
+            ));
+        }
+        let parsed: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let code = parsed.get("error_code").and_then(Value::as_i64);
+        let message = parsed
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or(text);
+        match code {
+            Some(code) => eprintln!(
+                "covenant: {method} {path} refused (HTTP {status}, error {code}):\n{message}"
+            ),
+            None => eprintln!("covenant: {method} {path} failed (HTTP {status}):\n{message}"),
+        }
+        Ok(Err(ExitCode::from(1)))
+    }
+
+    fn send(&self, method: &str, path: &str, body: Option<Value>) -> anyhow::Result<(u16, String)> {
+        let runtime = self
+            .runtime
+            .as_ref()
+            .context("starting the async runtime")?;
+        let url = format!("{}{path}", self.base);
+        let method = reqwest::Method::from_bytes(method.as_bytes()).context("HTTP method")?;
+        runtime.block_on(async {
+            let mut request = self.client.request(method, &url);
+            if let Some(body) = body {
+                request = request
+                    .header("content-type", "application/json")
+                    .body(body.to_string());
+            }
+            let response = request
+                .send()
+                .await
+                .with_context(|| format!("cannot reach the registry at {}", self.base))?;
+            let status = response.status().as_u16();
+            let text = response.text().await.context("reading the answer")?;
+            Ok((status, text))
+        })
+    }
+
+    fn print_json(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<ExitCode> {
+        match self.call(method, path, body)? {
+            Ok(value) => {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&value).unwrap_or_default()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(code) => Ok(code),
+        }
+    }
+
+    fn print_text(&self, path: &str) -> anyhow::Result<ExitCode> {
+        let (status, text) = self.send("GET", path, None)?;
+        if (200..300).contains(&status) {
+            print!("{text}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        match self.call("GET", path, None)? {
+            Ok(_) => Ok(ExitCode::SUCCESS),
+            Err(code) => Ok(code),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_parse_subject_version_and_fields() {
+        let read = parse_read("billing@2:plan_name, billing_plan_id").expect("parse");
+        assert_eq!(
+            read,
+            json!({"subject": "billing", "fields": ["plan_name", "billing_plan_id"], "reader_version": 2})
+        );
+        assert_eq!(
+            parse_read("billing").expect("parse"),
+            json!({"subject": "billing", "fields": []})
+        );
+        assert!(parse_read("billing@x:a").is_err());
+        assert!(parse_read(":a").is_err());
+    }
+
+    #[test]
+    fn segments_are_percent_encoded() {
+        assert_eq!(segment("a/b c"), "a%2Fb%20c");
+        assert_eq!(segment("plan_name-1.x"), "plan_name-1.x");
+    }
+}

@@ -1,0 +1,531 @@
+//! `covenant export` and `covenant import`: move a registry's whole state between stores (the
+//! embedded one and PostgreSQL, either way) as one JSON document, keeping ids, version numbers,
+//! soft deletes, config and modes. The format is described in `docs/export-format.md`.
+
+use anyhow::{Context, Result, bail};
+use covenant_store::{
+    ConfigRecord, Dedupe, NewSchema, Placement, PostgresStore, SchemaRef, Scope, SqliteStore,
+    Store, StoredVersion,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The `format` value of every dump.
+pub const FORMAT: &str = "covenant-export";
+/// The `formatVersion` this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(clap::Args)]
+pub struct StoreArgs {
+    /// PostgreSQL store, as postgres://user:password@host:port/dbname.
+    #[arg(long, value_name = "URL", conflicts_with = "data_dir")]
+    pub store: Option<String>,
+    /// Folder of the embedded store (the default store).
+    #[arg(long, value_name = "DIR", default_value = "./covenant-data")]
+    pub data_dir: PathBuf,
+}
+
+#[derive(clap::Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Write the dump here instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The dump written by `covenant export` (`-` for standard input).
+    pub dump: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dump {
+    pub format: String,
+    pub format_version: u32,
+    /// RFC 3339 time of the export; informative.
+    #[serde(default)]
+    pub exported_at: Option<String>,
+    /// Every schema some version carries, by id.
+    pub schemas: Vec<DumpSchema>,
+    /// Every subject with all its versions (soft-deleted ones included), oldest first.
+    pub subjects: Vec<DumpSubject>,
+    #[serde(default)]
+    pub configs: Vec<DumpConfig>,
+    #[serde(default)]
+    pub modes: Vec<DumpMode>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DumpSchema {
+    pub id: i64,
+    pub schema_type: String,
+    pub schema: String,
+    #[serde(default)]
+    pub references: Vec<SchemaRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_set: Option<serde_json::Value>,
+    pub content_key: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DumpSubject {
+    pub name: String,
+    pub versions: Vec<DumpVersion>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DumpVersion {
+    pub version: i64,
+    pub id: i64,
+    #[serde(default)]
+    pub deleted: bool,
+    /// Milliseconds since the Unix epoch; informative (an import records its own time).
+    #[serde(default)]
+    pub created_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DumpConfig {
+    /// The subject, or absent for the global scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compatibility: Option<String>,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DumpMode {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    pub mode: String,
+}
+
+/// What an import did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ImportCounts {
+    pub versions_written: usize,
+    pub versions_present: usize,
+    pub soft_deleted: usize,
+    pub configs: usize,
+    pub modes: usize,
+}
+
+/// Opens the store the flags name: PostgreSQL for `--store`, else the embedded one.
+pub async fn open_store(args: &StoreArgs) -> Result<Arc<dyn Store>> {
+    match &args.store {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            let store = PostgresStore::connect(url)
+                .await
+                .context("cannot open the PostgreSQL store")?;
+            Ok(Arc::new(store))
+        }
+        Some(other) => bail!(
+            "unsupported store '{}': expected a postgres:// URL",
+            other.split('@').next_back().unwrap_or(other)
+        ),
+        None => {
+            let store = SqliteStore::open(&args.data_dir).with_context(|| {
+                format!(
+                    "cannot open the embedded store in '{}'",
+                    args.data_dir.display()
+                )
+            })?;
+            Ok(Arc::new(store))
+        }
+    }
+}
+
+/// Reads the whole state of `store`.
+pub async fn export(store: &dyn Store) -> Result<Dump> {
+    let versions = store.all_versions().await?;
+    let mut schemas: BTreeMap<i64, DumpSchema> = BTreeMap::new();
+    let mut subjects: Vec<DumpSubject> = Vec::new();
+    for v in versions {
+        let StoredVersion {
+            subject,
+            version,
+            deleted,
+            created_at,
+            schema,
+        } = v;
+        let id = schema.id;
+        schemas.entry(id).or_insert_with(|| DumpSchema {
+            id,
+            schema_type: schema.schema_type,
+            schema: schema.schema,
+            references: schema.references,
+            metadata: schema.metadata,
+            rule_set: schema.rule_set,
+            content_key: schema.content_key,
+        });
+        let entry = DumpVersion {
+            version,
+            id,
+            deleted,
+            created_at: Some(created_at),
+        };
+        match subjects.last_mut() {
+            Some(last) if last.name == subject => last.versions.push(entry),
+            _ => subjects.push(DumpSubject {
+                name: subject,
+                versions: vec![entry],
+            }),
+        }
+    }
+    let configs = store
+        .all_configs()
+        .await?
+        .into_iter()
+        .map(|(subject, c)| DumpConfig {
+            subject,
+            compatibility: c.compatibility,
+            extra: c.extra,
+        })
+        .collect();
+    let modes = store
+        .all_modes()
+        .await?
+        .into_iter()
+        .map(|(subject, mode)| DumpMode { subject, mode })
+        .collect();
+    Ok(Dump {
+        format: FORMAT.to_string(),
+        format_version: FORMAT_VERSION,
+        exported_at: Some(chrono_now()),
+        schemas: schemas.into_values().collect(),
+        subjects,
+        configs,
+        modes,
+    })
+}
+
+fn chrono_now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// Checks a dump before anything is written, so a bad file changes nothing.
+pub fn validate(dump: &Dump) -> Result<()> {
+    if dump.format != FORMAT {
+        bail!("not a covenant export: format is '{}'", dump.format);
+    }
+    if dump.format_version != FORMAT_VERSION {
+        bail!(
+            "unsupported export format version {} (this build reads {FORMAT_VERSION})",
+            dump.format_version
+        );
+    }
+    let mut ids = BTreeMap::new();
+    for s in &dump.schemas {
+        if ids.insert(s.id, s).is_some() {
+            bail!("schema id {} appears twice in the dump", s.id);
+        }
+    }
+    for subject in &dump.subjects {
+        let mut seen = std::collections::BTreeSet::new();
+        for v in &subject.versions {
+            if !ids.contains_key(&v.id) {
+                bail!(
+                    "version {} of subject '{}' carries schema id {}, which the dump does not hold",
+                    v.version,
+                    subject.name,
+                    v.id
+                );
+            }
+            if !seen.insert(v.version) {
+                bail!(
+                    "version {} of subject '{}' appears twice in the dump",
+                    v.version,
+                    subject.name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes `dump` into `store`. Versions already present with the same id are left alone, so an
+/// interrupted import can be run again; a version present with another id is an error.
+pub async fn import(store: &dyn Store, dump: &Dump) -> Result<ImportCounts> {
+    validate(dump)?;
+    let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
+    let allow = |_: &[StoredVersion]| Ok(());
+    let mut counts = ImportCounts::default();
+    for subject in &dump.subjects {
+        let existing = store.subject_versions(&subject.name).await?;
+        for v in &subject.versions {
+            let schema = schemas
+                .get(&v.id)
+                .with_context(|| format!("schema id {} is missing from the dump", v.id))?;
+            let present = existing.iter().find(|e| e.version == v.version);
+            match present {
+                Some(e) if e.schema.id == v.id => {
+                    counts.versions_present += 1;
+                    if v.deleted && !e.deleted {
+                        store.soft_delete(&subject.name, &[v.version]).await?;
+                        counts.soft_deleted += 1;
+                    }
+                    continue;
+                }
+                Some(e) => bail!(
+                    "version {} of subject '{}' already exists with schema id {} (the dump has {})",
+                    v.version,
+                    subject.name,
+                    e.schema.id,
+                    v.id
+                ),
+                None => {}
+            }
+            let candidate = NewSchema {
+                schema_type: schema.schema_type.clone(),
+                schema: schema.schema.clone(),
+                references: schema.references.clone(),
+                metadata: schema.metadata.clone(),
+                rule_set: schema.rule_set.clone(),
+                content_key: schema.content_key.clone(),
+            };
+            let placement = Placement {
+                id: Some(v.id),
+                version: Some(v.version),
+                dedupe: Dedupe::Never,
+            };
+            store
+                .register(&subject.name, &candidate, placement, &allow)
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot import version {} of subject '{}' (id {})",
+                        v.version, subject.name, v.id
+                    )
+                })?;
+            counts.versions_written += 1;
+            if v.deleted {
+                store.soft_delete(&subject.name, &[v.version]).await?;
+                counts.soft_deleted += 1;
+            }
+        }
+    }
+    for c in &dump.configs {
+        let scope = match &c.subject {
+            Some(s) => Scope::Subject(s),
+            None => Scope::Global,
+        };
+        let record = ConfigRecord {
+            compatibility: c.compatibility.clone(),
+            extra: c.extra.clone(),
+        };
+        store.set_config(scope, &record).await?;
+        counts.configs += 1;
+    }
+    for m in &dump.modes {
+        let scope = match &m.subject {
+            Some(s) => Scope::Subject(s),
+            None => Scope::Global,
+        };
+        store.set_mode(scope, &m.mode).await?;
+        counts.modes += 1;
+    }
+    Ok(counts)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+pub fn run_export(args: ExportArgs) -> Result<ExitCode> {
+    let dump = runtime()?.block_on(async {
+        let store = open_store(&args.store).await?;
+        export(store.as_ref()).await
+    })?;
+    let mut text = serde_json::to_string_pretty(&dump)?;
+    text.push('\n');
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write '{}'", path.display()))?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+    }
+    eprintln!(
+        "exported {} schemas, {} subjects, {} versions, {} configs, {} modes",
+        dump.schemas.len(),
+        dump.subjects.len(),
+        dump.subjects
+            .iter()
+            .map(|s| s.versions.len())
+            .sum::<usize>(),
+        dump.configs.len(),
+        dump.modes.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_import(args: ImportArgs) -> Result<ExitCode> {
+    let text = if args.dump.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
+        text
+    } else {
+        std::fs::read_to_string(&args.dump)
+            .with_context(|| format!("cannot read '{}'", args.dump.display()))?
+    };
+    let dump: Dump = serde_json::from_str(&text).context("the dump is not valid export JSON")?;
+    validate(&dump)?;
+    let counts = runtime()?.block_on(async {
+        let store = open_store(&args.store).await?;
+        import(store.as_ref(), &dump).await
+    })?;
+    eprintln!(
+        "imported {} versions ({} already present, {} soft-deleted), {} configs, {} modes",
+        counts.versions_written,
+        counts.versions_present,
+        counts.soft_deleted,
+        counts.configs,
+        counts.modes
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allow(_: &[StoredVersion]) -> Result<(), covenant_store::Rejection> {
+        Ok(())
+    }
+
+    fn avro(text: &str) -> NewSchema {
+        NewSchema {
+            schema_type: "AVRO".into(),
+            schema: text.into(),
+            references: Vec::new(),
+            metadata: None,
+            rule_set: None,
+            content_key: format!("key:{text}"),
+        }
+    }
+
+    #[test]
+    fn export_times_are_rfc3339() {
+        let t = chrono_now();
+        assert_eq!(t.len(), 20, "{t}");
+        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
+    }
+
+    #[test]
+    fn bad_dumps_are_refused_before_writing() {
+        let mut dump = Dump {
+            format: FORMAT.into(),
+            format_version: FORMAT_VERSION,
+            exported_at: None,
+            schemas: vec![],
+            subjects: vec![DumpSubject {
+                name: "s".into(),
+                versions: vec![DumpVersion {
+                    version: 1,
+                    id: 4,
+                    deleted: false,
+                    created_at: None,
+                }],
+            }],
+            configs: vec![],
+            modes: vec![],
+        };
+        let err = validate(&dump).expect_err("dangling id");
+        assert!(err.to_string().contains("schema id 4"), "{err}");
+        dump.format_version = 9;
+        assert!(validate(&dump).is_err());
+        dump.format = "other".into();
+        assert!(validate(&dump).is_err());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn embedded_round_trip_keeps_ids_versions_deletes_config_and_modes() {
+        let a = tempfile::tempdir().expect("dir");
+        let b = tempfile::tempdir().expect("dir");
+        let src = SqliteStore::open(a.path()).expect("open");
+        for text in ["one", "two", "three"] {
+            src.register("orders", &avro(text), Placement::default(), &allow)
+                .await
+                .expect("register");
+        }
+        src.register("users", &avro("two"), Placement::default(), &allow)
+            .await
+            .expect("register");
+        src.soft_delete("orders", &[2]).await.expect("delete");
+        src.hard_delete("orders", &[1]).await.expect("delete");
+        src.set_config(
+            Scope::Global,
+            &ConfigRecord {
+                compatibility: Some("FULL".into()),
+                extra: Default::default(),
+            },
+        )
+        .await
+        .expect("config");
+        src.set_mode(Scope::Subject("users"), "READONLY")
+            .await
+            .expect("mode");
+        let dump = export(&src).await.expect("export");
+        let dst = SqliteStore::open(b.path()).expect("open");
+        let counts = import(&dst, &dump).await.expect("import");
+        assert_eq!(counts.versions_written, 3);
+        assert_eq!(counts.soft_deleted, 1);
+        let again = export(&dst).await.expect("export");
+        assert_eq!(
+            Dump {
+                exported_at: None,
+                subjects: strip_times(&again.subjects),
+                ..again.clone()
+            },
+            Dump {
+                exported_at: None,
+                subjects: strip_times(&dump.subjects),
+                ..dump.clone()
+            }
+        );
+        // A second import finds everything in place.
+        let counts = import(&dst, &dump).await.expect("re-import");
+        assert_eq!((counts.versions_written, counts.versions_present), (0, 3));
+    }
+
+    fn strip_times(subjects: &[DumpSubject]) -> Vec<DumpSubject> {
+        subjects
+            .iter()
+            .map(|s| DumpSubject {
+                name: s.name.clone(),
+                versions: s
+                    .versions
+                    .iter()
+                    .map(|v| DumpVersion {
+                        created_at: None,
+                        ..v.clone()
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+}

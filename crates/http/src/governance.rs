@@ -1,0 +1,510 @@
+//! Consumer governance over HTTP, under its own prefix `/covenant/v1/` beside the Confluent
+//! routes: consumers, usage reports and queries, deprecation records, and the removal gate.
+//!
+//! Times in bodies and query strings are milliseconds since the epoch or RFC 3339 text;
+//! answers carry milliseconds. Errors use the Confluent shape through the one table in
+//! [`crate::error`].
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{ConfluentJson, Params, SafePath};
+use crate::handlers::ok;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use covenant_governance::{
+    Attribution, Clock, CounterSink, ExceptionRequest, FAMILIES, Governance, GovernanceStore,
+    MetricFamily, NewConsumer, NewDeprecation, SchemaFields, StageRequest, UsageQuery, UsageReport,
+    parse_instant, removal_gate,
+};
+use covenant_registry::{HookFuture, Registry, RemovalCheck, RemovalVerdict, SchemaRequest};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use std::sync::{Arc, Weak};
+
+type ApiResult = Result<Response, ApiError>;
+
+const DAY_MS: i64 = 24 * 3_600_000;
+/// The deprecation window when a request names none.
+const DEFAULT_WINDOW_MS: i64 = 90 * DAY_MS;
+
+/// Field paths of registered schemas, for usage reports that name a reader schema id. Holds
+/// the registry weakly: the registry holds the governance gate, which holds this.
+struct RegistryFields(Weak<Registry>);
+
+#[async_trait::async_trait]
+impl SchemaFields for RegistryFields {
+    async fn fields_of(&self, _subject: &str, schema_id: i64) -> Option<Vec<String>> {
+        let registry = self.0.upgrade()?;
+        registry.schema_field_paths(schema_id).await.ok()
+    }
+}
+
+/// Exports governance counters through the server's metrics recorder.
+struct MetricsSink;
+
+impl CounterSink for MetricsSink {
+    fn add(&self, family: MetricFamily, labels: &[(&'static str, String)], by: u64) {
+        let labels: Vec<metrics::Label> = labels
+            .iter()
+            .map(|(k, v)| metrics::Label::new(*k, v.clone()))
+            .collect();
+        metrics::counter!(family.name, labels).increment(by);
+    }
+}
+
+/// The registry's removal check: gathers the gate's evidence before the write, decides on
+/// the dropped fields inside it, and closes the deprecations a written version removed.
+struct GovernanceGate(Arc<Governance>);
+
+impl RemovalCheck for GovernanceGate {
+    fn prepare<'a>(&'a self, subject: &'a str) -> HookFuture<'a, Result<RemovalVerdict, String>> {
+        Box::pin(async move {
+            let evidence = self
+                .0
+                .gate_evidence(subject)
+                .await
+                .map_err(|e| e.to_string())?;
+            let verdict: RemovalVerdict = Box::new(move |fields: &[String]| {
+                let report = removal_gate(&evidence, fields);
+                if report.allows_removal() {
+                    return Ok(());
+                }
+                let lines: Vec<String> = report
+                    .blockers
+                    .iter()
+                    .map(|b| format!("- [{}] {}", b.kind, b.message))
+                    .collect();
+                Err(lines.join("\n"))
+            });
+            Ok(verdict)
+        })
+    }
+
+    fn removed<'a>(
+        &'a self,
+        subject: &'a str,
+        fields: &'a [String],
+        version: i64,
+    ) -> HookFuture<'a, ()> {
+        Box::pin(async move {
+            match self.0.mark_removed(subject, fields, version).await {
+                Ok(closed) => {
+                    for d in closed {
+                        tracing::info!(
+                            subject,
+                            deprecation = d.id,
+                            version,
+                            "deprecation closed: field removed"
+                        );
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(subject, error = %e, "could not close deprecations after a removal")
+                }
+            }
+        })
+    }
+}
+
+/// Builds the governance service over `store`, lets it read field paths from `registry`,
+/// exports its counters, and installs its removal gate in the registry's registrations.
+pub fn enable(
+    registry: &Arc<Registry>,
+    store: Arc<dyn GovernanceStore>,
+    clock: Arc<dyn Clock>,
+) -> Arc<Governance> {
+    for family in FAMILIES {
+        metrics::describe_counter!(family.name, family.help);
+    }
+    let governance = Arc::new(
+        Governance::new(store, clock)
+            .with_schema_fields(Arc::new(RegistryFields(Arc::downgrade(registry))))
+            .with_counter_sink(Arc::new(MetricsSink)),
+    );
+    registry.set_removal_check(Arc::new(GovernanceGate(governance.clone())));
+    governance
+}
+
+fn governance(state: &AppState) -> Result<&Arc<Governance>, ApiError> {
+    state
+        .governance
+        .as_ref()
+        .ok_or_else(ApiError::governance_disabled)
+}
+
+/// Turns RFC 3339 strings under `keys` into milliseconds, so either form is accepted.
+fn times_to_ms(map: &mut Map<String, Value>, keys: &[&str]) -> Result<(), ApiError> {
+    for key in keys {
+        if let Some(Value::String(text)) = map.get(*key) {
+            let ms = parse_instant(text).ok_or_else(|| {
+                ApiError::invalid_input(format!(
+                    "'{key}' must be milliseconds since the epoch or an RFC 3339 time, not '{text}'"
+                ))
+            })?;
+            map.insert(key.to_string(), json!(ms));
+        }
+    }
+    Ok(())
+}
+
+fn object(body: Value, what: &str) -> Result<Map<String, Value>, ApiError> {
+    match body {
+        Value::Object(map) => Ok(map),
+        _ => Err(ApiError::invalid_input(format!(
+            "{what} must be a JSON object"
+        ))),
+    }
+}
+
+/// Reads a typed body; shape errors are 422s that name what is wrong.
+fn typed<T: DeserializeOwned>(map: Map<String, Value>, what: &str) -> Result<T, ApiError> {
+    serde_json::from_value(Value::Object(map))
+        .map_err(|e| ApiError::invalid_input(format!("invalid {what}: {e}")))
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+fn time_param(params: &Params, key: &str) -> Result<Option<i64>, ApiError> {
+    match params.get(key) {
+        None | Some("") => Ok(None),
+        Some(text) => parse_instant(text).map(Some).ok_or_else(|| {
+            ApiError::invalid_input(format!(
+                "query parameter '{key}' must be milliseconds or RFC 3339, not '{text}'"
+            ))
+        }),
+    }
+}
+
+fn deprecation_id(text: &str) -> Result<i64, ApiError> {
+    text.trim()
+        .parse()
+        .map_err(|_| ApiError::invalid_input(format!("deprecation id '{text}' is not a number")))
+}
+
+// ----- consumers ---------------------------------------------------------------------------
+
+pub async fn list_consumers(State(state): State<AppState>, params: Params) -> ApiResult {
+    let gov = governance(&state)?;
+    let all = gov.consumers(params.flag("includeRetired")).await?;
+    Ok(ok(to_json(&all)))
+}
+
+pub async fn create_consumer(
+    State(state): State<AppState>,
+    ConfluentJson(body): ConfluentJson<Value>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    let new: NewConsumer = typed(object(body, "a consumer")?, "consumer")?;
+    let created = gov.create_consumer(new).await?;
+    Ok(ok(to_json(&created)))
+}
+
+pub async fn get_consumer(
+    State(state): State<AppState>,
+    SafePath(name): SafePath<String>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    Ok(ok(to_json(&gov.consumer(&name).await?)))
+}
+
+/// Replaces a declaration; the name comes from the path.
+pub async fn update_consumer(
+    State(state): State<AppState>,
+    SafePath(name): SafePath<String>,
+    ConfluentJson(body): ConfluentJson<Value>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    let mut map = object(body, "a consumer")?;
+    match map.get("name").and_then(Value::as_str) {
+        Some(other) if other != name => {
+            return Err(ApiError::invalid_input(format!(
+                "the body names consumer '{other}' but the path names '{name}'"
+            )));
+        }
+        _ => {}
+    }
+    map.insert("name".into(), json!(name));
+    let new: NewConsumer = typed(map, "consumer")?;
+    Ok(ok(to_json(&gov.update_consumer(new).await?)))
+}
+
+pub async fn retire_consumer(
+    State(state): State<AppState>,
+    SafePath(name): SafePath<String>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    Ok(ok(to_json(&gov.retire_consumer(&name).await?)))
+}
+
+// ----- usage -------------------------------------------------------------------------------
+
+/// Records a usage report. Without an interval the report covers the current instant.
+pub async fn report_usage(
+    State(state): State<AppState>,
+    ConfluentJson(body): ConfluentJson<Value>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    let mut map = object(body, "a usage report")?;
+    times_to_ms(&mut map, &["interval_start", "interval_end"])?;
+    let now = gov.now();
+    let end = map
+        .get("interval_end")
+        .and_then(Value::as_i64)
+        .unwrap_or(now);
+    map.entry("interval_end").or_insert(json!(end));
+    map.entry("interval_start").or_insert(json!(end));
+    let report: UsageReport = typed(map, "usage report")?;
+    let receipt = gov.report_usage(report).await?;
+    for f in &receipt.findings {
+        metrics::counter!("covenant_governance_findings_total", "kind" => f.kind.as_str())
+            .increment(1);
+    }
+    let mut answer = to_json(&receipt);
+    if let Value::Object(m) = &mut answer {
+        m.insert("flagged".into(), json!(!receipt.findings.is_empty()));
+    }
+    Ok(ok(answer))
+}
+
+fn usage_query(gov: &Governance, params: &Params) -> Result<UsageQuery, ApiError> {
+    let attribution = match (params.get("consumer"), params.flag("unattributed")) {
+        (Some(_), true) => {
+            return Err(ApiError::invalid_input(
+                "ask for one consumer or for unattributed usage, not both",
+            ));
+        }
+        (Some(name), false) => Attribution::Consumer(name.to_string()),
+        (None, true) => Attribution::Unattributed,
+        (None, false) => Attribution::Any,
+    };
+    let to = time_param(params, "to")?.unwrap_or_else(|| gov.now());
+    let from = time_param(params, "from")?.unwrap_or(to - gov.config().retention_ms);
+    if to < from {
+        return Err(ApiError::invalid_input(
+            "'to' is earlier than 'from' in the usage query",
+        ));
+    }
+    Ok(UsageQuery {
+        subject: params.get("subject").map(str::to_string),
+        field: params.get("field").map(str::to_string),
+        attribution,
+        from,
+        to,
+    })
+}
+
+/// Field reads per reporter: `subject`, `field`, `consumer` or `unattributed=true`, `from`,
+/// `to` (default: the retention up to now).
+pub async fn field_usage(State(state): State<AppState>, params: Params) -> ApiResult {
+    let gov = governance(&state)?;
+    let query = usage_query(gov, &params)?;
+    let rows = gov.field_usage(query.clone()).await?;
+    Ok(ok(
+        json!({"query": to_json(&query), "usage": to_json(&rows)}),
+    ))
+}
+
+/// Reports per reporter and reader schema, whatever fields they itemized.
+pub async fn reader_usage(State(state): State<AppState>, params: Params) -> ApiResult {
+    let gov = governance(&state)?;
+    let query = usage_query(gov, &params)?;
+    let rows = gov.store().reader_usage(&query).await?;
+    Ok(ok(
+        json!({"query": to_json(&query), "usage": to_json(&rows)}),
+    ))
+}
+
+/// Counters summed over a range (records by version, unknown enum values, decode failures).
+pub async fn usage_counts(State(state): State<AppState>, params: Params) -> ApiResult {
+    let gov = governance(&state)?;
+    let query = usage_query(gov, &params)?;
+    let counts = gov.store().usage_counts(&query).await?;
+    Ok(ok(
+        json!({"query": to_json(&query), "counts": to_json(&counts)}),
+    ))
+}
+
+pub async fn findings(State(state): State<AppState>, params: Params) -> ApiResult {
+    let gov = governance(&state)?;
+    let query = usage_query(gov, &params)?;
+    let rows = gov.findings(query.from, query.to).await?;
+    Ok(ok(to_json(&rows)))
+}
+
+// ----- deprecations ------------------------------------------------------------------------
+
+pub async fn list_deprecations(State(state): State<AppState>, params: Params) -> ApiResult {
+    let gov = governance(&state)?;
+    let all = gov.deprecations(params.get("subject")).await?;
+    Ok(ok(to_json(&all)))
+}
+
+/// Announces a deprecation. The window defaults to 90 days from now.
+pub async fn create_deprecation(
+    State(state): State<AppState>,
+    ConfluentJson(body): ConfluentJson<Value>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    let mut map = object(body, "a deprecation")?;
+    times_to_ms(&mut map, &["window_start", "window_end"])?;
+    let start = map
+        .get("window_start")
+        .and_then(Value::as_i64)
+        .unwrap_or_else(|| gov.now());
+    map.entry("window_start").or_insert(json!(start));
+    map.entry("window_end")
+        .or_insert(json!(start + DEFAULT_WINDOW_MS));
+    let new: NewDeprecation = typed(map, "deprecation")?;
+    let created = gov.create_deprecation(new).await?;
+    Ok(ok(gov.render_deprecation_json(created.id).await?))
+}
+
+/// The record with the removal gate's current verdict under `removal_gate`.
+pub async fn get_deprecation(
+    State(state): State<AppState>,
+    SafePath(id): SafePath<String>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    Ok(ok(gov
+        .render_deprecation_json(deprecation_id(&id)?)
+        .await?))
+}
+
+/// The record as the text people review.
+pub async fn deprecation_record(
+    State(state): State<AppState>,
+    SafePath(id): SafePath<String>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    let text = gov.render_deprecation_text(deprecation_id(&id)?).await?;
+    let mut r = (StatusCode::OK, text).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    Ok(r)
+}
+
+pub async fn change_stage(
+    State(state): State<AppState>,
+    SafePath(id): SafePath<String>,
+    ConfluentJson(body): ConfluentJson<Value>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    let id = deprecation_id(&id)?;
+    let request: StageRequest = typed(object(body, "a stage change")?, "stage change")?;
+    gov.change_stage(id, request).await?;
+    Ok(ok(gov.render_deprecation_json(id).await?))
+}
+
+/// Attaches evidence: `{"claim", "by", "body": {"kind": "usage_query" | "sign_off" |
+/// "replay_result", ...}}`. A usage query's result is computed here; a sign-off's time
+/// defaults to now.
+pub async fn add_evidence(
+    State(state): State<AppState>,
+    SafePath(id): SafePath<String>,
+    ConfluentJson(body): ConfluentJson<Value>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    let id = deprecation_id(&id)?;
+    let mut map = object(body, "evidence")?;
+    let claim = map
+        .get("claim")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let by = map
+        .get("by")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let mut evidence = object(
+        map.remove("body").unwrap_or(Value::Null),
+        "the evidence 'body'",
+    )?;
+    if let Some(Value::Object(query)) = evidence.get_mut("query") {
+        times_to_ms(query, &["from", "to"])?;
+    }
+    times_to_ms(&mut evidence, &["signed_at"])?;
+    match evidence.get("kind").and_then(Value::as_str) {
+        Some("usage_query") => {
+            evidence.entry("result").or_insert(json!([]));
+        }
+        Some("sign_off") => {
+            evidence.entry("signed_at").or_insert(json!(gov.now()));
+        }
+        _ => {}
+    }
+    let body = typed(evidence, "evidence body")?;
+    gov.add_evidence(id, &claim, &by, body).await?;
+    Ok(ok(gov.render_deprecation_json(id).await?))
+}
+
+pub async fn add_exception(
+    State(state): State<AppState>,
+    SafePath(id): SafePath<String>,
+    ConfluentJson(body): ConfluentJson<Value>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    let id = deprecation_id(&id)?;
+    let request: ExceptionRequest = typed(object(body, "an exception")?, "exception")?;
+    gov.add_exception(id, request).await?;
+    Ok(ok(gov.render_deprecation_json(id).await?))
+}
+
+// ----- removal gate ------------------------------------------------------------------------
+
+/// Would this candidate be let through? The body is a registration body (the fields it drops
+/// from the latest version are computed) or `{"fields": [...]}`.
+pub async fn removal_gate_preview(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+    params: Params,
+    ConfluentJson(body): ConfluentJson<Value>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    let map = object(body, "a removal-gate request")?;
+    let fields: Vec<String> = match (map.get("fields"), map.get("schema")) {
+        (Some(Value::Array(list)), None) => list
+            .iter()
+            .map(|f| {
+                f.as_str().map(str::to_string).ok_or_else(|| {
+                    ApiError::invalid_input("'fields' must be a list of field paths")
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        (None, Some(Value::String(schema))) => {
+            let request = SchemaRequest {
+                schema: schema.clone(),
+                schema_type: map
+                    .get("schemaType")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                references: match map.get("references") {
+                    Some(refs) => serde_json::from_value(refs.clone())
+                        .map_err(|e| ApiError::invalid_input(format!("invalid references: {e}")))?,
+                    None => Vec::new(),
+                },
+                ..SchemaRequest::default()
+            };
+            state
+                .registry
+                .fields_removed_by(&subject, &request, params.flag("normalize"))
+                .await?
+        }
+        _ => {
+            return Err(ApiError::invalid_input(
+                "send either a candidate schema ('schema', optional 'schemaType' and 'references') or a list of 'fields'",
+            ));
+        }
+    };
+    let report = gov.removal_gate(&subject, &fields).await?;
+    let mut answer = to_json(&report);
+    if let Value::Object(m) = &mut answer {
+        m.insert("allowed".into(), json!(report.allows_removal()));
+    }
+    Ok(ok(answer))
+}

@@ -1,0 +1,410 @@
+//! Sample replay: backfill is the ultimate compatibility test.
+//!
+//! Stored payloads of earlier versions are decoded with the candidate schema as reader, the
+//! way a consumer running the new schema would meet them during a replay or backfill. A
+//! payload that no longer decodes is an error finding naming the sample, its version and the
+//! decode error, whatever the structural verdict was.
+//!
+//! Encodings (the payload bytes as a producer wrote them):
+//!
+//! | encoding | formats | bytes |
+//! |---|---|---|
+//! | `avro` | Avro | Avro binary, no framing |
+//! | `protobuf` | Protobuf | Protobuf binary of the message named by `messageName` |
+//! | `json` | JSON Schema | a UTF-8 JSON document |
+//! | `confluent` | all | Confluent wire format: magic byte 0, 4-byte big-endian schema id, then (Protobuf) the message indexes, then the payload |
+
+use covenant_engine::{Finding, RuleSpec, Severity};
+use covenant_schema::ParsedSchema;
+use std::time::{Duration, Instant};
+
+pub static SAMPLE_REPLAY_FAILED: RuleSpec = RuleSpec {
+    id: "SAMPLE_REPLAY_FAILED",
+    format: "any",
+    category: "replay",
+    default_severity: Severity::Error,
+    summary: "A stored sample payload of an earlier version no longer decodes with the new schema as reader.",
+    bad_example: "v1 wrote {\"id\": 7, \"kind\": \"refund\"} (kind: string); v3 dropped 'kind'; v4 adds \"kind\": int with default 0 and is compatible with v3, but cannot read v1's records",
+    good_example: "v4 adds the field under a new name (\"kindCode\": int, default 0), so v1 records still resolve; or the compatibility scope excludes v1 once no v1 data is replayable",
+    hint: "Historical data of this version is still replayable and the new schema cannot read it: keep the change readable for it (new field name, compatible type), or narrow the subject's compatibilityScope once that data is gone, or remove the sample if it no longer represents real data.",
+    peers: &[],
+};
+
+pub static SAMPLE_REPLAY_INCOMPLETE: RuleSpec = RuleSpec {
+    id: "SAMPLE_REPLAY_INCOMPLETE",
+    format: "any",
+    category: "replay",
+    default_severity: Severity::Warning,
+    summary: "Sample replay stopped before every stored sample was decoded because the check's time budget was spent.",
+    bad_example: "thousands of large samples per version, replayed on every registration",
+    good_example: "a few representative samples per version and shape (one per event type, edge values included)",
+    hint: "Keep a few representative samples per version rather than bulk data, or run the replay offline against a copy of the data.",
+    peers: &[],
+};
+
+/// The replay rules, in catalog order.
+pub fn replay_rules() -> &'static [&'static RuleSpec] {
+    static RULES: [&RuleSpec; 2] = [&SAMPLE_REPLAY_FAILED, &SAMPLE_REPLAY_INCOMPLETE];
+    &RULES
+}
+
+/// How a sample's bytes are framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SampleEncoding {
+    Avro,
+    Protobuf,
+    Json,
+    Confluent,
+}
+
+impl SampleEncoding {
+    pub fn parse(text: &str) -> Option<SampleEncoding> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "avro" => Some(SampleEncoding::Avro),
+            "protobuf" => Some(SampleEncoding::Protobuf),
+            "json" => Some(SampleEncoding::Json),
+            "confluent" => Some(SampleEncoding::Confluent),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SampleEncoding::Avro => "avro",
+            SampleEncoding::Protobuf => "protobuf",
+            SampleEncoding::Json => "json",
+            SampleEncoding::Confluent => "confluent",
+        }
+    }
+}
+
+/// One stored payload and the version that wrote it.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample<'a> {
+    pub id: i64,
+    pub version: i64,
+    pub encoding: SampleEncoding,
+    /// Protobuf: the full name of the message, required without Confluent framing.
+    pub message_name: Option<&'a str>,
+    pub payload: &'a [u8],
+}
+
+/// The Confluent wire-format header: magic byte and schema id, and the rest.
+pub fn split_confluent(bytes: &[u8]) -> Result<(i64, &[u8]), String> {
+    match bytes {
+        [0, a, b, c, d, rest @ ..] => Ok((i64::from(i32::from_be_bytes([*a, *b, *c, *d])), rest)),
+        [m, ..] if *m != 0 => Err(format!(
+            "Unknown magic byte {m}: the Confluent wire format starts with 0."
+        )),
+        _ => Err("The payload is shorter than the 5-byte Confluent header.".into()),
+    }
+}
+
+/// Checks that an encoding fits the schema type before anything is stored.
+pub fn check_encoding(
+    schema: &ParsedSchema,
+    encoding: SampleEncoding,
+    message_name: Option<&str>,
+) -> Result<(), String> {
+    let fits = matches!(
+        (schema, encoding),
+        (_, SampleEncoding::Confluent)
+            | (ParsedSchema::Avro(_), SampleEncoding::Avro)
+            | (ParsedSchema::Protobuf(_), SampleEncoding::Protobuf)
+            | (ParsedSchema::Json(_), SampleEncoding::Json)
+    );
+    if !fits {
+        return Err(format!(
+            "Encoding '{}' does not fit a {} schema; use 'confluent' or '{}'.",
+            encoding.as_str(),
+            schema_type(schema),
+            match schema {
+                ParsedSchema::Avro(_) => "avro",
+                ParsedSchema::Protobuf(_) => "protobuf",
+                ParsedSchema::Json(_) => "json",
+            }
+        ));
+    }
+    if encoding == SampleEncoding::Protobuf && message_name.is_none_or(|m| m.trim().is_empty()) {
+        return Err("A 'protobuf' sample needs 'messageName' (the message's full name).".into());
+    }
+    Ok(())
+}
+
+fn schema_type(schema: &ParsedSchema) -> &'static str {
+    match schema {
+        ParsedSchema::Avro(_) => "AVRO",
+        ParsedSchema::Protobuf(_) => "PROTOBUF",
+        ParsedSchema::Json(_) => "JSON",
+    }
+}
+
+/// Decodes `sample`, written with `writer`, using `reader`. The error is the decoder's, in one
+/// sentence.
+pub fn decode_sample(
+    writer: &ParsedSchema,
+    reader: &ParsedSchema,
+    sample: &Sample<'_>,
+) -> Result<(), String> {
+    let framed = sample.encoding == SampleEncoding::Confluent;
+    let body = if framed {
+        split_confluent(sample.payload)?.1
+    } else {
+        sample.payload
+    };
+    match (writer, reader) {
+        (ParsedSchema::Avro(w), ParsedSchema::Avro(r)) => {
+            covenant_avro::decode_with(w, r, body).map(|_| ())
+        }
+        (ParsedSchema::Protobuf(w), ParsedSchema::Protobuf(r)) => {
+            let (name, body) = if framed {
+                let (indexes, used) = covenant_protobuf::decode_message_indexes(body)?;
+                let name = match sample.message_name {
+                    Some(n) if !n.trim().is_empty() => n.trim().to_string(),
+                    _ => w.message_name(&indexes).ok_or_else(|| {
+                        format!("Message indexes {indexes:?} name no message of the writer schema.")
+                    })?,
+                };
+                (name, body.get(used..).unwrap_or_default())
+            } else {
+                let name = sample
+                    .message_name
+                    .map(|n| n.trim().to_string())
+                    .filter(|n| !n.is_empty())
+                    .ok_or_else(|| "The sample names no message.".to_string())?;
+                (name, body)
+            };
+            covenant_protobuf::decode_with(r, &name, body).map(|_| ())
+        }
+        (ParsedSchema::Json(_), ParsedSchema::Json(r)) => {
+            let document: serde_json::Value = serde_json::from_slice(body)
+                .map_err(|e| format!("The payload is not JSON: {e}."))?;
+            let errors = covenant_jsonschema::validate(r, &document);
+            match errors.first() {
+                None => Ok(()),
+                Some(first) => {
+                    let at = if first.instance_path.is_empty() {
+                        "/"
+                    } else {
+                        &first.instance_path
+                    };
+                    let more = match errors.len() {
+                        1 => String::new(),
+                        n => format!(" ({} more)", n - 1),
+                    };
+                    Err(format!("At '{at}': {}{more}", first.message))
+                }
+            }
+        }
+        (w, r) => Err(format!(
+            "A {} sample cannot be read with a {} schema.",
+            schema_type(w),
+            schema_type(r)
+        )),
+    }
+}
+
+/// Replays every sample (with the schema that wrote it) against `candidate`, oldest first,
+/// until `budget` is spent.
+pub fn replay(
+    candidate: &ParsedSchema,
+    samples: &[(&ParsedSchema, Sample<'_>)],
+    budget: Duration,
+) -> Vec<Finding> {
+    let start = Instant::now();
+    let mut findings = Vec::new();
+    for (done, (writer, sample)) in samples.iter().enumerate() {
+        if start.elapsed() > budget {
+            let mut f = Finding::new(
+                &SAMPLE_REPLAY_INCOMPLETE,
+                "/samples",
+                format!(
+                    "Replay stopped after {done} of {} samples: the {} ms budget was spent.",
+                    samples.len(),
+                    budget.as_millis()
+                ),
+            );
+            f.version = Some(sample.version);
+            findings.push(f);
+            break;
+        }
+        if let Err(error) = decode_sample(writer, candidate, sample) {
+            let mut f = Finding::new(
+                &SAMPLE_REPLAY_FAILED,
+                format!("/samples/{}", sample.id),
+                format!(
+                    "Sample {} of version {} ({}) cannot be read with the new schema: {}",
+                    sample.id,
+                    sample.version,
+                    sample.encoding.as_str(),
+                    sentence(&error)
+                ),
+            );
+            f.version = Some(sample.version);
+            findings.push(f);
+        }
+    }
+    findings
+}
+
+fn sentence(text: &str) -> String {
+    let t = text.trim();
+    if t.ends_with('.') {
+        t.to_string()
+    } else {
+        format!("{t}.")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use covenant_schema::SchemaType;
+
+    fn avro(text: &str) -> ParsedSchema {
+        ParsedSchema::parse(SchemaType::Avro, text, &[]).expect("valid Avro")
+    }
+
+    fn encode(schema: &ParsedSchema, datum: serde_json::Value) -> Vec<u8> {
+        match schema {
+            ParsedSchema::Avro(a) => covenant_avro::encode_with(a, &datum).expect("encodes"),
+            _ => panic!("not avro"),
+        }
+    }
+
+    #[test]
+    fn a_type_change_breaks_old_samples_and_names_them() {
+        let v1 = avro(
+            r#"{"type":"record","name":"E","fields":[{"name":"id","type":"int"},{"name":"kind","type":"string"}]}"#,
+        );
+        let v4 = avro(
+            r#"{"type":"record","name":"E","fields":[{"name":"id","type":"int"},{"name":"kind","type":"int","default":0}]}"#,
+        );
+        let bytes = encode(&v1, serde_json::json!({"id": 7, "kind": "refund"}));
+        let mut framed = vec![0, 0, 0, 0, 1];
+        framed.extend_from_slice(&bytes);
+        let samples = [
+            (
+                &v1,
+                Sample {
+                    id: 3,
+                    version: 1,
+                    encoding: SampleEncoding::Avro,
+                    message_name: None,
+                    payload: &bytes,
+                },
+            ),
+            (
+                &v1,
+                Sample {
+                    id: 4,
+                    version: 1,
+                    encoding: SampleEncoding::Confluent,
+                    message_name: None,
+                    payload: &framed,
+                },
+            ),
+        ];
+        assert!(replay(&v1, &samples, Duration::from_secs(5)).is_empty());
+        let findings = replay(&v4, &samples, Duration::from_secs(5));
+        assert_eq!(findings.len(), 2, "{findings:?}");
+        assert_eq!(findings[0].rule, "SAMPLE_REPLAY_FAILED");
+        assert_eq!(findings[0].path, "/samples/3");
+        assert_eq!(findings[0].version, Some(1));
+        assert!(
+            findings[0]
+                .message
+                .starts_with("Sample 3 of version 1 (avro) cannot be read"),
+            "{}",
+            findings[0].message
+        );
+    }
+
+    #[test]
+    fn a_spent_budget_stops_with_a_warning() {
+        let v1 = avro(r#""string""#);
+        let bytes = encode(&v1, serde_json::json!("x"));
+        let sample = Sample {
+            id: 1,
+            version: 1,
+            encoding: SampleEncoding::Avro,
+            message_name: None,
+            payload: &bytes,
+        };
+        let findings = replay(&v1, &[(&v1, sample), (&v1, sample)], Duration::ZERO);
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].rule, "SAMPLE_REPLAY_INCOMPLETE");
+        assert_eq!(findings[0].severity, Severity::Warning);
+    }
+
+    #[test]
+    fn json_samples_are_validated_and_framing_is_checked() {
+        let wide = ParsedSchema::parse(
+            SchemaType::Json,
+            r#"{"type":"object","properties":{"name":{"type":"string","maxLength":100}}}"#,
+            &[],
+        )
+        .expect("valid JSON Schema");
+        let narrow = ParsedSchema::parse(
+            SchemaType::Json,
+            r#"{"type":"object","properties":{"name":{"type":"string","maxLength":20}}}"#,
+            &[],
+        )
+        .expect("valid JSON Schema");
+        let doc = br#"{"name":"a name that is longer than twenty"}"#;
+        let sample = Sample {
+            id: 9,
+            version: 2,
+            encoding: SampleEncoding::Json,
+            message_name: None,
+            payload: doc,
+        };
+        assert!(decode_sample(&wide, &wide, &sample).is_ok());
+        let error = decode_sample(&wide, &narrow, &sample).expect_err("too long");
+        assert!(error.contains("/name"), "{error}");
+        assert!(split_confluent(&[1, 0, 0, 0, 1]).is_err());
+        assert!(split_confluent(&[0, 0]).is_err());
+        assert_eq!(split_confluent(&[0, 0, 0, 1, 2, 9]), Ok((258, &[9u8][..])));
+        assert!(check_encoding(&wide, SampleEncoding::Avro, None).is_err());
+        assert!(check_encoding(&wide, SampleEncoding::Confluent, None).is_ok());
+    }
+
+    #[test]
+    fn protobuf_samples_decode_by_message_name_or_indexes() {
+        let v1 = ParsedSchema::parse(
+            SchemaType::Protobuf,
+            "syntax = \"proto3\"; package acme; message A { string x = 1; } message B { string legacy_owner = 7; }",
+            &[],
+        )
+        .expect("valid proto");
+        let v2 = ParsedSchema::parse(
+            SchemaType::Protobuf,
+            "syntax = \"proto3\"; package acme; message A { string x = 1; } message B { int64 owner_id = 7; }",
+            &[],
+        )
+        .expect("valid proto");
+        // field 7, length-delimited, "bob"
+        let body = [0x3a, 3, b'b', b'o', b'b'];
+        let mut framed = vec![0, 0, 0, 0, 2];
+        framed.extend(covenant_protobuf::encode_message_indexes(&[1]));
+        framed.extend_from_slice(&body);
+        let named = Sample {
+            id: 1,
+            version: 1,
+            encoding: SampleEncoding::Protobuf,
+            message_name: Some("acme.B"),
+            payload: &body,
+        };
+        let wire = Sample {
+            id: 2,
+            version: 1,
+            encoding: SampleEncoding::Confluent,
+            message_name: None,
+            payload: &framed,
+        };
+        assert!(decode_sample(&v1, &v1, &named).is_ok());
+        assert!(decode_sample(&v1, &v1, &wire).is_ok());
+        assert!(decode_sample(&v1, &v2, &named).is_err());
+        assert!(decode_sample(&v1, &v2, &wire).is_err());
+    }
+}

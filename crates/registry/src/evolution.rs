@@ -1,0 +1,474 @@
+//! Evolution policy in the registry: the verdict a registration or compatibility test gets
+//! (structural check over the versions in scope, semantic rules against the latest version,
+//! replay of stored samples), the per-subject settings it runs under, sample storage and
+//! rollout plans.
+//!
+//! Settings live in the config's extra keys, so Confluent clients ignore them:
+//! `semanticRules` (rule levels, laid rule by rule over the global ones) and
+//! `compatibilityScope` (which versions a transitive level and sample replay cover).
+
+use crate::{
+    BoxFuture, Registry, RegistryError, RegistryResult, SchemaRequest, VersionSpec, check_options,
+    record_check_metrics,
+};
+use covenant_engine::{CheckOptions, Level, Report};
+use covenant_policy::replay::{Sample, SampleEncoding};
+use covenant_policy::scope::is_transitive;
+use covenant_policy::{
+    CompatibilityScope, PolicyContext, PolicySettings, RolloutPlan, SubjectMetadata, VersionFacts,
+};
+use covenant_schema::ParsedSchema;
+use covenant_store::{NewSample, SampleAdded, SampleRecord, SampleStore, Scope, StoredVersion};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Bounds that keep sample replay cheap enough to run on every registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayLimits {
+    /// Samples a subject may hold (all versions together).
+    pub max_samples_per_subject: usize,
+    /// Largest payload accepted, in bytes (after base64 decoding).
+    pub max_payload_bytes: usize,
+    /// Time one check may spend replaying; past it the replay stops with a warning finding.
+    pub budget: Duration,
+}
+
+impl Default for ReplayLimits {
+    fn default() -> Self {
+        ReplayLimits {
+            max_samples_per_subject: 1000,
+            max_payload_bytes: 1024 * 1024,
+            budget: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Consumer governance as the compatibility path sees it: who reads which field, and when
+/// each version was last seen in reported usage. The registry works without it (no consumers
+/// named in findings; `live` scopes see only explicit marks).
+pub trait UsageEvidence: Send + Sync {
+    /// Field reference (path, dotted or bare name) to the consumers known to read it.
+    fn consumers_by_field<'a>(
+        &'a self,
+        subject: &'a str,
+    ) -> BoxFuture<'a, RegistryResult<BTreeMap<String, Vec<String>>>>;
+
+    /// Version to the last time (ms since the epoch) producers or consumers used it.
+    fn last_seen<'a>(
+        &'a self,
+        subject: &'a str,
+    ) -> BoxFuture<'a, RegistryResult<BTreeMap<i64, i64>>>;
+}
+
+/// Everything a verdict needs besides the versions, gathered before the store's write so that
+/// the check inside it stays synchronous.
+pub(crate) struct Evolution {
+    pub settings: PolicySettings,
+    pub context: PolicyContext,
+    pub scope: Option<CompatibilityScope>,
+    pub last_seen: BTreeMap<i64, i64>,
+    pub samples: Vec<SampleRecord>,
+    pub budget: Duration,
+    pub options: CheckOptions,
+}
+
+/// One earlier version as a verdict sees it.
+pub(crate) struct Prior<'a> {
+    pub version: i64,
+    pub registered_at: i64,
+    pub metadata: Option<&'a Value>,
+    pub schema: &'a ParsedSchema,
+}
+
+fn subject_metadata(value: Option<&Value>) -> SubjectMetadata {
+    value
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
+}
+
+fn settings_from(extra: &Map<String, Value>) -> PolicySettings {
+    match extra.get("semanticRules") {
+        Some(rules) if !rules.is_null() => {
+            let value = serde_json::json!({ "semanticRules": rules });
+            PolicySettings::from_json(&value).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "ignoring stored semanticRules");
+                PolicySettings::default()
+            })
+        }
+        _ => PolicySettings::default(),
+    }
+}
+
+/// Validates the evolution keys of a config update (`None` values clear a key and pass).
+pub(crate) fn validate_update(extra: &Map<String, Value>) -> RegistryResult<()> {
+    if let Some(rules) = extra.get("semanticRules").filter(|v| !v.is_null()) {
+        PolicySettings::from_json(&serde_json::json!({ "semanticRules": rules }))
+            .map_err(|e| RegistryError::InvalidPolicySettings(e.to_string()))?;
+    }
+    if let Some(scope) = extra.get("compatibilityScope").filter(|v| !v.is_null()) {
+        CompatibilityScope::from_json(scope).map_err(RegistryError::InvalidCompatibilityScope)?;
+    }
+    Ok(())
+}
+
+fn now_millis() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+impl Evolution {
+    /// The verdict for `candidate` against `priors` (live versions, oldest first) at `level`.
+    /// With `only` set (a compatibility test against one version), scopes are not applied and
+    /// only that version's samples are replayed.
+    pub fn verdict(
+        &self,
+        level: Level,
+        candidate: &ParsedSchema,
+        priors: &[Prior<'_>],
+        only: Option<i64>,
+    ) -> Report {
+        let in_scope: Vec<i64> = match only {
+            Some(v) => vec![v],
+            None => {
+                let facts: Vec<VersionFacts> = priors
+                    .iter()
+                    .map(|p| VersionFacts {
+                        version: p.version,
+                        registered_at: p.registered_at,
+                        last_seen_at: self.last_seen.get(&p.version).copied(),
+                    })
+                    .collect();
+                self.scope
+                    .clone()
+                    .unwrap_or_else(|| CompatibilityScope::default_for(level))
+                    .select(&facts, now_millis())
+            }
+        };
+        let history: Vec<(i64, &ParsedSchema)> = priors
+            .iter()
+            .filter(|p| !is_transitive(level) || in_scope.contains(&p.version))
+            .map(|p| (p.version, p.schema))
+            .collect();
+        let mut context = self.context.clone();
+        context.previous_metadata = priors.last().map(|p| subject_metadata(p.metadata));
+        let report = covenant_policy::judge(
+            level,
+            candidate,
+            &history,
+            &self.options,
+            &context,
+            &self.settings,
+        );
+        let mut replayable = Vec::new();
+        for s in &self.samples {
+            let Some(prior) = priors.iter().find(|p| p.version == s.version) else {
+                continue;
+            };
+            if !in_scope.contains(&s.version) {
+                continue;
+            }
+            let Some(encoding) = SampleEncoding::parse(&s.encoding) else {
+                continue;
+            };
+            replayable.push((
+                prior.schema,
+                Sample {
+                    id: s.id,
+                    version: s.version,
+                    encoding,
+                    message_name: s.message_name.as_deref(),
+                    payload: &s.payload,
+                },
+            ));
+        }
+        let mut findings = report.findings;
+        findings.extend(covenant_policy::replay::replay(
+            candidate,
+            &replayable,
+            self.budget,
+        ));
+        Report::from_findings(findings)
+    }
+}
+
+impl Registry {
+    /// Adds the sample store; without one, sample routes fail and nothing is replayed.
+    pub fn with_samples(mut self, samples: Arc<dyn SampleStore>) -> Registry {
+        self.samples = Some(samples);
+        self
+    }
+
+    /// Adds consumer governance evidence (consumers per field, usage by version).
+    pub fn with_usage(mut self, usage: Arc<dyn UsageEvidence>) -> Registry {
+        self.usage = Some(usage);
+        self
+    }
+
+    pub fn with_replay_limits(mut self, limits: ReplayLimits) -> Registry {
+        self.limits = limits;
+        self
+    }
+
+    pub fn replay_limits(&self) -> ReplayLimits {
+        self.limits
+    }
+
+    fn sample_store(&self) -> RegistryResult<&Arc<dyn SampleStore>> {
+        self.samples
+            .as_ref()
+            .ok_or_else(|| RegistryError::Store("reading samples: no sample store".into()))
+    }
+
+    /// Semantic rule levels for a subject: the global ones with the subject's laid over them.
+    pub async fn policy_settings(&self, subject: &str) -> RegistryResult<PolicySettings> {
+        let global = self.store.config(Scope::Global).await?;
+        let own = self.store.config(Scope::Subject(subject)).await?;
+        let global = global.map(|c| settings_from(&c.extra)).unwrap_or_default();
+        let own = own.map(|c| settings_from(&c.extra)).unwrap_or_default();
+        Ok(global.overridden_by(&own))
+    }
+
+    /// The inputs of a verdict for `subject`, with `metadata` the candidate's.
+    pub(crate) async fn evolution(
+        &self,
+        subject: &str,
+        extra: &Map<String, Value>,
+        metadata: Option<&Value>,
+    ) -> RegistryResult<Evolution> {
+        let scope = extra
+            .get("compatibilityScope")
+            .filter(|v| !v.is_null())
+            .and_then(|v| CompatibilityScope::from_json(v).ok());
+        let mut last_seen = BTreeMap::new();
+        let mut consumers = BTreeMap::new();
+        if let Some(usage) = &self.usage {
+            consumers = usage.consumers_by_field(subject).await?;
+            last_seen = usage.last_seen(subject).await?;
+        }
+        let samples = match &self.samples {
+            Some(store) => {
+                for (version, at) in store.live_marks(subject).await? {
+                    let seen = last_seen.entry(version).or_insert(at);
+                    *seen = (*seen).max(at);
+                }
+                store.samples(subject, None).await?
+            }
+            None => Vec::new(),
+        };
+        Ok(Evolution {
+            settings: self.policy_settings(subject).await?,
+            context: PolicyContext {
+                metadata: subject_metadata(metadata),
+                previous_metadata: None,
+                consumers,
+            },
+            scope,
+            last_seen,
+            samples,
+            budget: self.limits.budget,
+            options: check_options(extra),
+        })
+    }
+
+    /// `POST /covenant/v1/subjects/{s}/plan`: the rollout plan for replacing the latest version.
+    pub async fn plan(
+        &self,
+        subject: &str,
+        request: &SchemaRequest,
+        normalize: bool,
+    ) -> RegistryResult<RolloutPlan> {
+        let versions = self.store.subject_versions(subject).await?;
+        let Some(latest) = versions.iter().rev().find(|v| !v.deleted) else {
+            return Err(RegistryError::SubjectNotFound(subject.to_string()));
+        };
+        let config = self.effective_config(subject).await?;
+        let (candidate, _) = self.prepare(request, normalize, true).await?;
+        let prior = self.parse_record(&latest.schema).await?;
+        let metadata = request
+            .metadata
+            .as_ref()
+            .or(latest.schema.metadata.as_ref());
+        let evolution = self.evolution(subject, &config.extra, metadata).await?;
+        let mut context = evolution.context;
+        context.previous_metadata = Some(subject_metadata(latest.schema.metadata.as_ref()));
+        Ok(covenant_policy::rollout(
+            &candidate,
+            (latest.version, prior.as_ref()),
+            &evolution.options,
+            &context,
+            &evolution.settings,
+        ))
+    }
+
+    /// The live version `spec` names, or the 404 Confluent gives.
+    async fn live_version(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+    ) -> RegistryResult<StoredVersion> {
+        let v = self.version(subject, spec, false).await?;
+        if v.deleted {
+            return Err(RegistryError::VersionNotFound(v.version.to_string()));
+        }
+        Ok(v)
+    }
+
+    /// Stores a sample payload of a version after checking that it decodes with that version.
+    pub async fn add_sample(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        encoding: &str,
+        message_name: Option<String>,
+        payload: Vec<u8>,
+    ) -> RegistryResult<SampleRecord> {
+        let store = self.sample_store()?;
+        self.ensure_writable(Scope::Subject(subject)).await?;
+        if payload.len() > self.limits.max_payload_bytes {
+            return Err(RegistryError::SamplePayloadTooLarge(
+                self.limits.max_payload_bytes,
+            ));
+        }
+        let version = self.live_version(subject, spec).await?;
+        let schema = self.parse_record(&version.schema).await?;
+        let encoding = SampleEncoding::parse(encoding).ok_or_else(|| {
+            RegistryError::InvalidSample(format!(
+                "Unknown encoding '{encoding}'. Valid encodings are avro, protobuf, json and confluent."
+            ))
+        })?;
+        let message_name = message_name.filter(|m| !m.trim().is_empty());
+        covenant_policy::replay::check_encoding(&schema, encoding, message_name.as_deref())
+            .map_err(RegistryError::InvalidSample)?;
+        if encoding == SampleEncoding::Confluent {
+            let (id, _) = covenant_policy::replay::split_confluent(&payload)
+                .map_err(RegistryError::InvalidSample)?;
+            if id != version.schema.id {
+                return Err(RegistryError::InvalidSample(format!(
+                    "The payload's header names schema id {id}, but version {} of subject '{subject}' has id {}.",
+                    version.version, version.schema.id
+                )));
+            }
+        }
+        let sample = Sample {
+            id: 0,
+            version: version.version,
+            encoding,
+            message_name: message_name.as_deref(),
+            payload: &payload,
+        };
+        covenant_policy::replay::decode_sample(&schema, &schema, &sample).map_err(|e| {
+            RegistryError::InvalidSample(format!(
+                "The payload does not decode with version {} of subject '{subject}': {e}",
+                version.version
+            ))
+        })?;
+        let new = NewSample {
+            subject: subject.to_string(),
+            version: version.version,
+            encoding: encoding.as_str().to_string(),
+            message_name,
+            payload,
+        };
+        match store
+            .add_sample(&new, self.limits.max_samples_per_subject)
+            .await?
+        {
+            SampleAdded::Stored(record) => Ok(record),
+            SampleAdded::LimitReached { limit } => Err(RegistryError::SampleLimitReached {
+                subject: subject.to_string(),
+                limit,
+            }),
+        }
+    }
+
+    /// A version's samples (every version's when `spec` is `None`), oldest first.
+    pub async fn samples(
+        &self,
+        subject: &str,
+        spec: Option<VersionSpec>,
+    ) -> RegistryResult<Vec<SampleRecord>> {
+        let store = self.sample_store()?;
+        let version = match spec {
+            Some(spec) => Some(self.live_version(subject, spec).await?.version),
+            None => {
+                self.versions(subject, false, false).await?;
+                None
+            }
+        };
+        Ok(store.samples(subject, version).await?)
+    }
+
+    /// Removes one sample of a version (`Some(id)`) or all of them; returns the ids removed.
+    pub async fn delete_samples(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        id: Option<i64>,
+    ) -> RegistryResult<Vec<i64>> {
+        let store = self.sample_store()?;
+        self.ensure_writable(Scope::Subject(subject)).await?;
+        let version = self.live_version(subject, spec).await?.version;
+        let existing = store.samples(subject, Some(version)).await?;
+        let targets: Vec<i64> = match id {
+            Some(id) => {
+                if !existing.iter().any(|s| s.id == id) {
+                    return Err(RegistryError::SampleNotFound(id));
+                }
+                vec![id]
+            }
+            None => existing.iter().map(|s| s.id).collect(),
+        };
+        let mut removed = Vec::new();
+        for t in targets {
+            if store.delete_sample(subject, t).await? {
+                removed.push(t);
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Marks a version live now (its data is still replayable), for `live` scopes; returns
+    /// the time recorded.
+    pub async fn mark_live(&self, subject: &str, spec: VersionSpec) -> RegistryResult<(i64, i64)> {
+        let store = self.sample_store()?;
+        self.ensure_writable(Scope::Subject(subject)).await?;
+        let version = self.live_version(subject, spec).await?.version;
+        let at = now_millis();
+        store.mark_live(subject, version, at).await?;
+        Ok((version, at))
+    }
+
+    /// Removes a version's live mark.
+    pub async fn unmark_live(&self, subject: &str, spec: VersionSpec) -> RegistryResult<i64> {
+        let store = self.sample_store()?;
+        self.ensure_writable(Scope::Subject(subject)).await?;
+        let version = self.version(subject, spec, true).await?.version;
+        if !store.unmark_live(subject, version).await? {
+            return Err(RegistryError::VersionNotFound(version.to_string()));
+        }
+        Ok(version)
+    }
+
+    /// Drops samples and live marks of permanently deleted versions.
+    pub(crate) async fn forget_samples(&self, subject: &str, versions: &[i64]) {
+        if let Some(store) = &self.samples
+            && let Err(e) = store.delete_version_samples(subject, versions).await
+        {
+            tracing::warn!(subject, error = %e, "could not drop samples of deleted versions");
+        }
+    }
+
+    /// Runs a verdict and records its metrics.
+    pub(crate) fn judge_and_count(
+        evolution: &Evolution,
+        level: Level,
+        candidate: &ParsedSchema,
+        priors: &[Prior<'_>],
+        only: Option<i64>,
+    ) -> Report {
+        let report = evolution.verdict(level, candidate, priors, only);
+        record_check_metrics(&report);
+        report
+    }
+}

@@ -1,0 +1,771 @@
+//! The PostgreSQL governance backend: the same tables as the embedded one (prefixed `gov_`,
+//! migrations in `governance_migrations`), over a deadpool pool of tokio-postgres clients.
+//!
+//! Writes that check before they write (consumer creation and edits, deprecation creation)
+//! take a transaction-scoped advisory lock, so concurrent servers on one database serialize
+//! them; deprecation edits lock their row with `SELECT ... FOR UPDATE`.
+
+use crate::governance::{
+    Attribution, Consumer, ConsumerCheck, ConsumerEdit, Deprecation, DeprecationEdit, FieldUsage,
+    GovernanceError, GovernanceResult, GovernanceStore, NewDeprecation, ReaderUsage,
+    ReportingSince, UsageCounts, UsageFinding, UsageQuery, UsageReport, bucket_start,
+};
+use crate::governance_sqlite::add_count;
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::types::ToSql;
+
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "CREATE TABLE gov_consumers (
+        name TEXT PRIMARY KEY,
+        body TEXT NOT NULL
+    );
+    CREATE TABLE gov_consumer_clients (
+        client_id TEXT PRIMARY KEY,
+        consumer TEXT NOT NULL REFERENCES gov_consumers(name)
+    );
+    CREATE TABLE gov_usage_readers (
+        bucket BIGINT NOT NULL,
+        subject TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        reader_schema_id BIGINT NOT NULL,
+        reports BIGINT NOT NULL,
+        decode_failures BIGINT NOT NULL,
+        first_at BIGINT NOT NULL,
+        last_at BIGINT NOT NULL,
+        PRIMARY KEY (bucket, subject, client_id, consumer, reader_schema_id)
+    );
+    CREATE INDEX gov_usage_readers_subject ON gov_usage_readers(subject, bucket);
+    CREATE TABLE gov_usage_fields (
+        bucket BIGINT NOT NULL,
+        subject TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        reader_schema_id BIGINT NOT NULL,
+        field_path TEXT NOT NULL,
+        reads BIGINT NOT NULL,
+        first_at BIGINT NOT NULL,
+        last_at BIGINT NOT NULL,
+        PRIMARY KEY (bucket, subject, client_id, consumer, reader_schema_id, field_path)
+    );
+    CREATE INDEX gov_usage_fields_field ON gov_usage_fields(subject, field_path, bucket);
+    CREATE TABLE gov_usage_counts (
+        bucket BIGINT NOT NULL,
+        subject TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        value BIGINT NOT NULL,
+        PRIMARY KEY (bucket, subject, client_id, consumer, kind, key, detail)
+    );
+    CREATE TABLE gov_findings (
+        id BIGSERIAL PRIMARY KEY,
+        at BIGINT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX gov_findings_at ON gov_findings(at);
+    CREATE TABLE gov_deprecations (
+        id BIGINT PRIMARY KEY,
+        subject TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX gov_deprecations_subject ON gov_deprecations(subject);",
+)];
+
+/// Advisory lock keys (arbitrary constants, spelled "cov-gov" plus a purpose digit).
+const MIGRATION_LOCK: i64 = 0x636f_762d_676f_7601;
+const CONSUMER_LOCK: i64 = 0x636f_762d_676f_7602;
+const DEPRECATION_LOCK: i64 = 0x636f_762d_676f_7603;
+
+const NO_CONSUMER: &str = "";
+const NO_READER: i64 = 0;
+
+pub struct PostgresGovernanceStore {
+    pool: Pool,
+    /// Set once the migrations have run; a lazily opened store migrates on first use, so a
+    /// node can start while its database is down.
+    migrated: tokio::sync::OnceCell<()>,
+}
+
+fn backend(e: impl std::fmt::Display) -> GovernanceError {
+    GovernanceError::Backend(e.to_string())
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> GovernanceResult<String> {
+    serde_json::to_string(value).map_err(backend)
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> GovernanceResult<T> {
+    serde_json::from_str(text).map_err(backend)
+}
+
+fn count(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn uncount(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn consumer_column(value: String) -> Option<String> {
+    (value != NO_CONSUMER).then_some(value)
+}
+
+fn reader_column(value: i64) -> Option<i64> {
+    (value != NO_READER).then_some(value)
+}
+
+type Params = Vec<Box<dyn ToSql + Sync + Send>>;
+
+fn refs(params: &Params) -> Vec<&(dyn ToSql + Sync)> {
+    params
+        .iter()
+        .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+        .collect()
+}
+
+/// See the SQLite backend: one-bucket precision, same semantics.
+fn usage_filter(query: &UsageQuery, with_field: bool, by_bucket: bool) -> (String, Params) {
+    let mut params: Params = Vec::new();
+    let from = if by_bucket {
+        bucket_start(query.from)
+    } else {
+        query.from
+    };
+    params.push(Box::new(from));
+    params.push(Box::new(query.to));
+    let mut clauses = vec![
+        if by_bucket {
+            "bucket >= $1".to_string()
+        } else {
+            "last_at >= $1".to_string()
+        },
+        "bucket <= $2".to_string(),
+    ];
+    if let Some(subject) = &query.subject {
+        params.push(Box::new(subject.clone()));
+        clauses.push(format!("subject = ${}", params.len()));
+    }
+    if with_field && let Some(field) = &query.field {
+        params.push(Box::new(field.clone()));
+        clauses.push(format!("field_path = ${}", params.len()));
+    }
+    match &query.attribution {
+        Attribution::Any => {}
+        Attribution::Consumer(name) => {
+            params.push(Box::new(name.clone()));
+            clauses.push(format!("consumer = ${}", params.len()));
+        }
+        Attribution::Unattributed => clauses.push("consumer = ''".to_string()),
+    }
+    (clauses.join(" AND "), params)
+}
+
+async fn all_consumers(
+    client: &impl deadpool_postgres::GenericClient,
+) -> GovernanceResult<Vec<Consumer>> {
+    let rows = client
+        .query("SELECT body FROM gov_consumers ORDER BY name", &[])
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| from_json(r.get::<_, &str>(0)))
+        .collect()
+}
+
+async fn bind_clients(
+    tx: &deadpool_postgres::Transaction<'_>,
+    consumer: &Consumer,
+) -> GovernanceResult<()> {
+    tx.execute(
+        "DELETE FROM gov_consumer_clients WHERE consumer = $1",
+        &[&consumer.name],
+    )
+    .await
+    .map_err(backend)?;
+    if !consumer.is_active() {
+        return Ok(());
+    }
+    for client in &consumer.clients {
+        let holder = tx
+            .query_opt(
+                "SELECT consumer FROM gov_consumer_clients WHERE client_id = $1",
+                &[client],
+            )
+            .await
+            .map_err(backend)?;
+        if let Some(row) = holder {
+            let holder: String = row.get(0);
+            return Err(GovernanceError::Conflict(format!(
+                "client id '{client}' already belongs to consumer '{holder}'"
+            )));
+        }
+        tx.execute(
+            "INSERT INTO gov_consumer_clients(client_id, consumer) VALUES ($1, $2)",
+            &[client, &consumer.name],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
+impl PostgresGovernanceStore {
+    /// Connects to `url` (`postgres://...`) and applies pending governance migrations.
+    pub async fn connect(url: &str) -> GovernanceResult<PostgresGovernanceStore> {
+        PostgresGovernanceStore::connect_in_schema(url, None).await
+    }
+
+    /// Like [`connect`](Self::connect), with the tables in their own PostgreSQL schema (created
+    /// when missing), so that several stores can share one database.
+    pub async fn connect_in_schema(
+        url: &str,
+        schema: Option<&str>,
+    ) -> GovernanceResult<PostgresGovernanceStore> {
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| GovernanceError::Invalid(format!("invalid PostgreSQL URL: {e}")))?;
+        if let Some(schema) = schema {
+            if !schema
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                return Err(GovernanceError::Invalid(format!(
+                    "schema name '{schema}' must be letters, digits and underscores"
+                )));
+            }
+            let (client, connection) = config
+                .connect(tokio_postgres::NoTls)
+                .await
+                .map_err(backend)?;
+            let task = tokio::spawn(connection);
+            client
+                .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+                .await
+                .map_err(backend)?;
+            drop(client);
+            let _ = task.await;
+            config.options(format!("-c search_path={schema}"));
+        }
+        let manager = Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(8)
+            .build()
+            .map_err(backend)?;
+        PostgresGovernanceStore::new(pool).await
+    }
+
+    /// Uses an existing pool (for instance the registry store's) and applies migrations.
+    pub async fn new(pool: Pool) -> GovernanceResult<PostgresGovernanceStore> {
+        let store = PostgresGovernanceStore::lazy(pool);
+        store.ensure_migrated().await?;
+        Ok(store)
+    }
+
+    /// Uses `pool` without touching the database; migrations run on the first operation that
+    /// reaches it (for a node that starts while the database is unreachable).
+    pub fn lazy(pool: Pool) -> PostgresGovernanceStore {
+        PostgresGovernanceStore {
+            pool,
+            migrated: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Like [`connect`](Self::connect), without connecting yet.
+    pub fn open_lazy(url: &str) -> GovernanceResult<PostgresGovernanceStore> {
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| GovernanceError::Invalid(format!("invalid PostgreSQL URL: {e}")))?;
+        let manager = Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(8)
+            .wait_timeout(Some(std::time::Duration::from_secs(5)))
+            .create_timeout(Some(std::time::Duration::from_secs(5)))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(backend)?;
+        Ok(PostgresGovernanceStore::lazy(pool))
+    }
+
+    async fn ensure_migrated(&self) -> GovernanceResult<()> {
+        self.migrated
+            .get_or_try_init(|| self.migrate())
+            .await
+            .map(|_| ())
+    }
+
+    async fn migrate(&self) -> GovernanceResult<()> {
+        let mut client = self.pool.get().await.map_err(backend)?;
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await
+            .map_err(backend)?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS governance_migrations (
+                version BIGINT PRIMARY KEY,
+                applied_at BIGINT NOT NULL
+            )",
+        )
+        .await
+        .map_err(backend)?;
+        for (number, sql) in MIGRATIONS {
+            let applied = tx
+                .query_opt(
+                    "SELECT 1 FROM governance_migrations WHERE version = $1",
+                    &[number],
+                )
+                .await
+                .map_err(backend)?
+                .is_some();
+            if !applied {
+                tx.batch_execute(sql).await.map_err(backend)?;
+                tx.execute(
+                    "INSERT INTO governance_migrations(version, applied_at) VALUES ($1, $2)",
+                    &[number, &chrono::Utc::now().timestamp_millis()],
+                )
+                .await
+                .map_err(backend)?;
+                tracing::info!(migration = number, "applied governance migration");
+            }
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    /// The governance migration numbers applied so far.
+    pub async fn applied_migrations(&self) -> GovernanceResult<Vec<i64>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT version FROM governance_migrations ORDER BY version",
+                &[],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    async fn client(&self) -> GovernanceResult<deadpool_postgres::Object> {
+        self.ensure_migrated().await?;
+        self.pool.get().await.map_err(backend)
+    }
+
+    async fn read_deprecation(
+        client: &impl deadpool_postgres::GenericClient,
+        id: i64,
+        lock: bool,
+    ) -> GovernanceResult<Option<Deprecation>> {
+        let sql = if lock {
+            "SELECT body FROM gov_deprecations WHERE id = $1 FOR UPDATE"
+        } else {
+            "SELECT body FROM gov_deprecations WHERE id = $1"
+        };
+        let row = client.query_opt(sql, &[&id]).await.map_err(backend)?;
+        row.map(|r| from_json(r.get::<_, &str>(0))).transpose()
+    }
+}
+
+#[async_trait]
+impl GovernanceStore for PostgresGovernanceStore {
+    async fn create_consumer(
+        &self,
+        consumer: &Consumer,
+        check: ConsumerCheck<'_>,
+    ) -> GovernanceResult<Consumer> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CONSUMER_LOCK])
+            .await
+            .map_err(backend)?;
+        let others = all_consumers(&tx).await?;
+        if others.iter().any(|c| c.name == consumer.name) {
+            return Err(GovernanceError::Conflict(format!(
+                "consumer '{}' already exists",
+                consumer.name
+            )));
+        }
+        check(consumer, &others)?;
+        tx.execute(
+            "INSERT INTO gov_consumers(name, body) VALUES ($1, $2)",
+            &[&consumer.name, &to_json(consumer)?],
+        )
+        .await
+        .map_err(backend)?;
+        bind_clients(&tx, consumer).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(consumer.clone())
+    }
+
+    async fn modify_consumer(
+        &self,
+        name: &str,
+        edit: ConsumerEdit<'_>,
+    ) -> GovernanceResult<Consumer> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CONSUMER_LOCK])
+            .await
+            .map_err(backend)?;
+        let mut all = all_consumers(&tx).await?;
+        let at =
+            all.iter()
+                .position(|c| c.name == name)
+                .ok_or_else(|| GovernanceError::NotFound {
+                    what: "consumer",
+                    key: name.to_string(),
+                })?;
+        let mut consumer = all.remove(at);
+        edit(&mut consumer, &all)?;
+        if consumer.name != name {
+            return Err(GovernanceError::Invalid(
+                "a consumer's name cannot change".to_string(),
+            ));
+        }
+        tx.execute(
+            "UPDATE gov_consumers SET body = $2 WHERE name = $1",
+            &[&name, &to_json(&consumer)?],
+        )
+        .await
+        .map_err(backend)?;
+        bind_clients(&tx, &consumer).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(consumer)
+    }
+
+    async fn consumer(&self, name: &str) -> GovernanceResult<Option<Consumer>> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt("SELECT body FROM gov_consumers WHERE name = $1", &[&name])
+            .await
+            .map_err(backend)?;
+        row.map(|r| from_json(r.get::<_, &str>(0))).transpose()
+    }
+
+    async fn consumers(&self) -> GovernanceResult<Vec<Consumer>> {
+        let client = self.client().await?;
+        all_consumers(&client).await
+    }
+
+    async fn consumer_for_client(&self, client_id: &str) -> GovernanceResult<Option<String>> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT consumer FROM gov_consumer_clients WHERE client_id = $1",
+                &[&client_id],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    async fn record_usage(
+        &self,
+        report: &UsageReport,
+        consumer: Option<&str>,
+    ) -> GovernanceResult<()> {
+        let bucket = bucket_start(report.interval_end);
+        let who = consumer.unwrap_or(NO_CONSUMER);
+        let reader = report.reader_schema_id.unwrap_or(NO_READER);
+        let (first, last) = (report.interval_start, report.interval_end);
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute(
+            "INSERT INTO gov_usage_readers AS u (bucket, subject, client_id, consumer, reader_schema_id, \
+             reports, decode_failures, first_at, last_at) VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8) \
+             ON CONFLICT (bucket, subject, client_id, consumer, reader_schema_id) DO UPDATE SET \
+             reports = u.reports + 1, decode_failures = u.decode_failures + excluded.decode_failures, \
+             first_at = LEAST(u.first_at, excluded.first_at), last_at = GREATEST(u.last_at, excluded.last_at)",
+            &[
+                &bucket,
+                &report.subject,
+                &report.client_id,
+                &who,
+                &reader,
+                &count(report.decode_failures),
+                &first,
+                &last,
+            ],
+        )
+        .await
+        .map_err(backend)?;
+        for field in &report.fields_read {
+            tx.execute(
+                "INSERT INTO gov_usage_fields AS u (bucket, subject, client_id, consumer, reader_schema_id, \
+                 field_path, reads, first_at, last_at) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8) \
+                 ON CONFLICT (bucket, subject, client_id, consumer, reader_schema_id, field_path) DO UPDATE SET \
+                 reads = u.reads + 1, first_at = LEAST(u.first_at, excluded.first_at), \
+                 last_at = GREATEST(u.last_at, excluded.last_at)",
+                &[&bucket, &report.subject, &report.client_id, &who, &reader, field, &first, &last],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        let mut counters: Vec<(&str, String, String, u64)> = Vec::new();
+        for id in &report.writer_schema_ids {
+            counters.push(("writer_schema", id.to_string(), String::new(), 1));
+        }
+        for (version, n) in &report.records_by_version {
+            counters.push(("records", version.to_string(), String::new(), *n));
+        }
+        for (field, values) in &report.unknown_enum_values {
+            for (value, n) in values {
+                counters.push(("unknown_enum", field.clone(), value.clone(), *n));
+            }
+        }
+        for (kind, key, detail, n) in counters {
+            tx.execute(
+                "INSERT INTO gov_usage_counts AS u (bucket, subject, client_id, consumer, kind, key, detail, value) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 ON CONFLICT (bucket, subject, client_id, consumer, kind, key, detail) DO UPDATE SET \
+                 value = u.value + excluded.value",
+                &[&bucket, &report.subject, &report.client_id, &who, &kind, &key, &detail, &count(n)],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn field_usage(&self, query: &UsageQuery) -> GovernanceResult<Vec<FieldUsage>> {
+        let (filter, params) = usage_filter(query, true, false);
+        let sql = format!(
+            "SELECT subject, field_path, consumer, client_id, reader_schema_id, SUM(reads)::BIGINT, \
+             MIN(first_at), MAX(last_at) FROM gov_usage_fields WHERE {filter} \
+             GROUP BY subject, field_path, consumer, client_id, reader_schema_id \
+             ORDER BY subject, field_path, consumer, client_id, reader_schema_id"
+        );
+        let client = self.client().await?;
+        let rows = client.query(&sql, &refs(&params)).await.map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|r| FieldUsage {
+                subject: r.get(0),
+                field: r.get(1),
+                consumer: consumer_column(r.get(2)),
+                client_id: r.get(3),
+                reader_schema_id: reader_column(r.get(4)),
+                reads: uncount(r.get(5)),
+                first_at: r.get(6),
+                last_at: r.get(7),
+            })
+            .collect())
+    }
+
+    async fn reader_usage(&self, query: &UsageQuery) -> GovernanceResult<Vec<ReaderUsage>> {
+        let (filter, params) = usage_filter(query, false, false);
+        let sql = format!(
+            "SELECT subject, consumer, client_id, reader_schema_id, SUM(reports)::BIGINT, \
+             SUM(decode_failures)::BIGINT, MIN(first_at), MAX(last_at) FROM gov_usage_readers \
+             WHERE {filter} GROUP BY subject, consumer, client_id, reader_schema_id \
+             ORDER BY subject, consumer, client_id, reader_schema_id"
+        );
+        let client = self.client().await?;
+        let rows = client.query(&sql, &refs(&params)).await.map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|r| ReaderUsage {
+                subject: r.get(0),
+                consumer: consumer_column(r.get(1)),
+                client_id: r.get(2),
+                reader_schema_id: reader_column(r.get(3)),
+                reports: uncount(r.get(4)),
+                decode_failures: uncount(r.get(5)),
+                first_at: r.get(6),
+                last_at: r.get(7),
+            })
+            .collect())
+    }
+
+    async fn usage_counts(&self, query: &UsageQuery) -> GovernanceResult<UsageCounts> {
+        let (filter, params) = usage_filter(query, false, true);
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT kind, key, detail, SUM(value)::BIGINT FROM gov_usage_counts \
+                     WHERE {filter} GROUP BY kind, key, detail"
+                ),
+                &refs(&params),
+            )
+            .await
+            .map_err(backend)?;
+        let mut out = UsageCounts::default();
+        for r in &rows {
+            let kind: String = r.get(0);
+            add_count(&mut out, &kind, r.get(1), r.get(2), uncount(r.get(3)));
+        }
+        let failures: i64 = client
+            .query_one(
+                &format!(
+                    "SELECT COALESCE(SUM(decode_failures), 0)::BIGINT FROM gov_usage_readers \
+                     WHERE {filter}"
+                ),
+                &refs(&params),
+            )
+            .await
+            .map_err(backend)?
+            .get(0);
+        out.decode_failures = uncount(failures);
+        Ok(out)
+    }
+
+    async fn reporting_since(&self, subject: &str) -> GovernanceResult<Vec<ReportingSince>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT consumer, client_id, MIN(first_at) FROM gov_usage_readers \
+                 WHERE subject = $1 GROUP BY consumer, client_id ORDER BY consumer, client_id",
+                &[&subject],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|r| ReportingSince {
+                consumer: consumer_column(r.get(0)),
+                client_id: r.get(1),
+                first_at: r.get(2),
+            })
+            .collect())
+    }
+
+    async fn prune_usage(&self, before: i64) -> GovernanceResult<u64> {
+        let cutoff = bucket_start(before);
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let mut removed = 0;
+        for table in ["gov_usage_readers", "gov_usage_fields", "gov_usage_counts"] {
+            removed += tx
+                .execute(
+                    &format!("DELETE FROM {table} WHERE bucket < $1"),
+                    &[&cutoff],
+                )
+                .await
+                .map_err(backend)?;
+        }
+        removed += tx
+            .execute("DELETE FROM gov_findings WHERE at < $1", &[&before])
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(removed)
+    }
+
+    async fn record_findings(&self, findings: &[UsageFinding]) -> GovernanceResult<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        for finding in findings {
+            tx.execute(
+                "INSERT INTO gov_findings(at, body) VALUES ($1, $2)",
+                &[&finding.at, &to_json(finding)?],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn findings(&self, from: i64, to: i64) -> GovernanceResult<Vec<UsageFinding>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT body FROM gov_findings WHERE at >= $1 AND at <= $2 ORDER BY at, id",
+                &[&from, &to],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter()
+            .map(|r| from_json(r.get::<_, &str>(0)))
+            .collect()
+    }
+
+    async fn create_deprecation(
+        &self,
+        new: &NewDeprecation,
+        at: i64,
+    ) -> GovernanceResult<Deprecation> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&DEPRECATION_LOCK])
+            .await
+            .map_err(backend)?;
+        let id: i64 = tx
+            .query_one("SELECT COALESCE(MAX(id), 0) + 1 FROM gov_deprecations", &[])
+            .await
+            .map_err(backend)?
+            .get(0);
+        let record = Deprecation::from_new(id, new.clone(), at);
+        tx.execute(
+            "INSERT INTO gov_deprecations(id, subject, body) VALUES ($1, $2, $3)",
+            &[&id, &record.target.subject(), &to_json(&record)?],
+        )
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(record)
+    }
+
+    async fn deprecation(&self, id: i64) -> GovernanceResult<Option<Deprecation>> {
+        let client = self.client().await?;
+        PostgresGovernanceStore::read_deprecation(&client, id, false).await
+    }
+
+    async fn deprecations(&self, subject: Option<&str>) -> GovernanceResult<Vec<Deprecation>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT body FROM gov_deprecations WHERE $1::TEXT IS NULL OR subject = $1 ORDER BY id",
+                &[&subject],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter()
+            .map(|r| from_json(r.get::<_, &str>(0)))
+            .collect()
+    }
+
+    async fn modify_deprecation(
+        &self,
+        id: i64,
+        edit: DeprecationEdit<'_>,
+    ) -> GovernanceResult<Deprecation> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let mut record = PostgresGovernanceStore::read_deprecation(&tx, id, true)
+            .await?
+            .ok_or_else(|| GovernanceError::NotFound {
+                what: "deprecation",
+                key: id.to_string(),
+            })?;
+        let target = record.target.clone();
+        edit(&mut record)?;
+        if record.id != id || record.target != target {
+            return Err(GovernanceError::Invalid(
+                "a deprecation's id and target cannot change".to_string(),
+            ));
+        }
+        tx.execute(
+            "UPDATE gov_deprecations SET body = $2 WHERE id = $1",
+            &[&id, &to_json(&record)?],
+        )
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(record)
+    }
+}

@@ -1,0 +1,732 @@
+//! The embedded governance backend. It lives in the same SQLite file as the registry store
+//! (WAL, `synchronous=FULL`) but keeps its own tables, prefixed `gov_`, and its own migration
+//! ledger, `governance_migrations`, so the two evolve independently.
+//!
+//! Consumers and deprecation records are JSON documents edited inside an immediate
+//! transaction; usage evidence is counters upserted into hourly buckets.
+
+use crate::governance::{
+    Attribution, Consumer, ConsumerCheck, ConsumerEdit, Deprecation, DeprecationEdit, FieldUsage,
+    GovernanceError, GovernanceResult, GovernanceStore, NewDeprecation, ReaderUsage,
+    ReportingSince, UsageCounts, UsageFinding, UsageQuery, UsageReport, bucket_start,
+};
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "CREATE TABLE gov_consumers (
+        name TEXT PRIMARY KEY,
+        body TEXT NOT NULL
+    );
+    CREATE TABLE gov_consumer_clients (
+        client_id TEXT PRIMARY KEY,
+        consumer TEXT NOT NULL REFERENCES gov_consumers(name)
+    );
+    CREATE TABLE gov_usage_readers (
+        bucket INTEGER NOT NULL,
+        subject TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        reader_schema_id INTEGER NOT NULL,
+        reports INTEGER NOT NULL,
+        decode_failures INTEGER NOT NULL,
+        first_at INTEGER NOT NULL,
+        last_at INTEGER NOT NULL,
+        PRIMARY KEY (bucket, subject, client_id, consumer, reader_schema_id)
+    );
+    CREATE INDEX gov_usage_readers_subject ON gov_usage_readers(subject, bucket);
+    CREATE TABLE gov_usage_fields (
+        bucket INTEGER NOT NULL,
+        subject TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        reader_schema_id INTEGER NOT NULL,
+        field_path TEXT NOT NULL,
+        reads INTEGER NOT NULL,
+        first_at INTEGER NOT NULL,
+        last_at INTEGER NOT NULL,
+        PRIMARY KEY (bucket, subject, client_id, consumer, reader_schema_id, field_path)
+    );
+    CREATE INDEX gov_usage_fields_field ON gov_usage_fields(subject, field_path, bucket);
+    CREATE TABLE gov_usage_counts (
+        bucket INTEGER NOT NULL,
+        subject TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        value INTEGER NOT NULL,
+        PRIMARY KEY (bucket, subject, client_id, consumer, kind, key, detail)
+    );
+    CREATE TABLE gov_findings (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX gov_findings_at ON gov_findings(at);
+    CREATE TABLE gov_deprecations (
+        id INTEGER PRIMARY KEY,
+        subject TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX gov_deprecations_subject ON gov_deprecations(subject);",
+)];
+
+/// Usage rows store "no consumer" and "no reader schema" as these values, which keeps them in
+/// primary keys (NULLs are never equal). Registry ids start at 1, so 0 is free.
+const NO_CONSUMER: &str = "";
+const NO_READER: i64 = 0;
+
+pub struct SqliteGovernanceStore {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    reader: Mutex<Connection>,
+}
+
+fn backend(e: impl std::fmt::Display) -> GovernanceError {
+    GovernanceError::Backend(e.to_string())
+}
+
+fn open_connection(path: &Path) -> GovernanceResult<Connection> {
+    let conn = Connection::open(path).map_err(backend)?;
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL;
+         PRAGMA synchronous=FULL;
+         PRAGMA foreign_keys=ON;
+         PRAGMA busy_timeout=10000;",
+    )
+    .map_err(backend)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &mut Connection) -> GovernanceResult<()> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS governance_migrations (
+            version INTEGER PRIMARY KEY,
+            applied_at INTEGER NOT NULL
+        );",
+    )
+    .map_err(backend)?;
+    for (number, sql) in MIGRATIONS {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let applied: bool = tx
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM governance_migrations WHERE version = ?1)",
+                [number],
+                |r| r.get(0),
+            )
+            .map_err(backend)?;
+        if !applied {
+            tx.execute_batch(sql).map_err(backend)?;
+            tx.execute(
+                "INSERT INTO governance_migrations(version, applied_at) VALUES (?1, ?2)",
+                params![number, chrono::Utc::now().timestamp_millis()],
+            )
+            .map_err(backend)?;
+            tracing::info!(migration = number, "applied governance migration");
+        }
+        tx.commit().map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Runs blocking work without stalling other tasks on a multi-threaded runtime.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> GovernanceResult<String> {
+    serde_json::to_string(value).map_err(backend)
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> GovernanceResult<T> {
+    serde_json::from_str(text).map_err(backend)
+}
+
+fn count(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn uncount(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn consumer_column(value: String) -> Option<String> {
+    (value != NO_CONSUMER).then_some(value)
+}
+
+fn reader_column(value: i64) -> Option<i64> {
+    (value != NO_READER).then_some(value)
+}
+
+/// The WHERE clause shared by usage queries, with its parameters. Range precision is one
+/// bucket: a bucket is in range when its latest report is not before `from` and the bucket does
+/// not start after `to`.
+fn usage_filter(query: &UsageQuery, with_field: bool) -> (String, Vec<rusqlite::types::Value>) {
+    use rusqlite::types::Value;
+    let mut clauses = vec!["last_at >= ?1".to_string(), "bucket <= ?2".to_string()];
+    let mut values = vec![Value::Integer(query.from), Value::Integer(query.to)];
+    if let Some(subject) = &query.subject {
+        values.push(Value::Text(subject.clone()));
+        clauses.push(format!("subject = ?{}", values.len()));
+    }
+    if with_field && let Some(field) = &query.field {
+        values.push(Value::Text(field.clone()));
+        clauses.push(format!("field_path = ?{}", values.len()));
+    }
+    match &query.attribution {
+        Attribution::Any => {}
+        Attribution::Consumer(name) => {
+            values.push(Value::Text(name.clone()));
+            clauses.push(format!("consumer = ?{}", values.len()));
+        }
+        Attribution::Unattributed => clauses.push("consumer = ''".to_string()),
+    }
+    (clauses.join(" AND "), values)
+}
+
+fn all_consumers(conn: &Connection) -> GovernanceResult<Vec<Consumer>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT body FROM gov_consumers ORDER BY name")
+        .map_err(backend)?;
+    let bodies = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(backend)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(backend)?;
+    bodies.iter().map(|b| from_json(b)).collect()
+}
+
+/// Rewrites the client-id index of one consumer, refusing ids another consumer holds.
+fn bind_clients(tx: &rusqlite::Transaction<'_>, consumer: &Consumer) -> GovernanceResult<()> {
+    tx.execute(
+        "DELETE FROM gov_consumer_clients WHERE consumer = ?1",
+        [&consumer.name],
+    )
+    .map_err(backend)?;
+    if !consumer.is_active() {
+        return Ok(());
+    }
+    for client in &consumer.clients {
+        let holder: Option<String> = tx
+            .query_row(
+                "SELECT consumer FROM gov_consumer_clients WHERE client_id = ?1",
+                [client],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(backend)?;
+        if let Some(holder) = holder {
+            return Err(GovernanceError::Conflict(format!(
+                "client id '{client}' already belongs to consumer '{holder}'"
+            )));
+        }
+        tx.execute(
+            "INSERT INTO gov_consumer_clients(client_id, consumer) VALUES (?1, ?2)",
+            params![client, consumer.name],
+        )
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
+fn read_deprecation(conn: &Connection, id: i64) -> GovernanceResult<Option<Deprecation>> {
+    let body: Option<String> = conn
+        .query_row(
+            "SELECT body FROM gov_deprecations WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(backend)?;
+    body.map(|b| from_json(&b)).transpose()
+}
+
+impl SqliteGovernanceStore {
+    /// Opens the governance tables in the registry's database file in `dir`.
+    pub fn open(dir: &Path) -> GovernanceResult<SqliteGovernanceStore> {
+        std::fs::create_dir_all(dir).map_err(backend)?;
+        SqliteGovernanceStore::open_file(&dir.join("covenant.sqlite3"))
+    }
+
+    /// Opens (or creates) the governance tables in the given database file.
+    pub fn open_file(path: &Path) -> GovernanceResult<SqliteGovernanceStore> {
+        let mut writer = open_connection(path)?;
+        migrate(&mut writer)?;
+        let reader = open_connection(path)?;
+        Ok(SqliteGovernanceStore {
+            path: path.to_path_buf(),
+            writer: Mutex::new(writer),
+            reader: Mutex::new(reader),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The governance migration numbers applied so far.
+    pub fn applied_migrations(&self) -> GovernanceResult<Vec<i64>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare("SELECT version FROM governance_migrations ORDER BY version")
+                .map_err(backend)?;
+            stmt.query_map([], |r| r.get(0))
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<i64>>>()
+                .map_err(backend)
+        })
+    }
+
+    fn read<T>(
+        &self,
+        work: impl FnOnce(&Connection) -> GovernanceResult<T>,
+    ) -> GovernanceResult<T> {
+        blocking(|| {
+            let conn = self
+                .reader
+                .lock()
+                .map_err(|_| backend("reader connection poisoned"))?;
+            work(&conn)
+        })
+    }
+
+    fn write<T>(
+        &self,
+        work: impl FnOnce(&rusqlite::Transaction<'_>) -> GovernanceResult<T>,
+    ) -> GovernanceResult<T> {
+        blocking(|| {
+            let mut conn = self
+                .writer
+                .lock()
+                .map_err(|_| backend("writer connection poisoned"))?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let out = work(&tx)?;
+            tx.commit().map_err(backend)?;
+            Ok(out)
+        })
+    }
+}
+
+#[async_trait]
+impl GovernanceStore for SqliteGovernanceStore {
+    async fn create_consumer(
+        &self,
+        consumer: &Consumer,
+        check: ConsumerCheck<'_>,
+    ) -> GovernanceResult<Consumer> {
+        self.write(|tx| {
+            let others = all_consumers(tx)?;
+            if others.iter().any(|c| c.name == consumer.name) {
+                return Err(GovernanceError::Conflict(format!(
+                    "consumer '{}' already exists",
+                    consumer.name
+                )));
+            }
+            check(consumer, &others)?;
+            tx.execute(
+                "INSERT INTO gov_consumers(name, body) VALUES (?1, ?2)",
+                params![consumer.name, to_json(consumer)?],
+            )
+            .map_err(backend)?;
+            bind_clients(tx, consumer)?;
+            Ok(consumer.clone())
+        })
+    }
+
+    async fn modify_consumer(
+        &self,
+        name: &str,
+        edit: ConsumerEdit<'_>,
+    ) -> GovernanceResult<Consumer> {
+        self.write(|tx| {
+            let mut all = all_consumers(tx)?;
+            let at = all.iter().position(|c| c.name == name).ok_or_else(|| {
+                GovernanceError::NotFound {
+                    what: "consumer",
+                    key: name.to_string(),
+                }
+            })?;
+            let mut consumer = all.remove(at);
+            edit(&mut consumer, &all)?;
+            if consumer.name != name {
+                return Err(GovernanceError::Invalid(
+                    "a consumer's name cannot change".to_string(),
+                ));
+            }
+            tx.execute(
+                "UPDATE gov_consumers SET body = ?2 WHERE name = ?1",
+                params![name, to_json(&consumer)?],
+            )
+            .map_err(backend)?;
+            bind_clients(tx, &consumer)?;
+            Ok(consumer)
+        })
+    }
+
+    async fn consumer(&self, name: &str) -> GovernanceResult<Option<Consumer>> {
+        self.read(|conn| {
+            let body: Option<String> = conn
+                .query_row(
+                    "SELECT body FROM gov_consumers WHERE name = ?1",
+                    [name],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(backend)?;
+            body.map(|b| from_json(&b)).transpose()
+        })
+    }
+
+    async fn consumers(&self) -> GovernanceResult<Vec<Consumer>> {
+        self.read(all_consumers)
+    }
+
+    async fn consumer_for_client(&self, client_id: &str) -> GovernanceResult<Option<String>> {
+        self.read(|conn| {
+            conn.query_row(
+                "SELECT consumer FROM gov_consumer_clients WHERE client_id = ?1",
+                [client_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(backend)
+        })
+    }
+
+    async fn record_usage(
+        &self,
+        report: &UsageReport,
+        consumer: Option<&str>,
+    ) -> GovernanceResult<()> {
+        let bucket = bucket_start(report.interval_end);
+        let who = consumer.unwrap_or(NO_CONSUMER);
+        let reader = report.reader_schema_id.unwrap_or(NO_READER);
+        let (first, last) = (report.interval_start, report.interval_end);
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO gov_usage_readers(bucket, subject, client_id, consumer, reader_schema_id, \
+                 reports, decode_failures, first_at, last_at) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8) \
+                 ON CONFLICT DO UPDATE SET reports = reports + 1, \
+                 decode_failures = decode_failures + excluded.decode_failures, \
+                 first_at = MIN(first_at, excluded.first_at), last_at = MAX(last_at, excluded.last_at)",
+                params![
+                    bucket,
+                    report.subject,
+                    report.client_id,
+                    who,
+                    reader,
+                    count(report.decode_failures),
+                    first,
+                    last
+                ],
+            )
+            .map_err(backend)?;
+            for field in &report.fields_read {
+                tx.execute(
+                    "INSERT INTO gov_usage_fields(bucket, subject, client_id, consumer, reader_schema_id, \
+                     field_path, reads, first_at, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?8) \
+                     ON CONFLICT DO UPDATE SET reads = reads + 1, \
+                     first_at = MIN(first_at, excluded.first_at), last_at = MAX(last_at, excluded.last_at)",
+                    params![bucket, report.subject, report.client_id, who, reader, field, first, last],
+                )
+                .map_err(backend)?;
+            }
+            let mut counters: Vec<(&str, String, String, u64)> = Vec::new();
+            for id in &report.writer_schema_ids {
+                counters.push(("writer_schema", id.to_string(), String::new(), 1));
+            }
+            for (version, n) in &report.records_by_version {
+                counters.push(("records", version.to_string(), String::new(), *n));
+            }
+            for (field, values) in &report.unknown_enum_values {
+                for (value, n) in values {
+                    counters.push(("unknown_enum", field.clone(), value.clone(), *n));
+                }
+            }
+            for (kind, key, detail, n) in counters {
+                tx.execute(
+                    "INSERT INTO gov_usage_counts(bucket, subject, client_id, consumer, kind, key, detail, value) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+                     ON CONFLICT DO UPDATE SET value = value + excluded.value",
+                    params![bucket, report.subject, report.client_id, who, kind, key, detail, count(n)],
+                )
+                .map_err(backend)?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn field_usage(&self, query: &UsageQuery) -> GovernanceResult<Vec<FieldUsage>> {
+        let (filter, values) = usage_filter(query, true);
+        let sql = format!(
+            "SELECT subject, field_path, consumer, client_id, reader_schema_id, SUM(reads), \
+             MIN(first_at), MAX(last_at) FROM gov_usage_fields WHERE {filter} \
+             GROUP BY subject, field_path, consumer, client_id, reader_schema_id \
+             ORDER BY subject, field_path, consumer, client_id, reader_schema_id"
+        );
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
+            stmt.query_map(rusqlite::params_from_iter(values), |r| {
+                Ok(FieldUsage {
+                    subject: r.get(0)?,
+                    field: r.get(1)?,
+                    consumer: consumer_column(r.get(2)?),
+                    client_id: r.get(3)?,
+                    reader_schema_id: reader_column(r.get(4)?),
+                    reads: uncount(r.get(5)?),
+                    first_at: r.get(6)?,
+                    last_at: r.get(7)?,
+                })
+            })
+            .map_err(backend)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(backend)
+        })
+    }
+
+    async fn reader_usage(&self, query: &UsageQuery) -> GovernanceResult<Vec<ReaderUsage>> {
+        let (filter, values) = usage_filter(query, false);
+        let sql = format!(
+            "SELECT subject, consumer, client_id, reader_schema_id, SUM(reports), SUM(decode_failures), \
+             MIN(first_at), MAX(last_at) FROM gov_usage_readers WHERE {filter} \
+             GROUP BY subject, consumer, client_id, reader_schema_id \
+             ORDER BY subject, consumer, client_id, reader_schema_id"
+        );
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
+            stmt.query_map(rusqlite::params_from_iter(values), |r| {
+                Ok(ReaderUsage {
+                    subject: r.get(0)?,
+                    consumer: consumer_column(r.get(1)?),
+                    client_id: r.get(2)?,
+                    reader_schema_id: reader_column(r.get(3)?),
+                    reports: uncount(r.get(4)?),
+                    decode_failures: uncount(r.get(5)?),
+                    first_at: r.get(6)?,
+                    last_at: r.get(7)?,
+                })
+            })
+            .map_err(backend)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(backend)
+        })
+    }
+
+    async fn usage_counts(&self, query: &UsageQuery) -> GovernanceResult<UsageCounts> {
+        // Count rows have no timestamps of their own; the bucket alone places them.
+        let mut by_bucket = query.clone();
+        by_bucket.from = bucket_start(query.from);
+        let (filter, values) = usage_filter(&by_bucket, false);
+        let filter = filter.replacen("last_at >= ?1", "bucket >= ?1", 1);
+        let counts_sql = format!(
+            "SELECT kind, key, detail, SUM(value) FROM gov_usage_counts WHERE {filter} \
+             GROUP BY kind, key, detail"
+        );
+        let failures_sql = format!(
+            "SELECT COALESCE(SUM(decode_failures), 0) FROM gov_usage_readers WHERE {filter}"
+        );
+        self.read(|conn| {
+            let mut out = UsageCounts::default();
+            let mut stmt = conn.prepare_cached(&counts_sql).map_err(backend)?;
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(values.iter()), |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, i64>(3)?,
+                    ))
+                })
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)?;
+            for (kind, key, detail, value) in rows {
+                add_count(&mut out, &kind, key, detail, uncount(value));
+            }
+            out.decode_failures = uncount(
+                conn.query_row(
+                    &failures_sql,
+                    rusqlite::params_from_iter(values.iter()),
+                    |r| r.get(0),
+                )
+                .map_err(backend)?,
+            );
+            Ok(out)
+        })
+    }
+
+    async fn reporting_since(&self, subject: &str) -> GovernanceResult<Vec<ReportingSince>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT consumer, client_id, MIN(first_at) FROM gov_usage_readers \
+                     WHERE subject = ?1 GROUP BY consumer, client_id ORDER BY consumer, client_id",
+                )
+                .map_err(backend)?;
+            stmt.query_map([subject], |r| {
+                Ok(ReportingSince {
+                    consumer: consumer_column(r.get(0)?),
+                    client_id: r.get(1)?,
+                    first_at: r.get(2)?,
+                })
+            })
+            .map_err(backend)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(backend)
+        })
+    }
+
+    async fn prune_usage(&self, before: i64) -> GovernanceResult<u64> {
+        // A bucket goes only when all of it is older than `before`.
+        let cutoff = bucket_start(before);
+        self.write(|tx| {
+            let mut removed = 0usize;
+            for table in ["gov_usage_readers", "gov_usage_fields", "gov_usage_counts"] {
+                removed += tx
+                    .execute(&format!("DELETE FROM {table} WHERE bucket < ?1"), [cutoff])
+                    .map_err(backend)?;
+            }
+            removed += tx
+                .execute("DELETE FROM gov_findings WHERE at < ?1", [before])
+                .map_err(backend)?;
+            Ok(removed as u64)
+        })
+    }
+
+    async fn record_findings(&self, findings: &[UsageFinding]) -> GovernanceResult<()> {
+        self.write(|tx| {
+            for finding in findings {
+                tx.execute(
+                    "INSERT INTO gov_findings(at, body) VALUES (?1, ?2)",
+                    params![finding.at, to_json(finding)?],
+                )
+                .map_err(backend)?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn findings(&self, from: i64, to: i64) -> GovernanceResult<Vec<UsageFinding>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT body FROM gov_findings WHERE at >= ?1 AND at <= ?2 ORDER BY at, id",
+                )
+                .map_err(backend)?;
+            let bodies = stmt
+                .query_map([from, to], |r| r.get::<_, String>(0))
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)?;
+            bodies.iter().map(|b| from_json(b)).collect()
+        })
+    }
+
+    async fn create_deprecation(
+        &self,
+        new: &NewDeprecation,
+        at: i64,
+    ) -> GovernanceResult<Deprecation> {
+        self.write(|tx| {
+            let id: i64 = tx
+                .query_row(
+                    "SELECT COALESCE(MAX(id), 0) + 1 FROM gov_deprecations",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            let record = Deprecation::from_new(id, new.clone(), at);
+            tx.execute(
+                "INSERT INTO gov_deprecations(id, subject, body) VALUES (?1, ?2, ?3)",
+                params![id, record.target.subject(), to_json(&record)?],
+            )
+            .map_err(backend)?;
+            Ok(record)
+        })
+    }
+
+    async fn deprecation(&self, id: i64) -> GovernanceResult<Option<Deprecation>> {
+        self.read(|conn| read_deprecation(conn, id))
+    }
+
+    async fn deprecations(&self, subject: Option<&str>) -> GovernanceResult<Vec<Deprecation>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT body FROM gov_deprecations WHERE ?1 IS NULL OR subject = ?1 ORDER BY id",
+                )
+                .map_err(backend)?;
+            let bodies = stmt
+                .query_map([subject], |r| r.get::<_, String>(0))
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)?;
+            bodies.iter().map(|b| from_json(b)).collect()
+        })
+    }
+
+    async fn modify_deprecation(
+        &self,
+        id: i64,
+        edit: DeprecationEdit<'_>,
+    ) -> GovernanceResult<Deprecation> {
+        self.write(|tx| {
+            let mut record =
+                read_deprecation(tx, id)?.ok_or_else(|| GovernanceError::NotFound {
+                    what: "deprecation",
+                    key: id.to_string(),
+                })?;
+            let target = record.target.clone();
+            edit(&mut record)?;
+            if record.id != id || record.target != target {
+                return Err(GovernanceError::Invalid(
+                    "a deprecation's id and target cannot change".to_string(),
+                ));
+            }
+            tx.execute(
+                "UPDATE gov_deprecations SET body = ?2 WHERE id = ?1",
+                params![id, to_json(&record)?],
+            )
+            .map_err(backend)?;
+            Ok(record)
+        })
+    }
+}
+
+/// Adds one counter row to the summed counts.
+pub(crate) fn add_count(out: &mut UsageCounts, kind: &str, key: String, detail: String, n: u64) {
+    match kind {
+        "writer_schema" => {
+            if let Ok(id) = key.parse::<i64>() {
+                *out.writer_schema_ids.entry(id).or_default() += n;
+            }
+        }
+        "records" => {
+            if let Ok(version) = key.parse::<i64>() {
+                *out.records_by_version.entry(version).or_default() += n;
+            }
+        }
+        "unknown_enum" => {
+            *out.unknown_enum_values
+                .entry(key)
+                .or_default()
+                .entry(detail)
+                .or_default() += n;
+        }
+        _ => {}
+    }
+}

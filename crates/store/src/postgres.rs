@@ -1,0 +1,1213 @@
+//! The PostgreSQL backend: several registry nodes share one database, which stays the single
+//! source of truth.
+//!
+//! Isolation: every transaction runs at READ COMMITTED, and correctness comes from
+//! transaction-scoped advisory locks taken as the first statement of a write, not from
+//! snapshot isolation. Under READ COMMITTED each statement takes a fresh snapshot, so once a
+//! lock is granted the following reads see everything the previous holder committed. (At
+//! REPEATABLE READ the snapshot would be fixed by the lock statement itself and could miss the
+//! previous holder's commit; SERIALIZABLE would turn contention into retryable aborts.)
+//!
+//! Locks, always taken in this order so that two writers cannot deadlock:
+//! 1. the subject (`LOCK_SUBJECT`, hash of the name): registration, deletes, subject config and
+//!    mode changes of one subject are serialized; the guard runs under it. A registration also
+//!    locks the subjects its references name (all in name order), so a guarded delete of a
+//!    referenced version and a registration adding a reference to it never both commit.
+//! 2. the content key (`LOCK_CONTENT`): the same content registered at once on two nodes finds
+//!    the id the first one committed, so one content gets one id.
+//! 3. an explicit id (`LOCK_ID`, IMPORT mode only) and the id sequence (`LOCK_SEQUENCE`) when an
+//!    imported id moves the sequence forward.
+//!
+//! Hash collisions between lock keys only serialize more than needed; they never let two
+//! writers in at once. New ids come from the `schema_ids` sequence (distinct across nodes
+//! without a global lock); an insert that meets an id taken by an import retries with the next
+//! value.
+//!
+//! Every write also sends `NOTIFY covenant_changes` inside its transaction, so listeners hear
+//! of exactly the committed writes; see [`PostgresStore::subscribe_changes`].
+
+use crate::{
+    ConfigRecord, Dedupe, DeleteGuard, Guard, NewSchema, Placement, Registered, SchemaRecord,
+    Scope, Store, StoreError, StoreResult, StoredVersion,
+};
+use async_trait::async_trait;
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::{OnceCell, broadcast};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{AsyncMessage, NoTls, Row};
+
+/// Numbered migrations, applied in order under an advisory lock; each runs once, recorded in
+/// `schema_migrations`. Same data model as the SQLite backend. Names compare byte-wise
+/// (`COLLATE "C"`) so listings sort as they do in SQLite. The content key has a hash index
+/// because keys may be longer than a btree entry allows.
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    r#"CREATE SEQUENCE schema_ids AS BIGINT MINVALUE 1;
+    CREATE TABLE schemas (
+        id BIGINT PRIMARY KEY,
+        schema_type TEXT NOT NULL,
+        schema TEXT NOT NULL,
+        refs TEXT NOT NULL,
+        metadata TEXT,
+        rule_set TEXT,
+        content_key TEXT NOT NULL
+    );
+    CREATE INDEX schemas_content_key ON schemas USING hash (content_key);
+    CREATE TABLE subject_versions (
+        subject TEXT COLLATE "C" NOT NULL,
+        version BIGINT NOT NULL,
+        schema_id BIGINT NOT NULL REFERENCES schemas(id),
+        deleted BOOLEAN NOT NULL DEFAULT FALSE,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (subject, version)
+    );
+    CREATE INDEX subject_versions_schema_id ON subject_versions(schema_id);
+    CREATE TABLE schema_references (
+        schema_id BIGINT NOT NULL REFERENCES schemas(id),
+        ordinal INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        subject TEXT COLLATE "C" NOT NULL,
+        version BIGINT NOT NULL,
+        PRIMARY KEY (schema_id, ordinal)
+    );
+    CREATE INDEX schema_references_target ON schema_references(subject, version);
+    CREATE TABLE config (
+        scope TEXT COLLATE "C" PRIMARY KEY,
+        compatibility TEXT,
+        extra TEXT NOT NULL
+    );
+    CREATE TABLE modes (
+        scope TEXT COLLATE "C" PRIMARY KEY,
+        mode TEXT NOT NULL
+    );"#,
+)];
+
+/// The key under which global config and mode are kept; not a valid subject name.
+const GLOBAL_SCOPE: &str = "__GLOBAL";
+
+/// Advisory lock namespaces (the first key of the two-key form).
+const LOCK_MIGRATIONS: i32 = 0x436f_0001;
+const LOCK_SUBJECT: i32 = 0x436f_0002;
+const LOCK_CONTENT: i32 = 0x436f_0003;
+const LOCK_ID: i32 = 0x436f_0004;
+const LOCK_SEQUENCE: i32 = 0x436f_0005;
+const LOCK_SCOPE: i32 = 0x436f_0006;
+
+/// The channel every write notifies.
+pub const CHANGE_CHANNEL: &str = "covenant_changes";
+/// `application_name` of the listening connection, to tell it apart in `pg_stat_activity`.
+pub const FEED_APPLICATION_NAME: &str = "covenant-change-feed";
+
+const POOL_SIZE: usize = 16;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const WAIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the change-feed connection proves it is alive, and how long it may take.
+const FEED_PROBE_EVERY: Duration = Duration::from_secs(5);
+const FEED_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+const FEED_BACKOFF_MIN: Duration = Duration::from_millis(100);
+const FEED_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// NOTIFY payloads must stay under 8000 bytes; longer ones are sent as a resync.
+const MAX_PAYLOAD: usize = 7900;
+const FEED_CAPACITY: usize = 4096;
+
+const VERSION_COLUMNS: &str = "v.subject, v.version, v.deleted, v.created_at, \
+     s.id, s.schema_type, s.schema, s.refs, s.metadata, s.rule_set, s.content_key";
+const SCHEMA_COLUMNS: &str =
+    "s.id, s.schema_type, s.schema, s.refs, s.metadata, s.rule_set, s.content_key";
+
+/// What a committed write changed, as carried by the change feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    /// A new schema id was created (and registered under `subject`).
+    Schema,
+    /// Versions of `subject` changed: registered, soft- or hard-deleted.
+    Subject,
+    /// The config of `subject` (or the global config when `subject` is absent) changed.
+    Config,
+    /// The mode of `subject` (or the global mode when `subject` is absent) changed.
+    Mode,
+    /// Changes may have been missed (the feed reconnected, lagged or got an unreadable
+    /// payload): drop everything cached.
+    Resync,
+}
+
+/// One change-feed event; also the JSON payload of `NOTIFY covenant_changes`, e.g.
+/// `{"kind":"schema","subject":"orders-value","id":7,"version":3}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    pub kind: ChangeKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+}
+
+impl Change {
+    pub fn resync() -> Change {
+        Change {
+            kind: ChangeKind::Resync,
+            subject: None,
+            id: None,
+            version: None,
+        }
+    }
+
+    fn new(kind: ChangeKind, subject: Option<&str>, id: Option<i64>, version: Option<i64>) -> Self {
+        Change {
+            kind,
+            subject: subject.map(str::to_string),
+            id,
+            version,
+        }
+    }
+
+    fn scoped(kind: ChangeKind, scope: Scope<'_>) -> Change {
+        match scope {
+            Scope::Global => Change::new(kind, None, None, None),
+            Scope::Subject(s) => Change::new(kind, Some(s), None, None),
+        }
+    }
+}
+
+/// A PostgreSQL-backed [`Store`]: a connection pool plus one dedicated connection listening
+/// for changes made by any node.
+pub struct PostgresStore {
+    pool: Pool,
+    target: String,
+    migrated: OnceCell<()>,
+    changes: broadcast::Sender<Change>,
+    listening: Arc<AtomicBool>,
+    listener: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
+}
+
+/// Renders an error with its causes; tokio-postgres puts the useful part (the server's message
+/// or the OS error) in the source chain.
+fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn pg_err(e: tokio_postgres::Error) -> StoreError {
+    match e.as_db_error() {
+        Some(db) => StoreError::Backend(format!(
+            "PostgreSQL error {}: {}",
+            db.code().code(),
+            db.message()
+        )),
+        None => StoreError::Backend(format!("PostgreSQL: {}", describe(&e))),
+    }
+}
+
+fn other_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn scope_key<'a>(scope: Scope<'a>) -> &'a str {
+    match scope {
+        Scope::Global => GLOBAL_SCOPE,
+        Scope::Subject(s) => s,
+    }
+}
+
+fn now_millis() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// A readable `host:port/dbname` for messages; never includes the password.
+fn describe_target(config: &tokio_postgres::Config) -> String {
+    let host = config
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(name) => name.clone(),
+            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .unwrap_or_else(|| "localhost".to_string());
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let db = config
+        .get_dbname()
+        .or(config.get_user())
+        .unwrap_or("postgres");
+    format!("{host}:{port}/{db}")
+}
+
+fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize) -> StoreResult<T> {
+    row.try_get(idx).map_err(pg_err)
+}
+
+fn json_or_none(text: Option<String>) -> StoreResult<Option<serde_json::Value>> {
+    text.map(|t| serde_json::from_str(&t).map_err(other_err))
+        .transpose()
+}
+
+fn schema_record(row: &Row, at: usize) -> StoreResult<SchemaRecord> {
+    let refs: String = col(row, at + 3)?;
+    Ok(SchemaRecord {
+        id: col(row, at)?,
+        schema_type: col(row, at + 1)?,
+        schema: col(row, at + 2)?,
+        references: serde_json::from_str(&refs).map_err(other_err)?,
+        metadata: json_or_none(col(row, at + 4)?)?,
+        rule_set: json_or_none(col(row, at + 5)?)?,
+        content_key: col(row, at + 6)?,
+    })
+}
+
+fn stored_version(row: &Row) -> StoreResult<StoredVersion> {
+    Ok(StoredVersion {
+        subject: col(row, 0)?,
+        version: col(row, 1)?,
+        deleted: col(row, 2)?,
+        created_at: col(row, 3)?,
+        schema: schema_record(row, 4)?,
+    })
+}
+
+async fn query_versions(
+    client: &impl GenericClient,
+    where_clause: &str,
+    args: &[&(dyn ToSql + Sync)],
+) -> StoreResult<Vec<StoredVersion>> {
+    let sql = format!(
+        "SELECT {VERSION_COLUMNS} FROM subject_versions v JOIN schemas s ON s.id = v.schema_id \
+         {where_clause} ORDER BY v.subject, v.version"
+    );
+    let stmt = client.prepare_cached(&sql).await.map_err(pg_err)?;
+    let rows = client.query(&stmt, args).await.map_err(pg_err)?;
+    rows.iter().map(stored_version).collect()
+}
+
+async fn exec(
+    client: &impl GenericClient,
+    sql: &str,
+    args: &[&(dyn ToSql + Sync)],
+) -> StoreResult<u64> {
+    let stmt = client.prepare_cached(sql).await.map_err(pg_err)?;
+    client.execute(&stmt, args).await.map_err(pg_err)
+}
+
+async fn query(
+    client: &impl GenericClient,
+    sql: &str,
+    args: &[&(dyn ToSql + Sync)],
+) -> StoreResult<Vec<Row>> {
+    let stmt = client.prepare_cached(sql).await.map_err(pg_err)?;
+    client.query(&stmt, args).await.map_err(pg_err)
+}
+
+async fn query_opt(
+    client: &impl GenericClient,
+    sql: &str,
+    args: &[&(dyn ToSql + Sync)],
+) -> StoreResult<Option<Row>> {
+    let stmt = client.prepare_cached(sql).await.map_err(pg_err)?;
+    client.query_opt(&stmt, args).await.map_err(pg_err)
+}
+
+/// Takes a transaction-scoped advisory lock on `key` within namespace `ns`; it is released at
+/// commit or rollback.
+async fn lock(client: &impl GenericClient, ns: i32, key: &str) -> StoreResult<()> {
+    exec(
+        client,
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))::text",
+        &[&ns, &key],
+    )
+    .await
+    .map(|_| ())
+}
+
+async fn notify(client: &impl GenericClient, change: &Change) -> StoreResult<()> {
+    let mut payload = serde_json::to_string(change).map_err(other_err)?;
+    if payload.len() > MAX_PAYLOAD {
+        payload = serde_json::to_string(&Change::resync()).map_err(other_err)?;
+    }
+    exec(
+        client,
+        "SELECT pg_notify($1, $2)::text",
+        &[&CHANGE_CHANNEL, &payload],
+    )
+    .await
+    .map(|_| ())
+}
+
+async fn migrate(pool: &Pool, target: &str) -> StoreResult<()> {
+    let mut client = pool.get().await.map_err(|e| pool_err(e, target))?;
+    let tx = client.transaction().await.map_err(pg_err)?;
+    // Several nodes may start at once: the first applies, the others wait and find it done.
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, 0)::text",
+        &[&LOCK_MIGRATIONS],
+    )
+    .await
+    .map_err(pg_err)?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version BIGINT PRIMARY KEY,
+            applied_at BIGINT NOT NULL
+        )",
+    )
+    .await
+    .map_err(pg_err)?;
+    for (number, sql) in MIGRATIONS {
+        let applied = tx
+            .query_opt(
+                "SELECT 1 FROM schema_migrations WHERE version = $1",
+                &[number],
+            )
+            .await
+            .map_err(pg_err)?
+            .is_some();
+        if !applied {
+            tx.batch_execute(sql).await.map_err(pg_err)?;
+            tx.execute(
+                "INSERT INTO schema_migrations(version, applied_at) VALUES ($1, $2)",
+                &[number, &now_millis()],
+            )
+            .await
+            .map_err(pg_err)?;
+            tracing::info!(migration = number, "applied store migration");
+        }
+    }
+    tx.commit().await.map_err(pg_err)
+}
+
+fn pool_err(e: PoolError, target: &str) -> StoreError {
+    match e {
+        PoolError::Backend(e) => match e.as_db_error() {
+            Some(_) => pg_err(e),
+            None => StoreError::Backend(format!(
+                "PostgreSQL at {target} is unreachable: {}",
+                describe(&e)
+            )),
+        },
+        PoolError::Timeout(_) => StoreError::Backend(format!(
+            "PostgreSQL at {target} is unreachable: timed out waiting for a connection"
+        )),
+        other => StoreError::Backend(format!("PostgreSQL at {target}: {other}")),
+    }
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user:password@host:port/dbname`), applies pending
+    /// migrations, and starts the change feed. Fails with [`StoreError::Backend`] when the
+    /// database is unreachable.
+    pub async fn connect(url: &str) -> StoreResult<PostgresStore> {
+        let store = PostgresStore::open_lazy(url)?;
+        store.ensure_schema().await?;
+        Ok(store)
+    }
+
+    /// Prepares the pool and the change feed without touching the database, so a node can
+    /// start while the database is down; migrations run on the first operation that reaches
+    /// it. Fails only on a malformed URL. Must be called within a Tokio runtime.
+    pub fn open_lazy(url: &str) -> StoreResult<PostgresStore> {
+        let mut config = tokio_postgres::Config::from_str(url).map_err(|e| {
+            StoreError::Backend(format!("invalid PostgreSQL URL: {}", describe(&e)))
+        })?;
+        config
+            .connect_timeout(CONNECT_TIMEOUT)
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(30));
+        if config.get_application_name().is_none() {
+            config.application_name("covenant");
+        }
+        let target = describe_target(&config);
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(WAIT_TIMEOUT))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(other_err)?;
+        let (changes, _) = broadcast::channel(FEED_CAPACITY);
+        let listening = Arc::new(AtomicBool::new(false));
+        let mut feed_config = config.clone();
+        feed_config.application_name(FEED_APPLICATION_NAME);
+        let listener = tokio::spawn(listen(
+            feed_config,
+            target.clone(),
+            changes.clone(),
+            listening.clone(),
+        ));
+        Ok(PostgresStore {
+            pool,
+            target,
+            migrated: OnceCell::new(),
+            changes,
+            listening,
+            listener,
+        })
+    }
+
+    /// Applies pending migrations (once per store; retried after a failure).
+    pub async fn ensure_schema(&self) -> StoreResult<()> {
+        self.migrated
+            .get_or_try_init(|| migrate(&self.pool, &self.target))
+            .await
+            .map(|_| ())
+    }
+
+    /// `host:port/dbname` of the database, for logs.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The migration numbers applied so far.
+    pub async fn applied_migrations(&self) -> StoreResult<Vec<i64>> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            "SELECT version FROM schema_migrations ORDER BY version",
+            &[],
+        )
+        .await?;
+        rows.iter().map(|r| col(r, 0)).collect()
+    }
+
+    /// Checks that the database answers: one pooled round trip.
+    pub async fn ping(&self) -> StoreResult<()> {
+        let client = self.client().await?;
+        client.simple_query("SELECT 1").await.map_err(pg_err)?;
+        Ok(())
+    }
+
+    /// Changes committed by any node on this database, this one included.
+    ///
+    /// Delay bound: a notification reaches listeners when the writing transaction commits
+    /// (PostgreSQL delivers to an idle listening session at once; in practice milliseconds).
+    /// If the listening connection drops, that is noticed at once when the socket closes, or
+    /// within `FEED_PROBE_EVERY + FEED_PROBE_TIMEOUT` (10 s) when the network silently stalls;
+    /// reconnection is retried with backoff from 100 ms up to 5 s, and every (re)connection
+    /// emits [`ChangeKind::Resync`] because changes made meanwhile were not heard. So a cache
+    /// that drops what a change names, and everything on `Resync` or on a lagged receiver, is
+    /// stale for at most about 15 s after a feed outage ends, and by milliseconds otherwise.
+    /// While [`PostgresStore::is_listening`] is false, caches should not be trusted.
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    /// Whether the change feed currently holds a listening connection.
+    pub fn is_listening(&self) -> bool {
+        self.listening.load(Ordering::SeqCst)
+    }
+
+    async fn client(&self) -> StoreResult<deadpool_postgres::Object> {
+        self.ensure_schema().await?;
+        self.pool.get().await.map_err(|e| pool_err(e, &self.target))
+    }
+}
+
+/// Keeps one connection listening on [`CHANGE_CHANNEL`], forwarding notifications to `sender`
+/// and reconnecting with backoff whenever the connection fails.
+async fn listen(
+    config: tokio_postgres::Config,
+    target: String,
+    sender: broadcast::Sender<Change>,
+    listening: Arc<AtomicBool>,
+) {
+    let mut backoff = FEED_BACKOFF_MIN;
+    loop {
+        match config.connect(NoTls).await {
+            Ok((client, mut connection)) => {
+                let forward = sender.clone();
+                let mut pump = tokio::spawn(async move {
+                    loop {
+                        match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                            Some(Ok(AsyncMessage::Notification(n))) => {
+                                let change = serde_json::from_str::<Change>(n.payload())
+                                    .unwrap_or_else(|_| Change::resync());
+                                // No receivers is fine: nobody caches yet.
+                                let _ = forward.send(change);
+                            }
+                            Some(Ok(_)) => {}
+                            Some(Err(e)) => {
+                                tracing::warn!(error = %describe(&e), "change feed connection failed");
+                                break;
+                            }
+                            None => break,
+                        }
+                    }
+                });
+                let listen_sql = format!("LISTEN {CHANGE_CHANNEL}");
+                match client.batch_execute(&listen_sql).await {
+                    Ok(()) => {
+                        backoff = FEED_BACKOFF_MIN;
+                        listening.store(true, Ordering::SeqCst);
+                        let _ = sender.send(Change::resync());
+                        tracing::debug!(%target, "change feed listening");
+                        loop {
+                            tokio::select! {
+                                _ = &mut pump => break,
+                                _ = tokio::time::sleep(FEED_PROBE_EVERY) => {
+                                    let probe = tokio::time::timeout(
+                                        FEED_PROBE_TIMEOUT,
+                                        client.simple_query("SELECT 1"),
+                                    )
+                                    .await;
+                                    if !matches!(probe, Ok(Ok(_))) {
+                                        tracing::warn!(%target, "change feed connection stopped answering");
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                        listening.store(false, Ordering::SeqCst);
+                    }
+                    Err(e) => {
+                        tracing::warn!(%target, error = %describe(&e), "change feed could not listen");
+                    }
+                }
+                pump.abort();
+            }
+            Err(e) => {
+                tracing::debug!(%target, error = %describe(&e), "change feed cannot connect");
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(FEED_BACKOFF_MAX);
+    }
+}
+
+async fn register_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    subject: &str,
+    candidate: &NewSchema,
+    placement: Placement,
+    guard: Guard<'_>,
+) -> StoreResult<Registered> {
+    // The subject and every subject it references, in name order so that two registrations
+    // referencing each other's subjects cannot deadlock.
+    let mut subjects: Vec<&str> = std::iter::once(subject)
+        .chain(candidate.references.iter().map(|r| r.subject.as_str()))
+        .collect();
+    subjects.sort_unstable();
+    subjects.dedup();
+    for s in subjects {
+        lock(tx, LOCK_SUBJECT, s).await?;
+    }
+    let versions = query_versions(tx, "WHERE v.subject = $1", &[&subject]).await?;
+    let live = || versions.iter().filter(|v| !v.deleted);
+    let existing = match placement.dedupe {
+        Dedupe::AnyLive => live().find(|v| v.schema.content_key == candidate.content_key),
+        Dedupe::LatestOnly => live()
+            .next_back()
+            .filter(|v| v.schema.content_key == candidate.content_key),
+        Dedupe::Never => None,
+    };
+    if let Some(v) = existing {
+        return Ok(Registered {
+            id: v.schema.id,
+            version: v.version,
+            created: false,
+        });
+    }
+    guard(&versions).map_err(StoreError::Rejected)?;
+    check_references_live(tx, candidate).await?;
+
+    let version = match placement.version {
+        Some(v) => {
+            if versions.iter().any(|x| x.version == v) {
+                return Err(StoreError::VersionExists {
+                    subject: subject.to_string(),
+                    version: v,
+                });
+            }
+            v
+        }
+        None => versions.iter().map(|v| v.version).max().unwrap_or(0) + 1,
+    };
+
+    let (id, new_schema) = match placement.id {
+        Some(id) => explicit_id(tx, id, candidate).await?,
+        None => {
+            lock(tx, LOCK_CONTENT, &candidate.content_key).await?;
+            let found = query_opt(
+                tx,
+                "SELECT MIN(id) FROM schemas WHERE content_key = $1",
+                &[&candidate.content_key],
+            )
+            .await?;
+            match found
+                .map(|r| col::<Option<i64>>(&r, 0))
+                .transpose()?
+                .flatten()
+            {
+                Some(id) => (id, false),
+                None => match insert_schema(tx, None, candidate).await? {
+                    Some(id) => (id, true),
+                    None => return Err(other_err("no schema id could be allocated")),
+                },
+            }
+        }
+    };
+    let now = now_millis();
+    exec(
+        tx,
+        "INSERT INTO subject_versions(subject, version, schema_id, deleted, created_at, updated_at) \
+         VALUES ($1, $2, $3, FALSE, $4, $4)",
+        &[&subject, &version, &id, &now],
+    )
+    .await?;
+    let kind = if new_schema {
+        ChangeKind::Schema
+    } else {
+        ChangeKind::Subject
+    };
+    notify(
+        tx,
+        &Change::new(kind, Some(subject), Some(id), Some(version)),
+    )
+    .await?;
+    Ok(Registered {
+        id,
+        version,
+        created: true,
+    })
+}
+
+/// Binds an imported id: reused when it already carries this content, refused when it carries
+/// other content, created otherwise (moving the sequence past it).
+async fn explicit_id(
+    tx: &deadpool_postgres::Transaction<'_>,
+    id: i64,
+    candidate: &NewSchema,
+) -> StoreResult<(i64, bool)> {
+    lock(tx, LOCK_ID, &id.to_string()).await?;
+    let bound = query_opt(tx, "SELECT content_key FROM schemas WHERE id = $1", &[&id]).await?;
+    match bound.map(|r| col::<String>(&r, 0)).transpose()? {
+        Some(key) if key != candidate.content_key => Err(StoreError::IdConflict { id }),
+        Some(_) => Ok((id, false)),
+        None => {
+            if insert_schema(tx, Some(id), candidate).await?.is_none() {
+                // Taken meanwhile by a new id allocated from the sequence.
+                return Err(StoreError::IdConflict { id });
+            }
+            if id > 0 {
+                // Serialized so that two imports cannot move the sequence backwards.
+                lock(tx, LOCK_SEQUENCE, "").await?;
+                exec(
+                    tx,
+                    "SELECT setval('schema_ids', GREATEST($1, \
+                     (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM schema_ids)))::text",
+                    &[&id],
+                )
+                .await?;
+            }
+            Ok((id, true))
+        }
+    }
+}
+
+/// Inserts the schema row and its references; returns the id used, or `None` when the explicit
+/// `id` is already taken. With `id: None` the next sequence value is taken, skipping values an
+/// import already holds.
+async fn insert_schema(
+    tx: &deadpool_postgres::Transaction<'_>,
+    id: Option<i64>,
+    candidate: &NewSchema,
+) -> StoreResult<Option<i64>> {
+    let refs = serde_json::to_string(&candidate.references).map_err(other_err)?;
+    let metadata = candidate
+        .metadata
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(other_err)?;
+    let rule_set = candidate
+        .rule_set
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(other_err)?;
+    let args: [&(dyn ToSql + Sync); 7] = [
+        &id,
+        &candidate.schema_type,
+        &candidate.schema,
+        &refs,
+        &metadata,
+        &rule_set,
+        &candidate.content_key,
+    ];
+    let id = loop {
+        let row = query_opt(
+            tx,
+            "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, content_key) \
+             VALUES (COALESCE($1, nextval('schema_ids')), $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (id) DO NOTHING RETURNING id",
+            &args,
+        )
+        .await?;
+        match row {
+            Some(row) => break col::<i64>(&row, 0)?,
+            None if id.is_some() => return Ok(None),
+            None => continue,
+        }
+    };
+    for (ordinal, r) in candidate.references.iter().enumerate() {
+        let ordinal = i32::try_from(ordinal).map_err(other_err)?;
+        exec(
+            tx,
+            "INSERT INTO schema_references(schema_id, ordinal, name, subject, version) \
+             VALUES ($1, $2, $3, $4, $5)",
+            &[&id, &ordinal, &r.name, &r.subject, &r.version],
+        )
+        .await?;
+    }
+    Ok(Some(id))
+}
+
+async fn check_versions_exist(
+    tx: &deadpool_postgres::Transaction<'_>,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<Vec<(i64, i64)>> {
+    let mut found = Vec::with_capacity(versions.len());
+    for &version in versions {
+        let row = query_opt(
+            tx,
+            "SELECT schema_id FROM subject_versions WHERE subject = $1 AND version = $2",
+            &[&subject, &version],
+        )
+        .await?;
+        match row {
+            Some(row) => found.push((version, col::<i64>(&row, 0)?)),
+            None => {
+                return Err(StoreError::NoSuchVersion {
+                    subject: subject.to_string(),
+                    version,
+                });
+            }
+        }
+    }
+    Ok(found)
+}
+
+async fn soft_delete_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<()> {
+    let found = check_versions_exist(tx, subject, versions).await?;
+    let now = now_millis();
+    for (version, id) in found {
+        exec(
+            tx,
+            "UPDATE subject_versions SET deleted = TRUE, updated_at = $3 \
+             WHERE subject = $1 AND version = $2",
+            &[&subject, &version, &now],
+        )
+        .await?;
+        notify(
+            tx,
+            &Change::new(ChangeKind::Subject, Some(subject), Some(id), Some(version)),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+async fn hard_delete_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<()> {
+    let found = check_versions_exist(tx, subject, versions).await?;
+    for (version, id) in found {
+        exec(
+            tx,
+            "DELETE FROM subject_versions WHERE subject = $1 AND version = $2",
+            &[&subject, &version],
+        )
+        .await?;
+        notify(
+            tx,
+            &Change::new(ChangeKind::Subject, Some(subject), Some(id), Some(version)),
+        )
+        .await?;
+    }
+    let left = query_opt(
+        tx,
+        "SELECT 1 FROM subject_versions WHERE subject = $1 LIMIT 1",
+        &[&subject],
+    )
+    .await?
+    .is_some();
+    if !left {
+        exec(tx, "DELETE FROM config WHERE scope = $1", &[&subject]).await?;
+        exec(tx, "DELETE FROM modes WHERE scope = $1", &[&subject]).await?;
+        let scope = Scope::Subject(subject);
+        notify(tx, &Change::scoped(ChangeKind::Config, scope)).await?;
+        notify(tx, &Change::scoped(ChangeKind::Mode, scope)).await?;
+    }
+    Ok(())
+}
+
+/// Versions whose schema references `subject` at one of `versions`, each once.
+async fn referencing_in(
+    client: &impl GenericClient,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<Vec<StoredVersion>> {
+    let mut out: Vec<StoredVersion> = Vec::new();
+    for version in versions {
+        for v in query_versions(
+            client,
+            "WHERE v.schema_id IN (SELECT schema_id FROM schema_references \
+             WHERE subject = $1 AND version = $2)",
+            &[&subject, version],
+        )
+        .await?
+        {
+            if !out
+                .iter()
+                .any(|o| o.subject == v.subject && o.version == v.version)
+            {
+                out.push(v);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every reference of a schema about to be written must name a live version; the referenced
+/// subjects are locked, so a concurrent delete waits for this registration (and its guard then
+/// sees the new reference).
+async fn check_references_live(
+    tx: &deadpool_postgres::Transaction<'_>,
+    candidate: &NewSchema,
+) -> StoreResult<()> {
+    for r in &candidate.references {
+        let live = query_opt(
+            tx,
+            "SELECT 1 FROM subject_versions WHERE subject = $1 AND version = $2 AND NOT deleted",
+            &[&r.subject, &r.version],
+        )
+        .await?
+        .is_some();
+        if !live {
+            return Err(StoreError::NoSuchVersion {
+                subject: r.subject.clone(),
+                version: r.version,
+            });
+        }
+    }
+    Ok(())
+}
+
+async fn read_config(client: &impl GenericClient, key: &str) -> StoreResult<Option<ConfigRecord>> {
+    let row = query_opt(
+        client,
+        "SELECT compatibility, extra FROM config WHERE scope = $1",
+        &[&key],
+    )
+    .await?;
+    row.map(|row| {
+        let extra: String = col(&row, 1)?;
+        Ok(ConfigRecord {
+            compatibility: col(&row, 0)?,
+            extra: serde_json::from_str(&extra).map_err(other_err)?,
+        })
+    })
+    .transpose()
+}
+
+async fn read_mode(client: &impl GenericClient, key: &str) -> StoreResult<Option<String>> {
+    let row = query_opt(client, "SELECT mode FROM modes WHERE scope = $1", &[&key]).await?;
+    row.map(|r| col(&r, 0)).transpose()
+}
+
+/// Serializes changes to one config or mode scope with the subject's other writes.
+async fn lock_scope(client: &impl GenericClient, scope: Scope<'_>) -> StoreResult<()> {
+    match scope {
+        Scope::Global => lock(client, LOCK_SCOPE, GLOBAL_SCOPE).await,
+        Scope::Subject(s) => lock(client, LOCK_SUBJECT, s).await,
+    }
+}
+
+/// Runs `work` in one READ COMMITTED transaction on a pooled connection and commits it.
+macro_rules! in_transaction {
+    ($store:expr, |$tx:ident| $body:expr) => {{
+        let mut client = $store.client().await?;
+        let $tx = client.transaction().await.map_err(pg_err)?;
+        let out = $body;
+        $tx.commit().await.map_err(pg_err)?;
+        out
+    }};
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn register(
+        &self,
+        subject: &str,
+        candidate: &NewSchema,
+        placement: Placement,
+        guard: Guard<'_>,
+    ) -> StoreResult<Registered> {
+        let registered = in_transaction!(self, |tx| {
+            register_in(&tx, subject, candidate, placement, guard).await?
+        });
+        Ok(registered)
+    }
+
+    async fn schema_by_id(&self, id: i64) -> StoreResult<Option<SchemaRecord>> {
+        let client = self.client().await?;
+        let sql = format!(
+            "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.id = $1 \
+             AND EXISTS(SELECT 1 FROM subject_versions v WHERE v.schema_id = s.id)"
+        );
+        let row = query_opt(&client, &sql, &[&id]).await?;
+        row.map(|r| schema_record(&r, 0)).transpose()
+    }
+
+    async fn schema_by_key(&self, content_key: &str) -> StoreResult<Option<SchemaRecord>> {
+        let client = self.client().await?;
+        let sql = format!(
+            "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.content_key = $1 ORDER BY s.id LIMIT 1"
+        );
+        let row = query_opt(&client, &sql, &[&content_key]).await?;
+        row.map(|r| schema_record(&r, 0)).transpose()
+    }
+
+    async fn max_schema_id(&self) -> StoreResult<i64> {
+        let client = self.client().await?;
+        let rows = query(&client, "SELECT COALESCE(MAX(id), 0) FROM schemas", &[]).await?;
+        match rows.first() {
+            Some(row) => col(row, 0),
+            None => Ok(0),
+        }
+    }
+
+    async fn subject_versions(&self, subject: &str) -> StoreResult<Vec<StoredVersion>> {
+        let client = self.client().await?;
+        query_versions(&client, "WHERE v.subject = $1", &[&subject]).await
+    }
+
+    async fn subjects(&self) -> StoreResult<Vec<(String, bool)>> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            "SELECT subject, bool_or(NOT deleted) FROM subject_versions GROUP BY subject ORDER BY subject",
+            &[],
+        )
+        .await?;
+        rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
+    }
+
+    async fn all_versions(&self) -> StoreResult<Vec<StoredVersion>> {
+        let client = self.client().await?;
+        query_versions(&client, "", &[]).await
+    }
+
+    async fn versions_with_id(&self, id: i64) -> StoreResult<Vec<(String, i64, bool)>> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            "SELECT subject, version, deleted FROM subject_versions WHERE schema_id = $1 \
+             ORDER BY subject, version",
+            &[&id],
+        )
+        .await?;
+        rows.iter()
+            .map(|r| Ok((col(r, 0)?, col(r, 1)?, col(r, 2)?)))
+            .collect()
+    }
+
+    async fn referencing_versions(
+        &self,
+        subject: &str,
+        version: i64,
+    ) -> StoreResult<Vec<StoredVersion>> {
+        let client = self.client().await?;
+        referencing_in(&client, subject, &[version]).await
+    }
+
+    async fn soft_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
+        in_transaction!(self, |tx| {
+            lock(&tx, LOCK_SUBJECT, subject).await?;
+            soft_delete_in(&tx, subject, versions).await?;
+        });
+        Ok(())
+    }
+
+    async fn hard_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
+        in_transaction!(self, |tx| {
+            lock(&tx, LOCK_SUBJECT, subject).await?;
+            hard_delete_in(&tx, subject, versions).await?;
+        });
+        Ok(())
+    }
+
+    async fn delete_guarded(
+        &self,
+        subject: &str,
+        versions: &[i64],
+        permanent: bool,
+        guard: DeleteGuard<'_>,
+    ) -> StoreResult<()> {
+        in_transaction!(self, |tx| {
+            // A registration referencing this subject locks it too, so no reference can
+            // appear between the guard's look and the delete.
+            lock(&tx, LOCK_SUBJECT, subject).await?;
+            let referencing = referencing_in(&tx, subject, versions).await?;
+            guard(&referencing).map_err(StoreError::Rejected)?;
+            if permanent {
+                hard_delete_in(&tx, subject, versions).await?;
+            } else {
+                soft_delete_in(&tx, subject, versions).await?;
+            }
+        });
+        Ok(())
+    }
+
+    async fn config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>> {
+        let client = self.client().await?;
+        read_config(&client, scope_key(scope)).await
+    }
+
+    async fn set_config(&self, scope: Scope<'_>, config: &ConfigRecord) -> StoreResult<()> {
+        let extra = serde_json::to_string(&config.extra).map_err(other_err)?;
+        in_transaction!(self, |tx| {
+            lock_scope(&tx, scope).await?;
+            exec(
+                &tx,
+                "INSERT INTO config(scope, compatibility, extra) VALUES ($1, $2, $3) \
+                 ON CONFLICT (scope) DO UPDATE SET compatibility = excluded.compatibility, \
+                 extra = excluded.extra",
+                &[&scope_key(scope), &config.compatibility, &extra],
+            )
+            .await?;
+            notify(&tx, &Change::scoped(ChangeKind::Config, scope)).await?;
+        });
+        Ok(())
+    }
+
+    async fn delete_config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>> {
+        let old = in_transaction!(self, |tx| {
+            lock_scope(&tx, scope).await?;
+            let old = read_config(&tx, scope_key(scope)).await?;
+            if old.is_some() {
+                exec(
+                    &tx,
+                    "DELETE FROM config WHERE scope = $1",
+                    &[&scope_key(scope)],
+                )
+                .await?;
+                notify(&tx, &Change::scoped(ChangeKind::Config, scope)).await?;
+            }
+            old
+        });
+        Ok(old)
+    }
+
+    async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>> {
+        let client = self.client().await?;
+        read_mode(&client, scope_key(scope)).await
+    }
+
+    async fn set_mode(&self, scope: Scope<'_>, mode: &str) -> StoreResult<()> {
+        in_transaction!(self, |tx| {
+            lock_scope(&tx, scope).await?;
+            exec(
+                &tx,
+                "INSERT INTO modes(scope, mode) VALUES ($1, $2) \
+                 ON CONFLICT (scope) DO UPDATE SET mode = excluded.mode",
+                &[&scope_key(scope), &mode],
+            )
+            .await?;
+            notify(&tx, &Change::scoped(ChangeKind::Mode, scope)).await?;
+        });
+        Ok(())
+    }
+
+    async fn delete_mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>> {
+        let old = in_transaction!(self, |tx| {
+            lock_scope(&tx, scope).await?;
+            let old = read_mode(&tx, scope_key(scope)).await?;
+            if old.is_some() {
+                exec(
+                    &tx,
+                    "DELETE FROM modes WHERE scope = $1",
+                    &[&scope_key(scope)],
+                )
+                .await?;
+                notify(&tx, &Change::scoped(ChangeKind::Mode, scope)).await?;
+            }
+            old
+        });
+        Ok(old)
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        PostgresStore::ping(self).await
+    }
+
+    async fn all_configs(&self) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            "SELECT scope, compatibility, extra FROM config ORDER BY scope <> $1, scope",
+            &[&GLOBAL_SCOPE],
+        )
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let scope: String = col(row, 0)?;
+                let extra: String = col(row, 2)?;
+                let record = ConfigRecord {
+                    compatibility: col(row, 1)?,
+                    extra: serde_json::from_str(&extra).map_err(other_err)?,
+                };
+                Ok(((scope != GLOBAL_SCOPE).then_some(scope), record))
+            })
+            .collect()
+    }
+
+    async fn all_modes(&self) -> StoreResult<Vec<(Option<String>, String)>> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            "SELECT scope, mode FROM modes ORDER BY scope <> $1, scope",
+            &[&GLOBAL_SCOPE],
+        )
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let scope: String = col(row, 0)?;
+                Ok(((scope != GLOBAL_SCOPE).then_some(scope), col(row, 1)?))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,288 @@
+//! The shared sample backend: the same tables as the embedded one, in the registry's
+//! PostgreSQL database, with their own migration ledger (`samples_migrations`).
+//!
+//! An add counts the subject's samples and inserts under a transaction-scoped advisory lock
+//! on the subject, so two nodes adding at once cannot overshoot the limit.
+
+use crate::samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
+use crate::{StoreError, StoreResult};
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "CREATE TABLE smp_samples (
+        id BIGSERIAL PRIMARY KEY,
+        subject TEXT COLLATE \"C\" NOT NULL,
+        version BIGINT NOT NULL,
+        encoding TEXT NOT NULL,
+        message_name TEXT,
+        payload BYTEA NOT NULL,
+        created_at BIGINT NOT NULL
+    );
+    CREATE INDEX smp_samples_subject ON smp_samples(subject, version);
+    CREATE TABLE smp_live_versions (
+        subject TEXT COLLATE \"C\" NOT NULL,
+        version BIGINT NOT NULL,
+        marked_at BIGINT NOT NULL,
+        PRIMARY KEY (subject, version)
+    );",
+)];
+
+/// Advisory lock namespaces (first key of the two-key form), distinct from the registry's.
+const LOCK_MIGRATIONS: i32 = 0x436f_0101;
+const LOCK_SUBJECT: i32 = 0x436f_0102;
+const POOL_SIZE: usize = 8;
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn now_millis() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+pub struct PostgresSampleStore {
+    pool: Pool,
+    /// Set once the migrations have run; a lazily opened store migrates on first use, so a
+    /// node can start while its database is down.
+    migrated: tokio::sync::OnceCell<()>,
+}
+
+impl PostgresSampleStore {
+    /// Connects to `url` (`postgres://user@host:port/db`) and applies the migrations.
+    pub async fn connect(url: &str) -> StoreResult<PostgresSampleStore> {
+        let store = PostgresSampleStore::open_lazy(url)?;
+        drop(store.client().await?);
+        Ok(store)
+    }
+
+    /// Like [`connect`](Self::connect), without connecting yet: migrations run on the first
+    /// operation that reaches the database.
+    pub fn open_lazy(url: &str) -> StoreResult<PostgresSampleStore> {
+        let config: tokio_postgres::Config = url.parse().map_err(backend)?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .wait_timeout(Some(std::time::Duration::from_secs(5)))
+            .create_timeout(Some(std::time::Duration::from_secs(5)))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(backend)?;
+        Ok(PostgresSampleStore {
+            pool,
+            migrated: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// Uses an existing pool (for instance the registry store's) and applies the migrations.
+    pub async fn with_pool(pool: Pool) -> StoreResult<PostgresSampleStore> {
+        let store = PostgresSampleStore {
+            pool,
+            migrated: tokio::sync::OnceCell::new(),
+        };
+        drop(store.client().await?);
+        Ok(store)
+    }
+
+    /// A pooled connection, after the migrations have run once.
+    async fn client(&self) -> StoreResult<deadpool_postgres::Object> {
+        self.migrated.get_or_try_init(|| self.migrate()).await?;
+        self.pool.get().await.map_err(backend)
+    }
+
+    async fn migrate(&self) -> StoreResult<()> {
+        let mut client = self.pool.get().await.map_err(backend)?;
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1, 0)", &[&LOCK_MIGRATIONS])
+            .await
+            .map_err(backend)?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS samples_migrations (
+                version BIGINT PRIMARY KEY,
+                applied_at BIGINT NOT NULL
+            )",
+        )
+        .await
+        .map_err(backend)?;
+        for (number, sql) in MIGRATIONS {
+            let applied = tx
+                .query_opt(
+                    "SELECT 1 FROM samples_migrations WHERE version = $1",
+                    &[number],
+                )
+                .await
+                .map_err(backend)?
+                .is_some();
+            if !applied {
+                tx.batch_execute(sql).await.map_err(backend)?;
+                tx.execute(
+                    "INSERT INTO samples_migrations(version, applied_at) VALUES ($1, $2)",
+                    &[number, &now_millis()],
+                )
+                .await
+                .map_err(backend)?;
+            }
+        }
+        tx.commit().await.map_err(backend)
+    }
+}
+
+fn record(row: &tokio_postgres::Row) -> StoreResult<SampleRecord> {
+    Ok(SampleRecord {
+        id: row.try_get(0).map_err(backend)?,
+        subject: row.try_get(1).map_err(backend)?,
+        version: row.try_get(2).map_err(backend)?,
+        encoding: row.try_get(3).map_err(backend)?,
+        message_name: row.try_get(4).map_err(backend)?,
+        payload: row.try_get(5).map_err(backend)?,
+        created_at: row.try_get(6).map_err(backend)?,
+    })
+}
+
+const COLUMNS: &str = "id, subject, version, encoding, message_name, payload, created_at";
+
+#[async_trait]
+impl SampleStore for PostgresSampleStore {
+    async fn add_sample(&self, sample: &NewSample, limit: usize) -> StoreResult<SampleAdded> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+            &[&LOCK_SUBJECT, &sample.subject],
+        )
+        .await
+        .map_err(backend)?;
+        let count: i64 = tx
+            .query_one(
+                "SELECT COUNT(*) FROM smp_samples WHERE subject = $1",
+                &[&sample.subject],
+            )
+            .await
+            .map_err(backend)?
+            .try_get(0)
+            .map_err(backend)?;
+        if usize::try_from(count).unwrap_or(usize::MAX) >= limit {
+            return Ok(SampleAdded::LimitReached { limit });
+        }
+        let row = tx
+            .query_one(
+                &format!(
+                    "INSERT INTO smp_samples(subject, version, encoding, message_name, payload, created_at)
+                     VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
+                ),
+                &[
+                    &sample.subject,
+                    &sample.version,
+                    &sample.encoding,
+                    &sample.message_name,
+                    &sample.payload,
+                    &now_millis(),
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        let stored = record(&row)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(SampleAdded::Stored(stored))
+    }
+
+    async fn samples(&self, subject: &str, version: Option<i64>) -> StoreResult<Vec<SampleRecord>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {COLUMNS} FROM smp_samples
+                     WHERE subject = $1 AND ($2::BIGINT IS NULL OR version = $2) ORDER BY id"
+                ),
+                &[&subject, &version],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter().map(record).collect()
+    }
+
+    async fn delete_sample(&self, subject: &str, id: i64) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let n = client
+            .execute(
+                "DELETE FROM smp_samples WHERE subject = $1 AND id = $2",
+                &[&subject, &id],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(n > 0)
+    }
+
+    async fn delete_version_samples(&self, subject: &str, versions: &[i64]) -> StoreResult<usize> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let versions = versions.to_vec();
+        let n = tx
+            .execute(
+                "DELETE FROM smp_samples WHERE subject = $1 AND version = ANY($2)",
+                &[&subject, &versions],
+            )
+            .await
+            .map_err(backend)?;
+        tx.execute(
+            "DELETE FROM smp_live_versions WHERE subject = $1 AND version = ANY($2)",
+            &[&subject, &versions],
+        )
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    async fn mark_live(&self, subject: &str, version: i64, at_ms: i64) -> StoreResult<()> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "INSERT INTO smp_live_versions(subject, version, marked_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (subject, version) DO UPDATE SET marked_at = EXCLUDED.marked_at",
+                &[&subject, &version, &at_ms],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn unmark_live(&self, subject: &str, version: i64) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let n = client
+            .execute(
+                "DELETE FROM smp_live_versions WHERE subject = $1 AND version = $2",
+                &[&subject, &version],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(n > 0)
+    }
+
+    async fn live_marks(&self, subject: &str) -> StoreResult<Vec<(i64, i64)>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT version, marked_at FROM smp_live_versions WHERE subject = $1 ORDER BY version",
+                &[&subject],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get(0).map_err(backend)?,
+                    r.try_get(1).map_err(backend)?,
+                ))
+            })
+            .collect()
+    }
+}

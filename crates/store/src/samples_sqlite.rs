@@ -1,0 +1,305 @@
+//! The embedded sample backend. It lives in the same SQLite file as the registry store (WAL,
+//! `synchronous=FULL`) with its own tables, prefixed `smp_`, and its own migration ledger,
+//! `samples_migrations`, so the two evolve independently.
+
+use crate::samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
+use crate::{StoreError, StoreResult};
+use async_trait::async_trait;
+use rusqlite::{Connection, TransactionBehavior, params};
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "CREATE TABLE smp_samples (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        subject TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        encoding TEXT NOT NULL,
+        message_name TEXT,
+        payload BLOB NOT NULL,
+        created_at INTEGER NOT NULL
+    );
+    CREATE INDEX smp_samples_subject ON smp_samples(subject, version);
+    CREATE TABLE smp_live_versions (
+        subject TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        marked_at INTEGER NOT NULL,
+        PRIMARY KEY (subject, version)
+    );",
+)];
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn now_millis() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Blocking SQLite work off the async executor's core threads where possible.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
+pub struct SqliteSampleStore {
+    conn: Mutex<Connection>,
+}
+
+impl SqliteSampleStore {
+    /// Opens (and migrates) the sample tables in the SQLite file at `path`, usually the
+    /// registry store's own file ([`crate::SqliteStore::path`]).
+    pub fn open(path: &Path) -> StoreResult<SqliteSampleStore> {
+        let mut conn = Connection::open(path).map_err(backend)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL;
+             PRAGMA synchronous=FULL;
+             PRAGMA busy_timeout=10000;
+             CREATE TABLE IF NOT EXISTS samples_migrations (
+                 version INTEGER PRIMARY KEY,
+                 applied_at INTEGER NOT NULL
+             );",
+        )
+        .map_err(backend)?;
+        for (number, sql) in MIGRATIONS {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let applied: bool = tx
+                .query_row(
+                    "SELECT EXISTS(SELECT 1 FROM samples_migrations WHERE version = ?1)",
+                    [number],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            if !applied {
+                tx.execute_batch(sql).map_err(backend)?;
+                tx.execute(
+                    "INSERT INTO samples_migrations(version, applied_at) VALUES (?1, ?2)",
+                    params![number, now_millis()],
+                )
+                .map_err(backend)?;
+            }
+            tx.commit().map_err(backend)?;
+        }
+        Ok(SqliteSampleStore {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn conn(&self) -> StoreResult<MutexGuard<'_, Connection>> {
+        self.conn
+            .lock()
+            .map_err(|_| backend("the sample store connection was poisoned"))
+    }
+}
+
+type Row = (i64, String, i64, String, Option<String>, Vec<u8>, i64);
+
+fn record(row: Row) -> SampleRecord {
+    let (id, subject, version, encoding, message_name, payload, created_at) = row;
+    SampleRecord {
+        id,
+        subject,
+        version,
+        encoding,
+        message_name,
+        payload,
+        created_at,
+    }
+}
+
+const COLUMNS: &str = "id, subject, version, encoding, message_name, payload, created_at";
+
+fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
+}
+
+#[async_trait]
+impl SampleStore for SqliteSampleStore {
+    async fn add_sample(&self, sample: &NewSample, limit: usize) -> StoreResult<SampleAdded> {
+        blocking(|| {
+            let mut conn = self.conn()?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let count: i64 = tx
+                .query_row(
+                    "SELECT COUNT(*) FROM smp_samples WHERE subject = ?1",
+                    [&sample.subject],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            if usize::try_from(count).unwrap_or(usize::MAX) >= limit {
+                return Ok(SampleAdded::LimitReached { limit });
+            }
+            let at = now_millis();
+            tx.execute(
+                "INSERT INTO smp_samples(subject, version, encoding, message_name, payload, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    sample.subject,
+                    sample.version,
+                    sample.encoding,
+                    sample.message_name,
+                    sample.payload,
+                    at
+                ],
+            )
+            .map_err(backend)?;
+            let id = tx.last_insert_rowid();
+            tx.commit().map_err(backend)?;
+            Ok(SampleAdded::Stored(SampleRecord {
+                id,
+                subject: sample.subject.clone(),
+                version: sample.version,
+                encoding: sample.encoding.clone(),
+                message_name: sample.message_name.clone(),
+                payload: sample.payload.clone(),
+                created_at: at,
+            }))
+        })
+    }
+
+    async fn samples(&self, subject: &str, version: Option<i64>) -> StoreResult<Vec<SampleRecord>> {
+        blocking(|| {
+            let conn = self.conn()?;
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT {COLUMNS} FROM smp_samples
+                     WHERE subject = ?1 AND (?2 IS NULL OR version = ?2) ORDER BY id"
+                ))
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![subject, version], read_row)
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<Row>>>()
+                .map_err(backend)?;
+            Ok(rows.into_iter().map(record).collect())
+        })
+    }
+
+    async fn delete_sample(&self, subject: &str, id: i64) -> StoreResult<bool> {
+        blocking(|| {
+            let conn = self.conn()?;
+            let n = conn
+                .execute(
+                    "DELETE FROM smp_samples WHERE subject = ?1 AND id = ?2",
+                    params![subject, id],
+                )
+                .map_err(backend)?;
+            Ok(n > 0)
+        })
+    }
+
+    async fn delete_version_samples(&self, subject: &str, versions: &[i64]) -> StoreResult<usize> {
+        blocking(|| {
+            let mut conn = self.conn()?;
+            let tx = conn.transaction().map_err(backend)?;
+            let mut n = 0;
+            for v in versions {
+                n += tx
+                    .execute(
+                        "DELETE FROM smp_samples WHERE subject = ?1 AND version = ?2",
+                        params![subject, v],
+                    )
+                    .map_err(backend)?;
+                tx.execute(
+                    "DELETE FROM smp_live_versions WHERE subject = ?1 AND version = ?2",
+                    params![subject, v],
+                )
+                .map_err(backend)?;
+            }
+            tx.commit().map_err(backend)?;
+            Ok(n)
+        })
+    }
+
+    async fn mark_live(&self, subject: &str, version: i64, at_ms: i64) -> StoreResult<()> {
+        blocking(|| {
+            let conn = self.conn()?;
+            conn.execute(
+                "INSERT INTO smp_live_versions(subject, version, marked_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(subject, version) DO UPDATE SET marked_at = excluded.marked_at",
+                params![subject, version, at_ms],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    async fn unmark_live(&self, subject: &str, version: i64) -> StoreResult<bool> {
+        blocking(|| {
+            let conn = self.conn()?;
+            let n = conn
+                .execute(
+                    "DELETE FROM smp_live_versions WHERE subject = ?1 AND version = ?2",
+                    params![subject, version],
+                )
+                .map_err(backend)?;
+            Ok(n > 0)
+        })
+    }
+
+    async fn live_marks(&self, subject: &str) -> StoreResult<Vec<(i64, i64)>> {
+        blocking(|| {
+            let conn = self.conn()?;
+            let mut stmt = conn
+                .prepare(
+                    "SELECT version, marked_at FROM smp_live_versions
+                     WHERE subject = ?1 ORDER BY version",
+                )
+                .map_err(backend)?;
+            stmt.query_map([subject], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<(i64, i64)>>>()
+                .map_err(backend)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_shared_suite_passes_and_data_survives_reopening() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("covenant.sqlite3");
+        let store = SqliteSampleStore::open(&path).expect("open");
+        crate::samples::suite::run(&store).await;
+        drop(store);
+        let reopened = SqliteSampleStore::open(&path).expect("reopen");
+        assert_eq!(
+            reopened.samples("other", None).await.expect("list").len(),
+            1
+        );
+        assert_eq!(reopened.live_marks("s").await.expect("marks"), [(2, 200)]);
+    }
+
+    #[tokio::test]
+    async fn shares_the_file_with_the_registry_store() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let registry = crate::SqliteStore::open(dir.path()).expect("open registry store");
+        let samples = SqliteSampleStore::open(registry.path()).expect("open samples");
+        assert_eq!(
+            registry.applied_migrations().expect("migrations"),
+            [1],
+            "the registry's ledger is untouched"
+        );
+        assert!(samples.samples("s", None).await.expect("list").is_empty());
+    }
+}

@@ -1,0 +1,405 @@
+//! The governance store suite, shared by the SQLite and PostgreSQL test targets through
+//! `#[path]`; run on its own it has no tests.
+#![allow(dead_code)]
+
+use covenant_store::governance::*;
+use std::collections::BTreeMap;
+
+const HOUR: i64 = 3_600_000;
+const DAY: i64 = 24 * HOUR;
+/// A fixed epoch for tests: 2026-01-01T00:00:00Z.
+pub const T0: i64 = 1_767_225_600_000;
+
+pub fn consumer(name: &str, clients: &[&str], fields: &[&str]) -> NewConsumer {
+    NewConsumer {
+        name: name.to_string(),
+        owner: format!("{name}-team"),
+        purpose: "reads billing events".to_string(),
+        cadence: Cadence::Monthly,
+        criticality: Criticality::High,
+        contact: format!("{name}@example.com"),
+        clients: clients.iter().map(|c| c.to_string()).collect(),
+        reads: vec![SubjectRead {
+            subject: "billing-value".to_string(),
+            reader_version: Some(1),
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+        }],
+    }
+}
+
+fn accept(_: &Consumer, _: &[Consumer]) -> GovernanceResult<()> {
+    Ok(())
+}
+
+pub fn report(client: &str, consumer: Option<&str>, fields: &[&str], at: i64) -> UsageReport {
+    UsageReport {
+        subject: "billing-value".to_string(),
+        client_id: client.to_string(),
+        consumer: consumer.map(str::to_string),
+        reader_schema_id: Some(1),
+        writer_schema_ids: vec![1, 2],
+        fields_read: fields.iter().map(|f| f.to_string()).collect(),
+        records_by_version: BTreeMap::from([(1, 10), (2, 5)]),
+        unknown_enum_values: BTreeMap::from([(
+            "status".to_string(),
+            BTreeMap::from([("PAUSED".to_string(), 2)]),
+        )]),
+        decode_failures: 1,
+        interval_start: at - HOUR / 2,
+        interval_end: at,
+    }
+}
+
+pub async fn run_all(store: &dyn GovernanceStore) {
+    consumers_crud(store).await;
+    usage_buckets_and_queries(store).await;
+    deprecations_round_trip(store).await;
+}
+
+pub async fn consumers_crud(store: &dyn GovernanceStore) {
+    let created = store
+        .create_consumer(
+            &Consumer::from_new(consumer("entitlements", &["svc-ent"], &["plan_id"]), T0),
+            &accept,
+        )
+        .await
+        .expect("create");
+    assert_eq!(created.name, "entitlements");
+    let again = store
+        .create_consumer(
+            &Consumer::from_new(consumer("entitlements", &[], &[]), T0),
+            &accept,
+        )
+        .await;
+    assert!(
+        matches!(again, Err(GovernanceError::Conflict(_))),
+        "{again:?}"
+    );
+    // A client id belongs to one consumer only.
+    let stolen = store
+        .create_consumer(
+            &Consumer::from_new(consumer("thief", &["svc-ent"], &[]), T0),
+            &accept,
+        )
+        .await;
+    assert!(
+        matches!(stolen, Err(GovernanceError::Conflict(_))),
+        "{stolen:?}"
+    );
+    assert!(
+        store.consumer("thief").await.expect("read").is_none(),
+        "a refused create leaves nothing"
+    );
+    // A check that refuses leaves nothing behind.
+    let refuse = |_: &Consumer, _: &[Consumer]| Err(GovernanceError::Refused("no".to_string()));
+    let refused = store
+        .create_consumer(
+            &Consumer::from_new(consumer("dashboard", &["svc-dash"], &[]), T0),
+            &refuse,
+        )
+        .await;
+    assert!(matches!(refused, Err(GovernanceError::Refused(_))));
+    assert_eq!(
+        store.consumer_for_client("svc-dash").await.expect("client"),
+        None
+    );
+
+    assert_eq!(
+        store.consumer_for_client("svc-ent").await.expect("client"),
+        Some("entitlements".to_string())
+    );
+    let updated = store
+        .modify_consumer("entitlements", &|c, others| {
+            assert!(others.iter().all(|o| o.name != "entitlements"));
+            c.owner = "platform".to_string();
+            c.clients.push("svc-ent-2".to_string());
+            Ok(())
+        })
+        .await
+        .expect("modify");
+    assert_eq!(updated.owner, "platform");
+    let read = store
+        .consumer("entitlements")
+        .await
+        .expect("read")
+        .expect("present");
+    assert_eq!(read, updated);
+    assert_eq!(
+        store
+            .consumer_for_client("svc-ent-2")
+            .await
+            .expect("client"),
+        Some("entitlements".to_string())
+    );
+    let missing = store.modify_consumer("nobody", &|_, _| Ok(())).await;
+    assert!(matches!(missing, Err(GovernanceError::NotFound { .. })));
+    // Retiring releases the client ids.
+    store
+        .modify_consumer("entitlements", &|c, _| {
+            c.retired_at = Some(T0 + DAY);
+            Ok(())
+        })
+        .await
+        .expect("retire");
+    assert_eq!(
+        store.consumer_for_client("svc-ent").await.expect("client"),
+        None
+    );
+    let all = store.consumers().await.expect("list");
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].retired_at, Some(T0 + DAY));
+}
+
+pub async fn usage_buckets_and_queries(store: &dyn GovernanceStore) {
+    let t = T0 + 10 * DAY;
+    store
+        .record_usage(
+            &report("svc-exp", Some("export"), &["plan_name"], t),
+            Some("export"),
+        )
+        .await
+        .expect("usage");
+    store
+        .record_usage(
+            &report(
+                "svc-exp",
+                Some("export"),
+                &["plan_name", "plan_id"],
+                t + 60_000,
+            ),
+            Some("export"),
+        )
+        .await
+        .expect("usage");
+    store
+        .record_usage(
+            &report("svc-exp", Some("export"), &["plan_id"], t + 3 * DAY),
+            Some("export"),
+        )
+        .await
+        .expect("usage");
+    store
+        .record_usage(
+            &report("legacy-client", None, &["plan_name"], t + 2 * DAY),
+            None,
+        )
+        .await
+        .expect("usage");
+
+    let by_field = |field: &str, attribution: Attribution, from: i64, to: i64| UsageQuery {
+        subject: Some("billing-value".to_string()),
+        field: Some(field.to_string()),
+        attribution,
+        from,
+        to,
+    };
+    // Two reports in one hour land in one bucket.
+    let rows = store
+        .field_usage(&by_field(
+            "plan_name",
+            Attribution::Consumer("export".into()),
+            T0,
+            t + 30 * DAY,
+        ))
+        .await
+        .expect("query");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].reads, 2);
+    assert_eq!(rows[0].last_at, t + 60_000);
+    assert_eq!(rows[0].consumer.as_deref(), Some("export"));
+    assert_eq!(rows[0].reader_schema_id, Some(1));
+
+    // Outside the range: nothing.
+    let later = store
+        .field_usage(&by_field(
+            "plan_name",
+            Attribution::Consumer("export".into()),
+            t + DAY,
+            t + 30 * DAY,
+        ))
+        .await
+        .expect("query");
+    assert!(later.is_empty(), "{later:?}");
+
+    // Unattributed usage is kept apart.
+    let unattributed = store
+        .field_usage(&by_field(
+            "plan_name",
+            Attribution::Unattributed,
+            T0,
+            t + 30 * DAY,
+        ))
+        .await
+        .expect("query");
+    assert_eq!(unattributed.len(), 1);
+    assert_eq!(unattributed[0].client_id, "legacy-client");
+    assert_eq!(unattributed[0].consumer, None);
+
+    let any = store
+        .field_usage(&by_field("plan_name", Attribution::Any, T0, t + 30 * DAY))
+        .await
+        .expect("query");
+    assert_eq!(any.len(), 2);
+
+    let readers = store
+        .reader_usage(&UsageQuery {
+            subject: Some("billing-value".into()),
+            field: None,
+            attribution: Attribution::Any,
+            from: T0,
+            to: t + 30 * DAY,
+        })
+        .await
+        .expect("readers");
+    let export_reports: u64 = readers
+        .iter()
+        .filter(|r| r.consumer.as_deref() == Some("export"))
+        .map(|r| r.reports)
+        .sum();
+    assert_eq!(export_reports, 3);
+
+    let counts = store
+        .usage_counts(&UsageQuery {
+            subject: Some("billing-value".into()),
+            field: None,
+            attribution: Attribution::Any,
+            from: T0,
+            to: t + 30 * DAY,
+        })
+        .await
+        .expect("counts");
+    assert_eq!(counts.records_by_version.get(&1), Some(&40));
+    assert_eq!(counts.records_by_version.get(&2), Some(&20));
+    assert_eq!(counts.unknown_enum_values["status"]["PAUSED"], 8);
+    assert_eq!(counts.writer_schema_ids.get(&2), Some(&4));
+    assert_eq!(counts.decode_failures, 4);
+
+    let since = store.reporting_since("billing-value").await.expect("since");
+    let export_since = since
+        .iter()
+        .find(|s| s.consumer.as_deref() == Some("export"))
+        .expect("export");
+    assert_eq!(export_since.first_at, t - HOUR / 2);
+
+    let finding = UsageFinding {
+        kind: FindingKind::UnattributedUsage,
+        at: t + 2 * DAY,
+        subject: "billing-value".into(),
+        field: None,
+        client_id: "legacy-client".into(),
+        consumer: None,
+        deprecation_id: None,
+        message: "No consumer owns client 'legacy-client'.".into(),
+    };
+    store
+        .record_findings(std::slice::from_ref(&finding))
+        .await
+        .expect("findings");
+    assert_eq!(
+        store.findings(T0, t + 30 * DAY).await.expect("findings"),
+        vec![finding]
+    );
+
+    // Pruning drops whole buckets older than the cutoff and keeps the rest.
+    let removed = store.prune_usage(t + DAY).await.expect("prune");
+    assert!(removed >= 2, "removed {removed}");
+    let left = store
+        .field_usage(&by_field("plan_name", Attribution::Any, T0, t + 30 * DAY))
+        .await
+        .expect("query");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].client_id, "legacy-client");
+    let since = store.reporting_since("billing-value").await.expect("since");
+    let export_since = since
+        .iter()
+        .find(|s| s.consumer.as_deref() == Some("export"))
+        .expect("export");
+    assert!(export_since.first_at > t + DAY);
+}
+
+pub async fn deprecations_round_trip(store: &dyn GovernanceStore) {
+    let new = NewDeprecation {
+        target: DeprecationTarget::Field {
+            subject: "billing-value".into(),
+            path: "plan_name".into(),
+        },
+        contract: "subscription event plan identity".into(),
+        old_promise: "plan_name is a mutable display label".into(),
+        new_promise: "billing_plan_id is stable identity".into(),
+        replacement: Some("billing_plan_id".into()),
+        owners: vec![Owner {
+            role: "producer".into(),
+            name: "billing".into(),
+        }],
+        window_start: T0,
+        window_end: T0 + 90 * DAY,
+        notes: RecordNotes::default(),
+        announced_by: "billing".into(),
+    };
+    let first = store.create_deprecation(&new, T0).await.expect("create");
+    let mut other = new.clone();
+    other.target = DeprecationTarget::Subject {
+        subject: "old-subject".into(),
+    };
+    let second = store.create_deprecation(&other, T0).await.expect("create");
+    assert_ne!(first.id, second.id);
+    assert_eq!(first.stage, Stage::Announced);
+    assert_eq!(first.history.len(), 1);
+
+    let changed = store
+        .modify_deprecation(first.id, &|d| {
+            d.history.push(StageChange {
+                from: Some(d.stage),
+                to: Stage::Frozen,
+                at: T0 + DAY,
+                by: "billing".into(),
+                note: String::new(),
+            });
+            d.stage = Stage::Frozen;
+            Ok(())
+        })
+        .await
+        .expect("modify");
+    assert_eq!(changed.frozen_at(), Some(T0 + DAY));
+    assert_eq!(
+        store.deprecation(first.id).await.expect("read"),
+        Some(changed.clone())
+    );
+
+    // A refused edit changes nothing.
+    let refused = store
+        .modify_deprecation(first.id, &|d| {
+            d.stage = Stage::Removed;
+            Err(GovernanceError::Refused("not yet".into()))
+        })
+        .await;
+    assert!(matches!(refused, Err(GovernanceError::Refused(_))));
+    assert_eq!(
+        store
+            .deprecation(first.id)
+            .await
+            .expect("read")
+            .map(|d| d.stage),
+        Some(Stage::Frozen)
+    );
+    // The target is fixed.
+    let retarget = store
+        .modify_deprecation(first.id, &|d| {
+            d.target = DeprecationTarget::Subject {
+                subject: "x".into(),
+            };
+            Ok(())
+        })
+        .await;
+    assert!(matches!(retarget, Err(GovernanceError::Invalid(_))));
+
+    let of_subject = store
+        .deprecations(Some("billing-value"))
+        .await
+        .expect("list");
+    assert_eq!(of_subject.len(), 1);
+    assert_eq!(store.deprecations(None).await.expect("list").len(), 2);
+    assert!(store.deprecation(9999).await.expect("read").is_none());
+    let missing = store.modify_deprecation(9999, &|_| Ok(())).await;
+    assert!(matches!(missing, Err(GovernanceError::NotFound { .. })));
+}
