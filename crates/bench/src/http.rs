@@ -29,6 +29,9 @@ fn body(schema: &str) -> String {
     json!({ "schema": schema }).to_string()
 }
 
+/// Each route is driven this many times, taking turns with the others.
+const ROUNDS: u64 = 3;
+
 #[derive(Debug, Clone, Copy)]
 pub struct HttpSizes {
     pub seed_subjects: u64,
@@ -150,72 +153,85 @@ pub async fn run(
     )
     .await;
 
-    let b = base.clone();
-    let trivial = load(
-        &client,
-        limits,
-        Arc::new(move |c, _| c.get(format!("{b}/health/live"))),
-    )
-    .await;
-    require_clean("GET /health/live", &trivial)?;
-
-    let (b, ids2) = (base.clone(), ids.clone());
-    let by_id = load(
-        &client,
-        limits,
-        Arc::new(move |c, i| {
-            c.get(format!(
-                "{b}/schemas/ids/{}",
-                ids2[(i % ids2.len() as u64) as usize]
-            ))
-        }),
-    )
-    .await;
-    require_clean("GET /schemas/ids/{id}", &by_id)?;
-
-    let (b, s2) = (base.clone(), schemas.clone());
-    let lookup = load(
-        &client,
-        limits,
-        Arc::new(move |c, i| {
-            let k = i % s2.len() as u64;
-            c.post(format!("{b}/subjects/seed-{k}"))
-                .header("content-type", V1)
-                .body(s2[k as usize].clone())
-        }),
-    )
-    .await;
-    require_clean("POST /subjects/{s} lookup", &lookup)?;
-
-    let (b, s2) = (base.clone(), schemas.clone());
-    let idempotent = load(
-        &client,
-        limits,
-        Arc::new(move |c, i| {
-            let k = i % s2.len() as u64;
-            c.post(format!("{b}/subjects/seed-{k}/versions"))
-                .header("content-type", V1)
-                .body(s2[k as usize].clone())
-        }),
-    )
-    .await;
-    require_clean("POST register (idempotent)", &idempotent)?;
-
-    let b = base.clone();
-    let new = load(
-        &client,
-        Limits {
-            max_requests: sizes.new_registrations,
-            ..limits
-        },
-        Arc::new(move |c, i| {
-            c.post(format!("{b}/subjects/new-{i}/versions"))
-                .header("content-type", V1)
-                .body(body(&event_schema(&format!("New{i}"), 4)))
-        }),
-    )
-    .await;
-    require_clean("POST register (new subject)", &new)?;
+    // The routes take turns, ROUNDS times each, so that a change in the machine's load during
+    // the run (other processes share these cores) falls on every route alike.
+    let (b, ids2, s2, s3, b2, b3, b4, b5) = (
+        base.clone(),
+        ids.clone(),
+        schemas.clone(),
+        schemas.clone(),
+        base.clone(),
+        base.clone(),
+        base.clone(),
+        base.clone(),
+    );
+    let routes: Vec<(&str, MakeRequest)> = vec![
+        (
+            "GET /health/live",
+            Arc::new(move |c, _| c.get(format!("{b}/health/live"))),
+        ),
+        (
+            "GET /schemas/ids/{id}",
+            Arc::new(move |c, i| {
+                c.get(format!(
+                    "{b2}/schemas/ids/{}",
+                    ids2[(i % ids2.len() as u64) as usize]
+                ))
+            }),
+        ),
+        (
+            "POST /subjects/{s} lookup",
+            Arc::new(move |c, i| {
+                let k = i % s2.len() as u64;
+                c.post(format!("{b3}/subjects/seed-{k}"))
+                    .header("content-type", V1)
+                    .body(s2[k as usize].clone())
+            }),
+        ),
+        (
+            "POST register (idempotent)",
+            Arc::new(move |c, i| {
+                let k = i % s3.len() as u64;
+                c.post(format!("{b4}/subjects/seed-{k}/versions"))
+                    .header("content-type", V1)
+                    .body(s3[k as usize].clone())
+            }),
+        ),
+    ];
+    let round_limits = Limits {
+        max_requests: limits.max_requests / ROUNDS,
+        max_duration: limits.max_duration / ROUNDS as u32,
+        ..limits
+    };
+    let new_limits = Limits {
+        max_requests: sizes.new_registrations / ROUNDS,
+        ..round_limits
+    };
+    let mut results: Vec<LoadResult> = (0..=routes.len()).map(|_| LoadResult::default()).collect();
+    for round in 0..ROUNDS {
+        for (k, (_, make)) in routes.iter().enumerate() {
+            results[k].merge(load(&client, round_limits, make.clone()).await);
+        }
+        let b = b5.clone();
+        let new = load(
+            &client,
+            new_limits,
+            Arc::new(move |c, i| {
+                c.post(format!("{b}/subjects/new-{round}-{i}/versions"))
+                    .header("content-type", V1)
+                    .body(body(&event_schema(&format!("New{round}x{i}"), 4)))
+            }),
+        )
+        .await;
+        results[routes.len()].merge(new);
+    }
+    for (k, (name, _)) in routes.iter().enumerate() {
+        require_clean(name, &results[k])?;
+    }
+    require_clean("POST register (new subject)", &results[routes.len()])?;
+    let mut results = results.into_iter();
+    let mut next = || results.next().unwrap_or_default();
+    let (trivial, by_id, lookup, idempotent, new) = (next(), next(), next(), next(), next());
 
     let c = sizes.concurrency;
     rows.push(
@@ -255,7 +271,7 @@ pub async fn run(
             .ratio(of_trivial(&new, &trivial))
             .notes(format!(
                 "durable write per request, at most {}",
-                sizes.new_registrations
+                sizes.new_registrations / ROUNDS * ROUNDS
             )),
     );
     drop(server);

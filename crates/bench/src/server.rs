@@ -74,7 +74,7 @@ impl Server {
         let mut cmd = Command::new(covenant);
         cmd.args(["serve", "--listen", &listen]);
         match backend {
-            Backend::Embedded(dir) => cmd.arg("--data-dir").arg(dir),
+            Backend::Embedded(dir) => cmd.arg("--data-dir").arg(dir).env_remove("COVENANT_STORE"),
             Backend::Postgres(url) => cmd.args(["--store", url]),
         };
         cmd.env("RUST_LOG", "warn")
@@ -212,6 +212,17 @@ pub struct LoadResult {
 }
 
 impl LoadResult {
+    /// Adds another run of the same route: requests, errors, time and latencies add up.
+    pub fn merge(&mut self, other: LoadResult) {
+        self.requests += other.requests;
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+        self.elapsed += other.elapsed;
+        self.latencies_us.extend(other.latencies_us);
+    }
+
     pub fn rate(&self) -> f64 {
         if self.elapsed.is_zero() {
             0.0
