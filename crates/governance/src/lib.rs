@@ -7,6 +7,7 @@
 //! [`GovernanceStore`] (embedded SQLite or PostgreSQL); time comes from a [`Clock`].
 
 mod clock;
+mod evidence;
 mod gate;
 mod metrics;
 mod render;

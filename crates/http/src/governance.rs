@@ -17,9 +17,13 @@ use covenant_governance::{
     MetricFamily, NewConsumer, NewDeprecation, SchemaFields, StageRequest, UsageQuery, UsageReport,
     parse_instant, removal_gate,
 };
-use covenant_registry::{HookFuture, Registry, RemovalCheck, RemovalVerdict, SchemaRequest};
+use covenant_registry::{
+    BoxFuture, HookFuture, Registry, RegistryError, RegistryResult, RemovalCheck, RemovalVerdict,
+    SchemaRequest, UsageEvidence,
+};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
 type ApiResult = Result<Response, ApiError>;
@@ -107,8 +111,66 @@ impl RemovalCheck for GovernanceGate {
     }
 }
 
+/// Governance as the compatibility path's evidence: the consumers a field is declared by,
+/// and when each version was last reported in use (its schema id as a writer or as the
+/// reader schema, or its number in record counts) within the usage retention. Holds the
+/// registry weakly, like [`RegistryFields`].
+struct GovernanceUsage {
+    governance: Arc<Governance>,
+    registry: Weak<Registry>,
+}
+
+fn evidence_error(e: covenant_governance::GovernanceError) -> RegistryError {
+    RegistryError::Store(format!("reading consumer governance: {e}"))
+}
+
+impl UsageEvidence for GovernanceUsage {
+    fn consumers_by_field<'a>(
+        &'a self,
+        subject: &'a str,
+    ) -> BoxFuture<'a, RegistryResult<BTreeMap<String, Vec<String>>>> {
+        Box::pin(async move {
+            self.governance
+                .consumers_by_field(subject)
+                .await
+                .map_err(evidence_error)
+        })
+    }
+
+    fn last_seen<'a>(
+        &'a self,
+        subject: &'a str,
+    ) -> BoxFuture<'a, RegistryResult<BTreeMap<i64, i64>>> {
+        Box::pin(async move {
+            let sightings = self
+                .governance
+                .schema_sightings(subject)
+                .await
+                .map_err(evidence_error)?;
+            let mut last_seen = BTreeMap::new();
+            if sightings.by_schema_id.is_empty() && sightings.by_version.is_empty() {
+                return Ok(last_seen);
+            }
+            let Some(registry) = self.registry.upgrade() else {
+                return Ok(last_seen);
+            };
+            for v in registry.store().subject_versions(subject).await? {
+                let times = [
+                    sightings.by_schema_id.get(&v.schema.id),
+                    sightings.by_version.get(&v.version),
+                ];
+                if let Some(at) = times.into_iter().flatten().max() {
+                    last_seen.insert(v.version, *at);
+                }
+            }
+            Ok(last_seen)
+        })
+    }
+}
+
 /// Builds the governance service over `store`, lets it read field paths from `registry`,
-/// exports its counters, and installs its removal gate in the registry's registrations.
+/// exports its counters, installs its removal gate in the registry's registrations and makes
+/// it the evidence of `live` compatibility scopes and of the consumers named in findings.
 pub fn enable(
     registry: &Arc<Registry>,
     store: Arc<dyn GovernanceStore>,
@@ -123,6 +185,10 @@ pub fn enable(
             .with_counter_sink(Arc::new(MetricsSink)),
     );
     registry.set_removal_check(Arc::new(GovernanceGate(governance.clone())));
+    registry.set_usage(Arc::new(GovernanceUsage {
+        governance: governance.clone(),
+        registry: Arc::downgrade(registry),
+    }));
     governance
 }
 
@@ -507,4 +573,99 @@ pub async fn removal_gate_preview(
         m.insert("allowed".into(), json!(report.allows_removal()));
     }
     Ok(ok(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use covenant_governance::{ManualClock, UsageReport};
+    use covenant_registry::RegisterOptions;
+    use covenant_store::{SqliteGovernanceStore, SqliteStore};
+
+    const DAY: i64 = 86_400_000;
+    /// 2026-01-01T00:00:00Z, an hour boundary: every report below lands in its own bucket.
+    const NOW: i64 = 1_767_225_600_000;
+
+    fn record(fields: &[&str]) -> SchemaRequest {
+        let fields: Vec<Value> = fields
+            .iter()
+            .map(|f| json!({"name": f, "type": "string"}))
+            .collect();
+        SchemaRequest {
+            schema: json!({"type": "record", "name": "Case", "fields": fields}).to_string(),
+            ..SchemaRequest::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn versions_are_seen_through_writer_ids_reader_ids_and_record_counts() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = SqliteStore::open(dir.path()).expect("store");
+        let registry = Arc::new(Registry::new(Arc::new(store)));
+        let now = NOW;
+        let clock = Arc::new(ManualClock::new(now));
+        let governance = enable(
+            &registry,
+            Arc::new(SqliteGovernanceStore::open(dir.path()).expect("governance")),
+            clock.clone(),
+        );
+        let options = RegisterOptions {
+            force: true,
+            ..RegisterOptions::default()
+        };
+        let mut ids = Vec::new();
+        for fields in [
+            &["a"][..],
+            &["a", "b"],
+            &["a", "b", "c"],
+            &["a", "b", "c", "d"],
+        ] {
+            let r = registry
+                .register("case-value", record(fields), options)
+                .await
+                .expect("register");
+            ids.push(r.id);
+        }
+        let report =
+            |reader: Option<i64>, writers: Vec<i64>, versions: &[i64], at: i64| UsageReport {
+                subject: "case-value".to_string(),
+                client_id: "reader-1".to_string(),
+                reader_schema_id: reader,
+                writer_schema_ids: writers,
+                records_by_version: versions.iter().map(|v| (*v, 1)).collect(),
+                interval_start: at,
+                interval_end: at,
+                ..UsageReport::default()
+            };
+        governance
+            .report_usage(report(Some(ids[0]), vec![ids[1]], &[], now - 2 * DAY))
+            .await
+            .expect("report");
+        governance
+            .report_usage(report(None, vec![], &[3], now - DAY))
+            .await
+            .expect("report");
+        // Past the retention (400 days): not evidence any more.
+        governance
+            .report_usage(report(None, vec![ids[3]], &[], now - 500 * DAY))
+            .await
+            .expect("report");
+
+        let usage = GovernanceUsage {
+            governance: governance.clone(),
+            registry: Arc::downgrade(&registry),
+        };
+        let seen = usage.last_seen("case-value").await.expect("last seen");
+        assert_eq!(
+            seen,
+            BTreeMap::from([(1, now - 2 * DAY), (2, now - 2 * DAY), (3, now - DAY)])
+        );
+        assert!(
+            usage
+                .last_seen("other-value")
+                .await
+                .expect("none")
+                .is_empty()
+        );
+    }
 }

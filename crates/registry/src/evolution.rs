@@ -200,9 +200,21 @@ impl Registry {
     }
 
     /// Adds consumer governance evidence (consumers per field, usage by version).
-    pub fn with_usage(mut self, usage: Arc<dyn UsageEvidence>) -> Registry {
-        self.usage = Some(usage);
+    pub fn with_usage(self, usage: Arc<dyn UsageEvidence>) -> Registry {
+        self.set_usage(usage);
         self
+    }
+
+    /// Installs usage evidence in a registry already shared: governance is built after the
+    /// registry (it reads schemas through it), like the removal check.
+    pub fn set_usage(&self, usage: Arc<dyn UsageEvidence>) {
+        if let Ok(mut slot) = self.usage.write() {
+            *slot = Some(usage);
+        }
+    }
+
+    fn usage(&self) -> Option<Arc<dyn UsageEvidence>> {
+        self.usage.read().ok().and_then(|u| u.clone())
     }
 
     pub fn with_replay_limits(mut self, limits: ReplayLimits) -> Registry {
@@ -242,7 +254,7 @@ impl Registry {
             .and_then(|v| CompatibilityScope::from_json(v).ok());
         let mut last_seen = BTreeMap::new();
         let mut consumers = BTreeMap::new();
-        if let Some(usage) = &self.usage {
+        if let Some(usage) = self.usage() {
             consumers = usage.consumers_by_field(subject).await?;
             last_seen = usage.last_seen(subject).await?;
         }

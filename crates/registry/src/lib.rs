@@ -184,7 +184,7 @@ pub struct Registry {
     parsed: RwLock<HashMap<i64, Arc<ParsedSchema>>>,
     removal_check: RwLock<Option<Arc<dyn RemovalCheck>>>,
     samples: Option<Arc<dyn covenant_store::SampleStore>>,
-    usage: Option<Arc<dyn UsageEvidence>>,
+    usage: RwLock<Option<Arc<dyn UsageEvidence>>>,
     limits: ReplayLimits,
 }
 
@@ -432,7 +432,7 @@ impl Registry {
             parsed: RwLock::new(HashMap::new()),
             removal_check: RwLock::new(None),
             samples: None,
-            usage: None,
+            usage: RwLock::new(None),
             limits: ReplayLimits::default(),
         }
     }

@@ -312,6 +312,31 @@ pub struct UsageCounts {
     pub decode_failures: u64,
 }
 
+/// When a subject's schemas were last reported in use. Writer ids and per-version record
+/// counts are kept per hourly bucket, so their times are the last report of the same
+/// reporter in that bucket (at most one bucket late); reader schema times are exact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SchemaSightings {
+    /// Global schema id (a writer id seen, or the reader schema) to the last time it was used.
+    pub by_schema_id: BTreeMap<i64, i64>,
+    /// Writer schema version (from records counted by version) to the last time it was used.
+    pub by_version: BTreeMap<i64, i64>,
+}
+
+impl SchemaSightings {
+    /// Records a use of schema `id` at `at`, keeping the latest.
+    pub fn saw_schema(&mut self, id: i64, at: i64) {
+        let seen = self.by_schema_id.entry(id).or_insert(at);
+        *seen = (*seen).max(at);
+    }
+
+    /// Records a use of version `version` at `at`, keeping the latest.
+    pub fn saw_version(&mut self, version: i64, at: i64) {
+        let seen = self.by_version.entry(version).or_insert(at);
+        *seen = (*seen).max(at);
+    }
+}
+
 /// When a reporter's evidence for a subject begins (within retention).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportingSince {
@@ -787,6 +812,10 @@ pub trait GovernanceStore: Send + Sync {
     async fn reader_usage(&self, query: &UsageQuery) -> GovernanceResult<Vec<ReaderUsage>>;
 
     async fn usage_counts(&self, query: &UsageQuery) -> GovernanceResult<UsageCounts>;
+
+    /// The schemas of `subject` reported in use at or after `from`, and when last.
+    async fn schema_sightings(&self, subject: &str, from: i64)
+    -> GovernanceResult<SchemaSightings>;
 
     /// The earliest retained report per reporter for a subject.
     async fn reporting_since(&self, subject: &str) -> GovernanceResult<Vec<ReportingSince>>;

@@ -8,9 +8,10 @@
 use crate::governance::{
     Attribution, Consumer, ConsumerCheck, ConsumerEdit, Deprecation, DeprecationEdit, FieldUsage,
     GovernanceError, GovernanceResult, GovernanceStore, NewDeprecation, ReaderUsage,
-    ReportingSince, UsageCounts, UsageFinding, UsageQuery, UsageReport, bucket_start,
+    ReportingSince, SchemaSightings, UsageCounts, UsageFinding, UsageQuery, UsageReport,
+    bucket_start,
 };
-use crate::governance_sqlite::add_count;
+use crate::governance_sqlite::{add_count, add_sighting};
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::types::ToSql;
@@ -621,6 +622,44 @@ impl GovernanceStore for PostgresGovernanceStore {
             .map_err(backend)?
             .get(0);
         out.decode_failures = uncount(failures);
+        Ok(out)
+    }
+
+    async fn schema_sightings(
+        &self,
+        subject: &str,
+        from: i64,
+    ) -> GovernanceResult<SchemaSightings> {
+        let client = self.client().await?;
+        let mut out = SchemaSightings::default();
+        let readers = client
+            .query(
+                "SELECT reader_schema_id, MAX(last_at) FROM gov_usage_readers \
+                 WHERE subject = $1 AND last_at >= $2 AND reader_schema_id <> $3 \
+                 GROUP BY reader_schema_id",
+                &[&subject, &from, &NO_READER],
+            )
+            .await
+            .map_err(backend)?;
+        for r in &readers {
+            out.saw_schema(r.get(0), r.get(1));
+        }
+        let counts = client
+            .query(
+                "SELECT c.kind, c.key, MAX(r.last_at) FROM gov_usage_counts c \
+                 JOIN gov_usage_readers r ON r.bucket = c.bucket AND r.subject = c.subject \
+                 AND r.client_id = c.client_id AND r.consumer = c.consumer \
+                 WHERE c.subject = $1 AND c.kind IN ('writer_schema', 'records') AND c.value > 0 \
+                 AND c.bucket >= $3 AND r.last_at >= $2 GROUP BY c.kind, c.key",
+                &[&subject, &from, &bucket_start(from)],
+            )
+            .await
+            .map_err(backend)?;
+        for r in &counts {
+            let kind: String = r.get(0);
+            let key: String = r.get(1);
+            add_sighting(&mut out, &kind, &key, r.get(2));
+        }
         Ok(out)
     }
 

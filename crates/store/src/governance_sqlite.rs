@@ -8,7 +8,8 @@
 use crate::governance::{
     Attribution, Consumer, ConsumerCheck, ConsumerEdit, Deprecation, DeprecationEdit, FieldUsage,
     GovernanceError, GovernanceResult, GovernanceStore, NewDeprecation, ReaderUsage,
-    ReportingSince, UsageCounts, UsageFinding, UsageQuery, UsageReport, bucket_start,
+    ReportingSince, SchemaSightings, UsageCounts, UsageFinding, UsageQuery, UsageReport,
+    bucket_start,
 };
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -569,6 +570,57 @@ impl GovernanceStore for SqliteGovernanceStore {
         })
     }
 
+    async fn schema_sightings(
+        &self,
+        subject: &str,
+        from: i64,
+    ) -> GovernanceResult<SchemaSightings> {
+        self.read(|conn| {
+            let mut out = SchemaSightings::default();
+            let mut readers = conn
+                .prepare_cached(
+                    "SELECT reader_schema_id, MAX(last_at) FROM gov_usage_readers \
+                 WHERE subject = ?1 AND last_at >= ?2 AND reader_schema_id <> ?3 \
+                 GROUP BY reader_schema_id",
+                )
+                .map_err(backend)?;
+            let rows = readers
+                .query_map(params![subject, from, NO_READER], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+                })
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)?;
+            for (id, at) in rows {
+                out.saw_schema(id, at);
+            }
+            let mut counts = conn
+                .prepare_cached(
+                    "SELECT c.kind, c.key, MAX(r.last_at) FROM gov_usage_counts c \
+                 JOIN gov_usage_readers r ON r.bucket = c.bucket AND r.subject = c.subject \
+                 AND r.client_id = c.client_id AND r.consumer = c.consumer \
+                 WHERE c.subject = ?1 AND c.kind IN ('writer_schema', 'records') AND c.value > 0 \
+                 AND c.bucket >= ?3 AND r.last_at >= ?2 GROUP BY c.kind, c.key",
+                )
+                .map_err(backend)?;
+            let rows = counts
+                .query_map(params![subject, from, bucket_start(from)], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                    ))
+                })
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)?;
+            for (kind, key, at) in rows {
+                add_sighting(&mut out, &kind, &key, at);
+            }
+            Ok(out)
+        })
+    }
+
     async fn reporting_since(&self, subject: &str) -> GovernanceResult<Vec<ReportingSince>> {
         self.read(|conn| {
             let mut stmt = conn
@@ -708,6 +760,19 @@ impl GovernanceStore for SqliteGovernanceStore {
 }
 
 /// Adds one counter row to the summed counts.
+/// Adds one counted sighting (`writer_schema` keyed by global id, `records` by version);
+/// keys that are not numbers are skipped.
+pub(crate) fn add_sighting(out: &mut SchemaSightings, kind: &str, key: &str, at: i64) {
+    let Ok(number) = key.parse::<i64>() else {
+        return;
+    };
+    match kind {
+        "writer_schema" => out.saw_schema(number, at),
+        "records" => out.saw_version(number, at),
+        _ => {}
+    }
+}
+
 pub(crate) fn add_count(out: &mut UsageCounts, kind: &str, key: String, detail: String, n: u64) {
     match kind {
         "writer_schema" => {

@@ -54,6 +54,7 @@ pub async fn run_all(store: &dyn GovernanceStore) {
     consumers_crud(store).await;
     usage_buckets_and_queries(store).await;
     deprecations_round_trip(store).await;
+    schema_sightings(store).await;
 }
 
 pub async fn consumers_crud(store: &dyn GovernanceStore) {
@@ -402,4 +403,57 @@ pub async fn deprecations_round_trip(store: &dyn GovernanceStore) {
     assert!(store.deprecation(9999).await.expect("read").is_none());
     let missing = store.modify_deprecation(9999, &|_| Ok(())).await;
     assert!(matches!(missing, Err(GovernanceError::NotFound { .. })));
+}
+
+/// The last use of each schema of a subject: reader ids exactly, writer ids and versions at
+/// bucket precision, bounded below by `from`, other subjects and empty counts left out.
+pub async fn schema_sightings(store: &dyn GovernanceStore) {
+    let subject = "sightings-value";
+    let sighting = |client: &str, reader: Option<i64>, writers: &[i64], at: i64| UsageReport {
+        subject: subject.to_string(),
+        client_id: client.to_string(),
+        reader_schema_id: reader,
+        writer_schema_ids: writers.to_vec(),
+        records_by_version: BTreeMap::from([(7, 3), (8, 0)]),
+        interval_start: at - HOUR / 4,
+        interval_end: at,
+        ..UsageReport::default()
+    };
+    let early = T0 + 10 * DAY + 5 * 60_000;
+    let late = T0 + 20 * DAY + 30 * 60_000;
+    let old = T0 + DAY;
+    for (report, consumer) in [
+        (sighting("s-a", Some(11), &[21, 22], early), None),
+        (sighting("s-a", Some(11), &[21], late), None),
+        (sighting("s-b", None, &[23], early), Some("reader-b")),
+        (sighting("s-c", Some(12), &[24], old), None),
+    ] {
+        store.record_usage(&report, consumer).await.expect("record");
+    }
+    let mut elsewhere = sighting("s-a", Some(13), &[25], late);
+    elsewhere.subject = "another-value".to_string();
+    store.record_usage(&elsewhere, None).await.expect("record");
+
+    let seen = store
+        .schema_sightings(subject, T0 + 5 * DAY)
+        .await
+        .expect("sightings");
+    assert_eq!(
+        seen.by_schema_id,
+        BTreeMap::from([(11, late), (21, late), (22, early), (23, early)]),
+        "reader 12 and writer 24 are older than `from`; 13 and 25 are another subject's"
+    );
+    assert_eq!(seen.by_version, BTreeMap::from([(7, late)]));
+
+    let all = store.schema_sightings(subject, 0).await.expect("sightings");
+    assert_eq!(all.by_schema_id.get(&12), Some(&old));
+    assert_eq!(all.by_schema_id.get(&24), Some(&old));
+    assert!(
+        store
+            .schema_sightings("nobody-value", 0)
+            .await
+            .expect("sightings")
+            .by_schema_id
+            .is_empty()
+    );
 }
