@@ -272,3 +272,66 @@ fn plan_names_the_safe_order_and_exits_one_when_none_is_safe() {
     let out = covenant(&["plan", s(&retyped), s(&old)]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
+
+const ORDER_V1: &str = r#"{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+  "properties":{"note":{"type":"string","maxLength":100},"qty":{"type":"integer"}},
+  "required":["qty"],"additionalProperties":false}"#;
+
+/// Seed example: tightening `maxLength` from 100 to 20 rejects documents old writers produce.
+const ORDER_V2: &str = r#"{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+  "properties":{"note":{"type":"string","maxLength":20},"qty":{"type":"integer"}},
+  "required":["qty"],"additionalProperties":false}"#;
+
+#[test]
+fn json_schema_check_uses_the_same_flags_outputs_and_exit_codes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "v1.json", ORDER_V1);
+    let new = write(dir.path(), "v2.json", ORDER_V2);
+    let out = covenant(&["check", "--format", "json", "-o", "json", s(&new), s(&old)]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let finding = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["rule"] == "MAX_LENGTH_DECREASED")
+        .expect("a MAX_LENGTH_DECREASED finding");
+    assert_eq!(finding["path"], "#/properties/note/maxLength");
+    assert_eq!(finding["version"], 1);
+
+    let loosened = covenant(&["check", "--format", "json", s(&old), s(&new)]);
+    assert_eq!(loosened.status.code(), Some(0), "{loosened:?}");
+
+    let bad = write(dir.path(), "bad.json", r#"{"type": 12}"#);
+    let invalid = covenant(&["check", "--format", "json", s(&bad), s(&old)]);
+    assert_eq!(invalid.status.code(), Some(2), "{invalid:?}");
+    let stderr = String::from_utf8_lossy(&invalid.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("#/type"), "{stderr}");
+}
+
+#[test]
+fn validate_lists_every_error_with_its_instance_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let schema = write(dir.path(), "order.json", ORDER_V2);
+    let good = write(dir.path(), "good.json", r#"{"qty": 2, "note": "fragile"}"#);
+    let bad = write(
+        dir.path(),
+        "bad.json",
+        r#"{"qty": "two", "note": "this note is far longer than twenty characters", "extra": 1}"#,
+    );
+    let ok = covenant(&["validate", "--schema", s(&schema), s(&good)]);
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+
+    let out = covenant(&["validate", "--schema", s(&schema), s(&good), s(&bad)]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("good.json: valid"), "{text}");
+    assert!(text.contains("bad.json: invalid (3 errors)"), "{text}");
+    assert!(text.contains("/qty:"), "{text}");
+    assert!(text.contains("/note:"), "{text}");
+
+    let not_json = write(dir.path(), "broken.json", "{");
+    let broken = covenant(&["validate", "--schema", s(&schema), s(&not_json)]);
+    assert_eq!(broken.status.code(), Some(2), "{broken:?}");
+}
