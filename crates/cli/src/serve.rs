@@ -31,6 +31,10 @@ pub struct ServeArgs {
     /// Largest request body accepted; larger ones get a 413.
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
+    /// Schema ids kept in memory (records and parsed schemas, least recently used out); the
+    /// rest are read from the store when asked for. 0 caches nothing.
+    #[arg(long, default_value_t = covenant_registry::DEFAULT_CACHE_ENTRIES, env = "COVENANT_CACHE_ENTRIES")]
+    pub cache_entries: usize,
     /// Log line format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -76,6 +80,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             max_body_bytes: args.max_body_bytes,
         },
     );
+    // Histogram samples pile up in the recorder until drained; without a scrape of /metrics
+    // they would grow with every request served.
+    let metrics = covenant_http::prometheus();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+        loop {
+            tick.tick().await;
+            metrics.run_upkeep();
+        }
+    });
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
@@ -106,7 +120,9 @@ async fn open_registry(
             .with_context(|| format!("opening the sample store in {}", args.data_dir.display()))?;
         let governance = covenant_store::SqliteGovernanceStore::open(&args.data_dir)
             .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
-        let registry = Registry::new(Arc::new(store)).with_samples(Arc::new(samples));
+        let registry = Registry::new(Arc::new(store))
+            .with_cache_entries(args.cache_entries)
+            .with_samples(Arc::new(samples));
         return Ok((Arc::new(registry), Arc::new(governance)));
     };
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
@@ -125,7 +141,11 @@ async fn open_registry(
         .map_err(|e| anyhow::anyhow!("governance store: {e}"))?;
     let samples = PostgresSampleStore::open_lazy(url)?;
     let mut changes = store.subscribe_changes();
-    let registry = Arc::new(Registry::new(Arc::new(store)).with_samples(Arc::new(samples)));
+    let registry = Arc::new(
+        Registry::new(Arc::new(store))
+            .with_cache_entries(args.cache_entries)
+            .with_samples(Arc::new(samples)),
+    );
     let follower = Arc::downgrade(&registry);
     tokio::spawn(async move {
         loop {

@@ -6,14 +6,18 @@
 //! (SQLite: one writer connection; PostgreSQL: a per-subject lock). A registration's
 //! compatibility check runs inside that write as the store's guard, so two incompatible
 //! versions can never both land. Reads go straight to the store, except schemas by id,
-//! which are cached in memory (an id is never rebound to other content; the cache is
-//! dropped on permanent deletes).
+//! which every node serves from memory once read (an id is never rebound to other content;
+//! the cache is dropped on permanent deletes, this node's or, through the change feed,
+//! another's). The id caches are bounded LRU maps ([`DEFAULT_CACHE_ENTRIES`],
+//! [`Registry::with_cache_entries`]): the least recently used ids are read from the store again.
 
+mod cache;
 mod contract;
 mod error;
 mod evolution;
 mod removal;
 
+pub use cache::DEFAULT_CACHE_ENTRIES;
 pub use contract::{Contract, merge_metadata, merge_rule_sets};
 pub use covenant_policy::RolloutPlan;
 pub use covenant_store::SampleRecord;
@@ -36,6 +40,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::{Arc, RwLock};
+
+use cache::IdCache;
 
 pub use covenant_store::{SchemaRecord as Schema, SchemaRef as Ref, StoredVersion as Version};
 
@@ -176,12 +182,20 @@ impl TextFormat {
     }
 }
 
+/// What the id caches hold, for metrics and tests of their bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheUsage {
+    pub records: usize,
+    pub parsed: usize,
+    pub capacity: usize,
+}
+
 /// The registry. Cheap to share behind an `Arc`.
 pub struct Registry {
     store: Arc<dyn Store>,
     default_level: Level,
-    by_id: RwLock<HashMap<i64, Arc<SchemaRecord>>>,
-    parsed: RwLock<HashMap<i64, Arc<ParsedSchema>>>,
+    by_id: IdCache<SchemaRecord>,
+    parsed: IdCache<ParsedSchema>,
     removal_check: RwLock<Option<Arc<dyn RemovalCheck>>>,
     samples: Option<Arc<dyn covenant_store::SampleStore>>,
     usage: RwLock<Option<Arc<dyn UsageEvidence>>>,
@@ -428,8 +442,8 @@ impl Registry {
         Registry {
             store,
             default_level: Level::Backward,
-            by_id: RwLock::new(HashMap::new()),
-            parsed: RwLock::new(HashMap::new()),
+            by_id: IdCache::new(DEFAULT_CACHE_ENTRIES),
+            parsed: IdCache::new(DEFAULT_CACHE_ENTRIES),
             removal_check: RwLock::new(None),
             samples: None,
             usage: RwLock::new(None),
@@ -441,23 +455,33 @@ impl Registry {
         &self.store
     }
 
+    /// Bounds each id cache (records, parsed schemas) to `entries` ids; 0 caches nothing.
+    pub fn with_cache_entries(mut self, entries: usize) -> Registry {
+        self.by_id = IdCache::new(entries);
+        self.parsed = IdCache::new(entries);
+        self
+    }
+
+    /// How many ids the record and parsed-schema caches hold now, and their common bound.
+    pub fn cache_usage(&self) -> CacheUsage {
+        CacheUsage {
+            records: self.by_id.len(),
+            parsed: self.parsed.len(),
+            capacity: self.by_id.capacity(),
+        }
+    }
+
     fn cached(&self, id: i64) -> Option<Arc<SchemaRecord>> {
-        self.by_id.read().ok().and_then(|m| m.get(&id).cloned())
+        self.by_id.get(id)
     }
 
     fn remember(&self, record: Arc<SchemaRecord>) {
-        if let Ok(mut m) = self.by_id.write() {
-            m.insert(record.id, record);
-        }
+        self.by_id.insert(record.id, record);
     }
 
     fn forget_all(&self) {
-        if let Ok(mut m) = self.by_id.write() {
-            m.clear();
-        }
-        if let Ok(mut m) = self.parsed.write() {
-            m.clear();
-        }
+        self.by_id.clear();
+        self.parsed.clear();
     }
 
     /// Drops what is cached for schema `id`, or everything with `None`: another node sharing
@@ -466,12 +490,8 @@ impl Registry {
         match id {
             None => self.forget_all(),
             Some(id) => {
-                if let Ok(mut m) = self.by_id.write() {
-                    m.remove(&id);
-                }
-                if let Ok(mut m) = self.parsed.write() {
-                    m.remove(&id);
-                }
+                self.by_id.remove(id);
+                self.parsed.remove(id);
             }
         }
     }
@@ -482,7 +502,7 @@ impl Registry {
     }
 
     fn cached_parsed(&self, id: i64) -> Option<Arc<ParsedSchema>> {
-        self.parsed.read().ok().and_then(|m| m.get(&id).cloned())
+        self.parsed.get(id)
     }
 
     // ----- reads -------------------------------------------------------------------------
@@ -769,9 +789,7 @@ impl Registry {
         let (_, refs) = self.resolve_references(&record.references, true).await?;
         let schema_type = parse_type(Some(&record.schema_type))?;
         let parsed = Arc::new(parse_schema(schema_type, &record.schema, &refs)?);
-        if let Ok(mut m) = self.parsed.write() {
-            m.insert(record.id, parsed.clone());
-        }
+        self.parsed.insert(record.id, parsed.clone());
         Ok(parsed)
     }
 
@@ -1169,12 +1187,27 @@ impl Registry {
             } else {
                 self.prepare_removal(subject, &candidate).await?
             };
-            if run_check {
+            // Held here, not only in the bounded cache: a subject with more versions than the
+            // cache holds must still find every prior inside the guard.
+            let mut prepared: HashMap<i64, Arc<ParsedSchema>> = HashMap::new();
+            if run_check || (!mode.is_import() && self.removal_check().is_some()) {
                 let current = self.store.subject_versions(subject).await?;
-                for v in current.iter().filter(|v| !v.deleted) {
-                    self.parse_record(&v.schema).await?;
+                let mut live = current.iter().filter(|v| !v.deleted);
+                let wanted: Vec<&StoredVersion> = if run_check {
+                    live.collect()
+                } else {
+                    live.next_back().into_iter().collect()
+                };
+                for v in wanted {
+                    prepared.insert(v.schema.id, self.parse_record(&v.schema).await?);
                 }
             }
+            let prior = |id: i64| {
+                prepared
+                    .get(&id)
+                    .cloned()
+                    .or_else(|| self.cached_parsed(id))
+            };
             let compatibility_guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
                 if !mode.is_import()
                     && let Some(v) = explicit_version
@@ -1201,7 +1234,7 @@ impl Registry {
                     {
                         continue;
                     }
-                    match self.cached_parsed(v.schema.id) {
+                    match prior(v.schema.id) {
                         Some(p) => parsed.push((v, p)),
                         None => return Err(Rejection::new(GuardRefusal::Retry)),
                     }
@@ -1236,7 +1269,7 @@ impl Registry {
                 let Some(latest) = versions.iter().rev().find(|v| !v.deleted) else {
                     return Ok(());
                 };
-                let Some(old) = self.cached_parsed(latest.schema.id) else {
+                let Some(old) = prior(latest.schema.id) else {
                     return Err(Rejection::new(GuardRefusal::Retry));
                 };
                 let removed = removed_fields(&old, &candidate);

@@ -584,3 +584,107 @@ async fn delete_and_referencing_registration_do_not_race() {
         );
     }
 }
+
+/// The id caches stay within their bound however many schemas pass through them, and an
+/// evicted id is still served (from the store) with the same content.
+#[tokio::test]
+async fn id_caches_never_grow_past_their_bound() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open store");
+    let reg = Registry::new(Arc::new(store)).with_cache_entries(4);
+    let mut ids = Vec::new();
+    for s in 0..12 {
+        for v in 0..3 {
+            let mut fields = vec![r#"{"name":"a","type":"string"}"#.to_string()];
+            for f in 0..v {
+                fields.push(format!(
+                    r#"{{"name":"f{f}","type":["null","string"],"default":null}}"#
+                ));
+            }
+            let schema = format!(
+                r#"{{"type":"record","name":"R{s}","fields":[{}]}}"#,
+                fields.join(",")
+            );
+            let r = reg
+                .register(
+                    &format!("s{s}"),
+                    SchemaRequest {
+                        schema,
+                        ..SchemaRequest::default()
+                    },
+                    RegisterOptions::default(),
+                )
+                .await
+                .expect("register");
+            ids.push((r.id, r.schema.schema.clone()));
+            let usage = reg.cache_usage();
+            assert_eq!(usage.capacity, 4);
+            assert!(
+                usage.records <= 4 && usage.parsed <= 4,
+                "caches grew past 4 entries: {usage:?}"
+            );
+        }
+    }
+    for (id, text) in &ids {
+        let record = reg.schema_by_id(*id).await.expect("by id");
+        assert_eq!(&record.schema, text);
+        let usage = reg.cache_usage();
+        assert!(usage.records <= 4, "{usage:?}");
+    }
+    assert_eq!(reg.cache_usage().records, 4);
+}
+
+/// A subject with more versions than the cache holds still registers under a transitive
+/// level: the priors the check needs are kept for the registration, not only in the cache.
+#[tokio::test]
+async fn transitive_check_works_with_a_tiny_cache() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open store");
+    let reg = Registry::new(Arc::new(store)).with_cache_entries(1);
+    reg.set_config(
+        None,
+        ConfigUpdate {
+            compatibility: Some(Value::String("FULL_TRANSITIVE".into())),
+            extra: Map::new(),
+        },
+    )
+    .await
+    .expect("config");
+    let mut fields = Vec::new();
+    for v in 0..6 {
+        fields.push(format!(
+            r#"{{"name":"f{v}","type":["null","string"],"default":null}}"#
+        ));
+        let schema = format!(
+            r#"{{"type":"record","name":"T","fields":[{}]}}"#,
+            fields.join(",")
+        );
+        let r = reg
+            .register(
+                "t",
+                SchemaRequest {
+                    schema,
+                    ..SchemaRequest::default()
+                },
+                RegisterOptions::default(),
+            )
+            .await
+            .expect("register under a one-entry cache");
+        assert_eq!(r.version, v + 1);
+    }
+    let bad = r#"{"type":"record","name":"T","fields":[{"name":"f0","type":"int"}]}"#;
+    let refused = reg
+        .register(
+            "t",
+            SchemaRequest {
+                schema: bad.into(),
+                ..SchemaRequest::default()
+            },
+            RegisterOptions::default(),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(RegistryError::Incompatible { .. })),
+        "{refused:?}"
+    );
+}

@@ -12,8 +12,9 @@ use crate::governance::{
     bucket_start,
 };
 use crate::governance_sqlite::{add_count, add_sighting};
+use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::Pool;
 use tokio_postgres::types::ToSql;
 
 const MIGRATIONS: &[(i64, &str)] = &[(
@@ -252,17 +253,16 @@ impl PostgresGovernanceStore {
             let _ = task.await;
             config.options(format!("-c search_path={schema}"));
         }
-        let manager = Manager::from_config(
+        let pool = pg_pool::build(
             config,
-            tokio_postgres::NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
+            PoolOptions {
+                max_size: 8,
+                wait: None,
+                create: None,
+                recycle: None,
             },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(8)
-            .build()
-            .map_err(backend)?;
+        )
+        .map_err(backend)?;
         PostgresGovernanceStore::new(pool).await
     }
 
@@ -287,20 +287,7 @@ impl PostgresGovernanceStore {
         let config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| GovernanceError::Invalid(format!("invalid PostgreSQL URL: {e}")))?;
-        let manager = Manager::from_config(
-            config,
-            tokio_postgres::NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(8)
-            .wait_timeout(Some(std::time::Duration::from_secs(5)))
-            .create_timeout(Some(std::time::Duration::from_secs(5)))
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .map_err(backend)?;
+        let pool = pg_pool::build(config, PoolOptions::SIDE).map_err(backend)?;
         Ok(PostgresGovernanceStore::lazy(pool))
     }
 
@@ -313,39 +300,14 @@ impl PostgresGovernanceStore {
 
     async fn migrate(&self) -> GovernanceResult<()> {
         let mut client = self.pool.get().await.map_err(backend)?;
-        let tx = client.transaction().await.map_err(backend)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-            .await
-            .map_err(backend)?;
-        tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS governance_migrations (
-                version BIGINT PRIMARY KEY,
-                applied_at BIGINT NOT NULL
-            )",
+        pg_pool::migrate(
+            &mut client,
+            "governance_migrations",
+            MigrationLock::Single(MIGRATION_LOCK),
+            MIGRATIONS,
         )
         .await
-        .map_err(backend)?;
-        for (number, sql) in MIGRATIONS {
-            let applied = tx
-                .query_opt(
-                    "SELECT 1 FROM governance_migrations WHERE version = $1",
-                    &[number],
-                )
-                .await
-                .map_err(backend)?
-                .is_some();
-            if !applied {
-                tx.batch_execute(sql).await.map_err(backend)?;
-                tx.execute(
-                    "INSERT INTO governance_migrations(version, applied_at) VALUES ($1, $2)",
-                    &[number, &chrono::Utc::now().timestamp_millis()],
-                )
-                .await
-                .map_err(backend)?;
-                tracing::info!(migration = number, "applied governance migration");
-            }
-        }
-        tx.commit().await.map_err(backend)
+        .map_err(backend)
     }
 
     /// The governance migration numbers applied so far.

@@ -11,6 +11,7 @@ use crate::governance::{
     ReportingSince, SchemaSightings, UsageCounts, UsageFinding, UsageQuery, UsageReport,
     bucket_start,
 };
+use crate::sqlite_conn::blocking;
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
@@ -93,58 +94,11 @@ fn backend(e: impl std::fmt::Display) -> GovernanceError {
 }
 
 fn open_connection(path: &Path) -> GovernanceResult<Connection> {
-    let conn = Connection::open(path).map_err(backend)?;
-    conn.execute_batch(
-        "PRAGMA journal_mode=WAL;
-         PRAGMA synchronous=FULL;
-         PRAGMA foreign_keys=ON;
-         PRAGMA busy_timeout=10000;",
-    )
-    .map_err(backend)?;
-    Ok(conn)
+    crate::sqlite_conn::open(path).map_err(backend)
 }
 
 fn migrate(conn: &mut Connection) -> GovernanceResult<()> {
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS governance_migrations (
-            version INTEGER PRIMARY KEY,
-            applied_at INTEGER NOT NULL
-        );",
-    )
-    .map_err(backend)?;
-    for (number, sql) in MIGRATIONS {
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend)?;
-        let applied: bool = tx
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM governance_migrations WHERE version = ?1)",
-                [number],
-                |r| r.get(0),
-            )
-            .map_err(backend)?;
-        if !applied {
-            tx.execute_batch(sql).map_err(backend)?;
-            tx.execute(
-                "INSERT INTO governance_migrations(version, applied_at) VALUES (?1, ?2)",
-                params![number, chrono::Utc::now().timestamp_millis()],
-            )
-            .map_err(backend)?;
-            tracing::info!(migration = number, "applied governance migration");
-        }
-        tx.commit().map_err(backend)?;
-    }
-    Ok(())
-}
-
-/// Runs blocking work without stalling other tasks on a multi-threaded runtime.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(work)
-        }
-        _ => work(),
-    }
+    crate::sqlite_conn::migrate(conn, "governance_migrations", MIGRATIONS).map_err(backend)
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> GovernanceResult<String> {

@@ -14,11 +14,13 @@ pub mod conformance;
 pub mod governance;
 pub mod governance_postgres;
 pub mod governance_sqlite;
+mod pg_pool;
 pub mod postgres;
 pub mod samples;
 pub mod samples_postgres;
 pub mod samples_sqlite;
 pub mod sqlite;
+mod sqlite_conn;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

@@ -26,12 +26,13 @@
 //! Every write also sends `NOTIFY covenant_changes` inside its transaction, so listeners hear
 //! of exactly the committed writes; see [`PostgresStore::subscribe_changes`].
 
+use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::{
     ConfigRecord, Dedupe, DeleteGuard, Guard, NewSchema, Placement, Registered, SchemaRecord,
     Scope, Store, StoreError, StoreResult, StoredVersion,
 };
 use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
+use deadpool_postgres::{GenericClient, Pool, PoolError};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -356,43 +357,14 @@ async fn notify(client: &impl GenericClient, change: &Change) -> StoreResult<()>
 
 async fn migrate(pool: &Pool, target: &str) -> StoreResult<()> {
     let mut client = pool.get().await.map_err(|e| pool_err(e, target))?;
-    let tx = client.transaction().await.map_err(pg_err)?;
-    // Several nodes may start at once: the first applies, the others wait and find it done.
-    tx.execute(
-        "SELECT pg_advisory_xact_lock($1, 0)::text",
-        &[&LOCK_MIGRATIONS],
+    pg_pool::migrate(
+        &mut client,
+        "schema_migrations",
+        MigrationLock::Pair(LOCK_MIGRATIONS),
+        MIGRATIONS,
     )
     .await
-    .map_err(pg_err)?;
-    tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-            version BIGINT PRIMARY KEY,
-            applied_at BIGINT NOT NULL
-        )",
-    )
-    .await
-    .map_err(pg_err)?;
-    for (number, sql) in MIGRATIONS {
-        let applied = tx
-            .query_opt(
-                "SELECT 1 FROM schema_migrations WHERE version = $1",
-                &[number],
-            )
-            .await
-            .map_err(pg_err)?
-            .is_some();
-        if !applied {
-            tx.batch_execute(sql).await.map_err(pg_err)?;
-            tx.execute(
-                "INSERT INTO schema_migrations(version, applied_at) VALUES ($1, $2)",
-                &[number, &now_millis()],
-            )
-            .await
-            .map_err(pg_err)?;
-            tracing::info!(migration = number, "applied store migration");
-        }
-    }
-    tx.commit().await.map_err(pg_err)
+    .map_err(pg_err)
 }
 
 fn pool_err(e: PoolError, target: &str) -> StoreError {
@@ -436,21 +408,16 @@ impl PostgresStore {
             config.application_name("covenant");
         }
         let target = describe_target(&config);
-        let manager = Manager::from_config(
+        let pool = pg_pool::build(
             config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
+            PoolOptions {
+                max_size: POOL_SIZE,
+                wait: Some(WAIT_TIMEOUT),
+                create: Some(CONNECT_TIMEOUT),
+                recycle: Some(CONNECT_TIMEOUT),
             },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(WAIT_TIMEOUT))
-            .create_timeout(Some(CONNECT_TIMEOUT))
-            .recycle_timeout(Some(CONNECT_TIMEOUT))
-            .build()
-            .map_err(other_err)?;
+        )
+        .map_err(other_err)?;
         let (changes, _) = broadcast::channel(FEED_CAPACITY);
         let listening = Arc::new(AtomicBool::new(false));
         let mut feed_config = config.clone();

@@ -4,11 +4,11 @@
 //! An add counts the subject's samples and inserts under a transaction-scoped advisory lock
 //! on the subject, so two nodes adding at once cannot overshoot the limit.
 
+use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
+use deadpool_postgres::Pool;
 
 const MIGRATIONS: &[(i64, &str)] = &[(
     1,
@@ -33,7 +33,6 @@ const MIGRATIONS: &[(i64, &str)] = &[(
 /// Advisory lock namespaces (first key of the two-key form), distinct from the registry's.
 const LOCK_MIGRATIONS: i32 = 0x436f_0101;
 const LOCK_SUBJECT: i32 = 0x436f_0102;
-const POOL_SIZE: usize = 8;
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
@@ -62,20 +61,7 @@ impl PostgresSampleStore {
     /// operation that reaches the database.
     pub fn open_lazy(url: &str) -> StoreResult<PostgresSampleStore> {
         let config: tokio_postgres::Config = url.parse().map_err(backend)?;
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
-            .wait_timeout(Some(std::time::Duration::from_secs(5)))
-            .create_timeout(Some(std::time::Duration::from_secs(5)))
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .map_err(backend)?;
+        let pool = pg_pool::build(config, PoolOptions::SIDE).map_err(backend)?;
         Ok(PostgresSampleStore {
             pool,
             migrated: tokio::sync::OnceCell::new(),
@@ -100,38 +86,14 @@ impl PostgresSampleStore {
 
     async fn migrate(&self) -> StoreResult<()> {
         let mut client = self.pool.get().await.map_err(backend)?;
-        let tx = client.transaction().await.map_err(backend)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1, 0)", &[&LOCK_MIGRATIONS])
-            .await
-            .map_err(backend)?;
-        tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS samples_migrations (
-                version BIGINT PRIMARY KEY,
-                applied_at BIGINT NOT NULL
-            )",
+        pg_pool::migrate(
+            &mut client,
+            "samples_migrations",
+            MigrationLock::Pair(LOCK_MIGRATIONS),
+            MIGRATIONS,
         )
         .await
-        .map_err(backend)?;
-        for (number, sql) in MIGRATIONS {
-            let applied = tx
-                .query_opt(
-                    "SELECT 1 FROM samples_migrations WHERE version = $1",
-                    &[number],
-                )
-                .await
-                .map_err(backend)?
-                .is_some();
-            if !applied {
-                tx.batch_execute(sql).await.map_err(backend)?;
-                tx.execute(
-                    "INSERT INTO samples_migrations(version, applied_at) VALUES ($1, $2)",
-                    &[number, &now_millis()],
-                )
-                .await
-                .map_err(backend)?;
-            }
-        }
-        tx.commit().await.map_err(backend)
+        .map_err(backend)
     }
 }
 

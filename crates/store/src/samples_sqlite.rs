@@ -37,15 +37,7 @@ fn now_millis() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-/// Blocking SQLite work off the async executor's core threads where possible.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(work)
-        }
-        _ => work(),
-    }
-}
+use crate::sqlite_conn::blocking;
 
 pub struct SqliteSampleStore {
     conn: Mutex<Connection>,
@@ -55,38 +47,9 @@ impl SqliteSampleStore {
     /// Opens (and migrates) the sample tables in the SQLite file at `path`, usually the
     /// registry store's own file ([`crate::SqliteStore::path`]).
     pub fn open(path: &Path) -> StoreResult<SqliteSampleStore> {
-        let mut conn = Connection::open(path).map_err(backend)?;
-        conn.execute_batch(
-            "PRAGMA journal_mode=WAL;
-             PRAGMA synchronous=FULL;
-             PRAGMA busy_timeout=10000;
-             CREATE TABLE IF NOT EXISTS samples_migrations (
-                 version INTEGER PRIMARY KEY,
-                 applied_at INTEGER NOT NULL
-             );",
-        )
-        .map_err(backend)?;
-        for (number, sql) in MIGRATIONS {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            let applied: bool = tx
-                .query_row(
-                    "SELECT EXISTS(SELECT 1 FROM samples_migrations WHERE version = ?1)",
-                    [number],
-                    |r| r.get(0),
-                )
-                .map_err(backend)?;
-            if !applied {
-                tx.execute_batch(sql).map_err(backend)?;
-                tx.execute(
-                    "INSERT INTO samples_migrations(version, applied_at) VALUES (?1, ?2)",
-                    params![number, now_millis()],
-                )
-                .map_err(backend)?;
-            }
-            tx.commit().map_err(backend)?;
-        }
+        let mut conn = crate::sqlite_conn::open(path).map_err(backend)?;
+        crate::sqlite_conn::migrate(&mut conn, "samples_migrations", MIGRATIONS)
+            .map_err(backend)?;
         Ok(SqliteSampleStore {
             conn: Mutex::new(conn),
         })

@@ -3,6 +3,7 @@
 //! registration guard inside its transaction); a few reader connections serve lookups
 //! concurrently, which WAL allows.
 
+use crate::sqlite_conn::{self, blocking};
 use crate::{
     ConfigRecord, Dedupe, DeleteGuard, Guard, NewSchema, Placement, Registered, SchemaRecord,
     Scope, Store, StoreError, StoreResult, StoredVersion,
@@ -89,58 +90,11 @@ fn now_millis() -> i64 {
 }
 
 fn open_connection(path: &Path) -> StoreResult<Connection> {
-    let conn = Connection::open(path).map_err(backend)?;
-    conn.execute_batch(
-        "PRAGMA journal_mode=WAL;
-         PRAGMA synchronous=FULL;
-         PRAGMA foreign_keys=ON;
-         PRAGMA busy_timeout=10000;",
-    )
-    .map_err(backend)?;
-    Ok(conn)
+    sqlite_conn::open(path).map_err(backend)
 }
 
 fn migrate(conn: &mut Connection) -> StoreResult<()> {
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-            version INTEGER PRIMARY KEY,
-            applied_at INTEGER NOT NULL
-        );",
-    )
-    .map_err(backend)?;
-    for (number, sql) in MIGRATIONS {
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend)?;
-        let applied: bool = tx
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM schema_migrations WHERE version = ?1)",
-                [number],
-                |r| r.get(0),
-            )
-            .map_err(backend)?;
-        if !applied {
-            tx.execute_batch(sql).map_err(backend)?;
-            tx.execute(
-                "INSERT INTO schema_migrations(version, applied_at) VALUES (?1, ?2)",
-                params![number, now_millis()],
-            )
-            .map_err(backend)?;
-            tracing::info!(migration = number, "applied store migration");
-        }
-        tx.commit().map_err(backend)?;
-    }
-    Ok(())
-}
-
-/// Runs blocking store work without stalling other tasks on a multi-threaded runtime.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(work)
-        }
-        _ => work(),
-    }
+    sqlite_conn::migrate(conn, "schema_migrations", MIGRATIONS).map_err(backend)
 }
 
 fn json_or_none(text: Option<String>) -> StoreResult<Option<serde_json::Value>> {

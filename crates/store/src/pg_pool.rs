@@ -1,0 +1,100 @@
+//! What every PostgreSQL store (registry, governance, samples) does the same way: build a
+//! deadpool pool over tokio-postgres without connecting (so a node starts while its database
+//! is down), and apply its numbered migrations under an advisory lock (so nodes starting
+//! together apply each one once).
+
+use deadpool_postgres::{BuildError, Manager, ManagerConfig, Pool, RecyclingMethod};
+use std::time::Duration;
+use tokio_postgres::NoTls;
+
+/// Size and timeouts of a pool. Timeouts need the Tokio runtime, which every pool uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PoolOptions {
+    pub max_size: usize,
+    /// How long a caller waits for a free connection.
+    pub wait: Option<Duration>,
+    /// How long opening a new connection may take.
+    pub create: Option<Duration>,
+    /// How long checking a returned connection may take.
+    pub recycle: Option<Duration>,
+}
+
+impl PoolOptions {
+    /// The governance and sample stores' pools: 8 connections, 5 s to wait or connect.
+    pub(crate) const SIDE: PoolOptions = PoolOptions {
+        max_size: 8,
+        wait: Some(Duration::from_secs(5)),
+        create: Some(Duration::from_secs(5)),
+        recycle: None,
+    };
+}
+
+/// A pool over `config`; nothing is connected until a connection is asked for.
+pub(crate) fn build(
+    config: tokio_postgres::Config,
+    options: PoolOptions,
+) -> Result<Pool, BuildError> {
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(options.max_size)
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .wait_timeout(options.wait)
+        .create_timeout(options.create)
+        .recycle_timeout(options.recycle)
+        .build()
+}
+
+/// The advisory lock a store's migrations run under: the two-key form (namespace, 0) or the
+/// one-key form. Each store keeps the key it always used, so nodes of different releases
+/// sharing a database still exclude one another.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum MigrationLock {
+    Pair(i32),
+    Single(i64),
+}
+
+/// Applies `migrations` (numbered, in order) not yet recorded in the ledger table `ledger`, in
+/// one transaction holding `lock`: several nodes may start at once; the first applies, the
+/// others wait and find the work done.
+pub(crate) async fn migrate(
+    client: &mut tokio_postgres::Client,
+    ledger: &str,
+    lock: MigrationLock,
+    migrations: &[(i64, &str)],
+) -> Result<(), tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    match lock {
+        MigrationLock::Pair(ns) => {
+            tx.execute("SELECT pg_advisory_xact_lock($1, 0)::text", &[&ns])
+                .await?
+        }
+        MigrationLock::Single(key) => {
+            tx.execute("SELECT pg_advisory_xact_lock($1)::text", &[&key])
+                .await?
+        }
+    };
+    tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {ledger} (
+            version BIGINT PRIMARY KEY,
+            applied_at BIGINT NOT NULL
+        )"
+    ))
+    .await?;
+    let exists = format!("SELECT 1 FROM {ledger} WHERE version = $1");
+    let record = format!("INSERT INTO {ledger}(version, applied_at) VALUES ($1, $2)");
+    for (number, sql) in migrations {
+        if tx.query_opt(&exists, &[number]).await?.is_none() {
+            tx.batch_execute(sql).await?;
+            tx.execute(&record, &[number, &chrono::Utc::now().timestamp_millis()])
+                .await?;
+            tracing::info!(migration = number, ledger, "applied store migration");
+        }
+    }
+    tx.commit().await
+}

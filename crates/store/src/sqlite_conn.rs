@@ -1,0 +1,96 @@
+//! What every embedded store (registry, governance, samples) does the same way: open a
+//! connection on the shared SQLite file with the durability settings, apply its numbered
+//! migrations under its own ledger, and run blocking calls off the async executor.
+
+use rusqlite::{Connection, TransactionBehavior, params};
+use std::path::Path;
+
+/// WAL lets readers run beside the one writer; `synchronous=FULL` puts each commit on disk
+/// before it is acknowledged; the busy timeout lets the stores sharing the file wait for one
+/// another's write locks instead of failing.
+const PRAGMAS: &str = "PRAGMA journal_mode=WAL;
+     PRAGMA synchronous=FULL;
+     PRAGMA foreign_keys=ON;
+     PRAGMA busy_timeout=10000;";
+
+/// Opens a connection on the database file at `path` with the durability settings.
+pub(crate) fn open(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.execute_batch(PRAGMAS)?;
+    Ok(conn)
+}
+
+/// Applies `migrations` (numbered, in order) not yet recorded in the ledger table `ledger`,
+/// each in its own immediate transaction so that two processes opening the file at once apply
+/// each migration once.
+pub(crate) fn migrate(
+    conn: &mut Connection,
+    ledger: &str,
+    migrations: &[(i64, &str)],
+) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!(
+        "CREATE TABLE IF NOT EXISTS {ledger} (
+            version INTEGER PRIMARY KEY,
+            applied_at INTEGER NOT NULL
+        );"
+    ))?;
+    let exists = format!("SELECT EXISTS(SELECT 1 FROM {ledger} WHERE version = ?1)");
+    let record = format!("INSERT INTO {ledger}(version, applied_at) VALUES (?1, ?2)");
+    for (number, sql) in migrations {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let applied: bool = tx.query_row(&exists, [number], |r| r.get(0))?;
+        if !applied {
+            tx.execute_batch(sql)?;
+            tx.execute(
+                &record,
+                params![number, chrono::Utc::now().timestamp_millis()],
+            )?;
+            tracing::info!(migration = number, ledger, "applied store migration");
+        }
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+/// Runs blocking store work without stalling other tasks on a multi-threaded runtime.
+pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opens_durable_and_migrates_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("t.sqlite3");
+        let migrations: &[(i64, &str)] = &[
+            (1, "CREATE TABLE a (x INTEGER);"),
+            (2, "CREATE TABLE b (y INTEGER);"),
+        ];
+        let mut conn = open(&path).expect("open");
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .expect("journal mode");
+        assert_eq!(mode, "wal");
+        let sync: i64 = conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .expect("synchronous");
+        assert_eq!(sync, 2, "synchronous=FULL");
+        migrate(&mut conn, "t_migrations", migrations).expect("migrate");
+        // A second process opening the same file finds everything applied.
+        let mut again = open(&path).expect("reopen");
+        migrate(&mut again, "t_migrations", migrations).expect("migrate again");
+        let applied: Vec<i64> = again
+            .prepare("SELECT version FROM t_migrations ORDER BY version")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .expect("ledger");
+        assert_eq!(applied, vec![1, 2]);
+    }
+}
