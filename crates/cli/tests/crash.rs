@@ -3,52 +3,19 @@
 //! acknowledged registration must be there with its id and version, ids must not be shared
 //! by different schemas, and each subject's versions must be contiguous.
 
+mod support;
+
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::{Serve, V1, wait_ready};
 
 const CLIENTS: usize = 4;
-const V1: &str = "application/vnd.schemaregistry.v1+json";
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-fn start(dir: &Path) -> (Child, String) {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_covenant"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn covenant serve");
-    (child, format!("http://127.0.0.1:{port}"))
-}
-
-async fn wait_ready(http: &reqwest::Client, base: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if let Ok(r) = http.get(format!("{base}/health/ready")).send().await
-            && r.status().is_success()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("server at {base} did not become ready");
+fn start(dir: &Path) -> Serve {
+    Serve::spawn(dir, |_| {})
 }
 
 fn schema_text(client: usize, n: usize) -> String {
@@ -69,7 +36,8 @@ struct Ack {
 async fn acknowledged_registrations_survive_sigkill() {
     let dir = tempfile::tempdir().expect("temp dir");
     let http = reqwest::Client::new();
-    let (mut child, base) = start(dir.path());
+    let mut server = start(dir.path());
+    let base = server.base.clone();
     wait_ready(&http, &base).await;
 
     let probe = http
@@ -81,8 +49,7 @@ async fn acknowledged_registrations_survive_sigkill() {
         .expect("probe");
     if !probe.status().is_success() {
         let text = probe.text().await.unwrap_or_default();
-        let _ = child.kill();
-        let _ = child.wait();
+        let _ = server.kill();
         if text.contains("not available") {
             eprintln!("notice: Avro parsing is not available in this build; skipping crash test");
             return;
@@ -141,8 +108,7 @@ async fn acknowledged_registrations_survive_sigkill() {
     while acks.lock().map(|a| a.len()).unwrap_or(0) < 60 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
+    server.kill().expect("SIGKILL");
     for t in tasks {
         let _ = t.await;
     }
@@ -152,7 +118,8 @@ async fn acknowledged_registrations_survive_sigkill() {
         "no registration was acknowledged before the kill"
     );
 
-    let (mut child, base) = start(dir.path());
+    let mut server = start(dir.path());
+    let base = server.base.clone();
     wait_ready(&http, &base).await;
     let mut missing = 0;
     for ack in &acks {
@@ -214,8 +181,7 @@ async fn acknowledged_registrations_survive_sigkill() {
         shared_ids,
         gaps
     );
-    let _ = child.kill();
-    let _ = child.wait();
+    let _ = server.kill();
     assert_eq!(missing, 0, "acknowledged registrations were lost");
     assert_eq!(shared_ids, 0, "an id was bound to two different schemas");
     assert_eq!(gaps, 0, "version numbers have gaps");

@@ -14,36 +14,23 @@
 //! On SQLite always; on PostgreSQL when `COVENANT_TEST_POSTGRES` is set and `serve --store`
 //! exists, otherwise a notice is printed.
 
+mod support;
+
 use serde_json::{Value, json};
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use support::Serve;
 
 const DAY_MS: i64 = 86_400_000;
 /// 2026-01-05T09:00:00Z.
 const T0: i64 = 1_767_603_600_000;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 struct Server {
-    child: Child,
+    _serve: Serve,
     base: String,
     clock: PathBuf,
     http: reqwest::Client,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Server {
@@ -51,43 +38,21 @@ impl Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let clock = dir.path().join("clock");
         std::fs::write(&clock, T0.to_string()).expect("clock file");
-        let port = free_port();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_covenant"));
-        command
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .arg("--clock-file")
-            .arg(&clock);
-        if let Some(url) = store {
-            command.args(["--store", url]);
-        }
-        let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn covenant serve");
+        let serve = Serve::spawn(&dir.path().join("data"), |command| {
+            command.arg("--clock-file").arg(&clock);
+            if let Some(url) = store {
+                command.args(["--store", url]);
+            }
+        });
         let server = Server {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
+            base: serve.base.clone(),
+            _serve: serve,
             clock,
             http: reqwest::Client::new(),
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(r) = server
-                .http
-                .get(format!("{}/health/ready", server.base))
-                .send()
-                .await
-                && r.status().is_success()
-            {
-                return server;
-            }
-            assert!(Instant::now() < deadline, "server did not become ready");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        support::wait_ready(&server.http, &server.base).await;
+        server
     }
 
     /// Sets the governance clock to day `day` of the drill.
@@ -97,18 +62,15 @@ impl Server {
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body.to_string());
-        }
-        let response = request.send().await.expect("request");
-        let status = response.status().as_u16();
-        let text = response.text().await.expect("body");
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value)
+        support::call(
+            &self.http,
+            &self.base,
+            method,
+            path,
+            "application/json",
+            body,
+        )
+        .await
     }
 
     async fn ok(&self, method: &str, path: &str, body: Value) -> Value {
@@ -578,7 +540,7 @@ fn serve_has_store_flag() -> bool {
 
 #[tokio::test]
 async fn evolution_drill_on_postgres() {
-    let Ok(url) = std::env::var("COVENANT_TEST_POSTGRES") else {
+    let Ok(url) = std::env::var(support::POSTGRES_ENV) else {
         println!("COVENANT_TEST_POSTGRES is unset: skipping the PostgreSQL drill");
         return;
     };
@@ -587,13 +549,5 @@ async fn evolution_drill_on_postgres() {
         return;
     }
     let server = Server::start(Some(&url)).await;
-    let tag = format!(
-        "-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or(0)
-    );
-    drill(&server, &tag).await;
+    drill(&server, &support::unique_tag()).await;
 }

@@ -2,82 +2,42 @@
 //! verbose compatibility answers, per-subject and global semantic rule levels, compatibility
 //! scopes, sample replay, live marks and rollout plans.
 
+mod support;
+
 use serde_json::{Value, json};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use support::Serve;
 
 struct Server {
-    child: Child,
+    _serve: Serve,
     base: String,
     client: reqwest::Client,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").port()
-}
-
 impl Server {
     async fn start() -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_covenant"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(dir.path().join("data"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn covenant serve");
+        let serve = Serve::spawn(&dir.path().join("data"), |_| {});
         let server = Server {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
+            base: serve.base.clone(),
+            _serve: serve,
             client: reqwest::Client::new(),
             _dir: dir,
         };
-        for _ in 0..200 {
-            if let Ok(r) = server
-                .client
-                .get(format!("{}/health/live", server.base))
-                .send()
-                .await
-                && r.status().is_success()
-            {
-                return server;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("covenant serve did not come up");
+        support::wait_health(
+            &server.client,
+            &server.base,
+            "/health/live",
+            200,
+            Duration::from_secs(10),
+        )
+        .await;
+        server
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let url = format!("{}{path}", self.base);
-        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
-        let mut request = self.client.request(method, url);
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/vnd.schemaregistry.v1+json")
-                .body(body.to_string());
-        }
-        let response = request.send().await.expect("request");
-        let status = response.status().as_u16();
-        let text = response.text().await.expect("body");
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        support::call(&self.client, &self.base, method, path, support::V1, body).await
     }
 
     async fn register(&self, subject: &str, schema_type: &str, schema: &str) -> (u16, Value) {

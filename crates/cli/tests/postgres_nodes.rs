@@ -3,75 +3,29 @@
 //! and a database that goes away and comes back. Runs when `COVENANT_TEST_POSTGRES` holds an
 //! admin URL (see `scripts/with-postgres.sh`); prints a notice and passes otherwise.
 
+mod support;
+
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-const ENV: &str = "COVENANT_TEST_POSTGRES";
-
-struct TestDb {
-    admin: String,
-    name: String,
-    url: String,
-}
+use support::{Serve, TestDb, status_of};
 
 async fn fresh_db(test: &str) -> Option<TestDb> {
-    let Ok(admin) = std::env::var(ENV) else {
-        eprintln!("{test}: {ENV} is not set; skipping the multi-node PostgreSQL test");
-        return None;
-    };
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = format!(
-        "covenant_nodes_{}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    );
-    let (client, conn) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
-        .await
-        .expect("connect to the admin database");
-    let driver = tokio::spawn(conn);
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .expect("create test database");
-    drop(client);
-    let _ = driver.await;
-    let (base, _) = admin.rsplit_once('/').expect("admin URL names a database");
-    let url = format!("{base}/{name}");
-    Some(TestDb { admin, name, url })
-}
-
-impl TestDb {
-    async fn drop_db(self) {
-        if let Ok((client, conn)) =
-            tokio_postgres::connect(&self.admin, tokio_postgres::NoTls).await
-        {
-            let driver = tokio::spawn(conn);
-            let _ = client
-                .batch_execute(&format!(
-                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                    self.name
-                ))
-                .await;
-            drop(client);
-            let _ = driver.await;
-        }
+    let db = TestDb::create("covenant_nodes").await;
+    if db.is_none() {
+        eprintln!(
+            "{test}: {} is not set; skipping the multi-node PostgreSQL test",
+            support::POSTGRES_ENV
+        );
     }
+    db
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// One `covenant serve` process; killed when dropped.
+/// One `covenant serve` process and its data directory; killed when dropped.
 struct Node {
-    child: Child,
+    serve: Serve,
     base: String,
     _dir: tempfile::TempDir,
 }
@@ -79,43 +33,23 @@ struct Node {
 impl Node {
     fn start(store_url: &str) -> Node {
         let dir = tempfile::tempdir().expect("temp dir");
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_covenant"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--store",
-                store_url,
-                "--data-dir",
-                &dir.path().display().to_string(),
-            ])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start covenant serve");
+        let serve = Serve::spawn(dir.path(), |command| {
+            command.args(["--store", store_url]).env("RUST_LOG", "warn");
+        });
         Node {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
+            base: serve.base.clone(),
+            serve,
             _dir: dir,
         }
     }
 
     /// Kills the process with SIGKILL: no shutdown, no flushing.
     fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.serve.kill();
     }
 
     fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill();
+        self.serve.is_running()
     }
 }
 
@@ -126,31 +60,9 @@ fn client() -> reqwest::Client {
         .expect("http client")
 }
 
-async fn status_of(http: &reqwest::Client, url: &str) -> Option<u16> {
-    http.get(url)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .ok()
-        .map(|r| r.status().as_u16())
-}
-
 /// Waits until `/health/ready` answers `want`, returning how long it took.
 async fn wait_ready(http: &reqwest::Client, node: &Node, want: u16, within: Duration) -> Duration {
-    let started = Instant::now();
-    let url = format!("{}/health/ready", node.base);
-    let mut last = None;
-    while started.elapsed() < within {
-        last = status_of(http, &url).await;
-        if last == Some(want) {
-            return started.elapsed();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!(
-        "{} did not report {want} on /health/ready within {within:?} (last: {last:?})",
-        node.base
-    );
+    support::wait_health(http, &node.base, "/health/ready", want, within).await
 }
 
 fn avro_record(name: &str) -> String {

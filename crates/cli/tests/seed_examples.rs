@@ -1,9 +1,12 @@
 //! The seeds' examples through `covenant check` (text, JSON and SARIF), the offline
 //! compatibility scope, and `covenant samples` against a running server.
 
+mod support;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
+use support::Serve;
 
 fn covenant(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_covenant"))
@@ -213,28 +216,9 @@ fn scope_versions_limit_a_transitive_check() {
 #[test]
 fn samples_commands_talk_to_a_running_registry() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_covenant"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir.path().join("data"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn serve");
-    let url = format!("http://127.0.0.1:{port}");
-    let up = (0..200).any(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    assert!(up, "server did not start");
+    let server = Serve::spawn(&dir.path().join("data"), |_| {});
+    let url = server.base.clone();
+    server.wait_listening();
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let status = runtime.block_on(async {
@@ -297,6 +281,5 @@ fn samples_commands_talk_to_a_running_registry() {
     let list = covenant(&["samples", "list", "--url", &url, "names", "1"]);
     assert!(String::from_utf8_lossy(&list.stdout).contains("no samples"));
 
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
 }

@@ -2,12 +2,15 @@
 //! back, with ids, versions, soft deletes, references, config and modes compared at each hop.
 //! The PostgreSQL hops run when `COVENANT_TEST_POSTGRES` holds an admin URL.
 
+mod support;
+
 use covenant_store::{
     ConfigRecord, NewSchema, Placement, Rejection, SchemaRef, Scope, SqliteStore, Store,
     StoredVersion,
 };
 use std::path::Path;
 use std::process::Command;
+use support::TestDb;
 
 fn allow(_: &[StoredVersion]) -> Result<(), Rejection> {
     Ok(())
@@ -122,24 +125,6 @@ fn export_dir(dir: &Path) -> Vec<u8> {
     covenant(&["export", "--data-dir", &dir.display().to_string()]).stdout
 }
 
-async fn fresh_postgres() -> Option<(String, String, String)> {
-    let admin = std::env::var("COVENANT_TEST_POSTGRES").ok()?;
-    let name = format!("covenant_transfer_{}", std::process::id());
-    let (client, conn) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    let driver = tokio::spawn(conn);
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .expect("create database");
-    drop(client);
-    let _ = driver.await;
-    let (base, _) = admin.rsplit_once('/').expect("admin URL has a database");
-    let url = format!("{base}/{name}");
-    Some((admin, name, url))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_import_round_trip_between_embedded_and_postgres() {
     let src = tempfile::tempdir().expect("dir");
@@ -162,8 +147,9 @@ async fn export_import_round_trip_between_embedded_and_postgres() {
     assert_eq!(versions, 5, "alpha 1-3 and beta 1-2 exported, gone not");
 
     let mut hops = vec!["embedded"];
-    let final_dump = match fresh_postgres().await {
-        Some((admin, name, url)) => {
+    let final_dump = match TestDb::create("covenant_transfer").await {
+        Some(db) => {
+            let url = db.url.clone();
             covenant(&["import", "--store", &url, &dump_path.display().to_string()]);
             let from_pg = covenant(&["export", "--store", &url]).stdout;
             assert_eq!(comparable(&from_pg), expected, "embedded -> PostgreSQL");
@@ -193,7 +179,7 @@ async fn export_import_round_trip_between_embedded_and_postgres() {
                 "allocation continues after the imported ids and versions"
             );
             drop(store);
-            drop_database(&admin, &name).await;
+            db.drop_db().await;
             export_dir(back.path())
         }
         None => {
@@ -220,17 +206,6 @@ async fn export_import_round_trip_between_embedded_and_postgres() {
         expected["configs"].as_array().map_or(0, Vec::len),
         expected["modes"].as_array().map_or(0, Vec::len)
     );
-}
-
-async fn drop_database(admin: &str, name: &str) {
-    if let Ok((client, conn)) = tokio_postgres::connect(admin, tokio_postgres::NoTls).await {
-        let driver = tokio::spawn(conn);
-        let _ = client
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .await;
-        drop(client);
-        let _ = driver.await;
-    }
 }
 
 #[test]

@@ -4,99 +4,40 @@
 //!
 //! On SQLite always; on PostgreSQL too when `COVENANT_TEST_POSTGRES` is set.
 
+mod support;
+
 use serde_json::{Value, json};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use support::{Serve, now_ms, unique_tag};
 
 const DAY_MS: i64 = 86_400_000;
 
 struct Server {
-    child: Child,
+    _serve: Serve,
     base: String,
     http: reqwest::Client,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .expect("clock after 1970")
-}
-
-/// Names unique to one run, so runs can share a PostgreSQL database.
-fn unique_tag() -> String {
-    format!("-{}-{}", std::process::id(), now_ms())
-}
-
 impl Server {
     async fn start(store: Option<&str>) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
-        let port = free_port();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_covenant"));
-        command
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .arg("--data-dir")
-            .arg(dir.path().join("data"));
-        if let Some(url) = store {
-            command.args(["--store", url]);
-        }
-        let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn covenant serve");
+        let serve = Serve::spawn(&dir.path().join("data"), |command| {
+            if let Some(url) = store {
+                command.args(["--store", url]);
+            }
+        });
         let server = Server {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
+            base: serve.base.clone(),
+            _serve: serve,
             http: reqwest::Client::new(),
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(r) = server
-                .http
-                .get(format!("{}/health/ready", server.base))
-                .send()
-                .await
-                && r.status().is_success()
-            {
-                return server;
-            }
-            assert!(Instant::now() < deadline, "server did not become ready");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        support::wait_ready(&server.http, &server.base).await;
+        server
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/vnd.schemaregistry.v1+json")
-                .body(body.to_string());
-        }
-        let response = request.send().await.expect("request");
-        let status = response.status().as_u16();
-        let text = response.text().await.expect("body");
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        support::call(&self.http, &self.base, method, path, support::V1, body).await
     }
 
     async fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
@@ -334,7 +275,7 @@ async fn usage_evidence_on_the_embedded_store() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn usage_evidence_on_postgres() {
-    let Ok(url) = std::env::var("COVENANT_TEST_POSTGRES") else {
+    let Ok(url) = std::env::var(support::POSTGRES_ENV) else {
         println!("COVENANT_TEST_POSTGRES is unset: skipping the PostgreSQL usage evidence tests");
         return;
     };

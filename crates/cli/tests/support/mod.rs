@@ -1,0 +1,203 @@
+//! Plumbing shared by the tests that drive a running `covenant serve`: free ports, the
+//! process itself, health polling, JSON calls and throwaway PostgreSQL databases.
+//!
+//! Each test file compiles its own copy and uses only part of it.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The variable holding a PostgreSQL admin URL (see `scripts/with-postgres.sh`).
+pub const POSTGRES_ENV: &str = "COVENANT_TEST_POSTGRES";
+
+/// The Confluent content type.
+pub const V1: &str = "application/vnd.schemaregistry.v1+json";
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .expect("clock after 1970")
+}
+
+/// Names unique to one run, so runs can share a PostgreSQL database.
+pub fn unique_tag() -> String {
+    format!("-{}-{}", std::process::id(), now_ms())
+}
+
+/// One `covenant serve` process on a free port; killed when dropped.
+pub struct Serve {
+    child: Child,
+    pub port: u16,
+    pub base: String,
+}
+
+impl Serve {
+    /// Starts `covenant serve` on `data_dir`; `configure` adds options or environment.
+    pub fn spawn(data_dir: &Path, configure: impl FnOnce(&mut Command)) -> Serve {
+        let port = free_port();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_covenant"));
+        command
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data-dir")
+            .arg(data_dir);
+        configure(&mut command);
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn covenant serve");
+        Serve {
+            child,
+            port,
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// Kills the process with SIGKILL: no shutdown, no flushing.
+    pub fn kill(&mut self) -> std::io::Result<()> {
+        let killed = self.child.kill();
+        let _ = self.child.wait();
+        killed
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Blocks until the port accepts connections, for tests without a runtime.
+    pub fn wait_listening(&self) {
+        let up = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+        });
+        assert!(up, "server did not start");
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.kill();
+    }
+}
+
+/// The status `url` answers with, or `None` when nothing answers.
+pub async fn status_of(http: &reqwest::Client, url: &str) -> Option<u16> {
+    http.get(url)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .ok()
+        .map(|r| r.status().as_u16())
+}
+
+/// Waits until `base` + `path` answers `want`, returning how long it took.
+pub async fn wait_health(
+    http: &reqwest::Client,
+    base: &str,
+    path: &str,
+    want: u16,
+    within: Duration,
+) -> Duration {
+    let started = Instant::now();
+    let url = format!("{base}{path}");
+    let mut last = None;
+    while started.elapsed() < within {
+        last = status_of(http, &url).await;
+        if last == Some(want) {
+            return started.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{base} did not report {want} on {path} within {within:?} (last: {last:?})");
+}
+
+/// Waits until `/health/ready` answers 200.
+pub async fn wait_ready(http: &reqwest::Client, base: &str) {
+    wait_health(http, base, "/health/ready", 200, Duration::from_secs(30)).await;
+}
+
+/// Sends `body` (when given) as `content_type` and returns the status and the answer, as JSON
+/// when it parses and as a string otherwise.
+pub async fn call(
+    http: &reqwest::Client,
+    base: &str,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+    let mut request = http.request(method, format!("{base}{path}"));
+    if let Some(body) = body {
+        request = request
+            .header("content-type", content_type)
+            .body(body.to_string());
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("body");
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// A throwaway database created next to the admin database of `COVENANT_TEST_POSTGRES`.
+pub struct TestDb {
+    pub admin: String,
+    pub name: String,
+    pub url: String,
+}
+
+impl TestDb {
+    /// Creates `<prefix>_<pid>_<n>`, or returns `None` when `COVENANT_TEST_POSTGRES` is unset.
+    pub async fn create(prefix: &str) -> Option<TestDb> {
+        let admin = std::env::var(POSTGRES_ENV).ok()?;
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let name = format!(
+            "{prefix}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        );
+        let (client, conn) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+            .await
+            .expect("connect to the admin database");
+        let driver = tokio::spawn(conn);
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create test database");
+        drop(client);
+        let _ = driver.await;
+        let (base, _) = admin.rsplit_once('/').expect("admin URL names a database");
+        let url = format!("{base}/{name}");
+        Some(TestDb { admin, name, url })
+    }
+
+    pub async fn drop_db(self) {
+        if let Ok((client, conn)) =
+            tokio_postgres::connect(&self.admin, tokio_postgres::NoTls).await
+        {
+            let driver = tokio::spawn(conn);
+            let _ = client
+                .batch_execute(&format!(
+                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                    self.name
+                ))
+                .await;
+            drop(client);
+            let _ = driver.await;
+        }
+    }
+}
