@@ -1,9 +1,7 @@
 //! buf's `FIELD_WIRE_JSON_COMPATIBLE_CARDINALITY` (WIRE_JSON).
 
-use crate::buf::*;
+use crate::buf::FieldView;
 use covenant_engine::{Finding, RuleSpec, Severity};
-#[allow(unused_imports)]
-use prost_reflect::{Kind, Value};
 
 pub static RULE: RuleSpec = RuleSpec {
     id: "FIELD_WIRE_JSON_COMPATIBLE_CARDINALITY",
@@ -21,28 +19,7 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
-    let group = |c: Cardinality| match c {
-        Cardinality::OptionalExplicit | Cardinality::OptionalImplicit => 1,
-        Cardinality::Required => 2,
-        Cardinality::Repeated => 3,
-        Cardinality::Map => 4,
-    };
-    if prev.in_map_entry && cur.in_map_entry {
-        return;
-    }
-    let (p, c) = (Cardinality::of(prev), Cardinality::of(cur));
-    if group(p) != group(c) {
-        out.push(Finding::new(
-            &RULE,
-            cur.path.clone(),
-            format!(
-                "{} changed cardinality from '{}' to '{}'.",
-                cur.describe,
-                p.text(),
-                c.text()
-            ),
-        ));
-    }
+    super::shared::cardinality_changed(&RULE, true, prev, cur, out);
 }
 
 #[cfg(test)]

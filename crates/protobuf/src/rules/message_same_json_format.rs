@@ -1,7 +1,5 @@
 //! buf's `MESSAGE_SAME_JSON_FORMAT` (WIRE_JSON).
 
-#[allow(unused_imports)]
-use crate::buf::*;
 use covenant_engine::{Finding, RuleSpec, Severity};
 use prost_reflect::MessageDescriptor;
 
@@ -18,26 +16,14 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub(crate) fn check(prev: &MessageDescriptor, cur: &MessageDescriptor, out: &mut Vec<Finding>) {
-    if crate::rules::json_format_allowed(
-        &prev.parent_file(),
-        prev.options()
-            .get_field_by_name("deprecated_legacy_json_field_conflicts")
-            .as_deref(),
-    ) && !crate::rules::json_format_allowed(
-        &cur.parent_file(),
-        cur.options()
-            .get_field_by_name("deprecated_legacy_json_field_conflicts")
-            .as_deref(),
-    ) {
-        out.push(Finding::new(
-            &RULE,
-            format!("/{}", cur.full_name()),
-            format!(
-                "Message '{}' JSON format support changed from ALLOW to LEGACY_BEST_EFFORT.",
-                cur.full_name()
-            ),
-        ));
-    }
+    super::shared::json_format_lost(
+        &RULE,
+        "Message",
+        cur.full_name(),
+        (&prev.parent_file(), &prev.options()),
+        (&cur.parent_file(), &cur.options()),
+        out,
+    );
 }
 
 #[cfg(test)]

@@ -53,6 +53,7 @@ pub mod rpc_same_idempotency_level;
 pub mod rpc_same_request_type;
 pub mod rpc_same_response_type;
 pub mod rpc_same_server_streaming;
+mod shared;
 pub mod syntax_changed;
 
 use covenant_engine::RuleSpec;

@@ -1,7 +1,6 @@
 //! buf's `RESERVED_ENUM_NO_DELETE` (WIRE and WIRE_JSON).
 
-#[allow(unused_imports)]
-use crate::buf::*;
+use super::shared::{Reserved, reservations_deleted};
 use covenant_engine::{Finding, RuleSpec, Severity};
 use prost_reflect::EnumDescriptor;
 
@@ -18,36 +17,23 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub(crate) fn check(prev: &EnumDescriptor, cur: &EnumDescriptor, out: &mut Vec<Finding>) {
-    let ranges: Vec<(i64, i64)> = cur
-        .reserved_ranges()
-        .map(|r| (i64::from(*r.start()), i64::from(*r.end())))
-        .collect();
-    for r in prev.reserved_ranges() {
-        let missing = missing_parts(i64::from(*r.start()), i64::from(*r.end()), &ranges);
-        if !missing.is_empty() {
-            out.push(Finding::new(
-                &RULE,
-                format!("/{}/reserved", cur.full_name()),
-                format!(
-                    "Reserved numbers {} on enum '{}' are no longer reserved.",
-                    ranges_text(&missing),
-                    cur.full_name()
-                ),
-            ));
+    fn reserved(d: &EnumDescriptor) -> Reserved<'_> {
+        Reserved {
+            ranges: d
+                .reserved_ranges()
+                .map(|r| (i64::from(*r.start()), i64::from(*r.end())))
+                .collect(),
+            names: d.reserved_names().collect(),
         }
     }
-    for name in prev.reserved_names() {
-        if !cur.reserved_names().any(|n| n == name) {
-            out.push(Finding::new(
-                &RULE,
-                format!("/{}/reserved", cur.full_name()),
-                format!(
-                    "Reserved name '{name}' on enum '{}' was deleted.",
-                    cur.full_name()
-                ),
-            ));
-        }
-    }
+    reservations_deleted(
+        &RULE,
+        "enum",
+        cur.full_name(),
+        &reserved(prev),
+        &reserved(cur),
+        out,
+    );
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! buf's `RESERVED_MESSAGE_NO_DELETE` (WIRE and WIRE_JSON).
 
-#[allow(unused_imports)]
-use crate::buf::*;
+use super::shared::{Reserved, reservations_deleted};
 use covenant_engine::{Finding, RuleSpec, Severity};
 use prost_reflect::MessageDescriptor;
 
@@ -18,36 +17,23 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub(crate) fn check(prev: &MessageDescriptor, cur: &MessageDescriptor, out: &mut Vec<Finding>) {
-    let ranges: Vec<(i64, i64)> = cur
-        .reserved_ranges()
-        .map(|r| (i64::from(r.start), i64::from(r.end) - 1))
-        .collect();
-    for r in prev.reserved_ranges() {
-        let missing = missing_parts(i64::from(r.start), i64::from(r.end) - 1, &ranges);
-        if !missing.is_empty() {
-            out.push(Finding::new(
-                &RULE,
-                format!("/{}/reserved", cur.full_name()),
-                format!(
-                    "Reserved numbers {} on message '{}' are no longer reserved.",
-                    ranges_text(&missing),
-                    cur.full_name()
-                ),
-            ));
+    fn reserved(d: &MessageDescriptor) -> Reserved<'_> {
+        Reserved {
+            ranges: d
+                .reserved_ranges()
+                .map(|r| (i64::from(r.start), i64::from(r.end) - 1))
+                .collect(),
+            names: d.reserved_names().collect(),
         }
     }
-    for name in prev.reserved_names() {
-        if !cur.reserved_names().any(|n| n == name) {
-            out.push(Finding::new(
-                &RULE,
-                format!("/{}/reserved", cur.full_name()),
-                format!(
-                    "Reserved name '{name}' on message '{}' was deleted.",
-                    cur.full_name()
-                ),
-            ));
-        }
-    }
+    reservations_deleted(
+        &RULE,
+        "message",
+        cur.full_name(),
+        &reserved(prev),
+        &reserved(cur),
+        out,
+    );
 }
 
 #[cfg(test)]

@@ -16,23 +16,8 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub(crate) fn check(prev: &MethodDescriptor, cur: &MethodDescriptor, out: &mut Vec<Finding>) {
-    if prev.is_client_streaming() != cur.is_client_streaming() {
-        out.push(Finding::new(
-            &RULE,
-            format!(
-                "/{}/methods/{}",
-                cur.parent_service().full_name(),
-                cur.name()
-            ),
-            format!(
-                "RPC '{}' on service '{}' changed client streaming from {} to {}.",
-                cur.name(),
-                cur.parent_service().full_name(),
-                prev.is_client_streaming(),
-                cur.is_client_streaming()
-            ),
-        ));
-    }
+    let property = |m: &MethodDescriptor| m.is_client_streaming().to_string();
+    super::shared::rpc_property_changed(&RULE, "client streaming", property, prev, cur, out);
 }
 
 #[cfg(test)]

@@ -16,23 +16,8 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub(crate) fn check(prev: &MethodDescriptor, cur: &MethodDescriptor, out: &mut Vec<Finding>) {
-    if prev.input().full_name() != cur.input().full_name() {
-        out.push(Finding::new(
-            &RULE,
-            format!(
-                "/{}/methods/{}",
-                cur.parent_service().full_name(),
-                cur.name()
-            ),
-            format!(
-                "RPC '{}' on service '{}' changed request type from '{}' to '{}'.",
-                cur.name(),
-                cur.parent_service().full_name(),
-                prev.input().full_name(),
-                cur.input().full_name()
-            ),
-        ));
-    }
+    let property = |m: &MethodDescriptor| format!("'{}'", m.input().full_name());
+    super::shared::rpc_property_changed(&RULE, "request type", property, prev, cur, out);
 }
 
 #[cfg(test)]

@@ -16,23 +16,8 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub(crate) fn check(prev: &MethodDescriptor, cur: &MethodDescriptor, out: &mut Vec<Finding>) {
-    if prev.output().full_name() != cur.output().full_name() {
-        out.push(Finding::new(
-            &RULE,
-            format!(
-                "/{}/methods/{}",
-                cur.parent_service().full_name(),
-                cur.name()
-            ),
-            format!(
-                "RPC '{}' on service '{}' changed response type from '{}' to '{}'.",
-                cur.name(),
-                cur.parent_service().full_name(),
-                prev.output().full_name(),
-                cur.output().full_name()
-            ),
-        ));
-    }
+    let property = |m: &MethodDescriptor| format!("'{}'", m.output().full_name());
+    super::shared::rpc_property_changed(&RULE, "response type", property, prev, cur, out);
 }
 
 #[cfg(test)]
