@@ -362,40 +362,49 @@ fn usage_query(gov: &Governance, params: &Params) -> Result<UsageQuery, ApiError
     })
 }
 
+/// The governance service and the usage query the parameters ask for.
+fn governed_query<'a>(
+    state: &'a AppState,
+    params: &Params,
+) -> Result<(&'a Arc<Governance>, UsageQuery), ApiError> {
+    let gov = governance(state)?;
+    let query = usage_query(gov, params)?;
+    Ok((gov, query))
+}
+
+/// A usage answer: the query as understood (defaults filled in) and what it found, under
+/// `key`.
+fn usage_answer<T: serde::Serialize>(query: &UsageQuery, key: &str, found: &T) -> Response {
+    let mut answer = Map::new();
+    answer.insert("query".into(), to_json(query));
+    answer.insert(key.into(), to_json(found));
+    ok(Value::Object(answer))
+}
+
 /// Field reads per reporter: `subject`, `field`, `consumer` or `unattributed=true`, `from`,
 /// `to` (default: the retention up to now).
 pub async fn field_usage(State(state): State<AppState>, params: Params) -> ApiResult {
-    let gov = governance(&state)?;
-    let query = usage_query(gov, &params)?;
+    let (gov, query) = governed_query(&state, &params)?;
     let rows = gov.field_usage(query.clone()).await?;
-    Ok(ok(
-        json!({"query": to_json(&query), "usage": to_json(&rows)}),
-    ))
+    Ok(usage_answer(&query, "usage", &rows))
 }
 
 /// Reports per reporter and reader schema, whatever fields they itemized.
 pub async fn reader_usage(State(state): State<AppState>, params: Params) -> ApiResult {
-    let gov = governance(&state)?;
-    let query = usage_query(gov, &params)?;
+    let (gov, query) = governed_query(&state, &params)?;
     let rows = gov.store().reader_usage(&query).await?;
-    Ok(ok(
-        json!({"query": to_json(&query), "usage": to_json(&rows)}),
-    ))
+    Ok(usage_answer(&query, "usage", &rows))
 }
 
 /// Counters summed over a range (records by version, unknown enum values, decode failures).
 pub async fn usage_counts(State(state): State<AppState>, params: Params) -> ApiResult {
-    let gov = governance(&state)?;
-    let query = usage_query(gov, &params)?;
+    let (gov, query) = governed_query(&state, &params)?;
     let counts = gov.store().usage_counts(&query).await?;
-    Ok(ok(
-        json!({"query": to_json(&query), "counts": to_json(&counts)}),
-    ))
+    Ok(usage_answer(&query, "counts", &counts))
 }
 
 pub async fn findings(State(state): State<AppState>, params: Params) -> ApiResult {
-    let gov = governance(&state)?;
-    let query = usage_query(gov, &params)?;
+    let (gov, query) = governed_query(&state, &params)?;
     let rows = gov.findings(query.from, query.to).await?;
     Ok(ok(to_json(&rows)))
 }

@@ -8,11 +8,12 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use covenant_registry::{
-    ConfigUpdate, Ref, RegisterOptions, RegistryError, SchemaRequest, TextFormat, VersionSpec,
-    finding_text,
+    ConfigUpdate, Ref, RegisterOptions, RegistryError, Schema, SchemaRequest, TextFormat, Version,
+    VersionSpec, finding_text,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -89,6 +90,62 @@ fn version_spec(text: &str) -> Result<VersionSpec, ApiError> {
 }
 
 /// `offset`/`limit` paging; a limit of 0 or below (or above `max`) means the default.
+/// The schema's text in the `format` the request asks for.
+async fn requested_text(
+    state: &AppState,
+    schema: &Schema,
+    params: &Params,
+) -> Result<String, ApiError> {
+    let format = TextFormat::parse(params.get("format"));
+    Ok(state.registry.schema_text(schema, format).await?)
+}
+
+/// The id in the path, the schema registered under it and its requested text.
+async fn schema_with_text(
+    state: &AppState,
+    id: &str,
+    params: &Params,
+) -> Result<(i64, Arc<Schema>, String), ApiError> {
+    let id = parse_id(id)?;
+    let record = state.registry.schema_by_id(id).await?;
+    let text = requested_text(state, &record, params).await?;
+    Ok((id, record, text))
+}
+
+/// The subject version named in the path (`?deleted` included) and its requested text.
+async fn version_with_text(
+    state: &AppState,
+    subject: &str,
+    version: &str,
+    params: &Params,
+) -> Result<(Version, String), ApiError> {
+    let spec = version_spec(version)?;
+    let v = state
+        .registry
+        .version(subject, spec, params.flag("deleted"))
+        .await?;
+    let text = requested_text(state, &v.schema, params).await?;
+    Ok((v, text))
+}
+
+/// The (subject, version) pairs carrying the id in the path, narrowed to `?subject=`.
+async fn usages_of_id(
+    state: &AppState,
+    id: &str,
+    params: &Params,
+) -> Result<Vec<(String, i64)>, ApiError> {
+    let id = parse_id(id)?;
+    let pairs = state
+        .registry
+        .versions_with_id(id, params.flag("deleted"))
+        .await?;
+    let filter = params.get("subject").filter(|s| !s.is_empty());
+    Ok(pairs
+        .into_iter()
+        .filter(|(s, _)| filter.is_none_or(|f| f == s))
+        .collect())
+}
+
 fn page<T>(items: Vec<T>, params: &Params, max: Option<usize>) -> Vec<T> {
     let offset = params.int("offset").unwrap_or(0).max(0) as usize;
     let limit = params.int("limit").unwrap_or(-1);
@@ -169,12 +226,7 @@ pub async fn schema_by_id(
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let id = parse_id(&id)?;
-    let record = state.registry.schema_by_id(id).await?;
-    let text = state
-        .registry
-        .schema_text(&record, TextFormat::parse(params.get("format")))
-        .await?;
+    let (id, record, text) = schema_with_text(&state, &id, &params).await?;
     let mut m = schema_fields(&record, text);
     if let Some(subject) = params.get("subject").filter(|s| !s.is_empty())
         && let Ok(pairs) = state.registry.versions_with_id(id, true).await
@@ -194,12 +246,7 @@ pub async fn schema_text_by_id(
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let id = parse_id(&id)?;
-    let record = state.registry.schema_by_id(id).await?;
-    let text = state
-        .registry
-        .schema_text(&record, TextFormat::parse(params.get("format")))
-        .await?;
+    let (_, _, text) = schema_with_text(&state, &id, &params).await?;
     Ok(raw(text))
 }
 
@@ -208,17 +255,8 @@ pub async fn subjects_by_id(
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let id = parse_id(&id)?;
-    let pairs = state
-        .registry
-        .versions_with_id(id, params.flag("deleted"))
-        .await?;
-    let filter = params.get("subject").filter(|s| !s.is_empty());
-    let mut subjects: Vec<String> = pairs
-        .into_iter()
-        .map(|(s, _)| s)
-        .filter(|s| filter.is_none_or(|f| f == s))
-        .collect();
+    let pairs = usages_of_id(&state, &id, &params).await?;
+    let mut subjects: Vec<String> = pairs.into_iter().map(|(s, _)| s).collect();
     subjects.dedup();
     Ok(ok(json!(page(subjects, &params, None))))
 }
@@ -228,15 +266,9 @@ pub async fn versions_by_id(
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let id = parse_id(&id)?;
-    let pairs = state
-        .registry
-        .versions_with_id(id, params.flag("deleted"))
-        .await?;
-    let filter = params.get("subject").filter(|s| !s.is_empty());
+    let pairs = usages_of_id(&state, &id, &params).await?;
     let out: Vec<Value> = pairs
         .into_iter()
-        .filter(|(s, _)| filter.is_none_or(|f| f == s))
         .map(|(s, v)| json!({"subject": s, "version": v}))
         .collect();
     Ok(ok(json!(page(out, &params, None))))
@@ -361,15 +393,7 @@ pub async fn version(
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
-    let spec = version_spec(&version)?;
-    let v = state
-        .registry
-        .version(&subject, spec, params.flag("deleted"))
-        .await?;
-    let text = state
-        .registry
-        .schema_text(&v.schema, TextFormat::parse(params.get("format")))
-        .await?;
+    let (v, text) = version_with_text(&state, &subject, &version, &params).await?;
     Ok(ok(version_view(&v, text)))
 }
 
@@ -378,15 +402,7 @@ pub async fn version_schema(
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
-    let spec = version_spec(&version)?;
-    let v = state
-        .registry
-        .version(&subject, spec, params.flag("deleted"))
-        .await?;
-    let text = state
-        .registry
-        .schema_text(&v.schema, TextFormat::parse(params.get("format")))
-        .await?;
+    let (_, text) = version_with_text(&state, &subject, &version, &params).await?;
     Ok(raw(text))
 }
 
@@ -429,10 +445,7 @@ pub async fn latest_with_metadata(
             .zip(values.iter())
             .all(|(k, val)| props.get(*k).and_then(Value::as_str) == Some(*val));
         if matches {
-            let text = state
-                .registry
-                .schema_text(&v.schema, TextFormat::parse(params.get("format")))
-                .await?;
+            let text = requested_text(&state, &v.schema, &params).await?;
             return Ok(ok(version_view(&v, text)));
         }
     }
@@ -555,23 +568,47 @@ fn config_update(body: Map<String, Value>) -> ConfigUpdate {
     }
 }
 
-pub async fn get_config(State(state): State<AppState>, params: Params) -> ApiResult {
-    let c = state.registry.config(None, true).await?;
-    let _ = params;
+/// The global config (`subject` `None`) or a subject's, as read, written or cleared.
+async fn show_config(
+    state: &AppState,
+    subject: Option<&str>,
+    default_to_global: bool,
+) -> ApiResult {
+    let c = state.registry.config(subject, default_to_global).await?;
     Ok(ok(config_view(&c)))
+}
+
+async fn update_config(
+    state: &AppState,
+    subject: Option<&str>,
+    body: Map<String, Value>,
+) -> ApiResult {
+    let c = state
+        .registry
+        .set_config(subject, config_update(body))
+        .await?;
+    Ok(ok(config_update_view(&c)))
+}
+
+async fn clear_config(state: &AppState, subject: Option<&str>) -> ApiResult {
+    let c = state.registry.delete_config(subject).await?;
+    Ok(ok(config_view(&c)))
+}
+
+pub async fn get_config(State(state): State<AppState>, params: Params) -> ApiResult {
+    let _ = params;
+    show_config(&state, None, true).await
 }
 
 pub async fn put_config(
     State(state): State<AppState>,
     ConfluentJson(body): ConfluentJson<Map<String, Value>>,
 ) -> ApiResult {
-    let c = state.registry.set_config(None, config_update(body)).await?;
-    Ok(ok(config_update_view(&c)))
+    update_config(&state, None, body).await
 }
 
 pub async fn delete_config(State(state): State<AppState>) -> ApiResult {
-    let c = state.registry.delete_config(None).await?;
-    Ok(ok(config_view(&c)))
+    clear_config(&state, None).await
 }
 
 pub async fn get_subject_config(
@@ -579,11 +616,7 @@ pub async fn get_subject_config(
     SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let c = state
-        .registry
-        .config(Some(&subject), params.flag("defaultToGlobal"))
-        .await?;
-    Ok(ok(config_view(&c)))
+    show_config(&state, Some(&subject), params.flag("defaultToGlobal")).await
 }
 
 pub async fn put_subject_config(
@@ -591,24 +624,33 @@ pub async fn put_subject_config(
     SafePath(subject): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Map<String, Value>>,
 ) -> ApiResult {
-    let c = state
-        .registry
-        .set_config(Some(&subject), config_update(body))
-        .await?;
-    Ok(ok(config_update_view(&c)))
+    update_config(&state, Some(&subject), body).await
 }
 
 pub async fn delete_subject_config(
     State(state): State<AppState>,
     SafePath(subject): SafePath<String>,
 ) -> ApiResult {
-    let c = state.registry.delete_config(Some(&subject)).await?;
-    Ok(ok(config_view(&c)))
+    clear_config(&state, Some(&subject)).await
 }
 
 #[derive(Debug, Deserialize)]
 pub struct ModeBody {
     mode: String,
+}
+
+/// Sets the global mode (`subject` `None`) or a subject's.
+async fn update_mode(
+    state: &AppState,
+    subject: Option<&str>,
+    params: &Params,
+    body: ModeBody,
+) -> ApiResult {
+    let m = state
+        .registry
+        .set_mode(subject, &body.mode, params.flag("force"))
+        .await?;
+    Ok(ok(mode_view(m)))
 }
 
 pub async fn get_mode(State(state): State<AppState>) -> ApiResult {
@@ -620,11 +662,7 @@ pub async fn put_mode(
     params: Params,
     ConfluentJson(body): ConfluentJson<ModeBody>,
 ) -> ApiResult {
-    let m = state
-        .registry
-        .set_mode(None, &body.mode, params.flag("force"))
-        .await?;
-    Ok(ok(mode_view(m)))
+    update_mode(&state, None, &params, body).await
 }
 
 pub async fn delete_mode(State(state): State<AppState>) -> ApiResult {
@@ -649,11 +687,7 @@ pub async fn put_subject_mode(
     params: Params,
     ConfluentJson(body): ConfluentJson<ModeBody>,
 ) -> ApiResult {
-    let m = state
-        .registry
-        .set_mode(Some(&subject), &body.mode, params.flag("force"))
-        .await?;
-    Ok(ok(mode_view(m)))
+    update_mode(&state, Some(&subject), &params, body).await
 }
 
 pub async fn delete_subject_mode(
