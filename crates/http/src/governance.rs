@@ -463,14 +463,27 @@ pub async fn deprecation_record(
     Ok(r)
 }
 
+/// A typed change to the deprecation in the path: the service, the id and the change, parsed
+/// in that order so a bad id is reported before a bad body.
+fn deprecation_change<'a, T: DeserializeOwned>(
+    state: &'a AppState,
+    id: &str,
+    body: Value,
+    (object_what, typed_what): (&str, &str),
+) -> Result<(&'a Arc<Governance>, i64, T), ApiError> {
+    let gov = governance(state)?;
+    let id = deprecation_id(id)?;
+    let change = typed(object(body, object_what)?, typed_what)?;
+    Ok((gov, id, change))
+}
+
 pub async fn change_stage(
     State(state): State<AppState>,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
-    let gov = governance(&state)?;
-    let id = deprecation_id(&id)?;
-    let request: StageRequest = typed(object(body, "a stage change")?, "stage change")?;
+    let (gov, id, request): (_, _, StageRequest) =
+        deprecation_change(&state, &id, body, ("a stage change", "stage change"))?;
     gov.change_stage(id, request).await?;
     Ok(ok(gov.render_deprecation_json(id).await?))
 }
@@ -523,9 +536,8 @@ pub async fn add_exception(
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
-    let gov = governance(&state)?;
-    let id = deprecation_id(&id)?;
-    let request: ExceptionRequest = typed(object(body, "an exception")?, "exception")?;
+    let (gov, id, request): (_, _, ExceptionRequest) =
+        deprecation_change(&state, &id, body, ("an exception", "exception"))?;
     gov.add_exception(id, request).await?;
     Ok(ok(gov.render_deprecation_json(id).await?))
 }
