@@ -100,6 +100,43 @@ pub struct Placement {
     pub dedupe: Dedupe,
 }
 
+impl Placement {
+    /// The version a registration returns instead of writing, per [`Dedupe`]; both backends
+    /// decide it here so they cannot disagree.
+    pub fn existing(
+        &self,
+        versions: &[StoredVersion],
+        candidate: &NewSchema,
+    ) -> Option<Registered> {
+        let mut live = versions.iter().filter(|v| !v.deleted);
+        let found = match self.dedupe {
+            Dedupe::AnyLive => live.find(|v| v.schema.content_key == candidate.content_key),
+            Dedupe::LatestOnly => live
+                .next_back()
+                .filter(|v| v.schema.content_key == candidate.content_key),
+            Dedupe::Never => None,
+        };
+        found.map(|v| Registered {
+            id: v.schema.id,
+            version: v.version,
+            created: false,
+        })
+    }
+
+    /// The version number a new write takes: the explicit one if free, else one more than the
+    /// highest ever used (deleted versions included).
+    pub fn next_version(&self, subject: &str, versions: &[StoredVersion]) -> StoreResult<i64> {
+        match self.version {
+            Some(v) if versions.iter().any(|x| x.version == v) => Err(StoreError::VersionExists {
+                subject: subject.to_string(),
+                version: v,
+            }),
+            Some(v) => Ok(v),
+            None => Ok(versions.iter().map(|v| v.version).max().unwrap_or(0) + 1),
+        }
+    }
+}
+
 impl Default for Placement {
     fn default() -> Self {
         Placement {

@@ -5,8 +5,8 @@
 
 use crate::sqlite_conn::{self, blocking};
 use crate::{
-    ConfigRecord, Dedupe, DeleteGuard, Guard, NewSchema, Placement, Registered, SchemaRecord,
-    Scope, Store, StoreError, StoreResult, StoredVersion,
+    ConfigRecord, DeleteGuard, Guard, NewSchema, Placement, Registered, SchemaRecord, Scope, Store,
+    StoreError, StoreResult, StoredVersion,
 };
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
@@ -264,36 +264,13 @@ fn register_in(
     guard: Guard<'_>,
 ) -> StoreResult<Registered> {
     let versions = query_versions(tx, "WHERE v.subject = ?1", [subject])?;
-    let live = || versions.iter().filter(|v| !v.deleted);
-    let existing = match placement.dedupe {
-        Dedupe::AnyLive => live().find(|v| v.schema.content_key == candidate.content_key),
-        Dedupe::LatestOnly => live()
-            .next_back()
-            .filter(|v| v.schema.content_key == candidate.content_key),
-        Dedupe::Never => None,
-    };
-    if let Some(v) = existing {
-        return Ok(Registered {
-            id: v.schema.id,
-            version: v.version,
-            created: false,
-        });
+    if let Some(existing) = placement.existing(&versions, candidate) {
+        return Ok(existing);
     }
     guard(&versions).map_err(StoreError::Rejected)?;
     check_references_live(tx, candidate)?;
 
-    let version = match placement.version {
-        Some(v) => {
-            if versions.iter().any(|x| x.version == v) {
-                return Err(StoreError::VersionExists {
-                    subject: subject.to_string(),
-                    version: v,
-                });
-            }
-            v
-        }
-        None => versions.iter().map(|v| v.version).max().unwrap_or(0) + 1,
-    };
+    let version = placement.next_version(subject, &versions)?;
 
     let id = match placement.id {
         Some(id) => {
