@@ -8,6 +8,7 @@
 //! An incompatibility is not an error: a check returns a [`Report`]. `Err` only means the
 //! check could not run (the schema text was invalid).
 
+pub mod budget;
 mod fields;
 mod finding;
 mod format;

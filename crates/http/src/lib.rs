@@ -11,6 +11,7 @@ pub mod governance;
 mod handlers;
 pub mod openapi;
 mod policy_routes;
+pub mod principal;
 mod views;
 
 use axum::Router;
