@@ -27,7 +27,7 @@ pub fn clock(clock_file: Option<&Path>) -> Arc<dyn Clock> {
 pub struct Server {
     /// The registry's base URL.
     #[arg(long, global = true, default_value = DEFAULT_URL, env = "COVENANT_URL")]
-    url: String,
+    pub(crate) url: String,
 }
 
 // ----- consumers ---------------------------------------------------------------------------
@@ -787,7 +787,7 @@ pub fn run_usage(args: UsageArgs) -> anyhow::Result<ExitCode> {
 // ----- HTTP --------------------------------------------------------------------------------
 
 /// Percent-encodes a path segment or query value.
-fn segment(text: &str) -> String {
+pub(crate) fn segment(text: &str) -> String {
     let mut out = String::new();
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
@@ -799,14 +799,14 @@ fn segment(text: &str) -> String {
     out
 }
 
-struct Api {
+pub(crate) struct Api {
     base: String,
     runtime: Option<tokio::runtime::Runtime>,
     client: reqwest::Client,
 }
 
 impl Api {
-    fn new(url: &str) -> Api {
+    pub(crate) fn new(url: &str) -> Api {
         Api {
             base: url.trim_end_matches('/').to_string(),
             runtime: tokio::runtime::Builder::new_current_thread()
@@ -819,7 +819,7 @@ impl Api {
 
     /// `Ok(Ok(json))` on success; `Ok(Err(exit))` after printing the server's refusal;
     /// `Err` when the server cannot be reached.
-    fn call(
+    pub(crate) fn call(
         &self,
         method: &str,
         path: &str,

@@ -1,6 +1,7 @@
 //! The `covenant` binary. Exit codes: 0 success or compatible, 1 incompatible or invalid
 //! documents, 2 invalid input or usage.
 
+mod audit;
 mod check;
 mod governance;
 mod samples;
@@ -49,6 +50,8 @@ enum Command {
     Import(transfer::ImportArgs),
     /// Manage the sample payloads a running registry replays on every check (add, list, rm).
     Samples(samples::SamplesArgs),
+    /// Read the audit trail of a running registry: who changed what, and denied attempts.
+    Audit(audit::AuditArgs),
 }
 
 #[derive(clap::Args)]
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
         Command::Export(args) => transfer::run_export(args),
         Command::Import(args) => transfer::run_import(args),
         Command::Samples(args) => samples::run(args),
+        Command::Audit(args) => audit::run(args),
         Command::Rules(args) => {
             print_rules(args.markdown);
             Ok(ExitCode::SUCCESS)

@@ -42,6 +42,36 @@ pub struct ServeArgs {
     /// the wall clock: for drills that let weeks pass. Never set in production.
     #[arg(long, hide = true, env = "COVENANT_CLOCK_FILE")]
     pub clock_file: Option<std::path::PathBuf>,
+    /// Days the audit trail keeps an entry; older ones are pruned every hour. 0 keeps all.
+    #[arg(long, default_value_t = 365, env = "COVENANT_AUDIT_RETENTION_DAYS")]
+    pub audit_retention_days: u64,
+}
+
+const DAY_MS: i64 = 24 * 3_600_000;
+const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Prunes audit entries older than the retention, now and every hour after.
+fn spawn_audit_pruning(store: Arc<dyn covenant_store::Store>, retention_days: u64) {
+    if retention_days == 0 {
+        return;
+    }
+    let keep_ms = i64::try_from(retention_days)
+        .unwrap_or(i64::MAX / DAY_MS)
+        .saturating_mul(DAY_MS);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(PRUNE_EVERY);
+        loop {
+            tick.tick().await;
+            let before = chrono::Utc::now()
+                .timestamp_millis()
+                .saturating_sub(keep_ms);
+            match store.prune_audit(before).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(pruned = n, retention_days, "audit entries pruned"),
+                Err(e) => tracing::warn!(error = %e, "audit pruning failed; retrying next hour"),
+            }
+        }
+    });
 }
 
 fn init_logging(format: LogFormat) {
@@ -68,6 +98,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let (registry, governance_store) = open_registry(&args).await?;
+    spawn_audit_pruning(registry.store().clone(), args.audit_retention_days);
     let governance = covenant_http::governance::enable(
         &registry,
         governance_store,
@@ -95,6 +126,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("listening on {}", args.listen))?;
     let address = listener.local_addr().context("reading the bound address")?;
     tracing::info!(%address, "covenant registry listening");
+    // The peer address is the audit trail's source of each request.
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await

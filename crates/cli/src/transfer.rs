@@ -4,8 +4,8 @@
 
 use anyhow::{Context, Result, bail};
 use covenant_store::{
-    ConfigRecord, Dedupe, NewSchema, Placement, PostgresStore, SchemaRef, Scope, SqliteStore,
-    Store, StoredVersion,
+    AuditEntry, AuditQuery, ConfigRecord, Dedupe, NewSchema, Placement, PostgresStore, SchemaRef,
+    Scope, SqliteStore, Store, StoredVersion,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -62,6 +62,9 @@ pub struct Dump {
     pub configs: Vec<DumpConfig>,
     #[serde(default)]
     pub modes: Vec<DumpMode>,
+    /// The audit trail, oldest first (absent in dumps written before the trail existed).
+    #[serde(default)]
+    pub audit: Vec<AuditEntry>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -126,6 +129,7 @@ pub struct ImportCounts {
     pub soft_deleted: usize,
     pub configs: usize,
     pub modes: usize,
+    pub audit_entries: usize,
 }
 
 /// Opens the store the flags name: PostgreSQL for `--store`, else the embedded one.
@@ -214,7 +218,61 @@ pub async fn export(store: &dyn Store) -> Result<Dump> {
         subjects,
         configs,
         modes,
+        audit: whole_trail(store).await?,
     })
+}
+
+/// Every audit entry, read a page at a time.
+async fn whole_trail(store: &dyn Store) -> Result<Vec<AuditEntry>> {
+    const PAGE: i64 = 1000;
+    let mut out: Vec<AuditEntry> = Vec::new();
+    loop {
+        let query = AuditQuery {
+            after: out.last().map(|e| e.seq).unwrap_or(0),
+            limit: PAGE,
+            ..AuditQuery::default()
+        };
+        let page = store.audit_entries(&query).await?;
+        let full = page.len() as i64 == PAGE;
+        out.extend(page);
+        if !full {
+            return Ok(out);
+        }
+    }
+}
+
+/// What identifies an entry across stores (its `seq` is renumbered by each store).
+type EntryKey = (
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+);
+
+fn entry_key(e: &AuditEntry) -> EntryKey {
+    (
+        e.at,
+        e.principal.clone(),
+        e.operation.clone(),
+        e.subject.clone(),
+        e.version,
+        e.request_id.clone(),
+    )
+}
+
+/// Appends the dump's trail, skipping entries the store already holds, so that an import run
+/// again does not repeat them; entries keep their times and principals.
+async fn import_trail(store: &dyn Store, trail: &[AuditEntry]) -> Result<usize> {
+    let present: std::collections::HashSet<EntryKey> =
+        whole_trail(store).await?.iter().map(entry_key).collect();
+    let mut added = 0;
+    for entry in trail.iter().filter(|e| !present.contains(&entry_key(e))) {
+        store.record_audit(entry).await?;
+        added += 1;
+    }
+    Ok(added)
 }
 
 fn chrono_now() -> String {
@@ -307,7 +365,7 @@ pub async fn import(store: &dyn Store, dump: &Dump) -> Result<ImportCounts> {
                 dedupe: Dedupe::Never,
             };
             store
-                .register(&subject.name, &candidate, placement, &allow)
+                .register(&subject.name, &candidate, placement, &allow, None)
                 .await
                 .with_context(|| {
                     format!(
@@ -331,7 +389,7 @@ pub async fn import(store: &dyn Store, dump: &Dump) -> Result<ImportCounts> {
             compatibility: c.compatibility.clone(),
             extra: c.extra.clone(),
         };
-        store.set_config(scope, &record).await?;
+        store.set_config(scope, &record, None).await?;
         counts.configs += 1;
     }
     for m in &dump.modes {
@@ -339,9 +397,10 @@ pub async fn import(store: &dyn Store, dump: &Dump) -> Result<ImportCounts> {
             Some(s) => Scope::Subject(s),
             None => Scope::Global,
         };
-        store.set_mode(scope, &m.mode).await?;
+        store.set_mode(scope, &m.mode, None).await?;
         counts.modes += 1;
     }
+    counts.audit_entries = import_trail(store, &dump.audit).await?;
     Ok(counts)
 }
 
@@ -370,7 +429,7 @@ pub fn run_export(args: ExportArgs) -> Result<ExitCode> {
         }
     }
     eprintln!(
-        "exported {} schemas, {} subjects, {} versions, {} configs, {} modes",
+        "exported {} schemas, {} subjects, {} versions, {} configs, {} modes, {} audit entries",
         dump.schemas.len(),
         dump.subjects.len(),
         dump.subjects
@@ -378,7 +437,8 @@ pub fn run_export(args: ExportArgs) -> Result<ExitCode> {
             .map(|s| s.versions.len())
             .sum::<usize>(),
         dump.configs.len(),
-        dump.modes.len()
+        dump.modes.len(),
+        dump.audit.len()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -399,12 +459,13 @@ pub fn run_import(args: ImportArgs) -> Result<ExitCode> {
         import(store.as_ref(), &dump).await
     })?;
     eprintln!(
-        "imported {} versions ({} already present, {} soft-deleted), {} configs, {} modes",
+        "imported {} versions ({} already present, {} soft-deleted), {} configs, {} modes, {} audit entries",
         counts.versions_written,
         counts.versions_present,
         counts.soft_deleted,
         counts.configs,
-        counts.modes
+        counts.modes,
+        counts.audit_entries
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -453,6 +514,7 @@ mod tests {
             }],
             configs: vec![],
             modes: vec![],
+            audit: vec![],
         };
         let err = validate(&dump).expect_err("dangling id");
         assert!(err.to_string().contains("schema id 4"), "{err}");
@@ -468,13 +530,24 @@ mod tests {
         let b = tempfile::tempdir().expect("dir");
         let src = SqliteStore::open(a.path()).expect("open");
         for text in ["one", "two", "three"] {
-            src.register("orders", &avro(text), Placement::default(), &allow)
+            src.register("orders", &avro(text), Placement::default(), &allow, None)
                 .await
                 .expect("register");
         }
-        src.register("users", &avro("two"), Placement::default(), &allow)
-            .await
-            .expect("register");
+        let alice = covenant_store::AuditContext {
+            principal: "alice".into(),
+            source: Some("10.0.0.7:5000".into()),
+            request_id: Some("r-7".into()),
+        };
+        src.register(
+            "users",
+            &avro("two"),
+            Placement::default(),
+            &allow,
+            Some(&alice),
+        )
+        .await
+        .expect("register");
         src.soft_delete("orders", &[2]).await.expect("delete");
         src.hard_delete("orders", &[1]).await.expect("delete");
         src.set_config(
@@ -483,17 +556,25 @@ mod tests {
                 compatibility: Some("FULL".into()),
                 extra: Default::default(),
             },
+            None,
         )
         .await
         .expect("config");
-        src.set_mode(Scope::Subject("users"), "READONLY")
+        src.set_mode(Scope::Subject("users"), "READONLY", Some(&alice))
             .await
             .expect("mode");
         let dump = export(&src).await.expect("export");
+        let trail: Vec<(&str, &str)> = dump
+            .audit
+            .iter()
+            .map(|e| (e.operation.as_str(), e.principal.as_str()))
+            .collect();
+        assert_eq!(trail, [("register", "alice"), ("mode.set", "alice")]);
         let dst = SqliteStore::open(b.path()).expect("open");
         let counts = import(&dst, &dump).await.expect("import");
         assert_eq!(counts.versions_written, 3);
         assert_eq!(counts.soft_deleted, 1);
+        assert_eq!(counts.audit_entries, 2);
         let again = export(&dst).await.expect("export");
         assert_eq!(
             Dump {
@@ -510,6 +591,7 @@ mod tests {
         // A second import finds everything in place.
         let counts = import(&dst, &dump).await.expect("re-import");
         assert_eq!((counts.versions_written, counts.versions_present), (0, 3));
+        assert_eq!(counts.audit_entries, 0, "the trail is not repeated");
     }
 
     fn strip_times(subjects: &[DumpSubject]) -> Vec<DumpSubject> {

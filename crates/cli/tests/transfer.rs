@@ -30,7 +30,7 @@ fn avro(text: &str) -> NewSchema {
 async fn populate(store: &dyn Store) {
     for text in ["a1", "a2", "a3"] {
         store
-            .register("alpha", &avro(text), Placement::default(), &allow)
+            .register("alpha", &avro(text), Placement::default(), &allow, None)
             .await
             .expect("register");
     }
@@ -43,16 +43,16 @@ async fn populate(store: &dyn Store) {
     user.metadata = Some(serde_json::json!({"properties": {"owner": "team"}}));
     user.rule_set = Some(serde_json::json!({"domainRules": []}));
     store
-        .register("beta", &user, Placement::default(), &allow)
+        .register("beta", &user, Placement::default(), &allow, None)
         .await
         .expect("register");
     store
-        .register("beta", &avro("a2"), Placement::default(), &allow)
+        .register("beta", &avro("a2"), Placement::default(), &allow, None)
         .await
         .expect("shared id");
     store.soft_delete("alpha", &[2]).await.expect("soft delete");
     store
-        .register("gone", &avro("g1"), Placement::default(), &allow)
+        .register("gone", &avro("g1"), Placement::default(), &allow, None)
         .await
         .expect("register");
     store.hard_delete("gone", &[1]).await.expect("hard delete");
@@ -65,6 +65,7 @@ async fn populate(store: &dyn Store) {
                 compatibility: Some("FULL".into()),
                 extra: Default::default(),
             },
+            None,
         )
         .await
         .expect("config");
@@ -75,15 +76,16 @@ async fn populate(store: &dyn Store) {
                 compatibility: Some("NONE".into()),
                 extra,
             },
+            None,
         )
         .await
         .expect("config");
     store
-        .set_mode(Scope::Global, "READWRITE")
+        .set_mode(Scope::Global, "READWRITE", None)
         .await
         .expect("mode");
     store
-        .set_mode(Scope::Subject("alpha"), "READONLY")
+        .set_mode(Scope::Subject("alpha"), "READONLY", None)
         .await
         .expect("mode");
 }
@@ -170,7 +172,7 @@ async fn export_import_round_trip_between_embedded_and_postgres() {
                 .await
                 .expect("connect");
             let next = store
-                .register("alpha", &avro("a4"), Placement::default(), &allow)
+                .register("alpha", &avro("a4"), Placement::default(), &allow, None)
                 .await
                 .expect("register after import");
             assert_eq!(

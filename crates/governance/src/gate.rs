@@ -7,7 +7,8 @@
 
 use crate::clock::{format_day, format_span};
 use covenant_store::governance::{
-    BlockerKind, Consumer, Deprecation, Exception, FieldUsage, ReaderUsage, ReportingSince, Stage,
+    BlockerKind, Consumer, Deprecation, Exception, FieldUsage, ReaderUsage, ReportingSince,
+    SchemaRead, Stage,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -75,6 +76,10 @@ pub struct GateEvidence {
     /// schema that still has the field counts as use of it, itemized or not (replay jobs).
     pub reader_fields: BTreeMap<i64, Vec<String>>,
     pub reporting_since: Vec<ReportingSince>,
+    /// Schema fetches of the subject by readers no live consumer owns (principals, or user
+    /// agents of anonymous requests), over the unattributed look-back; their schema ids are in
+    /// `reader_fields` too.
+    pub unattributed_reads: Vec<SchemaRead>,
     /// How far back unattributed usage (and usage by retired consumers) is looked for.
     pub unattributed_lookback_ms: i64,
 }
@@ -355,6 +360,15 @@ fn field_blockers(evidence: &GateEvidence, field: &str) -> Vec<Blocker> {
                 .map(|u| u.client_id.as_str()),
         )
         .collect();
+    if let Some(d) = deprecation {
+        out.extend(unattributed_read_blockers(
+            evidence,
+            field,
+            d,
+            &clients,
+            unattributed_since,
+        ));
+    }
     for client in clients {
         if let Some((last, reader)) =
             evidence.last_use(field, None, Some(client), unattributed_since)
@@ -373,6 +387,48 @@ fn field_blockers(evidence: &GateEvidence, field: &str) -> Vec<Blocker> {
         }
     }
     out
+}
+
+/// A reader no consumer owns that fetched a version still carrying the deprecated `field`
+/// blocks its removal until it is attributed (a consumer declares it among its clients) or
+/// excepted. Readers already blocking through usage reports (`reported`) are not named twice.
+fn unattributed_read_blockers(
+    evidence: &GateEvidence,
+    field: &str,
+    deprecation: &Deprecation,
+    reported: &BTreeSet<&str>,
+    since: i64,
+) -> Vec<Blocker> {
+    let mut latest: BTreeMap<&str, &SchemaRead> = BTreeMap::new();
+    for r in evidence.unattributed_reads.iter().filter(|r| {
+        r.last_at >= since
+            && !reported.contains(r.reader.as_str())
+            && evidence.reader_has(Some(r.schema_id), field)
+    }) {
+        let slot = latest.entry(r.reader.as_str()).or_insert(r);
+        if r.last_at > slot.last_at {
+            *slot = r;
+        }
+    }
+    latest
+        .into_values()
+        .map(|r| {
+            blocker(
+                BlockerKind::UnattributedUsage,
+                field,
+                Some(&r.reader),
+                Some(deprecation),
+                format!(
+                    "Reader '{}', which no consumer owns, fetched version {} of subject '{}' (which has '{field}') on {}; attribute it by declaring a consumer with client '{}', or record an exception.",
+                    r.reader,
+                    r.version,
+                    evidence.subject,
+                    format_day(r.last_at),
+                    r.reader
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Decides whether `removed_fields` (normalized paths) may be dropped from `evidence.subject`,
@@ -520,6 +576,51 @@ mod tests {
         let report = removal_gate(&e, &["f".into()]);
         assert_eq!(report.overridden[0].blocker.party.as_deref(), Some("b"));
         assert_eq!(report.blockers[0].party.as_deref(), Some("a"));
+    }
+
+    fn read_by(reader: &str, at: i64) -> SchemaRead {
+        SchemaRead {
+            subject: "s".into(),
+            version: 3,
+            schema_id: 30,
+            reader: reader.into(),
+            reads: 12,
+            first_at: at,
+            last_at: at,
+        }
+    }
+
+    #[test]
+    fn an_unattributed_reader_of_a_deprecated_field_blocks_until_excepted() {
+        let mut d = deprecation(Stage::Removable, vec![]);
+        let mut e = evidence(d.clone());
+        e.consumers.clear();
+        e.reader_fields.insert(30, vec!["f".into(), "g".into()]);
+        e.unattributed_reads = vec![read_by("billing-job", 99 * DAY), read_by("old", DAY)];
+        let report = removal_gate(&e, &["f".into()]);
+        assert_eq!(report.blockers.len(), 1, "{:?}", report.blockers);
+        let b = &report.blockers[0];
+        assert_eq!(b.kind, BlockerKind::UnattributedUsage);
+        assert_eq!(b.party.as_deref(), Some("billing-job"));
+        assert!(b.message.contains("version 3"), "{}", b.message);
+        // A field the version read does not carry is not blocked by that read.
+        assert!(removal_gate(&e, &["h".into()]).allows_removal());
+        // An exception for that reader lets the removal through.
+        let mut x = exception(1, Some("billing-job"));
+        x.overrides = BlockerKind::UnattributedUsage;
+        d.exceptions = vec![x];
+        e.deprecations = vec![d];
+        assert!(removal_gate(&e, &["f".into()]).allows_removal());
+    }
+
+    #[test]
+    fn reads_of_a_field_that_is_not_deprecated_add_no_blocker() {
+        let mut e = evidence(deprecation(Stage::Removable, vec![]));
+        e.consumers.clear();
+        e.deprecations.clear();
+        e.reader_fields.insert(30, vec!["f".into()]);
+        e.unattributed_reads = vec![read_by("billing-job", 99 * DAY)];
+        assert!(removal_gate(&e, &["f".into()]).allows_removal());
     }
 
     #[test]

@@ -206,6 +206,31 @@ pub struct Governance {
     sink: Option<Arc<dyn CounterSink>>,
 }
 
+/// One reader's fetches of one version, with the consumer it is attributed to.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Reader {
+    #[serde(flatten)]
+    pub read: SchemaRead,
+    pub consumer: Option<String>,
+}
+
+/// The live consumer that lists `reader` among its clients.
+fn owner_of<'a>(consumers: &'a [Consumer], reader: &str) -> Option<&'a str> {
+    consumers
+        .iter()
+        .find(|c| c.is_active() && c.clients.iter().any(|id| id == reader))
+        .map(|c| c.name.as_str())
+}
+
+/// The reads no live consumer owns, attributed with the consumers as they are now (so that
+/// declaring a consumer attributes its earlier reads too).
+fn unattributed(consumers: &[Consumer], reads: Vec<SchemaRead>) -> Vec<SchemaRead> {
+    reads
+        .into_iter()
+        .filter(|r| owner_of(consumers, &r.reader).is_none())
+        .collect()
+}
+
 impl Governance {
     pub fn new(store: Arc<dyn GovernanceStore>, clock: Arc<dyn Clock>) -> Governance {
         Governance {
@@ -890,8 +915,19 @@ impl Governance {
         };
         let field_usage = self.store.field_usage(&query).await?;
         let reader_usage = self.store.reader_usage(&query).await?;
+        let unattributed_reads = unattributed(
+            &consumers,
+            self.store
+                .schema_reads(subject, now - self.config.unattributed_lookback_ms)
+                .await?,
+        );
         let mut reader_fields = BTreeMap::new();
-        for id in reader_usage.iter().filter_map(|r| r.reader_schema_id) {
+        let read_ids = unattributed_reads.iter().map(|r| r.schema_id);
+        for id in reader_usage
+            .iter()
+            .filter_map(|r| r.reader_schema_id)
+            .chain(read_ids)
+        {
             if let std::collections::btree_map::Entry::Vacant(slot) = reader_fields.entry(id)
                 && let Some(fields) = self.schema_fields.fields_of(subject, id).await
             {
@@ -907,8 +943,29 @@ impl Governance {
             reader_usage,
             reader_fields,
             reporting_since: self.store.reporting_since(subject).await?,
+            unattributed_reads,
             unattributed_lookback_ms: self.config.unattributed_lookback_ms,
         })
+    }
+
+    /// Adds a batch of schema fetches (aggregated by the caller) to the evidence.
+    pub async fn record_reads(&self, reads: &[SchemaRead]) -> GovernanceResult<()> {
+        self.store.record_reads(reads).await
+    }
+
+    /// Who fetched which version of `subject` within the usage retention, and the consumer
+    /// each reader is attributed to now (none when no live consumer lists it as a client).
+    pub async fn readers(&self, subject: &str) -> GovernanceResult<Vec<Reader>> {
+        let from = self.now() - self.config.retention_ms;
+        let consumers = self.store.consumers().await?;
+        let reads = self.store.schema_reads(subject, from).await?;
+        Ok(reads
+            .into_iter()
+            .map(|read| Reader {
+                consumer: owner_of(&consumers, &read.reader).map(str::to_string),
+                read,
+            })
+            .collect())
     }
 
     /// Whether a new version of `subject` may drop `removed_fields` (the registry diffs field

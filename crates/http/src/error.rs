@@ -60,6 +60,10 @@ impl ApiError {
     pub fn invalid_input(message: impl Into<String>) -> ApiError {
         ApiError::new(42240, message)
     }
+    /// An authenticated request whose body names another actor than its principal.
+    pub fn impersonation(message: impl Into<String>) -> ApiError {
+        ApiError::new(40301, message)
+    }
     /// `Schema not found` for an id path segment that is not a number.
     pub fn unparseable_id() -> ApiError {
         ApiError::not_found_path()

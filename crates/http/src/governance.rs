@@ -9,6 +9,7 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{ConfluentJson, Params, SafePath};
 use crate::handlers::ok;
+use crate::principal::Principal;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -148,6 +149,18 @@ impl UsageEvidence for GovernanceUsage {
                 .await
                 .map_err(evidence_error)?;
             let mut last_seen = BTreeMap::new();
+            // Fetches of a version's schema are usage too (consumers discovered from reads).
+            let since = self.governance.now() - self.governance.config().retention_ms;
+            for read in self
+                .governance
+                .store()
+                .schema_reads(subject, since)
+                .await
+                .map_err(evidence_error)?
+            {
+                let seen = last_seen.entry(read.version).or_insert(read.last_at);
+                *seen = (*seen).max(read.last_at);
+            }
             if sightings.by_schema_id.is_empty() && sightings.by_version.is_empty() {
                 return Ok(last_seen);
             }
@@ -160,7 +173,8 @@ impl UsageEvidence for GovernanceUsage {
                     sightings.by_version.get(&v.version),
                 ];
                 if let Some(at) = times.into_iter().flatten().max() {
-                    last_seen.insert(v.version, *at);
+                    let seen = last_seen.entry(v.version).or_insert(*at);
+                    *seen = (*seen).max(*at);
                 }
             }
             Ok(last_seen)
@@ -244,6 +258,41 @@ fn time_param(params: &Params, key: &str) -> Result<Option<i64>, ApiError> {
     }
 }
 
+/// Governance takes the actor from the request when it is authenticated: the body field `key`
+/// (in `map`) is filled with the principal's name when absent or empty, and a body naming
+/// someone else is refused with 403 (40301) rather than silently rewritten, so a client learns
+/// that its claim was not accepted. Anonymous requests keep what the body says.
+fn actor_field(
+    map: &mut Map<String, Value>,
+    key: &str,
+    principal: &Principal,
+) -> Result<(), ApiError> {
+    let Some(name) = &principal.name else {
+        return Ok(());
+    };
+    match map.get(key) {
+        None | Some(Value::Null) => {}
+        Some(Value::String(claimed)) if claimed.is_empty() || claimed == name => {}
+        Some(Value::String(claimed)) => {
+            return Err(ApiError::impersonation(format!(
+                "'{key}' names '{claimed}' but the request is authenticated as '{name}'; governance actions are recorded under the authenticated principal"
+            )));
+        }
+        Some(_) => return Ok(()),
+    }
+    map.insert(key.to_string(), json!(name));
+    Ok(())
+}
+
+/// [`actor_field`] on a body that should be an object; other bodies are left for the typed
+/// parse to refuse.
+fn with_actor(mut body: Value, key: &str, principal: &Principal) -> Result<Value, ApiError> {
+    if let Value::Object(map) = &mut body {
+        actor_field(map, key, principal)?;
+    }
+    Ok(body)
+}
+
 fn deprecation_id(text: &str) -> Result<i64, ApiError> {
     text.trim()
         .parse()
@@ -310,10 +359,12 @@ pub async fn retire_consumer(
 /// Records a usage report. Without an interval the report covers the current instant.
 pub async fn report_usage(
     State(state): State<AppState>,
+    principal: Principal,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
     let gov = governance(&state)?;
     let mut map = object(body, "a usage report")?;
+    actor_field(&mut map, "client_id", &principal)?;
     times_to_ms(&mut map, &["interval_start", "interval_end"])?;
     let now = gov.now();
     let end = map
@@ -420,10 +471,12 @@ pub async fn list_deprecations(State(state): State<AppState>, params: Params) ->
 /// Announces a deprecation. The window defaults to 90 days from now.
 pub async fn create_deprecation(
     State(state): State<AppState>,
+    principal: Principal,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
     let gov = governance(&state)?;
     let mut map = object(body, "a deprecation")?;
+    actor_field(&mut map, "announced_by", &principal)?;
     times_to_ms(&mut map, &["window_start", "window_end"])?;
     let start = map
         .get("window_start")
@@ -443,6 +496,7 @@ pub async fn get_deprecation(
     SafePath(id): SafePath<String>,
 ) -> ApiResult {
     let gov = governance(&state)?;
+    state.flush_reads().await;
     Ok(ok(gov
         .render_deprecation_json(deprecation_id(&id)?)
         .await?))
@@ -479,9 +533,11 @@ fn deprecation_change<'a, T: DeserializeOwned>(
 
 pub async fn change_stage(
     State(state): State<AppState>,
+    principal: Principal,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
+    let body = with_actor(body, "by", &principal)?;
     let (gov, id, request): (_, _, StageRequest) =
         deprecation_change(&state, &id, body, ("a stage change", "stage change"))?;
     gov.change_stage(id, request).await?;
@@ -493,12 +549,14 @@ pub async fn change_stage(
 /// defaults to now.
 pub async fn add_evidence(
     State(state): State<AppState>,
+    principal: Principal,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
     let gov = governance(&state)?;
     let id = deprecation_id(&id)?;
     let mut map = object(body, "evidence")?;
+    actor_field(&mut map, "by", &principal)?;
     let claim = map
         .get("claim")
         .and_then(Value::as_str)
@@ -522,6 +580,7 @@ pub async fn add_evidence(
             evidence.entry("result").or_insert(json!([]));
         }
         Some("sign_off") => {
+            actor_field(&mut evidence, "who", &principal)?;
             evidence.entry("signed_at").or_insert(json!(gov.now()));
         }
         _ => {}
@@ -533,13 +592,29 @@ pub async fn add_evidence(
 
 pub async fn add_exception(
     State(state): State<AppState>,
+    principal: Principal,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
+    let body = with_actor(body, "approver", &principal)?;
     let (gov, id, request): (_, _, ExceptionRequest) =
         deprecation_change(&state, &id, body, ("an exception", "exception"))?;
     gov.add_exception(id, request).await?;
     Ok(ok(gov.render_deprecation_json(id).await?))
+}
+
+// ----- readers -----------------------------------------------------------------------------
+
+/// `GET /covenant/v1/subjects/{s}/readers`: who fetched which version, how often, first and
+/// last, and the consumer each reader is attributed to now.
+pub async fn readers(
+    State(state): State<AppState>,
+    SafePath(subject): SafePath<String>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    state.flush_reads().await;
+    let readers = gov.readers(&subject).await?;
+    Ok(ok(json!({"subject": subject, "readers": readers})))
 }
 
 // ----- removal gate ------------------------------------------------------------------------
@@ -588,6 +663,7 @@ pub async fn removal_gate_preview(
             ));
         }
     };
+    state.flush_reads().await;
     let report = gov.removal_gate(&subject, &fields).await?;
     let mut answer = to_json(&report);
     if let Value::Object(m) = &mut answer {
@@ -616,6 +692,32 @@ mod tests {
             schema: json!({"type": "record", "name": "Case", "fields": fields}).to_string(),
             ..SchemaRequest::default()
         }
+    }
+
+    fn principal(name: Option<&str>) -> Principal {
+        Principal {
+            name: name.map(str::to_string),
+            roles: vec![],
+            method: crate::principal::AuthMethod::Basic,
+            source: None,
+            user_agent: Some("cli/1".into()),
+        }
+    }
+
+    #[test]
+    fn an_authenticated_actor_is_filled_in_and_cannot_be_claimed_by_a_body() {
+        let alice = principal(Some("alice"));
+        let mut map = Map::new();
+        actor_field(&mut map, "by", &alice).expect("absent: filled");
+        assert_eq!(map["by"], json!("alice"));
+        actor_field(&mut map, "by", &alice).expect("same name: accepted");
+        map.insert("by".into(), json!("mallory"));
+        let refused = actor_field(&mut map, "by", &alice).expect_err("someone else");
+        assert_eq!((refused.status.as_u16(), refused.code), (403, 40301));
+        assert!(refused.message.contains("mallory") && refused.message.contains("alice"));
+        // Anonymous requests keep what the body says.
+        actor_field(&mut map, "by", &principal(None)).expect("anonymous");
+        assert_eq!(map["by"], json!("mallory"));
     }
 
     #[tokio::test]

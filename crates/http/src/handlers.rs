@@ -1,12 +1,16 @@
 //! Thin handlers: parse the request, call the registry, shape the answer.
 
 use crate::AppState;
+use crate::audit::Audited;
 use crate::error::{ApiError, CONTENT_TYPE};
 use crate::extract::{ConfluentJson, Params, SafePath};
+use crate::principal::Principal;
+use crate::reads::ReadTarget;
 use crate::views::{config_update_view, config_view, mode_view, schema_fields, version_view};
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use covenant_registry::AuditContext;
 use covenant_registry::{
     ConfigUpdate, Ref, RegisterOptions, RegistryError, Schema, SchemaRequest, TextFormat, Version,
     VersionSpec, finding_text,
@@ -223,10 +227,12 @@ pub async fn schemas(State(state): State<AppState>, params: Params) -> ApiResult
 
 pub async fn schema_by_id(
     State(state): State<AppState>,
+    principal: Principal,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
     let (id, record, text) = schema_with_text(&state, &id, &params).await?;
+    state.count_read(&principal, ReadTarget::Id(id));
     let mut m = schema_fields(&record, text);
     if let Some(subject) = params.get("subject").filter(|s| !s.is_empty())
         && let Ok(pairs) = state.registry.versions_with_id(id, true).await
@@ -243,10 +249,12 @@ pub async fn schema_by_id(
 
 pub async fn schema_text_by_id(
     State(state): State<AppState>,
+    principal: Principal,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let (_, _, text) = schema_with_text(&state, &id, &params).await?;
+    let (id, _, text) = schema_with_text(&state, &id, &params).await?;
+    state.count_read(&principal, ReadTarget::Id(id));
     Ok(raw(text))
 }
 
@@ -316,6 +324,7 @@ pub async fn versions(
 
 pub async fn register(
     State(state): State<AppState>,
+    Audited(audit): Audited,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
@@ -323,9 +332,12 @@ pub async fn register(
     let options = RegisterOptions {
         normalize: params.flag("normalize"),
         force: params.flag("force"),
+        audit: Some(&audit),
     };
     let request = body.into_request();
     let sent = request.schema.trim().to_string();
+    // The removal gate inside the registration must see every read counted so far.
+    state.flush_reads().await;
     let reg = state.registry.register(&subject, request, options).await?;
     // Protobuf sent as a base64 descriptor is stored as .proto text; without an explicit
     // format the answer echoes the descriptor as sent, since clients cache the answer by id
@@ -355,6 +367,7 @@ pub async fn register(
 
 pub async fn lookup(
     State(state): State<AppState>,
+    principal: Principal,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
@@ -370,7 +383,17 @@ pub async fn lookup(
         )
         .await?;
     let text = state.registry.schema_text(&v.schema, format).await?;
+    state.count_read(&principal, version_read(&v));
     Ok(ok(version_view(&v, text)))
+}
+
+/// The read of one subject version, for consumer discovery.
+fn version_read(v: &Version) -> ReadTarget {
+    ReadTarget::Version {
+        subject: v.subject.clone(),
+        version: v.version,
+        schema_id: v.schema.id,
+    }
 }
 
 /// The `format` asked for, else the form the schema was sent in: a Protobuf descriptor sent
@@ -390,19 +413,23 @@ fn response_format(params: &Params, body: &SchemaBody) -> TextFormat {
 
 pub async fn version(
     State(state): State<AppState>,
+    principal: Principal,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
     let (v, text) = version_with_text(&state, &subject, &version, &params).await?;
+    state.count_read(&principal, version_read(&v));
     Ok(ok(version_view(&v, text)))
 }
 
 pub async fn version_schema(
     State(state): State<AppState>,
+    principal: Principal,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
-    let (_, text) = version_with_text(&state, &subject, &version, &params).await?;
+    let (v, text) = version_with_text(&state, &subject, &version, &params).await?;
+    state.count_read(&principal, version_read(&v));
     Ok(raw(text))
 }
 
@@ -454,25 +481,27 @@ pub async fn latest_with_metadata(
 
 pub async fn delete_subject(
     State(state): State<AppState>,
+    Audited(audit): Audited,
     SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
     let versions = state
         .registry
-        .delete_subject(&subject, params.flag("permanent"))
+        .delete_subject(&subject, params.flag("permanent"), Some(&audit))
         .await?;
     Ok(ok(json!(versions)))
 }
 
 pub async fn delete_version(
     State(state): State<AppState>,
+    Audited(audit): Audited,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
     let spec = version_spec(&version)?;
     let v = state
         .registry
-        .delete_version(&subject, spec, params.flag("permanent"))
+        .delete_version(&subject, spec, params.flag("permanent"), Some(&audit))
         .await?;
     Ok(ok(json!(v)))
 }
@@ -580,18 +609,19 @@ async fn show_config(
 
 async fn update_config(
     state: &AppState,
+    audit: &AuditContext,
     subject: Option<&str>,
     body: Map<String, Value>,
 ) -> ApiResult {
     let c = state
         .registry
-        .set_config(subject, config_update(body))
+        .set_config(subject, config_update(body), Some(audit))
         .await?;
     Ok(ok(config_update_view(&c)))
 }
 
-async fn clear_config(state: &AppState, subject: Option<&str>) -> ApiResult {
-    let c = state.registry.delete_config(subject).await?;
+async fn clear_config(state: &AppState, audit: &AuditContext, subject: Option<&str>) -> ApiResult {
+    let c = state.registry.delete_config(subject, Some(audit)).await?;
     Ok(ok(config_view(&c)))
 }
 
@@ -602,13 +632,14 @@ pub async fn get_config(State(state): State<AppState>, params: Params) -> ApiRes
 
 pub async fn put_config(
     State(state): State<AppState>,
+    Audited(audit): Audited,
     ConfluentJson(body): ConfluentJson<Map<String, Value>>,
 ) -> ApiResult {
-    update_config(&state, None, body).await
+    update_config(&state, &audit, None, body).await
 }
 
-pub async fn delete_config(State(state): State<AppState>) -> ApiResult {
-    clear_config(&state, None).await
+pub async fn delete_config(State(state): State<AppState>, Audited(audit): Audited) -> ApiResult {
+    clear_config(&state, &audit, None).await
 }
 
 pub async fn get_subject_config(
@@ -621,17 +652,19 @@ pub async fn get_subject_config(
 
 pub async fn put_subject_config(
     State(state): State<AppState>,
+    Audited(audit): Audited,
     SafePath(subject): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Map<String, Value>>,
 ) -> ApiResult {
-    update_config(&state, Some(&subject), body).await
+    update_config(&state, &audit, Some(&subject), body).await
 }
 
 pub async fn delete_subject_config(
     State(state): State<AppState>,
+    Audited(audit): Audited,
     SafePath(subject): SafePath<String>,
 ) -> ApiResult {
-    clear_config(&state, Some(&subject)).await
+    clear_config(&state, &audit, Some(&subject)).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -642,13 +675,14 @@ pub struct ModeBody {
 /// Sets the global mode (`subject` `None`) or a subject's.
 async fn update_mode(
     state: &AppState,
+    audit: &AuditContext,
     subject: Option<&str>,
     params: &Params,
     body: ModeBody,
 ) -> ApiResult {
     let m = state
         .registry
-        .set_mode(subject, &body.mode, params.flag("force"))
+        .set_mode(subject, &body.mode, params.flag("force"), Some(audit))
         .await?;
     Ok(ok(mode_view(m)))
 }
@@ -659,14 +693,17 @@ pub async fn get_mode(State(state): State<AppState>) -> ApiResult {
 
 pub async fn put_mode(
     State(state): State<AppState>,
+    Audited(audit): Audited,
     params: Params,
     ConfluentJson(body): ConfluentJson<ModeBody>,
 ) -> ApiResult {
-    update_mode(&state, None, &params, body).await
+    update_mode(&state, &audit, None, &params, body).await
 }
 
-pub async fn delete_mode(State(state): State<AppState>) -> ApiResult {
-    Ok(ok(mode_view(state.registry.delete_mode(None).await?)))
+pub async fn delete_mode(State(state): State<AppState>, Audited(audit): Audited) -> ApiResult {
+    Ok(ok(mode_view(
+        state.registry.delete_mode(None, Some(&audit)).await?,
+    )))
 }
 
 pub async fn get_subject_mode(
@@ -683,19 +720,24 @@ pub async fn get_subject_mode(
 
 pub async fn put_subject_mode(
     State(state): State<AppState>,
+    Audited(audit): Audited,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<ModeBody>,
 ) -> ApiResult {
-    update_mode(&state, Some(&subject), &params, body).await
+    update_mode(&state, &audit, Some(&subject), &params, body).await
 }
 
 pub async fn delete_subject_mode(
     State(state): State<AppState>,
+    Audited(audit): Audited,
     SafePath(subject): SafePath<String>,
 ) -> ApiResult {
     Ok(ok(mode_view(
-        state.registry.delete_mode(Some(&subject)).await?,
+        state
+            .registry
+            .delete_mode(Some(&subject), Some(&audit))
+            .await?,
     )))
 }
 

@@ -5,6 +5,7 @@
 //! HTTP and the registry. Every failure, including malformed bodies, oversized bodies, unknown
 //! paths, wrong methods and panics, is answered as `{"error_code", "message"}`.
 
+pub mod audit;
 pub mod error;
 pub mod extract;
 pub mod governance;
@@ -12,6 +13,7 @@ mod handlers;
 pub mod openapi;
 mod policy_routes;
 pub mod principal;
+pub mod reads;
 mod views;
 
 use axum::Router;
@@ -38,6 +40,28 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// Consumer governance (`/covenant/v1/`); its routes answer 503 when absent.
     pub governance: Option<Arc<covenant_governance::Governance>>,
+    /// Where entries outside a registry write's transaction go (denied attempts, governance).
+    pub audit: audit::AuditSink,
+    /// Schema fetches counted since the last flush to governance.
+    pub reads: Arc<reads::ReadTally>,
+}
+
+impl AppState {
+    /// Counts a schema fetch by the request's principal, when governance is on.
+    pub fn count_read(&self, principal: &principal::Principal, target: reads::ReadTarget) {
+        if self.governance.is_some() {
+            self.reads.count(reads::reader_of(principal), target);
+        }
+    }
+
+    /// Writes counted reads now, so that what is decided next sees them.
+    pub async fn flush_reads(&self) {
+        if let Some(gov) = &self.governance
+            && let Err(e) = self.reads.flush(&self.registry, gov).await
+        {
+            tracing::warn!(error = %e, "could not record schema reads");
+        }
+    }
 }
 
 /// Server settings that shape the router.
@@ -99,6 +123,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/health/live"),
     ("GET", "/health/ready"),
     ("GET", "/openapi.json"),
+    ("GET", "/covenant/v1/audit"),
     ("GET", "/covenant/v1/consumers"),
     ("POST", "/covenant/v1/consumers"),
     ("GET", "/covenant/v1/consumers/{consumer}"),
@@ -117,6 +142,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/covenant/v1/deprecations/{id}/evidence"),
     ("POST", "/covenant/v1/deprecations/{id}/exceptions"),
     ("POST", "/covenant/v1/subjects/{subject}/removal-gate"),
+    ("GET", "/covenant/v1/subjects/{subject}/readers"),
     ("POST", "/covenant/v1/subjects/{subject}/plan"),
     ("GET", "/covenant/v1/subjects/{subject}/samples"),
     (
@@ -293,8 +319,13 @@ fn api(state: AppState) -> Router {
         .route("/health/live", get(h::health_live))
         .route("/health/ready", get(h::health_ready))
         .route("/openapi.json", get(h::openapi))
+        .route("/covenant/v1/audit", get(audit::list_audit))
         .merge(governance_routes())
         .merge(policy_router())
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            audit::audit_governance_writes,
+        ))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(track))
@@ -348,6 +379,7 @@ fn governance_routes() -> Router<AppState> {
             "/covenant/v1/subjects/{subject}/removal-gate",
             post(g::removal_gate_preview),
         )
+        .route("/covenant/v1/subjects/{subject}/readers", get(g::readers))
 }
 
 /// Covenant's evolution-policy routes (see [`policy_routes`]).
@@ -388,10 +420,16 @@ pub fn router_with(
     governance: Option<Arc<covenant_governance::Governance>>,
     config: HttpConfig,
 ) -> Router {
+    let reads = Arc::new(reads::ReadTally::default());
+    if let Some(gov) = &governance {
+        reads::ReadTally::spawn_flusher(&reads, registry.clone(), gov.clone());
+    }
     let state = AppState {
+        audit: audit::AuditSink::new(registry.store().clone()),
         registry,
         metrics: prometheus(),
         governance,
+        reads,
     };
     let normalized = ServiceBuilder::new()
         .map_request(strip_trailing_slash)
@@ -402,4 +440,5 @@ pub fn router_with(
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())
+        .layer(middleware::from_fn(audit::assign_request_id))
 }

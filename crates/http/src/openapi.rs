@@ -162,6 +162,11 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     ("GET", "/openapi.json", "This document."),
     (
         "GET",
+        "/covenant/v1/audit",
+        "The audit trail, oldest first: every change and denied attempt with time, principal, source, operation, target, outcome and request id. Filters principal, subject, operation, outcome, since, until; paging with after (the previous page's next) and limit (1-1000, default 100).",
+    ),
+    (
+        "GET",
         "/covenant/v1/consumers",
         "Declared consumers (includeRetired=true adds retired ones).",
     ),
@@ -245,6 +250,11 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
         "POST",
         "/covenant/v1/subjects/{subject}/removal-gate",
         "Previews the removal gate for a candidate schema (or a list of fields) without registering it.",
+    ),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/readers",
+        "Who fetched which version of the subject (schema by id, version, lookup), counted per reader (principal, else User-Agent) within the usage retention, with the consumer each reader is attributed to now (null: unattributed).",
     ),
 ];
 

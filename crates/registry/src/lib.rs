@@ -43,6 +43,7 @@ use std::sync::{Arc, RwLock};
 
 use cache::IdCache;
 
+pub use covenant_store::{Audit, AuditContext};
 pub use covenant_store::{SchemaRecord as Schema, SchemaRef as Ref, StoredVersion as Version};
 
 /// How deep references may nest before the chain is judged circular or abusive.
@@ -144,10 +145,12 @@ pub struct ConfigUpdate {
 
 /// Options of a registration call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RegisterOptions {
+pub struct RegisterOptions<'a> {
     pub normalize: bool,
     /// Skip the compatibility check (`force=true`).
     pub force: bool,
+    /// Who registers; the store records it in the registration's transaction.
+    pub audit: Audit<'a>,
 }
 
 /// What a registration returned.
@@ -887,6 +890,7 @@ impl Registry {
         &self,
         subject: Option<&str>,
         update: ConfigUpdate,
+        audit: Audit<'_>,
     ) -> RegistryResult<ConfigRecord> {
         let scope = match subject {
             Some(s) => {
@@ -930,15 +934,19 @@ impl Registry {
                 record.extra.insert(k, v);
             }
         }
-        self.store.set_config(scope, &record).await?;
+        self.store.set_config(scope, &record, audit).await?;
         Ok(record)
     }
 
     /// `DELETE /config[/{s}]`: returns the previous config.
-    pub async fn delete_config(&self, subject: Option<&str>) -> RegistryResult<ConfigView> {
+    pub async fn delete_config(
+        &self,
+        subject: Option<&str>,
+        audit: Audit<'_>,
+    ) -> RegistryResult<ConfigView> {
         let scope = subject.map(Scope::Subject).unwrap_or(Scope::Global);
         self.ensure_writable(scope).await?;
-        match (self.store.delete_config(scope).await?, subject) {
+        match (self.store.delete_config(scope, audit).await?, subject) {
             (Some(old), _) => Ok(ConfigView {
                 level: old
                     .compatibility
@@ -977,6 +985,7 @@ impl Registry {
         subject: Option<&str>,
         mode: &str,
         force: bool,
+        audit: Audit<'_>,
     ) -> RegistryResult<Mode> {
         let mode = Mode::parse(mode)?;
         if let Some(s) = subject {
@@ -1004,14 +1013,18 @@ impl Registry {
             }
         }
         let scope = subject.map(Scope::Subject).unwrap_or(Scope::Global);
-        self.store.set_mode(scope, mode.as_str()).await?;
+        self.store.set_mode(scope, mode.as_str(), audit).await?;
         Ok(mode)
     }
 
     /// `DELETE /mode[/{s}]`: returns the previous mode.
-    pub async fn delete_mode(&self, subject: Option<&str>) -> RegistryResult<Mode> {
+    pub async fn delete_mode(
+        &self,
+        subject: Option<&str>,
+        audit: Audit<'_>,
+    ) -> RegistryResult<Mode> {
         let scope = subject.map(Scope::Subject).unwrap_or(Scope::Global);
-        match (self.store.delete_mode(scope).await?, subject) {
+        match (self.store.delete_mode(scope, audit).await?, subject) {
             (Some(old), _) => Mode::parse(&old),
             (None, Some(s)) => Err(RegistryError::SubjectNotFound(s.to_string())),
             (None, None) => Ok(Mode::ReadWrite),
@@ -1060,7 +1073,7 @@ impl Registry {
         &self,
         subject: &str,
         mut request: SchemaRequest,
-        options: RegisterOptions,
+        options: RegisterOptions<'_>,
     ) -> RegistryResult<Registration> {
         if invalid_subject(subject) {
             return Err(RegistryError::InvalidSubject(subject.to_string()));
@@ -1292,7 +1305,7 @@ impl Registry {
             };
             match self
                 .store
-                .register(subject, &new_schema, placement, &guard)
+                .register(subject, &new_schema, placement, &guard, options.audit)
                 .await
             {
                 Ok(r) => break r,
@@ -1502,6 +1515,7 @@ impl Registry {
         versions: &[i64],
         permanent: bool,
         ignore_same_subject: bool,
+        audit: Audit<'_>,
     ) -> RegistryResult<()> {
         let guard = |referencing: &[StoredVersion]| -> Result<(), Rejection> {
             for &version in versions {
@@ -1523,7 +1537,7 @@ impl Registry {
         };
         match self
             .store
-            .delete_guarded(subject, versions, permanent, &guard)
+            .delete_guarded(subject, versions, permanent, &guard, audit)
             .await
         {
             Ok(()) => Ok(()),
@@ -1549,6 +1563,7 @@ impl Registry {
         subject: &str,
         spec: VersionSpec,
         permanent: bool,
+        audit: Audit<'_>,
     ) -> RegistryResult<i64> {
         self.ensure_writable(Scope::Subject(subject)).await?;
         let all = self.store.subject_versions(subject).await?;
@@ -1574,7 +1589,7 @@ impl Registry {
                     version,
                 ));
             }
-            self.delete_unreferenced(subject, &[version], true, false)
+            self.delete_unreferenced(subject, &[version], true, false, audit)
                 .await?;
             self.forget_all();
             self.forget_samples(subject, &[version]).await;
@@ -1585,14 +1600,19 @@ impl Registry {
                     version,
                 ));
             }
-            self.delete_unreferenced(subject, &[version], false, false)
+            self.delete_unreferenced(subject, &[version], false, false, audit)
                 .await?;
         }
         Ok(version)
     }
 
     /// `DELETE /subjects/{s}`: returns the versions deleted.
-    pub async fn delete_subject(&self, subject: &str, permanent: bool) -> RegistryResult<Vec<i64>> {
+    pub async fn delete_subject(
+        &self,
+        subject: &str,
+        permanent: bool,
+        audit: Audit<'_>,
+    ) -> RegistryResult<Vec<i64>> {
         self.ensure_writable(Scope::Subject(subject)).await?;
         let all = self.store.subject_versions(subject).await?;
         if all.is_empty() {
@@ -1608,7 +1628,7 @@ impl Registry {
                 return Err(RegistryError::SubjectNotSoftDeleted(subject.to_string()));
             }
             let every: Vec<i64> = all.iter().map(|v| v.version).collect();
-            self.delete_unreferenced(subject, &every, true, true)
+            self.delete_unreferenced(subject, &every, true, true, audit)
                 .await?;
             self.forget_all();
             self.forget_samples(subject, &every).await;
@@ -1617,7 +1637,7 @@ impl Registry {
             if live.is_empty() {
                 return Err(RegistryError::SubjectSoftDeleted(subject.to_string()));
             }
-            self.delete_unreferenced(subject, &live, false, true)
+            self.delete_unreferenced(subject, &live, false, true, audit)
                 .await?;
             Ok(live)
         }

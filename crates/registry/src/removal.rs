@@ -201,8 +201,8 @@ mod tests {
         let gate = Arc::new(Gate::default());
         registry.set_removal_check(gate.clone());
         let options = RegisterOptions {
-            normalize: false,
             force: true,
+            ..RegisterOptions::default()
         };
         registry
             .register("s", request(V1), options)

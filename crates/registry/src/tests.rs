@@ -23,6 +23,7 @@ async fn put(reg: &Registry, subject: &str, text: &str, refs: Vec<SchemaRef>) ->
             &schema,
             Placement::default(),
             &|_: &[StoredVersion]| Ok(()),
+            None,
         )
         .await
         .expect("register")
@@ -120,6 +121,7 @@ async fn config_levels_fall_back_and_subject_config_is_404_without_default() {
                 compatibility: Some(Value::String("full_transitive".into())),
                 extra: Map::new(),
             },
+            None,
         )
         .await
         .expect("set");
@@ -134,15 +136,16 @@ async fn config_levels_fall_back_and_subject_config_is_404_without_default() {
             ConfigUpdate {
                 compatibility: Some(Value::String("sideways".into())),
                 extra: Map::new()
-            }
+            },
+            None
         )
         .await,
         Err(RegistryError::InvalidCompatibilityLevel)
     ));
-    let old = reg.delete_config(Some("s")).await.expect("delete");
+    let old = reg.delete_config(Some("s"), None).await.expect("delete");
     assert_eq!(old.level, Level::FullTransitive);
     assert!(matches!(
-        reg.delete_config(Some("s")).await,
+        reg.delete_config(Some("s"), None).await,
         Err(RegistryError::SubjectNotFound(_))
     ));
 }
@@ -152,17 +155,17 @@ async fn import_mode_needs_an_empty_scope_unless_forced() {
     let (_d, reg) = registry();
     put(&reg, "s", "a", vec![]).await;
     assert!(matches!(
-        reg.set_mode(Some("s"), "IMPORT", false).await,
+        reg.set_mode(Some("s"), "IMPORT", false, None).await,
         Err(RegistryError::OperationNotPermitted(m)) if m == "Cannot import since found existing subjects"
     ));
     assert_eq!(
-        reg.set_mode(Some("s"), "import", true)
+        reg.set_mode(Some("s"), "import", true, None)
             .await
             .expect("forced"),
         Mode::Import
     );
     assert!(matches!(
-        reg.set_mode(Some("s"), "FORWARD", false).await,
+        reg.set_mode(Some("s"), "FORWARD", false, None).await,
         Err(RegistryError::ForwardModeOnSubject)
     ));
     assert!(matches!(
@@ -173,12 +176,14 @@ async fn import_mode_needs_an_empty_scope_unless_forced() {
         reg.mode(Some("t"), true).await.expect("global"),
         Mode::ReadWrite
     );
-    reg.set_mode(None, "READONLY", false)
+    reg.set_mode(None, "READONLY", false, None)
         .await
         .expect("readonly");
-    reg.delete_mode(Some("s")).await.expect("drop subject mode");
+    reg.delete_mode(Some("s"), None)
+        .await
+        .expect("drop subject mode");
     assert!(matches!(
-        reg.delete_subject("s", false).await,
+        reg.delete_subject("s", false, None).await,
         Err(RegistryError::OperationNotPermitted(_))
     ));
 }
@@ -187,15 +192,16 @@ async fn import_mode_needs_an_empty_scope_unless_forced() {
 async fn read_only_blocks_deletes_and_config() {
     let (_d, reg) = registry();
     put(&reg, "s", "a", vec![]).await;
-    reg.set_mode(Some("s"), "READONLY", false)
+    reg.set_mode(Some("s"), "READONLY", false, None)
         .await
         .expect("mode");
     assert!(matches!(
-        reg.delete_subject("s", false).await,
+        reg.delete_subject("s", false, None).await,
         Err(RegistryError::OperationNotPermitted(m)) if m.contains("read-only")
     ));
     assert!(matches!(
-        reg.set_config(Some("s"), ConfigUpdate::default()).await,
+        reg.set_config(Some("s"), ConfigUpdate::default(), None)
+            .await,
         Err(RegistryError::OperationNotPermitted(_))
     ));
 }
@@ -206,25 +212,27 @@ async fn delete_state_machine_follows_confluent() {
     put(&reg, "s", "a", vec![]).await;
     put(&reg, "s", "b", vec![]).await;
     assert!(matches!(
-        reg.delete_version("s", VersionSpec::Number(1), true).await,
+        reg.delete_version("s", VersionSpec::Number(1), true, None)
+            .await,
         Err(RegistryError::VersionNotSoftDeleted(_, 1))
     ));
     assert_eq!(
-        reg.delete_version("s", VersionSpec::Number(1), false)
+        reg.delete_version("s", VersionSpec::Number(1), false, None)
             .await
             .expect("soft"),
         1
     );
     assert!(matches!(
-        reg.delete_version("s", VersionSpec::Number(1), false).await,
+        reg.delete_version("s", VersionSpec::Number(1), false, None)
+            .await,
         Err(RegistryError::VersionSoftDeleted(_, 1))
     ));
     assert!(matches!(
-        reg.delete_version("s", VersionSpec::Number(9), false).await,
+        reg.delete_version("s", VersionSpec::Number(9), false, None).await,
         Err(RegistryError::VersionNotFound(v)) if v == "9"
     ));
     assert!(matches!(
-        reg.delete_subject("s", true).await,
+        reg.delete_subject("s", true, None).await,
         Err(RegistryError::SubjectNotSoftDeleted(_))
     ));
     assert_eq!(
@@ -240,11 +248,13 @@ async fn delete_state_machine_follows_confluent() {
         vec![1]
     );
     assert_eq!(
-        reg.delete_subject("s", false).await.expect("soft subject"),
+        reg.delete_subject("s", false, None)
+            .await
+            .expect("soft subject"),
         vec![2]
     );
     assert!(matches!(
-        reg.delete_subject("s", false).await,
+        reg.delete_subject("s", false, None).await,
         Err(RegistryError::SubjectSoftDeleted(_))
     ));
     assert!(matches!(
@@ -260,11 +270,13 @@ async fn delete_state_machine_follows_confluent() {
         vec!["s".to_string()]
     );
     assert_eq!(
-        reg.delete_subject("s", true).await.expect("permanent"),
+        reg.delete_subject("s", true, None)
+            .await
+            .expect("permanent"),
         vec![1, 2]
     );
     assert!(matches!(
-        reg.delete_subject("s", false).await,
+        reg.delete_subject("s", false, None).await,
         Err(RegistryError::SubjectNotFound(_))
     ));
 }
@@ -285,11 +297,11 @@ async fn referenced_versions_cannot_be_deleted() {
     )
     .await;
     assert!(matches!(
-        reg.delete_version("base", VersionSpec::Latest, false).await,
+        reg.delete_version("base", VersionSpec::Latest, false, None).await,
         Err(RegistryError::Referenced(s, 1)) if s == "base"
     ));
     assert!(matches!(
-        reg.delete_subject("base", false).await,
+        reg.delete_subject("base", false, None).await,
         Err(RegistryError::Referenced(_, _))
     ));
     let ids = reg
@@ -298,14 +310,14 @@ async fn referenced_versions_cannot_be_deleted() {
         .expect("referencedby");
     assert_eq!(ids.len(), 1);
     // Once the referencing version is soft-deleted, a soft delete is allowed but a permanent one is not.
-    reg.delete_subject("user", false)
+    reg.delete_subject("user", false, None)
         .await
         .expect("soft delete user");
-    reg.delete_subject("base", false)
+    reg.delete_subject("base", false, None)
         .await
         .expect("soft delete base");
     assert!(matches!(
-        reg.delete_subject("base", true).await,
+        reg.delete_subject("base", true, None).await,
         Err(RegistryError::Referenced(_, _))
     ));
 }
@@ -416,6 +428,7 @@ async fn config_data_contracts_merge_into_registrations() {
             "overrideMetadata": {"properties": {"region": "eu"}, "sensitive": ["secret"]},
             "defaultRuleSet": {"domainRules": [rule("checkId", "message.id > 0")]},
         })),
+        None,
     )
     .await
     .expect("global config");
@@ -423,6 +436,7 @@ async fn config_data_contracts_merge_into_registrations() {
     reg.set_config(
         Some("orders"),
         extra(json!({"defaultMetadata": {"properties": {"owner": "shop"}}})),
+        None,
     )
     .await
     .expect("subject config");
@@ -463,6 +477,7 @@ async fn config_data_contracts_merge_into_registrations() {
     reg.set_config(
         Some("orders"),
         extra(json!({"overrideRuleSet": {"domainRules": [rule("checkId", "message.id >= 0")]}})),
+        None,
     )
     .await
     .expect("override rules");
@@ -508,6 +523,7 @@ async fn an_invalid_rule_set_in_a_contract_is_refused_at_registration() {
         None,
         extra(json!({"overrideRuleSet": {"migrationRules": [
             {"name": "r", "type": "JSONATA", "mode": "UPGRADE"}]}})),
+        None,
     )
     .await
     .expect("config");
@@ -551,10 +567,10 @@ async fn delete_and_referencing_registration_do_not_race() {
             tokio::spawn(
                 async move { r1.register(&u1, request, RegisterOptions::default()).await },
             );
-        let deleting =
-            tokio::spawn(
-                async move { r2.delete_version(&b1, VersionSpec::Number(1), false).await },
-            );
+        let deleting = tokio::spawn(async move {
+            r2.delete_version(&b1, VersionSpec::Number(1), false, None)
+                .await
+        });
         let registered = registering.await.expect("join");
         let deleted = deleting.await.expect("join");
         match (&registered, &deleted) {
@@ -647,6 +663,7 @@ async fn transitive_check_works_with_a_tiny_cache() {
             compatibility: Some(Value::String("FULL_TRANSITIVE".into())),
             extra: Map::new(),
         },
+        None,
     )
     .await
     .expect("config");
@@ -687,4 +704,54 @@ async fn transitive_check_works_with_a_tiny_cache() {
         matches!(refused, Err(RegistryError::Incompatible { .. })),
         "{refused:?}"
     );
+}
+
+#[tokio::test]
+async fn audited_writes_record_their_actor_and_refusals_record_nothing() {
+    let (_dir, reg) = registry();
+    let ctx = AuditContext {
+        principal: "alice".into(),
+        source: None,
+        request_id: Some("r-1".into()),
+    };
+    let options = RegisterOptions {
+        audit: Some(&ctx),
+        ..RegisterOptions::default()
+    };
+    let record = |fields: &str| SchemaRequest {
+        schema: format!(r#"{{"type":"record","name":"R","fields":[{fields}]}}"#),
+        ..SchemaRequest::default()
+    };
+    let first = reg
+        .register("orders", record(r#"{"name":"a","type":"int"}"#), options)
+        .await
+        .expect("v1");
+    // A new field without a default is not BACKWARD compatible: refused, nothing recorded.
+    let refused = reg
+        .register("orders", record(r#"{"name":"b","type":"int"}"#), options)
+        .await;
+    assert!(matches!(refused, Err(RegistryError::Incompatible { .. })));
+    reg.delete_version("orders", VersionSpec::Number(1), false, Some(&ctx))
+        .await
+        .expect("soft delete");
+    let trail = reg
+        .store()
+        .audit_entries(&covenant_store::AuditQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .expect("trail");
+    let seen: Vec<(&str, &str, Option<i64>)> = trail
+        .iter()
+        .map(|e| (e.operation.as_str(), e.principal.as_str(), e.version))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("register", "alice", Some(first.version)),
+            ("delete.soft", "alice", Some(1))
+        ]
+    );
+    assert_eq!(trail[0].schema_id, Some(first.id));
 }

@@ -37,7 +37,13 @@ async fn run(stores: &[Arc<PostgresStore>], run: u128) -> Result<(), String> {
             for n in (t..REGISTRATIONS).step_by(TASKS) {
                 let subject = format!("bench-{run}-{}", n % 16);
                 let r = store
-                    .register(&subject, &schema(run, n), Placement::default(), &allow)
+                    .register(
+                        &subject,
+                        &schema(run, n),
+                        Placement::default(),
+                        &allow,
+                        None,
+                    )
                     .await
                     .map_err(|e| e.to_string())?;
                 ids.push(r.id);

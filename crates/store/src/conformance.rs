@@ -4,8 +4,8 @@
 //! store. Failures panic with a message naming the broken expectation, as test code should.
 
 use crate::{
-    ConfigRecord, Dedupe, NewSchema, Placement, Rejection, SchemaRef, Scope, Store, StoreError,
-    StoredVersion,
+    AuditContext, AuditEntry, AuditQuery, ConfigRecord, Dedupe, NewSchema, Placement, Rejection,
+    SchemaRef, Scope, Store, StoreError, StoredVersion,
 };
 
 fn schema(text: &str) -> NewSchema {
@@ -43,6 +43,7 @@ pub async fn run_all(store: &dyn Store) {
     references_must_be_live(store).await;
     guarded_deletes_see_references(store).await;
     config_and_mode(store).await;
+    audit_entries_commit_with_their_change(store).await;
 }
 
 pub async fn ids_and_dedupe(store: &dyn Store) {
@@ -53,6 +54,7 @@ pub async fn ids_and_dedupe(store: &dyn Store) {
             &schema("ids-one"),
             Placement::default(),
             &allow,
+            None,
         )
         .await
         .expect("register");
@@ -67,6 +69,7 @@ pub async fn ids_and_dedupe(store: &dyn Store) {
             &schema("ids-one"),
             Placement::default(),
             &allow,
+            None,
         )
         .await
         .expect("re-register");
@@ -81,6 +84,7 @@ pub async fn ids_and_dedupe(store: &dyn Store) {
             &schema("ids-one"),
             Placement::default(),
             &allow,
+            None,
         )
         .await
         .expect("register under another subject");
@@ -99,6 +103,7 @@ pub async fn ids_and_dedupe(store: &dyn Store) {
             &schema("ids-two"),
             Placement::default(),
             &allow,
+            None,
         )
         .await
         .expect("second schema");
@@ -142,14 +147,14 @@ pub async fn version_numbering(store: &dyn Store) {
     let s = "conf-numbering";
     for (i, text) in ["num-1", "num-2", "num-3"].iter().enumerate() {
         let r = store
-            .register(s, &schema(text), Placement::default(), &allow)
+            .register(s, &schema(text), Placement::default(), &allow, None)
             .await
             .expect("register");
         assert_eq!(r.version, i as i64 + 1, "versions are contiguous from 1");
     }
     store.soft_delete(s, &[3]).await.expect("soft delete");
     let r = store
-        .register(s, &schema("num-4"), Placement::default(), &allow)
+        .register(s, &schema("num-4"), Placement::default(), &allow, None)
         .await
         .expect("register after soft delete");
     assert_eq!(r.version, 4, "soft-deleted numbers are not reused");
@@ -158,7 +163,7 @@ pub async fn version_numbering(store: &dyn Store) {
         .schema
         .id;
     let r = store
-        .register(s, &schema("num-3"), Placement::default(), &allow)
+        .register(s, &schema("num-3"), Placement::default(), &allow, None)
         .await
         .expect("re-register deleted content");
     assert_eq!((r.version, r.id, r.created), (5, old, true));
@@ -172,6 +177,7 @@ pub async fn version_numbering(store: &dyn Store) {
                 ..Placement::default()
             },
             &allow,
+            None,
         )
         .await
         .expect("rollback registration");
@@ -189,7 +195,7 @@ pub async fn version_numbering(store: &dyn Store) {
 pub async fn guard_sees_versions_and_can_refuse(store: &dyn Store) {
     let s = "conf-guard";
     store
-        .register(s, &schema("guard-1"), Placement::default(), &allow)
+        .register(s, &schema("guard-1"), Placement::default(), &allow, None)
         .await
         .expect("register");
     let seen = std::sync::Mutex::new(Vec::new());
@@ -201,7 +207,7 @@ pub async fn guard_sees_versions_and_can_refuse(store: &dyn Store) {
     };
     let before = store.max_schema_id().await.expect("max id");
     let err = store
-        .register(s, &schema("guard-2"), Placement::default(), &record)
+        .register(s, &schema("guard-2"), Placement::default(), &record, None)
         .await
         .expect_err("guard refuses");
     match err {
@@ -217,7 +223,7 @@ pub async fn guard_sees_versions_and_can_refuse(store: &dyn Store) {
     assert_eq!(store.subject_versions(s).await.expect("versions").len(), 1);
     // The guard is not consulted for an idempotent re-registration.
     let r = store
-        .register(s, &schema("guard-1"), Placement::default(), &record)
+        .register(s, &schema("guard-1"), Placement::default(), &record, None)
         .await
         .expect("existing version returned without the guard");
     assert!(!r.created);
@@ -226,11 +232,11 @@ pub async fn guard_sees_versions_and_can_refuse(store: &dyn Store) {
 pub async fn soft_and_permanent_deletes(store: &dyn Store) {
     let s = "conf-delete";
     let a = store
-        .register(s, &schema("del-1"), Placement::default(), &allow)
+        .register(s, &schema("del-1"), Placement::default(), &allow, None)
         .await
         .expect("register");
     store
-        .register(s, &schema("del-2"), Placement::default(), &allow)
+        .register(s, &schema("del-2"), Placement::default(), &allow, None)
         .await
         .expect("register");
     store
@@ -240,11 +246,12 @@ pub async fn soft_and_permanent_deletes(store: &dyn Store) {
                 compatibility: Some("NONE".into()),
                 extra: Default::default(),
             },
+            None,
         )
         .await
         .expect("config");
     store
-        .set_mode(Scope::Subject(s), "READWRITE")
+        .set_mode(Scope::Subject(s), "READWRITE", None)
         .await
         .expect("mode");
     store.soft_delete(s, &[1]).await.expect("soft delete");
@@ -314,7 +321,7 @@ pub async fn soft_and_permanent_deletes(store: &dyn Store) {
         "an id no version carries no longer resolves"
     );
     let r = store
-        .register(s, &schema("del-1"), Placement::default(), &allow)
+        .register(s, &schema("del-1"), Placement::default(), &allow, None)
         .await
         .expect("register after permanent delete");
     assert_eq!(
@@ -337,7 +344,7 @@ pub async fn explicit_ids_and_versions(store: &dyn Store) {
         dedupe: Dedupe::Never,
     };
     let r = store
-        .register(s, &schema("imp-1"), placement, &allow)
+        .register(s, &schema("imp-1"), placement, &allow, None)
         .await
         .expect("import");
     assert_eq!((r.id, r.version), (id, 7));
@@ -350,6 +357,7 @@ pub async fn explicit_ids_and_versions(store: &dyn Store) {
                 ..placement
             },
             &allow,
+            None,
         )
         .await
     {
@@ -365,6 +373,7 @@ pub async fn explicit_ids_and_versions(store: &dyn Store) {
                 ..placement
             },
             &allow,
+            None,
         )
         .await
     {
@@ -372,7 +381,7 @@ pub async fn explicit_ids_and_versions(store: &dyn Store) {
         other => panic!("expected VersionExists, got {other:?}"),
     }
     let next = store
-        .register(s, &schema("imp-3"), Placement::default(), &allow)
+        .register(s, &schema("imp-3"), Placement::default(), &allow, None)
         .await
         .expect("register after import");
     assert_eq!(
@@ -389,6 +398,7 @@ pub async fn references_are_indexed(store: &dyn Store) {
             &schema("ref-base"),
             Placement::default(),
             &allow,
+            None,
         )
         .await
         .expect("register base");
@@ -400,7 +410,7 @@ pub async fn references_are_indexed(store: &dyn Store) {
     }];
     user.metadata = Some(serde_json::json!({"properties": {"owner": "team"}}));
     let u = store
-        .register("conf-ref-user", &user, Placement::default(), &allow)
+        .register("conf-ref-user", &user, Placement::default(), &allow, None)
         .await
         .expect("register user");
     let by = store
@@ -429,43 +439,49 @@ pub async fn config_and_mode(store: &dyn Store) {
         compatibility: Some("FULL".into()),
         extra,
     };
-    store.set_config(s, &cfg).await.expect("set config");
+    store.set_config(s, &cfg, None).await.expect("set config");
     assert_eq!(store.config(s).await.expect("config"), Some(cfg.clone()));
     let global = ConfigRecord {
         compatibility: Some("NONE".into()),
         extra: Default::default(),
     };
     store
-        .set_config(Scope::Global, &global)
+        .set_config(Scope::Global, &global, None)
         .await
         .expect("set global");
     assert_eq!(
         store.config(Scope::Global).await.expect("global"),
         Some(global.clone())
     );
-    assert_eq!(store.delete_config(s).await.expect("delete"), Some(cfg));
+    assert_eq!(
+        store.delete_config(s, None).await.expect("delete"),
+        Some(cfg)
+    );
     assert!(store.config(s).await.expect("config").is_none());
     assert_eq!(
         store
-            .delete_config(Scope::Global)
+            .delete_config(Scope::Global, None)
             .await
             .expect("delete global"),
         Some(global)
     );
 
     assert!(store.mode(s).await.expect("mode").is_none());
-    store.set_mode(s, "READONLY").await.expect("set mode");
-    store.set_mode(s, "IMPORT").await.expect("replace mode");
+    store.set_mode(s, "READONLY", None).await.expect("set mode");
+    store
+        .set_mode(s, "IMPORT", None)
+        .await
+        .expect("replace mode");
     assert_eq!(
         store.mode(s).await.expect("mode").as_deref(),
         Some("IMPORT")
     );
     store
-        .set_mode(Scope::Global, "READWRITE")
+        .set_mode(Scope::Global, "READWRITE", None)
         .await
         .expect("global mode");
     assert_eq!(
-        store.delete_mode(s).await.expect("delete").as_deref(),
+        store.delete_mode(s, None).await.expect("delete").as_deref(),
         Some("IMPORT")
     );
     assert!(store.mode(s).await.expect("mode").is_none());
@@ -474,7 +490,7 @@ pub async fn config_and_mode(store: &dyn Store) {
         Some("READWRITE")
     );
     store
-        .delete_mode(Scope::Global)
+        .delete_mode(Scope::Global, None)
         .await
         .expect("delete global mode");
 }
@@ -487,6 +503,7 @@ pub async fn references_must_be_live(store: &dyn Store) {
             &schema("live-base"),
             Placement::default(),
             &allow,
+            None,
         )
         .await
         .expect("register base");
@@ -498,7 +515,13 @@ pub async fn references_must_be_live(store: &dyn Store) {
     let mut missing = schema("live-user-missing");
     missing.references = vec![reference(base.version + 1)];
     match store
-        .register("conf-live-user", &missing, Placement::default(), &allow)
+        .register(
+            "conf-live-user",
+            &missing,
+            Placement::default(),
+            &allow,
+            None,
+        )
         .await
     {
         Err(StoreError::NoSuchVersion { subject, version }) => {
@@ -518,7 +541,7 @@ pub async fn references_must_be_live(store: &dyn Store) {
     assert!(
         matches!(
             store
-                .register("conf-live-user", &user, Placement::default(), &allow)
+                .register("conf-live-user", &user, Placement::default(), &allow, None)
                 .await,
             Err(StoreError::NoSuchVersion { .. })
         ),
@@ -542,6 +565,7 @@ pub async fn guarded_deletes_see_references(store: &dyn Store) {
             &schema("gdel-base"),
             Placement::default(),
             &allow,
+            None,
         )
         .await
         .expect("register base");
@@ -551,6 +575,7 @@ pub async fn guarded_deletes_see_references(store: &dyn Store) {
             &schema("gdel-base-2"),
             Placement::default(),
             &allow,
+            None,
         )
         .await
         .expect("register base v2");
@@ -561,7 +586,7 @@ pub async fn guarded_deletes_see_references(store: &dyn Store) {
         version: base.version,
     }];
     let u = store
-        .register("conf-gdel-user", &user, Placement::default(), &allow)
+        .register("conf-gdel-user", &user, Placement::default(), &allow, None)
         .await
         .expect("register user");
 
@@ -582,6 +607,7 @@ pub async fn guarded_deletes_see_references(store: &dyn Store) {
             &[base.version, other.version],
             false,
             &refuse,
+            None,
         )
         .await
     {
@@ -604,11 +630,11 @@ pub async fn guarded_deletes_see_references(store: &dyn Store) {
 
     // An unreferenced version goes; the guard sees nothing for it.
     store
-        .delete_guarded("conf-gdel-base", &[other.version], false, &refuse)
+        .delete_guarded("conf-gdel-base", &[other.version], false, &refuse, None)
         .await
         .expect("soft delete of an unreferenced version");
     store
-        .delete_guarded("conf-gdel-base", &[other.version], true, &refuse)
+        .delete_guarded("conf-gdel-base", &[other.version], true, &refuse, None)
         .await
         .expect("permanent delete of an unreferenced version");
     let versions = store
@@ -625,21 +651,176 @@ pub async fn guarded_deletes_see_references(store: &dyn Store) {
 
     // Once the referencing version is gone for good, the base may go too.
     store
-        .delete_guarded("conf-gdel-user", &[u.version], false, &allow)
+        .delete_guarded("conf-gdel-user", &[u.version], false, &allow, None)
         .await
         .expect("soft delete user");
     store
-        .delete_guarded("conf-gdel-user", &[u.version], true, &allow)
+        .delete_guarded("conf-gdel-user", &[u.version], true, &allow, None)
         .await
         .expect("permanent delete user");
     store
-        .delete_guarded("conf-gdel-base", &[base.version], false, &refuse)
+        .delete_guarded("conf-gdel-base", &[base.version], false, &refuse, None)
         .await
         .expect("base is unreferenced now");
     assert!(matches!(
         store
-            .delete_guarded("conf-gdel-base", &[base.version + 100], false, &allow)
+            .delete_guarded("conf-gdel-base", &[base.version + 100], false, &allow, None)
             .await,
         Err(StoreError::NoSuchVersion { .. })
     ));
+}
+
+fn audited_by(principal: &str) -> AuditContext {
+    AuditContext {
+        principal: principal.into(),
+        source: Some("127.0.0.1:9".into()),
+        request_id: Some(format!("req-{principal}")),
+    }
+}
+
+async fn trail_of(store: &dyn Store, principal: &str) -> Vec<AuditEntry> {
+    store
+        .audit_entries(&AuditQuery {
+            principal: Some(principal.into()),
+            limit: 1000,
+            ..AuditQuery::default()
+        })
+        .await
+        .expect("audit entries")
+}
+
+/// Every audited write leaves exactly one entry when it changes something and none when it is
+/// refused or changes nothing; filters, paging and pruning work on the trail.
+pub async fn audit_entries_commit_with_their_change(store: &dyn Store) {
+    let who = "conf-audit-alice";
+    let ctx = audited_by(who);
+    let s = "conf-audit";
+    let r = store
+        .register(
+            s,
+            &schema("audit-1"),
+            Placement::default(),
+            &allow,
+            Some(&ctx),
+        )
+        .await
+        .expect("register");
+    let again = store
+        .register(
+            s,
+            &schema("audit-1"),
+            Placement::default(),
+            &allow,
+            Some(&ctx),
+        )
+        .await
+        .expect("dedupe");
+    assert!(!again.created, "the same schema twice is not a new version");
+    let refuse = |_: &[StoredVersion]| Err(Rejection::new(Refused));
+    let refused = store
+        .register(
+            s,
+            &schema("audit-2"),
+            Placement::default(),
+            &refuse,
+            Some(&ctx),
+        )
+        .await;
+    assert!(matches!(refused, Err(StoreError::Rejected(_))));
+    let config = ConfigRecord {
+        compatibility: Some("FULL".into()),
+        ..ConfigRecord::default()
+    };
+    store
+        .set_config(Scope::Subject(s), &config, Some(&ctx))
+        .await
+        .expect("config");
+    store
+        .set_mode(Scope::Subject(s), "READONLY", Some(&ctx))
+        .await
+        .expect("mode");
+    store
+        .delete_mode(Scope::Subject(s), Some(&ctx))
+        .await
+        .expect("mode delete");
+    let none = |_: &[StoredVersion]| Ok(());
+    store
+        .delete_guarded(s, &[r.version], false, &none, Some(&ctx))
+        .await
+        .expect("soft delete");
+    store
+        .delete_guarded(s, &[r.version], true, &none, Some(&ctx))
+        .await
+        .expect("permanent delete");
+
+    let trail = trail_of(store, who).await;
+    let ops: Vec<&str> = trail.iter().map(|e| e.operation.as_str()).collect();
+    assert_eq!(
+        ops,
+        [
+            "register",
+            "config.set",
+            "mode.set",
+            "mode.delete",
+            "delete.soft",
+            "delete.permanent"
+        ],
+        "one entry per committed change, none for the dedupe or the refusal"
+    );
+    let first = &trail[0];
+    assert_eq!(first.subject.as_deref(), Some(s));
+    assert_eq!(
+        (first.version, first.schema_id),
+        (Some(r.version), Some(r.id))
+    );
+    assert_eq!(first.request_id.as_deref(), Some("req-conf-audit-alice"));
+    assert_eq!(first.source.as_deref(), Some("127.0.0.1:9"));
+    assert_eq!(first.outcome, crate::audit::OUTCOME_OK);
+    assert_eq!(trail[1].detail.as_deref(), Some("FULL"));
+    assert_eq!(trail[1].config_key.as_deref(), Some("config"));
+    assert!(trail.windows(2).all(|w| w[0].seq < w[1].seq));
+
+    // Denied attempts are appended on their own.
+    let mut denied = ctx.entry("Delete", crate::AuditTarget::subject(Some(s)));
+    denied.outcome = crate::audit::OUTCOME_DENIED.into();
+    store.record_audit(&denied).await.expect("record denied");
+    let page = store
+        .audit_entries(&AuditQuery {
+            principal: Some(who.into()),
+            outcome: Some("denied".into()),
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .expect("denied entries");
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[0].operation, "Delete");
+
+    // Paging: two at a time after a cursor.
+    let page = store
+        .audit_entries(&AuditQuery {
+            principal: Some(who.into()),
+            after: trail[1].seq,
+            limit: 2,
+            ..AuditQuery::default()
+        })
+        .await
+        .expect("page");
+    let ops: Vec<&str> = page.iter().map(|e| e.operation.as_str()).collect();
+    assert_eq!(ops, ["mode.set", "mode.delete"]);
+
+    // Unaudited writes leave no entry; pruning removes old entries only.
+    let before = trail_of(store, who).await.len();
+    store
+        .set_config(Scope::Subject(s), &config, None)
+        .await
+        .expect("config");
+    assert_eq!(trail_of(store, who).await.len(), before);
+    let mut old = ctx.entry("register", crate::AuditTarget::subject(Some(s)));
+    old.principal = "conf-audit-old".into();
+    old.at = 1_000;
+    store.record_audit(&old).await.expect("old entry");
+    assert!(store.prune_audit(2_000).await.expect("prune") >= 1);
+    assert!(trail_of(store, "conf-audit-old").await.is_empty());
+    assert_eq!(trail_of(store, who).await.len(), before);
 }

@@ -843,6 +843,27 @@ pub trait GovernanceStore: Send + Sync {
         id: i64,
         edit: DeprecationEdit<'_>,
     ) -> GovernanceResult<Deprecation>;
+
+    /// Adds a batch of schema fetches to their hourly buckets (`first_at` picks the bucket).
+    async fn record_reads(&self, reads: &[SchemaRead]) -> GovernanceResult<()>;
+
+    /// Schema fetches of `subject` at or after `from`, summed per reader and version, by
+    /// reader then version.
+    async fn schema_reads(&self, subject: &str, from: i64) -> GovernanceResult<Vec<SchemaRead>>;
+}
+
+/// Fetches of one subject version's schema by one reader (an authenticated principal, else
+/// the `User-Agent` of anonymous requests): per hour when recorded, summed over a range when
+/// read back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaRead {
+    pub subject: String,
+    pub version: i64,
+    pub schema_id: i64,
+    pub reader: String,
+    pub reads: u64,
+    pub first_at: i64,
+    pub last_at: i64,
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@
 use crate::governance::{
     Attribution, Consumer, ConsumerCheck, ConsumerEdit, Deprecation, DeprecationEdit, FieldUsage,
     GovernanceError, GovernanceResult, GovernanceStore, NewDeprecation, ReaderUsage,
-    ReportingSince, SchemaSightings, UsageCounts, UsageFinding, UsageQuery, UsageReport,
-    bucket_start,
+    ReportingSince, SchemaRead, SchemaSightings, UsageCounts, UsageFinding, UsageQuery,
+    UsageReport, bucket_start,
 };
 use crate::governance_sqlite::{add_count, add_sighting};
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
@@ -17,9 +17,10 @@ use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use tokio_postgres::types::ToSql;
 
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "CREATE TABLE gov_consumers (
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "CREATE TABLE gov_consumers (
         name TEXT PRIMARY KEY,
         body TEXT NOT NULL
     );
@@ -76,7 +77,23 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         body TEXT NOT NULL
     );
     CREATE INDEX gov_deprecations_subject ON gov_deprecations(subject);",
-)];
+    ),
+    (
+        2,
+        r#"CREATE TABLE gov_schema_reads (
+        bucket BIGINT NOT NULL,
+        subject TEXT COLLATE "C" NOT NULL,
+        version BIGINT NOT NULL,
+        schema_id BIGINT NOT NULL,
+        reader TEXT NOT NULL,
+        reads BIGINT NOT NULL,
+        first_at BIGINT NOT NULL,
+        last_at BIGINT NOT NULL,
+        PRIMARY KEY (bucket, subject, version, reader)
+    );
+    CREATE INDEX gov_schema_reads_subject ON gov_schema_reads(subject, last_at);"#,
+    ),
+];
 
 /// Advisory lock keys (arbitrary constants, spelled "cov-gov" plus a purpose digit).
 const MIGRATION_LOCK: i64 = 0x636f_762d_676f_7601;
@@ -768,5 +785,59 @@ impl GovernanceStore for PostgresGovernanceStore {
         .map_err(backend)?;
         tx.commit().await.map_err(backend)?;
         Ok(record)
+    }
+    async fn record_reads(&self, reads: &[SchemaRead]) -> GovernanceResult<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        for r in reads {
+            tx.execute(
+                "INSERT INTO gov_schema_reads(bucket, subject, version, schema_id, reader, reads, \
+                 first_at, last_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 ON CONFLICT (bucket, subject, version, reader) DO UPDATE SET \
+                 reads = gov_schema_reads.reads + excluded.reads, \
+                 first_at = LEAST(gov_schema_reads.first_at, excluded.first_at), \
+                 last_at = GREATEST(gov_schema_reads.last_at, excluded.last_at), \
+                 schema_id = excluded.schema_id",
+                &[
+                    &bucket_start(r.first_at),
+                    &r.subject,
+                    &r.version,
+                    &r.schema_id,
+                    &r.reader,
+                    &count(r.reads),
+                    &r.first_at,
+                    &r.last_at,
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn schema_reads(&self, subject: &str, from: i64) -> GovernanceResult<Vec<SchemaRead>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT version, MAX(schema_id), reader, SUM(reads)::BIGINT, MIN(first_at), \
+                 MAX(last_at) FROM gov_schema_reads WHERE subject = $1 AND last_at >= $2 \
+                 GROUP BY reader, version ORDER BY reader, version",
+                &[&subject, &from],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter()
+            .map(|r| {
+                Ok(SchemaRead {
+                    subject: subject.to_string(),
+                    version: r.try_get(0).map_err(backend)?,
+                    schema_id: r.try_get(1).map_err(backend)?,
+                    reader: r.try_get(2).map_err(backend)?,
+                    reads: uncount(r.try_get(3).map_err(backend)?),
+                    first_at: r.try_get(4).map_err(backend)?,
+                    last_at: r.try_get(5).map_err(backend)?,
+                })
+            })
+            .collect()
     }
 }

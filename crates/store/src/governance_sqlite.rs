@@ -8,8 +8,8 @@
 use crate::governance::{
     Attribution, Consumer, ConsumerCheck, ConsumerEdit, Deprecation, DeprecationEdit, FieldUsage,
     GovernanceError, GovernanceResult, GovernanceStore, NewDeprecation, ReaderUsage,
-    ReportingSince, SchemaSightings, UsageCounts, UsageFinding, UsageQuery, UsageReport,
-    bucket_start,
+    ReportingSince, SchemaRead, SchemaSightings, UsageCounts, UsageFinding, UsageQuery,
+    UsageReport, bucket_start,
 };
 use crate::sqlite_conn::blocking;
 use async_trait::async_trait;
@@ -17,9 +17,10 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "CREATE TABLE gov_consumers (
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "CREATE TABLE gov_consumers (
         name TEXT PRIMARY KEY,
         body TEXT NOT NULL
     );
@@ -76,7 +77,23 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         body TEXT NOT NULL
     );
     CREATE INDEX gov_deprecations_subject ON gov_deprecations(subject);",
-)];
+    ),
+    (
+        2,
+        "CREATE TABLE gov_schema_reads (
+        bucket INTEGER NOT NULL,
+        subject TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        schema_id INTEGER NOT NULL,
+        reader TEXT NOT NULL,
+        reads INTEGER NOT NULL,
+        first_at INTEGER NOT NULL,
+        last_at INTEGER NOT NULL,
+        PRIMARY KEY (bucket, subject, version, reader)
+    );
+    CREATE INDEX gov_schema_reads_subject ON gov_schema_reads(subject, last_at);",
+    ),
+];
 
 /// Usage rows store "no consumer" and "no reader schema" as these values, which keeps them in
 /// primary keys (NULLs are never equal). Registry ids start at 1, so 0 is free.
@@ -709,6 +726,58 @@ impl GovernanceStore for SqliteGovernanceStore {
             )
             .map_err(backend)?;
             Ok(record)
+        })
+    }
+    async fn record_reads(&self, reads: &[SchemaRead]) -> GovernanceResult<()> {
+        self.write(|tx| {
+            for r in reads {
+                tx.prepare_cached(
+                    "INSERT INTO gov_schema_reads(bucket, subject, version, schema_id, reader, reads, \
+                     first_at, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+                     ON CONFLICT(bucket, subject, version, reader) DO UPDATE SET \
+                     reads = reads + excluded.reads, first_at = MIN(first_at, excluded.first_at), \
+                     last_at = MAX(last_at, excluded.last_at), schema_id = excluded.schema_id",
+                )
+                .map_err(backend)?
+                .execute(params![
+                    bucket_start(r.first_at),
+                    r.subject,
+                    r.version,
+                    r.schema_id,
+                    r.reader,
+                    count(r.reads),
+                    r.first_at,
+                    r.last_at
+                ])
+                .map_err(backend)?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn schema_reads(&self, subject: &str, from: i64) -> GovernanceResult<Vec<SchemaRead>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT version, MAX(schema_id), reader, SUM(reads), MIN(first_at), MAX(last_at) \
+                     FROM gov_schema_reads WHERE subject = ?1 AND last_at >= ?2 \
+                     GROUP BY reader, version ORDER BY reader, version",
+                )
+                .map_err(backend)?;
+            stmt.query_map(params![subject, from], |r| {
+                Ok(SchemaRead {
+                    subject: subject.to_string(),
+                    version: r.get(0)?,
+                    schema_id: r.get(1)?,
+                    reader: r.get(2)?,
+                    reads: uncount(r.get(3)?),
+                    first_at: r.get(4)?,
+                    last_at: r.get(5)?,
+                })
+            })
+            .map_err(backend)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(backend)
         })
     }
 }

@@ -10,6 +10,7 @@
 //! The store knows nothing of schema formats: schema texts, types and content keys are
 //! opaque strings computed by the registry.
 
+pub mod audit;
 pub mod conformance;
 pub mod governance;
 pub mod governance_postgres;
@@ -26,6 +27,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub use audit::{AuditContext, AuditEntry, AuditQuery, AuditTarget};
 pub use governance::GovernanceStore;
 pub use governance_postgres::PostgresGovernanceStore;
 pub use governance_sqlite::SqliteGovernanceStore;
@@ -193,6 +195,61 @@ pub struct ConfigRecord {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+/// The audit target of a config or mode write on `scope`; `key` is `config` or `mode`.
+pub fn scope_target(scope: Scope<'_>, key: &str, detail: Option<String>) -> AuditTarget {
+    AuditTarget {
+        subject: match scope {
+            Scope::Global => None,
+            Scope::Subject(s) => Some(s.to_string()),
+        },
+        config_key: Some(key.to_string()),
+        detail,
+        ..AuditTarget::default()
+    }
+}
+
+/// The audit target of a delete of `versions` of `subject`.
+pub fn delete_target(subject: &str, versions: &[i64]) -> AuditTarget {
+    let list: Vec<String> = versions.iter().map(i64::to_string).collect();
+    AuditTarget {
+        subject: Some(subject.to_string()),
+        version: match versions {
+            [one] => Some(*one),
+            _ => None,
+        },
+        detail: (versions.len() > 1).then(|| format!("versions {}", list.join(","))),
+        ..AuditTarget::default()
+    }
+}
+
+/// The audit operation of a registration: IMPORT-mode writes with explicit ids stand out.
+pub fn register_operation(placement: &Placement) -> &'static str {
+    if placement.id.is_some() {
+        "register.import"
+    } else {
+        "register"
+    }
+}
+
+/// The audit target of a registration that wrote a version.
+pub fn registered_target(subject: &str, r: &Registered) -> AuditTarget {
+    AuditTarget {
+        subject: Some(subject.to_string()),
+        version: Some(r.version),
+        schema_id: Some(r.id),
+        ..AuditTarget::default()
+    }
+}
+
+/// The audit operation name of a delete.
+pub fn delete_operation(permanent: bool) -> &'static str {
+    if permanent {
+        "delete.permanent"
+    } else {
+        "delete.soft"
+    }
+}
+
 /// Which configuration or mode scope an operation addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope<'a> {
@@ -223,7 +280,13 @@ impl fmt::Display for Rejection {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Who asked for a write, recorded in the write's transaction; `None` records nothing (an
+/// import restoring an exported trail, tests).
+pub type Audit<'a> = Option<&'a AuditContext>;
+
 /// Everything the registry persists. Implementations must make an acknowledged write durable.
+/// Writes that take an [`Audit`] append their audit entry inside their own transaction, and
+/// only when they change something.
 #[async_trait]
 pub trait Store: Send + Sync {
     /// Registers `candidate` under `subject`, atomically with `guard`. The guard is not called
@@ -237,6 +300,7 @@ pub trait Store: Send + Sync {
         candidate: &NewSchema,
         placement: Placement,
         guard: Guard<'_>,
+        audit: Audit<'_>,
     ) -> StoreResult<Registered>;
 
     /// The schema with this id, if any version (even soft-deleted) still carries it.
@@ -283,16 +347,35 @@ pub trait Store: Send + Sync {
         versions: &[i64],
         permanent: bool,
         guard: DeleteGuard<'_>,
+        audit: Audit<'_>,
     ) -> StoreResult<()>;
 
     async fn config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>>;
-    async fn set_config(&self, scope: Scope<'_>, config: &ConfigRecord) -> StoreResult<()>;
+    async fn set_config(
+        &self,
+        scope: Scope<'_>,
+        config: &ConfigRecord,
+        audit: Audit<'_>,
+    ) -> StoreResult<()>;
     /// Removes the scope's config and returns what it was.
-    async fn delete_config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>>;
+    async fn delete_config(
+        &self,
+        scope: Scope<'_>,
+        audit: Audit<'_>,
+    ) -> StoreResult<Option<ConfigRecord>>;
 
     async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>>;
-    async fn set_mode(&self, scope: Scope<'_>, mode: &str) -> StoreResult<()>;
-    async fn delete_mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>>;
+    async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()>;
+    async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>>;
+
+    /// Appends one entry on its own (denied attempts, governance writes); returns its `seq`.
+    async fn record_audit(&self, entry: &AuditEntry) -> StoreResult<i64>;
+
+    /// A page of the trail, oldest first.
+    async fn audit_entries(&self, query: &AuditQuery) -> StoreResult<Vec<AuditEntry>>;
+
+    /// Removes entries older than `before` (ms); returns how many went.
+    async fn prune_audit(&self, before: i64) -> StoreResult<u64>;
 
     /// Checks that the backing storage answers (readiness); embedded stores always do.
     async fn ping(&self) -> StoreResult<()> {

@@ -26,10 +26,12 @@
 //! Every write also sends `NOTIFY covenant_changes` inside its transaction, so listeners hear
 //! of exactly the committed writes; see [`PostgresStore::subscribe_changes`].
 
+use crate::audit::{AUDIT_COLUMNS, audit_filter};
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::{
-    ConfigRecord, DeleteGuard, Guard, NewSchema, Placement, Registered, SchemaRecord, Scope, Store,
-    StoreError, StoreResult, StoredVersion,
+    Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
+    Placement, Registered, SchemaRecord, Scope, Store, StoreError, StoreResult, StoredVersion,
+    delete_operation, delete_target, register_operation, registered_target, scope_target,
 };
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool, PoolError};
@@ -46,9 +48,10 @@ use tokio_postgres::{AsyncMessage, NoTls, Row};
 /// `schema_migrations`. Same data model as the SQLite backend. Names compare byte-wise
 /// (`COLLATE "C"`) so listings sort as they do in SQLite. The content key has a hash index
 /// because keys may be longer than a btree entry allows.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    r#"CREATE SEQUENCE schema_ids AS BIGINT MINVALUE 1;
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        r#"CREATE SEQUENCE schema_ids AS BIGINT MINVALUE 1;
     CREATE TABLE schemas (
         id BIGINT PRIMARY KEY,
         schema_type TEXT NOT NULL,
@@ -87,7 +90,27 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         scope TEXT COLLATE "C" PRIMARY KEY,
         mode TEXT NOT NULL
     );"#,
-)];
+    ),
+    (
+        2,
+        r#"CREATE TABLE audit_log (
+        seq BIGSERIAL PRIMARY KEY,
+        at BIGINT NOT NULL,
+        principal TEXT NOT NULL,
+        source TEXT,
+        operation TEXT NOT NULL,
+        subject TEXT COLLATE "C",
+        version BIGINT,
+        schema_id BIGINT,
+        config_key TEXT,
+        outcome TEXT NOT NULL,
+        request_id TEXT,
+        detail TEXT
+    );
+    CREATE INDEX audit_log_at ON audit_log(at);
+    CREATE INDEX audit_log_subject ON audit_log(subject, seq);"#,
+    ),
+];
 
 /// The key under which global config and mode are kept; not a valid subject name.
 const GLOBAL_SCOPE: &str = "__GLOBAL";
@@ -900,6 +923,65 @@ async fn lock_scope(client: &impl GenericClient, scope: Scope<'_>) -> StoreResul
     }
 }
 
+async fn insert_audit(client: &impl GenericClient, entry: &AuditEntry) -> StoreResult<i64> {
+    let row = query_opt(
+        client,
+        "INSERT INTO audit_log(at, principal, source, operation, subject, version, schema_id, \
+         config_key, outcome, request_id, detail) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING seq",
+        &[
+            &entry.at,
+            &entry.principal,
+            &entry.source,
+            &entry.operation,
+            &entry.subject,
+            &entry.version,
+            &entry.schema_id,
+            &entry.config_key,
+            &entry.outcome,
+            &entry.request_id,
+            &entry.detail,
+        ],
+    )
+    .await?;
+    match row {
+        Some(r) => col(&r, 0),
+        None => Err(other_err("the audit insert returned no sequence number")),
+    }
+}
+
+/// Records `operation` on `target` for `audit`, inside the caller's transaction.
+async fn audit_in(
+    client: &impl GenericClient,
+    audit: Audit<'_>,
+    operation: &str,
+    target: AuditTarget,
+) -> StoreResult<()> {
+    match audit {
+        Some(context) => insert_audit(client, &context.entry(operation, target))
+            .await
+            .map(|_| ()),
+        None => Ok(()),
+    }
+}
+
+fn audit_row(r: &Row) -> StoreResult<AuditEntry> {
+    Ok(AuditEntry {
+        seq: col(r, 0)?,
+        at: col(r, 1)?,
+        principal: col(r, 2)?,
+        source: col(r, 3)?,
+        operation: col(r, 4)?,
+        subject: col(r, 5)?,
+        version: col(r, 6)?,
+        schema_id: col(r, 7)?,
+        config_key: col(r, 8)?,
+        outcome: col(r, 9)?,
+        request_id: col(r, 10)?,
+        detail: col(r, 11)?,
+    })
+}
+
 /// Runs `work` in one READ COMMITTED transaction on a pooled connection and commits it.
 macro_rules! in_transaction {
     ($store:expr, |$tx:ident| $body:expr) => {{
@@ -919,9 +1001,20 @@ impl Store for PostgresStore {
         candidate: &NewSchema,
         placement: Placement,
         guard: Guard<'_>,
+        audit: Audit<'_>,
     ) -> StoreResult<Registered> {
         let registered = in_transaction!(self, |tx| {
-            register_in(&tx, subject, candidate, placement, guard).await?
+            let r = register_in(&tx, subject, candidate, placement, guard).await?;
+            if r.created {
+                audit_in(
+                    &tx,
+                    audit,
+                    register_operation(&placement),
+                    registered_target(subject, &r),
+                )
+                .await?;
+            }
+            r
         });
         Ok(registered)
     }
@@ -1020,6 +1113,7 @@ impl Store for PostgresStore {
         versions: &[i64],
         permanent: bool,
         guard: DeleteGuard<'_>,
+        audit: Audit<'_>,
     ) -> StoreResult<()> {
         in_transaction!(self, |tx| {
             // A registration referencing this subject locks it too, so no reference can
@@ -1032,6 +1126,8 @@ impl Store for PostgresStore {
             } else {
                 soft_delete_in(&tx, subject, versions).await?;
             }
+            let target = delete_target(subject, versions);
+            audit_in(&tx, audit, delete_operation(permanent), target).await?;
         });
         Ok(())
     }
@@ -1041,7 +1137,12 @@ impl Store for PostgresStore {
         read_config(&client, scope_key(scope)).await
     }
 
-    async fn set_config(&self, scope: Scope<'_>, config: &ConfigRecord) -> StoreResult<()> {
+    async fn set_config(
+        &self,
+        scope: Scope<'_>,
+        config: &ConfigRecord,
+        audit: Audit<'_>,
+    ) -> StoreResult<()> {
         let extra = serde_json::to_string(&config.extra).map_err(other_err)?;
         in_transaction!(self, |tx| {
             lock_scope(&tx, scope).await?;
@@ -1053,12 +1154,18 @@ impl Store for PostgresStore {
                 &[&scope_key(scope), &config.compatibility, &extra],
             )
             .await?;
+            let target = scope_target(scope, "config", config.compatibility.clone());
+            audit_in(&tx, audit, "config.set", target).await?;
             notify(&tx, &Change::scoped(ChangeKind::Config, scope)).await?;
         });
         Ok(())
     }
 
-    async fn delete_config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>> {
+    async fn delete_config(
+        &self,
+        scope: Scope<'_>,
+        audit: Audit<'_>,
+    ) -> StoreResult<Option<ConfigRecord>> {
         let old = in_transaction!(self, |tx| {
             lock_scope(&tx, scope).await?;
             let old = read_config(&tx, scope_key(scope)).await?;
@@ -1069,6 +1176,8 @@ impl Store for PostgresStore {
                     &[&scope_key(scope)],
                 )
                 .await?;
+                let target = scope_target(scope, "config", None);
+                audit_in(&tx, audit, "config.delete", target).await?;
                 notify(&tx, &Change::scoped(ChangeKind::Config, scope)).await?;
             }
             old
@@ -1081,7 +1190,7 @@ impl Store for PostgresStore {
         read_mode(&client, scope_key(scope)).await
     }
 
-    async fn set_mode(&self, scope: Scope<'_>, mode: &str) -> StoreResult<()> {
+    async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()> {
         in_transaction!(self, |tx| {
             lock_scope(&tx, scope).await?;
             exec(
@@ -1091,12 +1200,14 @@ impl Store for PostgresStore {
                 &[&scope_key(scope), &mode],
             )
             .await?;
+            let target = scope_target(scope, "mode", Some(mode.to_string()));
+            audit_in(&tx, audit, "mode.set", target).await?;
             notify(&tx, &Change::scoped(ChangeKind::Mode, scope)).await?;
         });
         Ok(())
     }
 
-    async fn delete_mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>> {
+    async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>> {
         let old = in_transaction!(self, |tx| {
             lock_scope(&tx, scope).await?;
             let old = read_mode(&tx, scope_key(scope)).await?;
@@ -1107,6 +1218,8 @@ impl Store for PostgresStore {
                     &[&scope_key(scope)],
                 )
                 .await?;
+                let target = scope_target(scope, "mode", None);
+                audit_in(&tx, audit, "mode.delete", target).await?;
                 notify(&tx, &Change::scoped(ChangeKind::Mode, scope)).await?;
             }
             old
@@ -1116,6 +1229,40 @@ impl Store for PostgresStore {
 
     async fn ping(&self) -> StoreResult<()> {
         PostgresStore::ping(self).await
+    }
+
+    async fn record_audit(&self, entry: &AuditEntry) -> StoreResult<i64> {
+        let client = self.client().await?;
+        insert_audit(&client, entry).await
+    }
+
+    async fn audit_entries(&self, wanted: &AuditQuery) -> StoreResult<Vec<AuditEntry>> {
+        let client = self.client().await?;
+        let sql = format!(
+            "SELECT {AUDIT_COLUMNS} FROM audit_log {}",
+            audit_filter('$')
+        );
+        let rows = query(
+            &client,
+            &sql,
+            &[
+                &wanted.principal,
+                &wanted.subject,
+                &wanted.operation,
+                &wanted.outcome,
+                &wanted.since,
+                &wanted.until,
+                &wanted.after,
+                &wanted.limit,
+            ],
+        )
+        .await?;
+        rows.iter().map(audit_row).collect()
+    }
+
+    async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
+        let client = self.client().await?;
+        exec(&client, "DELETE FROM audit_log WHERE at < $1", &[&before]).await
     }
 
     async fn all_configs(&self) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {

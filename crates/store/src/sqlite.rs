@@ -3,10 +3,12 @@
 //! registration guard inside its transaction); a few reader connections serve lookups
 //! concurrently, which WAL allows.
 
+use crate::audit::{AUDIT_COLUMNS, audit_filter};
 use crate::sqlite_conn::{self, blocking};
 use crate::{
-    ConfigRecord, DeleteGuard, Guard, NewSchema, Placement, Registered, SchemaRecord, Scope, Store,
-    StoreError, StoreResult, StoredVersion,
+    Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
+    Placement, Registered, SchemaRecord, Scope, Store, StoreError, StoreResult, StoredVersion,
+    delete_operation, delete_target, register_operation, registered_target, scope_target,
 };
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
@@ -16,9 +18,10 @@ use std::sync::{Mutex, MutexGuard};
 
 /// Numbered migrations, applied in order at open; each runs once, recorded in
 /// `schema_migrations`.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "CREATE TABLE schemas (
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "CREATE TABLE schemas (
         id INTEGER PRIMARY KEY,
         schema_type TEXT NOT NULL,
         schema TEXT NOT NULL,
@@ -56,7 +59,27 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         scope TEXT PRIMARY KEY,
         mode TEXT NOT NULL
     );",
-)];
+    ),
+    (
+        2,
+        "CREATE TABLE audit_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        principal TEXT NOT NULL,
+        source TEXT,
+        operation TEXT NOT NULL,
+        subject TEXT,
+        version INTEGER,
+        schema_id INTEGER,
+        config_key TEXT,
+        outcome TEXT NOT NULL,
+        request_id TEXT,
+        detail TEXT
+    );
+    CREATE INDEX audit_log_at ON audit_log(at);
+    CREATE INDEX audit_log_subject ON audit_log(subject, seq);",
+    ),
+];
 
 /// The key under which global config and mode are kept; not a valid subject name.
 const GLOBAL_SCOPE: &str = "__GLOBAL";
@@ -510,6 +533,60 @@ fn read_mode(conn: &Connection, key: &str) -> StoreResult<Option<String>> {
     .map_err(backend)
 }
 
+fn insert_audit(conn: &Connection, entry: &AuditEntry) -> StoreResult<i64> {
+    conn.prepare_cached(
+        "INSERT INTO audit_log(at, principal, source, operation, subject, version, schema_id, \
+         config_key, outcome, request_id, detail) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )
+    .map_err(backend)?
+    .execute(params![
+        entry.at,
+        entry.principal,
+        entry.source,
+        entry.operation,
+        entry.subject,
+        entry.version,
+        entry.schema_id,
+        entry.config_key,
+        entry.outcome,
+        entry.request_id,
+        entry.detail
+    ])
+    .map_err(backend)?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Records `operation` on `target` for `audit`, inside the caller's transaction.
+fn audit_in(
+    conn: &Connection,
+    audit: Audit<'_>,
+    operation: &str,
+    target: AuditTarget,
+) -> StoreResult<()> {
+    match audit {
+        Some(context) => insert_audit(conn, &context.entry(operation, target)).map(|_| ()),
+        None => Ok(()),
+    }
+}
+
+fn audit_row(r: &Row<'_>) -> rusqlite::Result<AuditEntry> {
+    Ok(AuditEntry {
+        seq: r.get(0)?,
+        at: r.get(1)?,
+        principal: r.get(2)?,
+        source: r.get(3)?,
+        operation: r.get(4)?,
+        subject: r.get(5)?,
+        version: r.get(6)?,
+        schema_id: r.get(7)?,
+        config_key: r.get(8)?,
+        outcome: r.get(9)?,
+        request_id: r.get(10)?,
+        detail: r.get(11)?,
+    })
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn register(
@@ -518,8 +595,20 @@ impl Store for SqliteStore {
         candidate: &NewSchema,
         placement: Placement,
         guard: Guard<'_>,
+        audit: Audit<'_>,
     ) -> StoreResult<Registered> {
-        self.write(|tx| register_in(tx, subject, candidate, placement, guard))
+        self.write(|tx| {
+            let r = register_in(tx, subject, candidate, placement, guard)?;
+            if r.created {
+                audit_in(
+                    tx,
+                    audit,
+                    register_operation(&placement),
+                    registered_target(subject, &r),
+                )?;
+            }
+            Ok(r)
+        })
     }
 
     async fn schema_by_id(&self, id: i64) -> StoreResult<Option<SchemaRecord>> {
@@ -619,15 +708,22 @@ impl Store for SqliteStore {
         versions: &[i64],
         permanent: bool,
         guard: DeleteGuard<'_>,
+        audit: Audit<'_>,
     ) -> StoreResult<()> {
         self.write(|tx| {
             let referencing = referencing_in(tx, subject, versions)?;
             guard(&referencing).map_err(StoreError::Rejected)?;
             if permanent {
-                hard_delete_in(tx, subject, versions)
+                hard_delete_in(tx, subject, versions)?;
             } else {
-                soft_delete_in(tx, subject, versions)
+                soft_delete_in(tx, subject, versions)?;
             }
+            audit_in(
+                tx,
+                audit,
+                delete_operation(permanent),
+                delete_target(subject, versions),
+            )
         })
     }
 
@@ -635,7 +731,12 @@ impl Store for SqliteStore {
         self.read(|conn| read_config(conn, scope_key(scope)))
     }
 
-    async fn set_config(&self, scope: Scope<'_>, config: &ConfigRecord) -> StoreResult<()> {
+    async fn set_config(
+        &self,
+        scope: Scope<'_>,
+        config: &ConfigRecord,
+        audit: Audit<'_>,
+    ) -> StoreResult<()> {
         let extra = serde_json::to_string(&config.extra).map_err(backend)?;
         self.write(|tx| {
             tx.execute(
@@ -644,15 +745,28 @@ impl Store for SqliteStore {
                 params![scope_key(scope), config.compatibility, extra],
             )
             .map_err(backend)?;
-            Ok(())
+            let detail = config.compatibility.clone();
+            audit_in(tx, audit, "config.set", scope_target(scope, "config", detail))
         })
     }
 
-    async fn delete_config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>> {
+    async fn delete_config(
+        &self,
+        scope: Scope<'_>,
+        audit: Audit<'_>,
+    ) -> StoreResult<Option<ConfigRecord>> {
         self.write(|tx| {
             let old = read_config(tx, scope_key(scope))?;
             tx.execute("DELETE FROM config WHERE scope = ?1", [scope_key(scope)])
                 .map_err(backend)?;
+            if old.is_some() {
+                audit_in(
+                    tx,
+                    audit,
+                    "config.delete",
+                    scope_target(scope, "config", None),
+                )?;
+            }
             Ok(old)
         })
     }
@@ -661,7 +775,7 @@ impl Store for SqliteStore {
         self.read(|conn| read_mode(conn, scope_key(scope)))
     }
 
-    async fn set_mode(&self, scope: Scope<'_>, mode: &str) -> StoreResult<()> {
+    async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()> {
         self.write(|tx| {
             tx.execute(
                 "INSERT INTO modes(scope, mode) VALUES (?1, ?2) \
@@ -669,16 +783,59 @@ impl Store for SqliteStore {
                 params![scope_key(scope), mode],
             )
             .map_err(backend)?;
-            Ok(())
+            let detail = Some(mode.to_string());
+            audit_in(tx, audit, "mode.set", scope_target(scope, "mode", detail))
         })
     }
 
-    async fn delete_mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>> {
+    async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>> {
         self.write(|tx| {
             let old = read_mode(tx, scope_key(scope))?;
             tx.execute("DELETE FROM modes WHERE scope = ?1", [scope_key(scope)])
                 .map_err(backend)?;
+            if old.is_some() {
+                audit_in(tx, audit, "mode.delete", scope_target(scope, "mode", None))?;
+            }
             Ok(old)
+        })
+    }
+
+    async fn record_audit(&self, entry: &AuditEntry) -> StoreResult<i64> {
+        self.write(|tx| insert_audit(tx, entry))
+    }
+
+    async fn audit_entries(&self, query: &AuditQuery) -> StoreResult<Vec<AuditEntry>> {
+        let sql = format!(
+            "SELECT {AUDIT_COLUMNS} FROM audit_log {}",
+            audit_filter('?')
+        );
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
+            stmt.query_map(
+                params![
+                    query.principal,
+                    query.subject,
+                    query.operation,
+                    query.outcome,
+                    query.since,
+                    query.until,
+                    query.after,
+                    query.limit
+                ],
+                audit_row,
+            )
+            .map_err(backend)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(backend)
+        })
+    }
+
+    async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
+        self.write(|tx| {
+            let n = tx
+                .execute("DELETE FROM audit_log WHERE at < ?1", [before])
+                .map_err(backend)?;
+            Ok(n as u64)
         })
     }
 }

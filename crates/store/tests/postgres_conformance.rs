@@ -193,7 +193,7 @@ async fn nodes_starting_at_once_migrate_once() {
     for store in &stores {
         assert_eq!(
             store.applied_migrations().await.expect("migrations"),
-            vec![1]
+            vec![1, 2]
         );
         store.ping().await.expect("ping");
     }
@@ -246,7 +246,7 @@ async fn writes_on_one_node_reach_the_other_through_the_change_feed() {
     let allow = |_: &[StoredVersion]| Ok(());
 
     let r = writer
-        .register("feed", &avro("feed-1"), Placement::default(), &allow)
+        .register("feed", &avro("feed-1"), Placement::default(), &allow, None)
         .await
         .expect("register");
     let change = next_change(&mut rx).await;
@@ -260,7 +260,13 @@ async fn writes_on_one_node_reach_the_other_through_the_change_feed() {
         }
     );
     writer
-        .register("feed-other", &avro("feed-1"), Placement::default(), &allow)
+        .register(
+            "feed-other",
+            &avro("feed-1"),
+            Placement::default(),
+            &allow,
+            None,
+        )
         .await
         .expect("register existing content elsewhere");
     let change = next_change(&mut rx).await;
@@ -271,7 +277,7 @@ async fn writes_on_one_node_reach_the_other_through_the_change_feed() {
     // An idempotent re-registration writes nothing, so nothing is announced; a refused one
     // neither. The next event is the config change.
     writer
-        .register("feed", &avro("feed-1"), Placement::default(), &allow)
+        .register("feed", &avro("feed-1"), Placement::default(), &allow, None)
         .await
         .expect("re-register");
     writer
@@ -281,13 +287,14 @@ async fn writes_on_one_node_reach_the_other_through_the_change_feed() {
                 compatibility: Some("FULL".into()),
                 extra: Default::default(),
             },
+            None,
         )
         .await
         .expect("config");
     let change = next_change(&mut rx).await;
     assert_eq!((change.kind, change.subject), (ChangeKind::Config, None));
     writer
-        .set_mode(Scope::Subject("feed"), "READONLY")
+        .set_mode(Scope::Subject("feed"), "READONLY", None)
         .await
         .expect("mode");
     let change = next_change(&mut rx).await;
@@ -377,7 +384,7 @@ async fn two_nodes_racing_keep_every_invariant() {
                     }
                 };
                 match store
-                    .register(subject, &avro(content), Placement::default(), &guard)
+                    .register(subject, &avro(content), Placement::default(), &guard, None)
                     .await
                 {
                     Ok(r) => acks.push(Ack {
@@ -507,7 +514,13 @@ async fn imports_racing_new_ids_never_share_an_id() {
                     dedupe: covenant_store::Dedupe::Never,
                 };
                 let r = a
-                    .register("imported", &avro(&format!("imp-{id}")), placement, &allow)
+                    .register(
+                        "imported",
+                        &avro(&format!("imp-{id}")),
+                        placement,
+                        &allow,
+                        None,
+                    )
                     .await;
                 outcomes.push((id, r));
             }
@@ -525,6 +538,7 @@ async fn imports_racing_new_ids_never_share_an_id() {
                         &avro(&format!("new-{k}")),
                         Placement::default(),
                         &allow,
+                        None,
                     )
                     .await
                     .expect("new id");
@@ -633,6 +647,7 @@ async fn the_change_feed_reconnects_and_asks_for_a_resync() {
             &avro("rc-1"),
             Placement::default(),
             &allow,
+            None,
         )
         .await
         .expect("register");

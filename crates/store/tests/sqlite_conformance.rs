@@ -23,7 +23,7 @@ async fn migrations_apply_once_and_data_survives_reopen() {
     let allow = |_: &[covenant_store::StoredVersion]| Ok(());
     let id = {
         let store = SqliteStore::open(dir.path()).expect("open");
-        assert_eq!(store.applied_migrations().expect("migrations"), vec![1]);
+        assert_eq!(store.applied_migrations().expect("migrations"), vec![1, 2]);
         let schema = covenant_store::NewSchema {
             schema_type: "AVRO".into(),
             schema: "\"string\"".into(),
@@ -33,13 +33,13 @@ async fn migrations_apply_once_and_data_survives_reopen() {
             content_key: "k".into(),
         };
         store
-            .register("s", &schema, Placement::default(), &allow)
+            .register("s", &schema, Placement::default(), &allow, None)
             .await
             .expect("register")
             .id
     };
     let store = SqliteStore::open(dir.path()).expect("reopen");
-    assert_eq!(store.applied_migrations().expect("migrations"), vec![1]);
+    assert_eq!(store.applied_migrations().expect("migrations"), vec![1, 2]);
     let record = store
         .schema_by_id(id)
         .await
