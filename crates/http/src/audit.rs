@@ -53,9 +53,13 @@ fn next_request_id() -> String {
     format!("{prefix:016x}-{n:08x}")
 }
 
-/// Gives every request an id and echoes it as `X-Request-Id`, on errors too.
+/// Gives every request an id and echoes it as `X-Request-Id`, on errors too. A request that
+/// already has one (this layer also placed further out, around an authentication layer) keeps it.
 pub async fn assign_request_id(mut req: Request, next: Next) -> Response {
-    let id = next_request_id();
+    let id = match req.extensions().get::<RequestId>() {
+        Some(existing) => existing.0.clone(),
+        None => next_request_id(),
+    };
     req.extensions_mut().insert(RequestId(id.clone()));
     let mut response = next.run(req).await;
     if let Ok(value) = HeaderValue::from_str(&id) {

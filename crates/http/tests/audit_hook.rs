@@ -1,0 +1,169 @@
+//! The audit trail as an authorization layer feeds it: a layer in front of the router puts the
+//! caller's `Principal` into the request and, when it refuses one, records the denied attempt
+//! through `AuditSink::record_denied`. The trail then lists the changes and the refusal, each
+//! with its principal and the request id the client saw.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use covenant_http::audit::{AuditSink, assign_request_id};
+use covenant_http::principal::{AuthMethod, Principal};
+use covenant_http::{HttpConfig, router};
+use covenant_registry::Registry;
+use covenant_store::{AuditTarget, SqliteStore};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tower::ServiceExt;
+
+/// Stands in for the authentication and authorization layer: the `x-test-user` header is the
+/// authenticated name; `mallory` may not delete.
+async fn authorize(sink: AuditSink, req: Request, next: Next) -> Response {
+    let (mut parts, body) = req.into_parts();
+    let name = parts
+        .headers
+        .get("x-test-user")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let mut principal = Principal::anonymous(&parts);
+    principal.name = name.clone();
+    principal.method = AuthMethod::Basic;
+    parts.extensions.insert(principal);
+    if name.as_deref() == Some("mallory") && parts.method == axum::http::Method::DELETE {
+        let subject = parts.uri.path().split('/').nth(2).map(str::to_string);
+        sink.record_denied(&parts, "Delete", AuditTarget::subject(subject.as_deref()))
+            .await;
+        return (StatusCode::FORBIDDEN, "denied").into_response();
+    }
+    next.run(Request::from_parts(parts, body)).await
+}
+
+struct Reply {
+    status: StatusCode,
+    request_id: String,
+    body: Value,
+}
+
+async fn send(app: &Router, user: &str, method: &str, path: &str, body: Option<Value>) -> Reply {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("x-test-user", user)
+        .header("content-type", "application/json")
+        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+        .expect("request");
+    let response = app.clone().oneshot(request).await.expect("answer");
+    let status = response.status();
+    let request_id = response
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    Reply {
+        status,
+        request_id,
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    }
+}
+
+#[tokio::test]
+async fn the_trail_lists_changes_and_denied_attempts_with_their_principals() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = Arc::new(Registry::new(Arc::new(
+        SqliteStore::open(dir.path()).expect("store"),
+    )));
+    let sink = AuditSink::new(registry.store().clone());
+    let app = router(registry, HttpConfig::default())
+        .layer(middleware::from_fn(move |req, next| {
+            authorize(sink.clone(), req, next)
+        }))
+        .layer(middleware::from_fn(assign_request_id));
+
+    let schema = json!({"schema": "{\"type\":\"string\"}"});
+    let registered = send(
+        &app,
+        "alice",
+        "POST",
+        "/subjects/pay/versions",
+        Some(schema),
+    )
+    .await;
+    assert_eq!(registered.status, StatusCode::OK, "{:?}", registered.body);
+    let denied = send(&app, "mallory", "DELETE", "/subjects/pay", None).await;
+    assert_eq!(denied.status, StatusCode::FORBIDDEN);
+    assert!(
+        !denied.request_id.is_empty(),
+        "a refusal carries its request id too"
+    );
+    let mode = send(
+        &app,
+        "alice",
+        "PUT",
+        "/mode/pay",
+        Some(json!({"mode": "READONLY"})),
+    )
+    .await;
+    assert_eq!(mode.status, StatusCode::OK, "{:?}", mode.body);
+
+    let page = send(&app, "alice", "GET", "/covenant/v1/audit", None).await;
+    let seen: Vec<(String, String, String, String)> = page.body["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+            (
+                text("principal"),
+                text("operation"),
+                text("outcome"),
+                text("request_id"),
+            )
+        })
+        .collect();
+    let row = |who: &str, op: &str, outcome: &str, id: &str| {
+        (
+            who.to_string(),
+            op.to_string(),
+            outcome.to_string(),
+            id.to_string(),
+        )
+    };
+    assert_eq!(
+        seen,
+        [
+            row("alice", "register", "ok", &registered.request_id),
+            row("mallory", "Delete", "denied", &denied.request_id),
+            row("alice", "mode.set", "ok", &mode.request_id),
+        ]
+    );
+    let only_denied = send(
+        &app,
+        "alice",
+        "GET",
+        "/covenant/v1/audit?outcome=denied",
+        None,
+    )
+    .await;
+    assert_eq!(only_denied.body["entries"][0]["subject"], json!("pay"));
+    assert_eq!(only_denied.body["next"], Value::Null);
+    let paged = send(&app, "alice", "GET", "/covenant/v1/audit?limit=2", None).await;
+    assert_eq!(paged.body["entries"].as_array().map(Vec::len), Some(2));
+    let next = paged.body["next"].as_i64().expect("a next page");
+    let rest = send(
+        &app,
+        "alice",
+        "GET",
+        &format!("/covenant/v1/audit?after={next}"),
+        None,
+    )
+    .await;
+    assert_eq!(rest.body["entries"][0]["operation"], json!("mode.set"));
+    let bad = send(&app, "alice", "GET", "/covenant/v1/audit?limit=0", None).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
