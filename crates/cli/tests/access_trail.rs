@@ -291,6 +291,37 @@ async fn session(base: &str) {
         trail(&admin, base, &reader.actor()).await.is_empty(),
         "reads are not changes"
     );
+
+    // The CLI reads the same trail, following the pages.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args(["audit", "--url", base, "--subject", &subject, "--json"])
+        .output()
+        .expect("covenant audit");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON array");
+    let registers = listed
+        .iter()
+        .filter(|e| e["operation"] == json!("register"))
+        .count();
+    assert_eq!(registers, 2, "{listed:?}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args(["audit", "--url", base, "--operation", "delete.soft"])
+        .output()
+        .expect("covenant audit");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("delete.soft") && text.contains(&format!("{subject} v1")),
+        "{text}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args(["audit", "--url", base, "--since", "not-a-time"])
+        .output()
+        .expect("covenant audit");
+    assert_eq!(out.status.code(), Some(1), "a refused query exits 1");
     let (bad, _, _) = admin
         .send(base, "GET", "/covenant/v1/audit?since=yesterday", None)
         .await;
