@@ -11,7 +11,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use covenant_http::audit::{AuditSink, assign_request_id};
 use covenant_http::principal::{AuthMethod, Principal};
-use covenant_http::{HttpConfig, router};
+use covenant_http::{HttpConfig, governance, router, router_with};
 use covenant_registry::Registry;
 use covenant_store::{AuditTarget, SqliteStore};
 use serde_json::{Value, json};
@@ -166,4 +166,113 @@ async fn the_trail_lists_changes_and_denied_attempts_with_their_principals() {
     assert_eq!(rest.body["entries"][0]["operation"], json!("mode.set"));
     let bad = send(&app, "alice", "GET", "/covenant/v1/audit?limit=0", None).await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn governance_actions_are_recorded_under_the_authenticated_principal() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = Arc::new(Registry::new(Arc::new(
+        SqliteStore::open(dir.path()).expect("store"),
+    )));
+    let gov = governance::enable(
+        &registry,
+        Arc::new(covenant_store::SqliteGovernanceStore::open(dir.path()).expect("governance")),
+        Arc::new(covenant_governance::SystemClock),
+    );
+    let sink = AuditSink::new(registry.store().clone());
+    let app = router_with(registry, Some(gov), HttpConfig::default()).layer(middleware::from_fn(
+        move |req, next| authorize(sink.clone(), req, next),
+    ));
+    let schema = json!({"schema": "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"int\"}]}"});
+    let ok = send(
+        &app,
+        "alice",
+        "POST",
+        "/subjects/pay-value/versions",
+        Some(schema),
+    )
+    .await;
+    assert_eq!(ok.status, StatusCode::OK, "{:?}", ok.body);
+    let deprecation = |by: Option<&str>| {
+        let mut body = json!({
+            "target": {"kind": "field", "subject": "pay-value", "path": "a"},
+            "old_promise": "a", "new_promise": "b", "replacement": "b",
+        });
+        if let Some(by) = by {
+            body["announced_by"] = json!(by);
+        }
+        body
+    };
+    // A body cannot speak for someone else...
+    let claimed = send(
+        &app,
+        "alice",
+        "POST",
+        "/covenant/v1/deprecations",
+        Some(deprecation(Some("bob"))),
+    )
+    .await;
+    assert_eq!(claimed.status, StatusCode::FORBIDDEN, "{:?}", claimed.body);
+    assert_eq!(claimed.body["error_code"], json!(40301));
+    // ...an absent actor is the principal...
+    let created = send(
+        &app,
+        "alice",
+        "POST",
+        "/covenant/v1/deprecations",
+        Some(deprecation(None)),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::OK, "{:?}", created.body);
+    assert_eq!(
+        created.body["history"][0]["by"],
+        json!("alice"),
+        "{:?}",
+        created.body
+    );
+    let id = created.body["id"].as_i64().expect("id");
+    let stage = send(
+        &app,
+        "alice",
+        "POST",
+        &format!("/covenant/v1/deprecations/{id}/stage"),
+        Some(json!({"to": "frozen"})),
+    )
+    .await;
+    assert_eq!(stage.status, StatusCode::OK, "{:?}", stage.body);
+    let history = stage.body["history"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        history.last().map(|h| h["by"].clone()),
+        Some(json!("alice")),
+        "{:?}",
+        stage.body
+    );
+    let usage = send(
+        &app,
+        "alice",
+        "POST",
+        "/covenant/v1/usage",
+        Some(json!({"subject": "pay-value", "client_id": "svc-other"})),
+    )
+    .await;
+    assert_eq!(usage.status, StatusCode::FORBIDDEN, "{:?}", usage.body);
+    // ...and the refusals changed nothing, so the trail has only what committed.
+    let trail = send(
+        &app,
+        "alice",
+        "GET",
+        "/covenant/v1/audit?principal=alice",
+        None,
+    )
+    .await;
+    let ops: Vec<&str> = trail.body["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["operation"].as_str())
+        .collect();
+    assert_eq!(ops, ["register", "deprecation.create", "deprecation.stage"]);
 }
