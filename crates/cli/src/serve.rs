@@ -104,12 +104,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         governance_store,
         crate::governance::clock(args.clock_file.as_deref()),
     );
-    let app = covenant_http::router_with(
-        registry,
-        Some(governance),
+    let reads = Arc::new(covenant_http::reads::ReadTally::default());
+    let app = covenant_http::router_counting_into(
+        registry.clone(),
+        Some(governance.clone()),
         HttpConfig {
             max_body_bytes: args.max_body_bytes,
         },
+        reads.clone(),
     );
     // Histogram samples pile up in the recorder until drained; without a scrape of /metrics
     // they would grow with every request served.
@@ -132,6 +134,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("serving HTTP")?;
+    // Schema fetches counted since the last periodic flush.
+    if let Err(e) = reads.flush(&registry, &governance).await {
+        tracing::warn!(error = %e, "could not record the last schema reads");
+    }
     tracing::info!("stopped");
     Ok(())
 }

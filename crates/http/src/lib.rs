@@ -421,6 +421,17 @@ pub fn router_with(
     config: HttpConfig,
 ) -> Router {
     let reads = Arc::new(reads::ReadTally::default());
+    router_counting_into(registry, governance, config, reads)
+}
+
+/// [`router_with`] counting schema fetches into `reads`, which the caller keeps to flush what
+/// is still pending once the server has stopped.
+pub fn router_counting_into(
+    registry: Arc<Registry>,
+    governance: Option<Arc<covenant_governance::Governance>>,
+    config: HttpConfig,
+    reads: Arc<reads::ReadTally>,
+) -> Router {
     if let Some(gov) = &governance {
         reads::ReadTally::spawn_flusher(&reads, registry.clone(), gov.clone());
     }
