@@ -1,7 +1,7 @@
 //! Who did what, and who reads what, through a running `covenant serve`: schema fetches show
 //! up under `/readers` per reader and block the removal of a deprecated field while the reader
 //! is unattributed; declaring its consumer lets the removal through. The audit trail of the
-//! scripted session lists every change with its principal and request id, and nothing for
+//! scripted run lists every change with its principal and request id, and nothing for
 //! the refused registration.
 //!
 //! Callers are told apart by their `User-Agent`, which is how anonymous requests are
@@ -15,16 +15,16 @@ use support::{Serve, TestDb, unique_tag};
 
 /// One client of the registry.
 struct Caller {
-    agent: String,
+    user_agent: String,
     http: reqwest::Client,
 }
 
 impl Caller {
-    fn new(agent: &str) -> Caller {
+    fn new(user_agent: &str) -> Caller {
         Caller {
-            agent: agent.to_string(),
+            user_agent: user_agent.to_string(),
             http: reqwest::Client::builder()
-                .user_agent(agent)
+                .user_agent(user_agent)
                 .build()
                 .expect("client"),
         }
@@ -33,12 +33,12 @@ impl Caller {
     /// The name its reads are counted under: the principal when authenticated, the user agent
     /// of an anonymous request otherwise.
     fn reader(&self) -> String {
-        self.agent.clone()
+        self.user_agent.clone()
     }
 
     /// The actor the audit trail records for it.
     fn actor(&self) -> String {
-        format!("anonymous ({})", self.agent)
+        format!("anonymous ({})", self.user_agent)
     }
 
     /// Status, JSON answer and the `X-Request-Id` header.
@@ -111,7 +111,7 @@ async fn trail(admin: &Caller, base: &str, actor: &str) -> Vec<Value> {
     }
 }
 
-async fn session(base: &str) {
+async fn scripted_run(base: &str) {
     let tag = unique_tag();
     let subject = format!("orders{tag}-value");
     let admin = Caller::new(&format!("admin-cli{tag}"));
@@ -243,7 +243,7 @@ async fn session(base: &str) {
         .await;
     admin.ok(base, "DELETE", &s("/versions/1"), None).await;
 
-    // The trail: every change of the session with its principal; reads and refusals are not
+    // The trail: every change of the run with its principal; reads and refusals are not
     // changes.
     let entries = trail(&admin, base, &admin.actor()).await;
     let ops: Vec<String> = entries
@@ -333,7 +333,7 @@ async fn reads_block_removal_until_attributed_and_the_trail_lists_the_session_on
     let dir = tempfile::tempdir().expect("temp dir");
     let serve = Serve::spawn(&dir.path().join("data"), |_| {});
     support::wait_ready(&reqwest::Client::new(), &serve.base).await;
-    session(&serve.base).await;
+    scripted_run(&serve.base).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -350,7 +350,7 @@ async fn reads_block_removal_until_attributed_and_the_trail_lists_the_session_on
         c.args(["--store", &db.url]);
     });
     support::wait_ready(&reqwest::Client::new(), &serve.base).await;
-    session(&serve.base).await;
+    scripted_run(&serve.base).await;
     drop(serve);
     db.drop_db().await;
 }
