@@ -448,6 +448,7 @@ pub async fn referenced_by(
 
 pub async fn latest_with_metadata(
     State(state): State<AppState>,
+    principal: Principal,
     SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
@@ -473,6 +474,7 @@ pub async fn latest_with_metadata(
             .all(|(k, val)| props.get(*k).and_then(Value::as_str) == Some(*val));
         if matches {
             let text = requested_text(&state, &v.schema, &params).await?;
+            state.count_read(&principal, version_read(&v));
             return Ok(ok(version_view(&v, text)));
         }
     }

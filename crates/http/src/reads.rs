@@ -13,6 +13,10 @@ use std::time::Duration;
 
 /// How often counted reads are written when nothing asks for them sooner.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(5);
+/// Distinct (reader, target, hour) keys held between flushes; past it new keys are dropped and
+/// counted in `covenant_schema_reads_dropped_total`, so clients inventing a new `User-Agent`
+/// per request cannot grow memory without bound.
+pub const MAX_PENDING: usize = 100_000;
 
 /// What a fetch named.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -73,6 +77,11 @@ impl ReadTally {
             hour: bucket_start(at),
         };
         if let Ok(mut pending) = self.pending.lock() {
+            if pending.len() >= MAX_PENDING && !pending.contains_key(&key) {
+                drop(pending);
+                metrics::counter!("covenant_schema_reads_dropped_total").increment(1);
+                return;
+            }
             pending
                 .entry(key)
                 .and_modify(|s| {
@@ -193,6 +202,24 @@ mod tests {
             .map(|(_, s)| s.reads);
         assert_eq!(alice_v1, Some(3));
         assert!(tally.take().is_empty(), "a flush empties the tally");
+    }
+
+    #[test]
+    fn pending_keys_are_bounded_but_known_keys_keep_counting() {
+        let tally = ReadTally::default();
+        for n in 0..MAX_PENDING {
+            tally.count(format!("r{n}"), ReadTarget::Id(1));
+        }
+        tally.count("one-too-many".into(), ReadTarget::Id(1));
+        tally.count("r0".into(), ReadTarget::Id(1));
+        let taken = tally.take();
+        assert_eq!(taken.len(), MAX_PENDING);
+        assert!(!taken.keys().any(|k| k.reader == "one-too-many"));
+        let r0 = taken
+            .iter()
+            .find(|(k, _)| k.reader == "r0")
+            .map(|(_, s)| s.reads);
+        assert_eq!(r0, Some(2));
     }
 
     #[test]
