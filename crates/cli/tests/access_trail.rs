@@ -354,3 +354,69 @@ async fn reads_block_removal_until_attributed_and_the_trail_lists_the_session_on
     drop(serve);
     db.drop_db().await;
 }
+
+/// An imported trail keeps its times, and `serve --audit-retention-days` prunes what is older
+/// at start (and every hour after).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_entries_past_the_retention_are_pruned() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let day = 86_400_000;
+    let now = support::now_ms();
+    let entry = |who: &str, at: i64| {
+        json!({"at": at, "principal": who, "operation": "config.set", "config_key": "config",
+               "outcome": "ok", "request_id": format!("r-{who}")})
+    };
+    let dump = json!({
+        "format": "covenant-export", "formatVersion": 1, "schemas": [], "subjects": [],
+        "audit": [entry("three-days-ago", now - 3 * day), entry("an-hour-ago", now - day / 24)],
+    });
+    let file = dir.path().join("dump.json");
+    std::fs::write(&file, dump.to_string()).expect("write dump");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .arg("import")
+        .arg("--data-dir")
+        .arg(&data)
+        .arg(&file)
+        .output()
+        .expect("covenant import");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("2 audit entries"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let serve = Serve::spawn(&data, |c| {
+        c.args(["--audit-retention-days", "2"]);
+    });
+    let http = reqwest::Client::new();
+    support::wait_ready(&http, &serve.base).await;
+    let mut principals = Vec::new();
+    for _ in 0..100 {
+        let (_, page) = support::call(
+            &http,
+            &serve.base,
+            "GET",
+            "/covenant/v1/audit",
+            support::V1,
+            None,
+        )
+        .await;
+        principals = page["entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["principal"].as_str().map(str::to_string))
+            .collect();
+        if principals.len() == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(principals, ["an-hour-ago"]);
+}
