@@ -34,7 +34,7 @@ async fn postgres_governance_migrations_apply_once() {
     };
     assert_eq!(
         store.applied_migrations().await.expect("migrations"),
-        vec![1]
+        vec![1, 2]
     );
     let Ok(url) = std::env::var("COVENANT_TEST_POSTGRES") else {
         return;
@@ -45,6 +45,6 @@ async fn postgres_governance_migrations_apply_once() {
         .expect("reconnect");
     assert_eq!(
         again.applied_migrations().await.expect("migrations"),
-        vec![1]
+        vec![1, 2]
     );
 }

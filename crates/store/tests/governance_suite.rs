@@ -55,6 +55,7 @@ pub async fn run_all(store: &dyn GovernanceStore) {
     usage_buckets_and_queries(store).await;
     deprecations_round_trip(store).await;
     schema_sightings(store).await;
+    schema_reads_add_up_per_reader_and_version(store).await;
 }
 
 pub async fn consumers_crud(store: &dyn GovernanceStore) {
@@ -454,6 +455,71 @@ pub async fn schema_sightings(store: &dyn GovernanceStore) {
             .await
             .expect("sightings")
             .by_schema_id
+            .is_empty()
+    );
+}
+
+/// Fetches recorded in batches add up per hour bucket and are summed per reader and version
+/// when read back, from a time on.
+pub async fn schema_reads_add_up_per_reader_and_version(store: &dyn GovernanceStore) {
+    let hour = 3_600_000;
+    let base = 1_000 * hour;
+    let read = |reader: &str, version: i64, reads: u64, at: i64| SchemaRead {
+        subject: "reads-s".into(),
+        version,
+        schema_id: 10 + version,
+        reader: reader.into(),
+        reads,
+        first_at: at,
+        last_at: at + 10,
+    };
+    store
+        .record_reads(&[read("alice", 1, 3, base), read("bob", 1, 1, base + 5)])
+        .await
+        .expect("first batch");
+    store
+        .record_reads(&[
+            read("alice", 1, 2, base + 20),
+            read("alice", 1, 4, base + hour),
+        ])
+        .await
+        .expect("second batch");
+    store
+        .record_reads(&[read("alice", 2, 1, base + 2 * hour)])
+        .await
+        .expect("third batch");
+    let all = store.schema_reads("reads-s", 0).await.expect("reads");
+    let summary: Vec<(&str, i64, i64, u64, i64, i64)> = all
+        .iter()
+        .map(|r| {
+            (
+                r.reader.as_str(),
+                r.version,
+                r.schema_id,
+                r.reads,
+                r.first_at,
+                r.last_at,
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("alice", 1, 11, 9, base, base + hour + 10),
+            ("alice", 2, 12, 1, base + 2 * hour, base + 2 * hour + 10),
+            ("bob", 1, 11, 1, base + 5, base + 15),
+        ]
+    );
+    let recent = store
+        .schema_reads("reads-s", base + hour)
+        .await
+        .expect("recent reads");
+    assert_eq!(recent.len(), 2, "{recent:?}");
+    assert!(
+        store
+            .schema_reads("other", 0)
+            .await
+            .expect("none")
             .is_empty()
     );
 }
