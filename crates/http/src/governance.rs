@@ -18,8 +18,8 @@ use covenant_governance::{
     parse_instant, removal_gate,
 };
 use covenant_registry::{
-    BoxFuture, HookFuture, Registry, RegistryError, RegistryResult, RemovalCheck, RemovalVerdict,
-    SchemaRequest, UsageEvidence,
+    BoxFuture, FieldRecords, HookFuture, Registry, RegistryError, RegistryResult, RemovalCheck,
+    RemovalVerdict, SchemaRequest, UsageEvidence,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -134,6 +134,42 @@ impl UsageEvidence for GovernanceUsage {
                 .consumers_by_field(subject)
                 .await
                 .map_err(evidence_error)
+        })
+    }
+
+    fn field_records<'a>(
+        &'a self,
+        subject: &'a str,
+    ) -> BoxFuture<'a, RegistryResult<FieldRecords>> {
+        Box::pin(async move {
+            let deprecated = self
+                .governance
+                .deprecations(Some(subject))
+                .await
+                .map_err(evidence_error)?
+                .iter()
+                .filter_map(|d| d.target.field().map(str::to_string))
+                .collect();
+            let reads = self
+                .governance
+                .field_usage(UsageQuery {
+                    subject: Some(subject.to_string()),
+                    field: None,
+                    attribution: Attribution::Any,
+                    from: i64::MIN / 2,
+                    to: i64::MAX / 2,
+                })
+                .await
+                .map_err(evidence_error)?;
+            let mut last_used: BTreeMap<String, i64> = BTreeMap::new();
+            for read in reads {
+                let at = last_used.entry(read.field).or_insert(read.last_at);
+                *at = (*at).max(read.last_at);
+            }
+            Ok(FieldRecords {
+                deprecated,
+                last_used,
+            })
         })
     }
 

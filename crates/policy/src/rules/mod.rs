@@ -6,18 +6,22 @@ use std::sync::OnceLock;
 
 pub(crate) mod ambiguous_null_default;
 pub(crate) mod enum_value_added;
+pub(crate) mod field_removed_without_deprecation;
 pub(crate) mod json_additional_properties_implicit;
 pub(crate) mod key_field_changed;
+pub(crate) mod key_subject_changed;
 pub(crate) mod likely_rename;
 pub(crate) mod meaning_changed;
 pub(crate) mod nullability_changed;
 pub(crate) mod pii_tag_added;
 pub(crate) mod pii_tag_removed;
 pub(crate) mod protobuf_enum_zero_not_unspecified;
+pub(crate) mod protobuf_history_reused;
 pub(crate) mod protobuf_removed_not_reserved;
 pub(crate) mod sensitive_type_changed;
 #[cfg(test)]
 pub(crate) mod testkit;
+pub(crate) mod value_reinterpreted;
 
 /// A rule's spec with the check that emits its findings (at the spec's default severity;
 /// [`crate::evaluate`] applies the settings).
@@ -33,8 +37,16 @@ pub(crate) static ENTRIES: &[Entry] = &[
         check: key_field_changed::check,
     },
     Entry {
+        spec: &key_subject_changed::RULE,
+        check: key_subject_changed::check,
+    },
+    Entry {
         spec: &sensitive_type_changed::RULE,
         check: sensitive_type_changed::check,
+    },
+    Entry {
+        spec: &value_reinterpreted::RULE,
+        check: value_reinterpreted::check,
     },
     Entry {
         spec: &meaning_changed::RULE,
@@ -43,6 +55,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
     Entry {
         spec: &likely_rename::RULE,
         check: likely_rename::check,
+    },
+    Entry {
+        spec: &field_removed_without_deprecation::RULE,
+        check: field_removed_without_deprecation::check,
     },
     Entry {
         spec: &nullability_changed::RULE,
@@ -75,6 +91,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
     Entry {
         spec: &protobuf_enum_zero_not_unspecified::RULE,
         check: protobuf_enum_zero_not_unspecified::check,
+    },
+    Entry {
+        spec: &protobuf_history_reused::RULE,
+        check: protobuf_history_reused::check,
     },
 ];
 

@@ -1,0 +1,541 @@
+//! The seeds' rules that structural checks cannot see, each through `covenant check` or
+//! `covenant plan` and through registration on a running `covenant serve`: Protobuf numbers
+//! and names across the whole history, values that old bytes decode into differently, key
+//! subjects, and rollout plans over every version with the seed's steps.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+use support::Serve;
+
+fn covenant(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args(args)
+        .output()
+        .expect("run covenant")
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    path
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// `covenant check --output json` with `args`: the exit code and the findings of `rule`.
+fn check(args: &[&str], rule: &str) -> (Option<i32>, Vec<Value>) {
+    let mut all = vec!["check", "--output", "json"];
+    all.extend_from_slice(args);
+    let out = covenant(&all);
+    let value: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("json output: {}", String::from_utf8_lossy(&out.stderr)));
+    let findings = value["findings"]
+        .as_array()
+        .map(|fs| fs.iter().filter(|f| f["rule"] == rule).cloned().collect())
+        .unwrap_or_default();
+    (out.status.code(), findings)
+}
+
+struct Server {
+    _serve: Serve,
+    base: String,
+    client: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    async fn start() -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let serve = Serve::spawn(&dir.path().join("data"), |_| {});
+        let server = Server {
+            base: serve.base.clone(),
+            _serve: serve,
+            client: reqwest::Client::new(),
+            _dir: dir,
+        };
+        support::wait_health(
+            &server.client,
+            &server.base,
+            "/health/live",
+            200,
+            Duration::from_secs(10),
+        )
+        .await;
+        server
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        support::call(&self.client, &self.base, method, path, support::V1, body).await
+    }
+
+    async fn register(&self, subject: &str, schema_type: &str, schema: &str) -> (u16, Value) {
+        self.call(
+            "POST",
+            &format!("/subjects/{subject}/versions"),
+            Some(json!({"schemaType": schema_type, "schema": schema})),
+        )
+        .await
+    }
+
+    async fn registered(&self, subject: &str, schema_type: &str, schema: &str) {
+        let (status, body) = self.register(subject, schema_type, schema).await;
+        assert_eq!(status, 200, "{subject}: {body}");
+    }
+
+    async fn config(&self, subject: &str, body: Value) {
+        let (status, answer) = self
+            .call("PUT", &format!("/config/{subject}"), Some(body))
+            .await;
+        assert_eq!(status, 200, "{answer}");
+    }
+}
+
+fn refused_for(answer: &(u16, Value), rule: &str) -> String {
+    assert_eq!(answer.0, 409, "{}", answer.1);
+    assert_eq!(answer.1["error_code"], 40901);
+    let message = answer.1["message"].as_str().unwrap_or_default().to_string();
+    assert!(
+        message.contains(&format!("rule: {rule}")),
+        "{rule} not in {message}"
+    );
+    message
+}
+
+const LIFECYCLE_V1: &str = "syntax = \"proto3\";\npackage enforcement;\nmessage CaseLifecycleEvent {\n  string event_id = 1;\n  string case_id = 2;\n  string legacy_owner = 7;\n}\n";
+const LIFECYCLE_V2: &str = "syntax = \"proto3\";\npackage enforcement;\nmessage CaseLifecycleEvent {\n  string event_id = 1;\n  string case_id = 2;\n  reserved 7;\n  reserved \"legacy_owner\";\n}\n";
+const LIFECYCLE_V3: &str = "syntax = \"proto3\";\npackage enforcement;\nmessage CaseLifecycleEvent {\n  string event_id = 1;\n  string case_id = 2;\n  string escalation_note = 7;\n}\n";
+
+const TEXT_AMOUNT: &str =
+    r#"{"type":"record","name":"Payment","fields":[{"name":"amount","type":"string"}]}"#;
+const DECIMAL_AMOUNT: &str = r#"{"type":"record","name":"Payment","fields":[{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":18,"scale":2}}]}"#;
+
+const CASE_KEY: &str =
+    r#"{"type":"record","name":"CaseKey","fields":[{"name":"case_id","type":"string"}]}"#;
+const CASE_KEY_TENANT: &str = r#"{"type":"record","name":"CaseKey","fields":[{"name":"case_id","type":"string"},{"name":"tenant_id","type":["null","string"],"default":null}]}"#;
+
+/// Rule 9: v2 reserves 7 and `legacy_owner`, v3 drops the reservation and reuses 7. Before,
+/// this passed at BACKWARD and BACKWARD_TRANSITIVE with only FIELD_ADDED; now every version of
+/// the history is consulted, whatever the level and strictness.
+#[test]
+fn protobuf_number_reused_after_its_reservation_was_dropped_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let v1 = write(dir.path(), "v1.proto", LIFECYCLE_V1);
+    let v2 = write(dir.path(), "v2.proto", LIFECYCLE_V2);
+    let v3 = write(dir.path(), "v3.proto", LIFECYCLE_V3);
+    for level in ["BACKWARD", "BACKWARD_TRANSITIVE", "NONE"] {
+        for strictness in ["confluent", "wire"] {
+            let (code, found) = check(
+                &[
+                    "--level",
+                    level,
+                    "--strictness",
+                    strictness,
+                    s(&v3),
+                    s(&v1),
+                    s(&v2),
+                ],
+                "PROTOBUF_HISTORY_REUSED",
+            );
+            assert_eq!(code, Some(1), "{level} {strictness}");
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert_eq!(found[0]["severity"], "error");
+            assert!(
+                found[0]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("number 7 belonged to 'legacy_owner' in version 1")),
+                "{found:?}"
+            );
+        }
+    }
+    // Straight from v1, with the same type: once a rename, now a reuse.
+    let (code, found) = check(&[s(&v3), s(&v1)], "PROTOBUF_HISTORY_REUSED");
+    assert_eq!((code, found.len()), (Some(1), 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protobuf_number_reused_after_its_reservation_was_dropped_on_the_server() {
+    let server = Server::start().await;
+    server
+        .registered("lifecycle", "PROTOBUF", LIFECYCLE_V1)
+        .await;
+    server
+        .registered("lifecycle", "PROTOBUF", LIFECYCLE_V2)
+        .await;
+    let message = refused_for(
+        &server.register("lifecycle", "PROTOBUF", LIFECYCLE_V3).await,
+        "PROTOBUF_HISTORY_REUSED",
+    );
+    assert!(message.contains("'legacy_owner' in version 1"), "{message}");
+    server
+        .config(
+            "lifecycle",
+            json!({"semanticRules": {"PROTOBUF_HISTORY_REUSED": "warning"}}),
+        )
+        .await;
+    server
+        .registered("lifecycle", "PROTOBUF", LIFECYCLE_V3)
+        .await;
+}
+
+/// Rule 7 and §23.2: string to decimal registered at FULL_TRANSITIVE with a warning only.
+#[test]
+fn string_to_decimal_is_an_error_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "v1.avsc", TEXT_AMOUNT);
+    let new = write(dir.path(), "v2.avsc", DECIMAL_AMOUNT);
+    let (code, found) = check(
+        &["--level", "FULL_TRANSITIVE", s(&new), s(&old)],
+        "VALUE_REINTERPRETED",
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["path"], "/fields/amount");
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("read as decimal(18,2)"))
+    );
+    let millis = write(
+        dir.path(),
+        "t1.avsc",
+        r#"{"type":"record","name":"E","fields":[{"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}}]}"#,
+    );
+    let micros = write(
+        dir.path(),
+        "t2.avsc",
+        r#"{"type":"record","name":"E","fields":[{"name":"at","type":{"type":"long","logicalType":"timestamp-micros"}}]}"#,
+    );
+    let (code, found) = check(&[s(&micros), s(&millis)], "VALUE_REINTERPRETED");
+    assert_eq!((code, found.len()), (Some(1), 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn string_to_decimal_is_refused_on_the_server() {
+    let server = Server::start().await;
+    server
+        .config("amount", json!({"compatibility": "FULL_TRANSITIVE"}))
+        .await;
+    server.registered("amount", "AVRO", TEXT_AMOUNT).await;
+    let message = refused_for(
+        &server.register("amount", "AVRO", DECIMAL_AMOUNT).await,
+        "VALUE_REINTERPRETED",
+    );
+    assert!(message.contains("/fields/amount"), "{message}");
+    server
+        .config(
+            "amount",
+            json!({"compatibility": "FULL_TRANSITIVE", "semanticRules": {"VALUE_REINTERPRETED": "warning"}}),
+        )
+        .await;
+    server.registered("amount", "AVRO", DECIMAL_AMOUNT).await;
+}
+
+/// Rule 10 and §23.1: adding `tenant_id` to `case_record-key` registered with no finding.
+#[test]
+fn key_subject_change_is_an_error_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "k1.avsc", CASE_KEY);
+    let new = write(dir.path(), "k2.avsc", CASE_KEY_TENANT);
+    let (code, found) = check(
+        &["--subject", "case_record-key", s(&new), s(&old)],
+        "KEY_SUBJECT_CHANGED",
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["path"], "/fields/tenant_id");
+    assert!(
+        found[0]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("identity migration"))
+    );
+    let (code, found) = check(
+        &["--subject", "case_record-value", s(&new), s(&old)],
+        "KEY_SUBJECT_CHANGED",
+    );
+    assert_eq!((code, found.len()), (Some(0), 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_subject_change_is_refused_on_the_server() {
+    let server = Server::start().await;
+    server.registered("case_record-key", "AVRO", CASE_KEY).await;
+    refused_for(
+        &server
+            .register("case_record-key", "AVRO", CASE_KEY_TENANT)
+            .await,
+        "KEY_SUBJECT_CHANGED",
+    );
+    // The same change on the value subject is fine.
+    server
+        .registered("case_record-value", "AVRO", CASE_KEY)
+        .await;
+    server
+        .registered("case_record-value", "AVRO", CASE_KEY_TENANT)
+        .await;
+    server
+        .config(
+            "case_record-key",
+            json!({"semanticRules": {"KEY_SUBJECT_CHANGED": "warning"}}),
+        )
+        .await;
+    server
+        .registered("case_record-key", "AVRO", CASE_KEY_TENANT)
+        .await;
+}
+
+const KIND_V1: &str = r#"{"type":"record","name":"E","fields":[{"name":"id","type":"int"},{"name":"kind","type":"string"}]}"#;
+const KIND_V2: &str = r#"{"type":"record","name":"E","fields":[{"name":"id","type":"int"}]}"#;
+const KIND_V3: &str = r#"{"type":"record","name":"E","fields":[{"name":"id","type":"int"},{"name":"kind","type":"int","default":0}]}"#;
+
+fn plan(args: &[&str]) -> (Option<i32>, Value) {
+    let mut all = vec!["plan", "--output", "json"];
+    all.extend_from_slice(args);
+    let out = covenant(&all);
+    let value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("json plan: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), value)
+}
+
+fn combination<'a>(plan: &'a Value, producer: &str, consumer: &str) -> &'a Value {
+    plan["combinations"]
+        .as_array()
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c["producer"] == producer && c["consumer"] == consumer)
+        })
+        .unwrap_or_else(|| panic!("no {producer}/{consumer} in {plan}"))
+}
+
+fn steps(plan: &Value) -> Vec<String> {
+    plan["steps"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// §5 and §13: `plan v3 v1 v2` used to say "either order" although v3 cannot read v1's
+/// records (`kind` was a string there).
+#[test]
+fn the_plan_covers_every_version_given_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let v1 = write(dir.path(), "v1.avsc", KIND_V1);
+    let v2 = write(dir.path(), "v2.avsc", KIND_V2);
+    let v3 = write(dir.path(), "v3.avsc", KIND_V3);
+    let (code, value) = plan(&[s(&v3), s(&v1), s(&v2)]);
+    assert_eq!(code, Some(1), "{value}");
+    assert_eq!(value["order"], "neither");
+    let old_to_new = combination(&value, "old", "new");
+    assert_eq!(old_to_new["safe"], false);
+    assert!(
+        old_to_new["reasons"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("/fields/kind")))),
+        "{old_to_new}"
+    );
+    // Against v2 alone the change is fine.
+    let (code, value) = plan(&[s(&v3), s(&v2)]);
+    assert_eq!((code, &value["order"]), (Some(0), &json!("either_order")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_covers_every_version_in_scope_on_the_server() {
+    let server = Server::start().await;
+    server.registered("kind", "AVRO", KIND_V1).await;
+    server.registered("kind", "AVRO", KIND_V2).await;
+    let ask = || async {
+        let (status, plan) = server
+            .call(
+                "POST",
+                "/covenant/v1/subjects/kind/plan",
+                Some(json!({"schema": KIND_V3})),
+            )
+            .await;
+        assert_eq!(status, 200, "{plan}");
+        plan
+    };
+    let value = ask().await;
+    assert_eq!(value["order"], "neither", "{value}");
+    assert_eq!(combination(&value, "old", "new")["safe"], false);
+    // A scope that leaves v1 out (its data is gone) narrows the plan.
+    server
+        .config(
+            "kind",
+            json!({"compatibilityScope": {"kind": "versions", "versions": [2]}}),
+        )
+        .await;
+    assert_eq!(ask().await["order"], "either_order");
+}
+
+const OWNER: &str = r#"{"type":"record","name":"Case","fields":[{"name":"caseId","type":"string"},{"name":"caseOwner","type":["null","string"],"default":null}]}"#;
+const OFFICER: &str = r#"{"type":"record","name":"Case","fields":[{"name":"caseId","type":"string"},{"name":"assignedOfficer","type":["null","string"],"default":null}]}"#;
+const DB_TIME: &str = r#"{"type":"record","name":"Case","fields":[{"name":"updatedAt","type":"string","doc":"Database update timestamp."}]}"#;
+const EVENT_TIME: &str = r#"{"type":"record","name":"Case","fields":[{"name":"updatedAt","type":"string","doc":"Business event timestamp."}]}"#;
+
+/// §19.2 and §19.4: a rename and a meaning change came out "either order, all four
+/// combinations safe"; now neither order is safe and the seed's steps follow.
+#[test]
+fn renames_and_meaning_changes_plan_the_seed_rollouts_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let owner = write(dir.path(), "owner.avsc", OWNER);
+    let officer = write(dir.path(), "officer.avsc", OFFICER);
+    let (code, value) = plan(&[s(&officer), s(&owner)]);
+    assert_eq!(code, Some(1), "{value}");
+    assert_eq!(value["order"], "neither");
+    assert_eq!(
+        combination(&value, "old", "new")["reasons"][0]["rule"],
+        "LIKELY_RENAME"
+    );
+    let rename = steps(&value);
+    assert!(
+        rename
+            .iter()
+            .any(|s| s.starts_with("Dual-write old and new fields"))
+    );
+    assert!(
+        rename
+            .iter()
+            .any(|s| s.starts_with("Remove the old field after"))
+    );
+
+    let db = write(dir.path(), "db.avsc", DB_TIME);
+    let event = write(dir.path(), "event.avsc", EVENT_TIME);
+    let (code, value) = plan(&[s(&event), s(&db)]);
+    assert_eq!((code, &value["order"]), (Some(1), &json!("neither")));
+    assert!(
+        steps(&value)
+            .iter()
+            .any(|s| s.starts_with("Breaking semantic change rollout"))
+    );
+    // The subject's policy decides: a rename set to info is only reviewed.
+    let policy = write(
+        dir.path(),
+        "policy.json",
+        r#"{"semanticRules": {"LIKELY_RENAME": "info"}}"#,
+    );
+    let (code, value) = plan(&["--policy", s(&policy), s(&officer), s(&owner)]);
+    assert_eq!((code, &value["order"]), (Some(0), &json!("either_order")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renames_plan_the_seed_rollout_on_the_server() {
+    let server = Server::start().await;
+    server.registered("owner", "AVRO", OWNER).await;
+    let (status, value) = server
+        .call(
+            "POST",
+            "/covenant/v1/subjects/owner/plan",
+            Some(json!({"schema": OFFICER})),
+        )
+        .await;
+    assert_eq!(status, 200, "{value}");
+    assert_eq!(value["order"], "neither");
+    assert!(
+        steps(&value)
+            .iter()
+            .any(|s| s.starts_with("Rename rollout: add the new field"))
+    );
+}
+
+const INSTRUMENT_V1: &str = r#"{"type":"record","name":"Instrument","fields":[{"name":"symbol","type":"string"},{"name":"tickSize","type":"string"}]}"#;
+const INSTRUMENT_V2: &str =
+    r#"{"type":"record","name":"Instrument","fields":[{"name":"symbol","type":"string"}]}"#;
+
+/// Rule 6: removing `tickSize`, never deprecated, registered under BACKWARD with no finding.
+#[test]
+fn removal_without_deprecation_is_reported_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(dir.path(), "i1.avsc", INSTRUMENT_V1);
+    let new = write(dir.path(), "i2.avsc", INSTRUMENT_V2);
+    let (code, found) = check(&[s(&new), s(&old)], "FIELD_REMOVED_WITHOUT_DEPRECATION");
+    assert_eq!(code, Some(0), "no consumers known offline: a warning");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["severity"], "warning");
+    assert_eq!(found[0]["path"], "/fields/tickSize");
+    let policy = write(
+        dir.path(),
+        "policy.json",
+        r#"{"semanticRules": {"FIELD_REMOVED_WITHOUT_DEPRECATION": "error"}}"#,
+    );
+    let (code, _) = check(
+        &["--policy", s(&policy), s(&new), s(&old)],
+        "FIELD_REMOVED_WITHOUT_DEPRECATION",
+    );
+    assert_eq!(code, Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removal_without_deprecation_names_consumers_on_the_server() {
+    let server = Server::start().await;
+    let verbose = |subject: &'static str| {
+        let server = &server;
+        async move {
+            let (status, body) = server
+                .call(
+                    "POST",
+                    &format!("/compatibility/subjects/{subject}/versions?verbose=true"),
+                    Some(json!({"schema": INSTRUMENT_V2})),
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+            body
+        }
+    };
+    let finding = |body: &Value| {
+        body["findings"]
+            .as_array()
+            .and_then(|fs| {
+                fs.iter()
+                    .find(|f| f["rule"] == "FIELD_REMOVED_WITHOUT_DEPRECATION")
+                    .cloned()
+            })
+            .unwrap_or_else(|| panic!("no removal finding in {body}"))
+    };
+
+    // Nobody is known to read it: a warning, and the version registers.
+    server.registered("quiet", "AVRO", INSTRUMENT_V1).await;
+    let body = verbose("quiet").await;
+    assert_eq!(finding(&body)["severity"], "warning");
+    server.registered("quiet", "AVRO", INSTRUMENT_V2).await;
+
+    // A consumer declares it: an error naming the consumer.
+    server.registered("instrument", "AVRO", INSTRUMENT_V1).await;
+    let (status, body) = server
+        .call(
+            "POST",
+            "/covenant/v1/consumers",
+            Some(json!({
+                "name": "risk-engine", "owner": "risk", "purpose": "margin by tick size",
+                "cadence": "daily", "criticality": "high", "contact": "risk@example.com",
+                "clients": ["svc_risk"],
+                "reads": [{"subject": "instrument", "fields": ["tickSize"]}]
+            })),
+        )
+        .await;
+    assert!(status < 300, "{body}");
+    let body = verbose("instrument").await;
+    assert_eq!(body["is_compatible"], false);
+    let f = finding(&body);
+    assert_eq!(f["severity"], "error");
+    assert!(
+        f["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("'risk-engine'")),
+        "{f}"
+    );
+    refused_for(
+        &server.register("instrument", "AVRO", INSTRUMENT_V2).await,
+        "FIELD_REMOVED_WITHOUT_DEPRECATION",
+    );
+}
