@@ -539,3 +539,41 @@ async fn removal_without_deprecation_names_consumers_on_the_server() {
         "FIELD_REMOVED_WITHOUT_DEPRECATION",
     );
 }
+
+/// §13 and Rule 7: the stored sample `"12.34"` replayed "fine" through `decimal(18,2)`. Now
+/// the replay compares values with logical types applied. The rule on the schema change is
+/// turned off here so that only the replay speaks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_compares_values_with_logical_types_on_the_server() {
+    use base64::Engine;
+    let server = Server::start().await;
+    server
+        .config(
+            "payment",
+            json!({"compatibility": "FULL_TRANSITIVE", "semanticRules": {"VALUE_REINTERPRETED": "off"}}),
+        )
+        .await;
+    server.registered("payment", "AVRO", TEXT_AMOUNT).await;
+    // Avro binary of {"amount": "12.34"}: zig-zag length 5, then the text.
+    let mut payload = vec![0x0a];
+    payload.extend_from_slice(b"12.34");
+    let (status, body) = server
+        .call(
+            "POST",
+            "/covenant/v1/subjects/payment/versions/1/samples",
+            Some(json!({
+                "payload": base64::engine::general_purpose::STANDARD.encode(&payload),
+                "encoding": "avro"
+            })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let message = refused_for(
+        &server.register("payment", "AVRO", DECIMAL_AMOUNT).await,
+        "SAMPLE_REPLAY_FAILED",
+    );
+    assert!(
+        message.contains("\"12.34\"") && message.contains("\"2112952860.68\""),
+        "{message}"
+    );
+}
