@@ -577,3 +577,75 @@ async fn replay_compares_values_with_logical_types_on_the_server() {
         "{message}"
     );
 }
+
+const TICKET_V1: &str = r#"{"type":"record","name":"Ticket","fields":[{"name":"id","type":"string"},{"name":"owner","type":["null","string"],"default":null},{"name":"legacy","type":["null","string"],"default":null}]}"#;
+const TICKET_V2: &str = r#"{"type":"record","name":"Ticket","fields":[{"name":"id","type":"string"},{"name":"owner","type":["null","string"],"default":null}]}"#;
+
+/// Rule 6 and the removal gate: a deprecation could go frozen -> enforcing -> removable at
+/// the same instant, with its window open and nothing on the record, and the removal then
+/// registered. Each stage now has entry conditions, and each refusal says what is missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removable_needs_the_window_and_evidence_or_a_named_exception() {
+    let server = Server::start().await;
+    server.registered("ticket", "AVRO", TICKET_V1).await;
+    let (status, record) = server
+        .call(
+            "POST",
+            "/covenant/v1/deprecations",
+            Some(json!({
+                "target": {"kind": "field", "subject": "ticket", "path": "legacy"},
+                "old_promise": "legacy holds the pre-2020 owner code",
+                "new_promise": "owner holds the owner id",
+                "replacement": "owner",
+                "announced_by": "tickets-team",
+            })),
+        )
+        .await;
+    assert_eq!(status, 200, "{record}");
+    let id = record["id"].as_i64().expect("deprecation id");
+    let stage = format!("/covenant/v1/deprecations/{id}/stage");
+    let to = |s: &'static str| json!({"to": s, "by": "tickets-team"});
+    for s in ["frozen", "enforcing"] {
+        let (status, body) = server.call("POST", &stage, Some(to(s))).await;
+        assert_eq!(status, 200, "{s}: {body}");
+    }
+    let (status, refusal) = server.call("POST", &stage, Some(to("removable"))).await;
+    assert_eq!(status, 409, "{refusal}");
+    let message = refusal["message"].as_str().unwrap_or_default();
+    assert!(message.contains("[window_open]"), "{message}");
+    assert!(message.contains("[no_evidence]"), "{message}");
+    refused_for_removal(&server.register("ticket", "AVRO", TICKET_V2).await);
+
+    // Evidence on the record and an attributed exception for the window: now it may go.
+    let (status, body) = server
+        .call(
+            "POST",
+            &format!("/covenant/v1/deprecations/{id}/evidence"),
+            Some(json!({
+                "claim": "replay of 2019 archive decodes without legacy", "by": "platform",
+                "body": {"kind": "replay_result", "sample": "tickets-2019.avro", "passed": true},
+            })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server
+        .call(
+            "POST",
+            &format!("/covenant/v1/deprecations/{id}/exceptions"),
+            Some(
+                json!({"approver": "risk-approver", "overrides": "window_open",
+                "reason": "no consumer ever declared legacy; early removal accepted"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server.call("POST", &stage, Some(to("removable"))).await;
+    assert_eq!(status, 200, "{body}");
+    server.registered("ticket", "AVRO", TICKET_V2).await;
+}
+
+fn refused_for_removal(answer: &(u16, Value)) {
+    assert_eq!(answer.0, 409, "{}", answer.1);
+    let message = answer.1["message"].as_str().unwrap_or_default();
+    assert!(message.contains("[stage_not_removable]"), "{message}");
+}

@@ -153,6 +153,17 @@ pub fn freeze_violations(
     out
 }
 
+/// A stage entry condition that does not hold, as a blocker of the deprecation.
+fn entry_blocker(record: &Deprecation, kind: BlockerKind, message: String) -> Blocker {
+    Blocker {
+        kind,
+        field: record.target.field().unwrap_or_default().to_string(),
+        party: None,
+        deprecation_id: Some(record.id),
+        message,
+    }
+}
+
 fn normalize_reads(reads: &mut [SubjectRead]) {
     for read in reads {
         let fields: BTreeSet<String> = read
@@ -716,7 +727,7 @@ impl Governance {
     }
 
     /// Moves a deprecation one stage forward, or back any number (enforcement is reversible).
-    /// Reaching `removable` needs a clear removal gate (apart from the stage itself); nothing
+    /// A step forward needs its entry conditions ([`Governance::entry_blockers`]); nothing
     /// leaves `removed`.
     pub async fn change_stage(
         &self,
@@ -747,21 +758,15 @@ impl Governance {
                 next.map(|s| s.as_str()).unwrap_or("none")
             )));
         }
-        if to == Stage::Removable {
-            let blockers: Vec<Blocker> = self
-                .gate_for(&current)
-                .await?
-                .blockers
-                .into_iter()
-                .filter(|b| b.kind != BlockerKind::StageNotRemovable)
-                .collect();
+        if to > current.stage {
+            let blockers = self.entry_blockers(&current, to).await?;
             if !blockers.is_empty() {
                 let lines: Vec<String> = blockers
                     .iter()
                     .map(|b| format!("[{}] {}", b.kind, b.message))
                     .collect();
                 return Err(GovernanceError::Refused(format!(
-                    "deprecation #{id} cannot become removable:\n{}",
+                    "deprecation #{id} cannot become {to}:\n{}",
                     lines.join("\n")
                 )));
             }
@@ -787,6 +792,59 @@ impl Governance {
                 Ok(())
             })
             .await
+    }
+
+    /// What stands between `record` and stage `to` (one step forward), exceptions applied.
+    ///
+    /// Entering `enforcing` needs every declared consumer moved off the field: enforcement is
+    /// for discovering readers nobody declared, not for breaking known ones. Entering
+    /// `removable` needs a clear removal gate, the window ended and evidence recorded
+    /// (elapsed time alone is not completion evidence, and a window is a promise to
+    /// consumers). An attributed exception of the matching kind overrides the window or the
+    /// missing evidence, naming the residual risk in its reason.
+    async fn entry_blockers(
+        &self,
+        record: &Deprecation,
+        to: Stage,
+    ) -> GovernanceResult<Vec<Blocker>> {
+        let gate = match to {
+            Stage::Enforcing | Stage::Removable => self.gate_for(record).await?.blockers,
+            _ => return Ok(Vec::new()),
+        };
+        let mut blockers: Vec<Blocker> = gate
+            .into_iter()
+            .filter(|b| b.kind != BlockerKind::StageNotRemovable)
+            .filter(|b| to == Stage::Removable || b.kind == BlockerKind::ConsumerDeclared)
+            .collect();
+        if to == Stage::Removable {
+            let what = record.target.describe();
+            let now = self.now();
+            if record.window_end > now {
+                blockers.push(entry_blocker(
+                    record,
+                    BlockerKind::WindowOpen,
+                    format!(
+                        "The deprecation window of {what} ends on {}; removal before then needs an exception naming the risk accepted.",
+                        format_day(record.window_end)
+                    ),
+                ));
+            }
+            if record.evidence.is_empty() {
+                blockers.push(entry_blocker(
+                    record,
+                    BlockerKind::NoEvidence,
+                    format!(
+                        "Deprecation #{} records no evidence; add a usage query, a consumer sign-off or a replay result.",
+                        record.id
+                    ),
+                ));
+            }
+            blockers.retain(|b| {
+                !matches!(b.kind, BlockerKind::WindowOpen | BlockerKind::NoEvidence)
+                    || !record.exceptions.iter().any(|e| e.overrides == b.kind)
+            });
+        }
+        Ok(blockers)
     }
 
     /// Attaches evidence. A usage query is run here and stored with its result, so the

@@ -610,10 +610,14 @@ pub enum BlockerKind {
     StageNotRemovable,
     /// The field is not deprecated, yet a consumer declares that it reads it.
     NotDeprecated,
+    /// The deprecation window has not ended (an entry condition of `removable`).
+    WindowOpen,
+    /// No evidence is recorded on the deprecation (an entry condition of `removable`).
+    NoEvidence,
 }
 
 impl BlockerKind {
-    pub const ALL: [BlockerKind; 7] = [
+    pub const ALL: [BlockerKind; 9] = [
         BlockerKind::ConsumerDeclared,
         BlockerKind::RecentUsage,
         BlockerKind::InsufficientEvidence,
@@ -621,6 +625,8 @@ impl BlockerKind {
         BlockerKind::NoReplacement,
         BlockerKind::StageNotRemovable,
         BlockerKind::NotDeprecated,
+        BlockerKind::WindowOpen,
+        BlockerKind::NoEvidence,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -632,6 +638,8 @@ impl BlockerKind {
             BlockerKind::NoReplacement => "no_replacement",
             BlockerKind::StageNotRemovable => "stage_not_removable",
             BlockerKind::NotDeprecated => "not_deprecated",
+            BlockerKind::WindowOpen => "window_open",
+            BlockerKind::NoEvidence => "no_evidence",
         }
     }
 
