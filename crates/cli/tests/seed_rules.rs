@@ -649,3 +649,70 @@ fn refused_for_removal(answer: &(u16, Value)) {
     let message = answer.1["message"].as_str().unwrap_or_default();
     assert!(message.contains("[stage_not_removable]"), "{message}");
 }
+
+/// The freeze: a consumer declaring a whole version (`ticket@1`, no field list) used to slip
+/// past it. A read without fields declares every field, so it is refused while one is frozen;
+/// the same consumer listing its fields without the frozen one is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_version_declaration_cannot_bypass_a_freeze() {
+    let server = Server::start().await;
+    server.registered("ticket", "AVRO", TICKET_V1).await;
+    let (status, record) = server
+        .call(
+            "POST",
+            "/covenant/v1/deprecations",
+            Some(json!({
+                "target": {"kind": "field", "subject": "ticket", "path": "legacy"},
+                "old_promise": "legacy holds the pre-2020 owner code",
+                "new_promise": "owner holds the owner id",
+                "replacement": "owner",
+                "announced_by": "tickets-team",
+            })),
+        )
+        .await;
+    assert_eq!(status, 200, "{record}");
+    let id = record["id"].as_i64().expect("id");
+    let (status, body) = server
+        .call(
+            "POST",
+            &format!("/covenant/v1/deprecations/{id}/stage"),
+            Some(json!({"to": "frozen", "by": "tickets-team"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let consumer = |reads: Value| {
+        json!({
+            "name": "ticket-archive", "owner": "archive", "purpose": "archives tickets",
+            "cadence": "weekly", "criticality": "low", "contact": "archive@example.com",
+            "clients": ["svc_archive"], "reads": reads
+        })
+    };
+    let (status, body) = server
+        .call(
+            "POST",
+            "/covenant/v1/consumers",
+            Some(consumer(
+                json!([{"subject": "ticket", "reader_version": 1}]),
+            )),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error_code"], 40901);
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("cannot declare every field of subject 'ticket'")
+            && message.contains("'legacy'")
+            && message.contains("read 'owner' instead"),
+        "{message}"
+    );
+    let (status, body) = server
+        .call(
+            "POST",
+            "/covenant/v1/consumers",
+            Some(consumer(
+                json!([{"subject": "ticket", "reader_version": 1, "fields": ["id", "owner"]}]),
+            )),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}

@@ -103,7 +103,21 @@ pub struct ExceptionRequest {
     pub party: Option<String>,
 }
 
-/// The refusal message when a consumer would start depending on frozen fields, or `None`.
+/// The fields a read declares: its list, or for a read without one (a whole version, `S@2`)
+/// every field, of which only the frozen ones matter here.
+fn declared_fields<'a>(read: &'a SubjectRead, deprecations: &'a [Deprecation]) -> Vec<&'a str> {
+    if !read.fields.is_empty() {
+        return read.fields.iter().map(String::as_str).collect();
+    }
+    deprecations
+        .iter()
+        .filter(|d| d.stage.is_frozen() && d.target.subject() == read.subject)
+        .filter_map(|d| d.target.field())
+        .collect()
+}
+
+/// The refusal messages when a consumer would start depending on frozen fields. A read
+/// without a field list declares every field, so it cannot slip past a freeze.
 pub fn freeze_violations(
     candidate: &Consumer,
     previous: Option<&Consumer>,
@@ -113,11 +127,12 @@ pub fn freeze_violations(
     for read in &candidate.reads {
         let before = previous.and_then(|p| p.read_of(&read.subject));
         let new_reader = before.is_some_and(|b| b.reader_version != read.reader_version);
-        for f in &read.fields {
+        let whole = read.fields.is_empty();
+        for f in declared_fields(read, deprecations) {
             let Some(d) = deprecations.iter().find(|d| {
                 d.stage.is_frozen()
                     && d.target.subject() == read.subject
-                    && d.target.field() == Some(f.as_str())
+                    && d.target.field() == Some(f)
             }) else {
                 continue;
             };
@@ -132,8 +147,14 @@ pub fn freeze_violations(
                 .frozen_at()
                 .map(|t| format!(" since {}", format_day(t)))
                 .unwrap_or_default();
-            let declared_before = before.is_some_and(|b| b.fields.iter().any(|x| x == f));
-            if !declared_before {
+            let declared_before =
+                before.is_some_and(|b| b.fields.is_empty() || b.fields.iter().any(|x| x == f));
+            if !declared_before && whole {
+                out.push(format!(
+                    "Consumer '{}' cannot declare every field of subject '{}' (a read without a field list) while field '{f}' is deprecated and frozen{since} (deprecation #{}, stage '{}'); list the fields it reads, without '{f}'; {replacement}.",
+                    candidate.name, read.subject, d.id, d.stage
+                ));
+            } else if !declared_before {
                 out.push(format!(
                     "Consumer '{}' cannot start reading field '{f}' of subject '{}': it is deprecated and frozen{since} (deprecation #{}, stage '{}'); {replacement}.",
                     candidate.name, read.subject, d.id, d.stage
