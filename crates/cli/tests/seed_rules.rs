@@ -716,3 +716,119 @@ async fn a_whole_version_declaration_cannot_bypass_a_freeze() {
         .await;
     assert_eq!(status, 200, "{body}");
 }
+
+const EVENT_V1: &str = r#"{"type":"record","name":"CaseEvent","fields":[{"name":"eventId","type":"string"},{"name":"priority","type":"int","default":3},{"name":"updatedAt","type":"string","doc":"Database update timestamp."}]}"#;
+const EVENT_NO_ID: &str = r#"{"type":"record","name":"CaseEvent","fields":[{"name":"priority","type":"int","default":3},{"name":"updatedAt","type":"string","doc":"Database update timestamp."}]}"#;
+const EVENT_PRIORITY_0: &str = r#"{"type":"record","name":"CaseEvent","fields":[{"name":"eventId","type":"string"},{"name":"priority","type":"int","default":0},{"name":"updatedAt","type":"string","doc":"Database update timestamp."}]}"#;
+const EVENT_AMOUNT: &str = r#"{"type":"record","name":"CaseEvent","fields":[{"name":"eventId","type":"string"},{"name":"priority","type":"int","default":3},{"name":"updatedAt","type":"string","doc":"Database update timestamp."},{"name":"amount","type":"double","default":0.0}]}"#;
+const EVENT_MEANING: &str = r#"{"type":"record","name":"CaseEvent","fields":[{"name":"eventId","type":"string"},{"name":"priority","type":"int","default":3},{"name":"updatedAt","type":"string","doc":"Business event timestamp."}]}"#;
+
+/// Rule 10 and §23.1 (identity without metadata), §11 (a CDC default 3 -> 0 under FULL) and
+/// §23.2 (a new `amount: double`): each passed without any finding.
+#[test]
+fn identity_defaults_and_money_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let v1 = write(dir.path(), "e1.avsc", EVENT_V1);
+    let no_id = write(dir.path(), "e2.avsc", EVENT_NO_ID);
+    let (code, found) = check(&[s(&no_id), s(&v1)], "LIKELY_IDENTITY_CHANGED");
+    assert_eq!((code, found.len()), (Some(0), 1), "{found:?}");
+    assert_eq!(found[0]["severity"], "warning");
+    assert_eq!(found[0]["path"], "/fields/eventId");
+    // Metadata is the authority: declared, the same removal is an error.
+    let metadata = write(
+        dir.path(),
+        "metadata.json",
+        r#"{"properties": {"covenant.identity.fields": "eventId"}}"#,
+    );
+    let (code, found) = check(
+        &["--metadata", s(&metadata), s(&no_id), s(&v1)],
+        "KEY_FIELD_CHANGED",
+    );
+    assert_eq!((code, found.len()), (Some(1), 1));
+
+    let zero = write(dir.path(), "e3.avsc", EVENT_PRIORITY_0);
+    let (code, found) = check(&["--level", "FULL", s(&zero), s(&v1)], "DEFAULT_CHANGED");
+    assert_eq!((code, found.len()), (Some(0), 1));
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("from 3 to 0"))
+    );
+
+    let amount = write(dir.path(), "e4.avsc", EVENT_AMOUNT);
+    let (_, found) = check(&[s(&amount), s(&v1)], "MONEY_AS_FLOAT");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["path"], "/fields/amount");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_defaults_money_and_consumers_on_the_server() {
+    let server = Server::start().await;
+    server.registered("case-event", "AVRO", EVENT_V1).await;
+    let (status, body) = server
+        .call(
+            "POST",
+            "/covenant/v1/consumers",
+            Some(json!({
+                "name": "sla-monitor", "owner": "ops", "purpose": "case SLAs",
+                "cadence": "daily", "criticality": "high", "contact": "ops@example.com",
+                "clients": ["svc_sla"],
+                "reads": [{"subject": "case-event", "fields": ["updatedAt", "priority"]}]
+            })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let verbose = |schema: &'static str| {
+        let server = &server;
+        async move {
+            let (status, body) = server
+                .call(
+                    "POST",
+                    "/compatibility/subjects/case-event/versions?verbose=true",
+                    Some(json!({"schema": schema})),
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+            body
+        }
+    };
+    let rule = |body: &Value, rule: &str| -> Value {
+        body["findings"]
+            .as_array()
+            .and_then(|fs| fs.iter().find(|f| f["rule"] == rule).cloned())
+            .unwrap_or_else(|| panic!("no {rule} in {body}"))
+    };
+    assert_eq!(
+        rule(&verbose(EVENT_NO_ID).await, "LIKELY_IDENTITY_CHANGED")["path"],
+        "/fields/eventId"
+    );
+    assert_eq!(
+        rule(&verbose(EVENT_AMOUNT).await, "MONEY_AS_FLOAT")["path"],
+        "/fields/amount"
+    );
+    // Every semantic finding names the consumers that read its field, not only enum ones.
+    for (schema, id) in [
+        (EVENT_PRIORITY_0, "DEFAULT_CHANGED"),
+        (EVENT_MEANING, "MEANING_CHANGED"),
+    ] {
+        let f = rule(&verbose(schema).await, id);
+        assert!(
+            f["message"]
+                .as_str()
+                .is_some_and(|m| m.ends_with("Consumers reading it: 'sla-monitor'.")),
+            "{f}"
+        );
+    }
+    server
+        .config(
+            "case-event",
+            json!({"semanticRules": {"DEFAULT_CHANGED": "error"}}),
+        )
+        .await;
+    refused_for(
+        &server
+            .register("case-event", "AVRO", EVENT_PRIORITY_0)
+            .await,
+        "DEFAULT_CHANGED",
+    );
+}

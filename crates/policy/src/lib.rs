@@ -101,10 +101,29 @@ fn evaluate_pair(
         findings.extend(
             (entry.check)(&pair)
                 .into_iter()
+                .map(|f| name_consumers(&pair, f))
                 .map(|f| if listed { f.with_severity(severity) } else { f }),
         );
     }
     findings
+}
+
+/// Every finding names the consumers known to read what it is about, whichever rule found
+/// it: the people who must act are part of the finding.
+fn name_consumers(pair: &pair::Pair<'_>, mut finding: Finding) -> Finding {
+    if finding.path.is_empty() {
+        return finding;
+    }
+    let consumers = pair.consumers_at(&finding.path);
+    let named = |c: &String| finding.message.contains(&format!("'{c}'"));
+    if !consumers.is_empty() && !consumers.iter().all(named) {
+        finding.message = format!(
+            "{} Consumers reading it: {}.",
+            finding.message.trim_end(),
+            pair::quoted_list(&consumers)
+        );
+    }
+    finding
 }
 
 /// [`evaluate`] as a report: incompatible when a rule set to `error` fired.
@@ -142,6 +161,39 @@ mod tests {
 
         let off = base.with("LIKELY_RENAME", RuleLevel::Off);
         assert!(evaluate(&old, &new, &context, &off).is_empty());
+    }
+
+    #[test]
+    fn every_finding_names_the_consumers_of_its_field() {
+        let old = avro(
+            "Case",
+            vec![field("updatedAt", "string").doc("Database update time.")],
+        );
+        let new = avro(
+            "Case",
+            vec![field("updatedAt", "string").doc("Business event time.")],
+        );
+        let mut context = PolicyContext::default();
+        context.consumers.insert(
+            "updatedAt".into(),
+            vec!["sla-monitor".into(), "warehouse".into(), "audit".into()],
+        );
+        let findings = evaluate(&old, &new, &context, &PolicySettings::default());
+        assert_eq!(findings[0].rule, "MEANING_CHANGED");
+        assert!(
+            findings[0]
+                .message
+                .ends_with("Consumers reading it: 'audit', 'sla-monitor' and 'warehouse'."),
+            "{}",
+            findings[0].message
+        );
+        let quiet = evaluate(
+            &old,
+            &new,
+            &PolicyContext::default(),
+            &PolicySettings::default(),
+        );
+        assert!(!quiet[0].message.contains("Consumers reading it"));
     }
 
     #[test]

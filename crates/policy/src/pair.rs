@@ -168,6 +168,21 @@ impl<'a> Pair<'a> {
     }
 }
 
+impl<'a> Pair<'a> {
+    /// The consumers recorded for the node at `path`, in the new tree or, when it is gone,
+    /// in the old one.
+    pub fn consumers_at(&self, path: &str) -> Vec<String> {
+        match self
+            .new_index
+            .get(path)
+            .or_else(|| self.old_index.get(path))
+        {
+            Some(located) => self.consumers_of(located),
+            None => Vec::new(),
+        }
+    }
+}
+
 /// The personal-data tags a node carries under `metadata`: inline tags named by the subject's
 /// PII tag list, tags from the metadata's `tags` map, and the `covenant.pii.fields` list.
 pub(crate) fn pii_tags_of(located: &Located<'_>, metadata: &SubjectMetadata) -> Vec<String> {

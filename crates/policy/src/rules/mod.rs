@@ -5,13 +5,16 @@ use covenant_engine::{Finding, RuleSpec};
 use std::sync::OnceLock;
 
 pub(crate) mod ambiguous_null_default;
+pub(crate) mod default_changed;
 pub(crate) mod enum_value_added;
 pub(crate) mod field_removed_without_deprecation;
 pub(crate) mod json_additional_properties_implicit;
 pub(crate) mod key_field_changed;
 pub(crate) mod key_subject_changed;
+pub(crate) mod likely_identity_changed;
 pub(crate) mod likely_rename;
 pub(crate) mod meaning_changed;
+pub(crate) mod money_as_float;
 pub(crate) mod nullability_changed;
 pub(crate) mod pii_tag_added;
 pub(crate) mod pii_tag_removed;
@@ -37,6 +40,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
         check: key_field_changed::check,
     },
     Entry {
+        spec: &likely_identity_changed::RULE,
+        check: likely_identity_changed::check,
+    },
+    Entry {
         spec: &key_subject_changed::RULE,
         check: key_subject_changed::check,
     },
@@ -49,6 +56,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
         check: value_reinterpreted::check,
     },
     Entry {
+        spec: &money_as_float::RULE,
+        check: money_as_float::check,
+    },
+    Entry {
         spec: &meaning_changed::RULE,
         check: meaning_changed::check,
     },
@@ -59,6 +70,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
     Entry {
         spec: &field_removed_without_deprecation::RULE,
         check: field_removed_without_deprecation::check,
+    },
+    Entry {
+        spec: &default_changed::RULE,
+        check: default_changed::check,
     },
     Entry {
         spec: &nullability_changed::RULE,
