@@ -832,3 +832,37 @@ async fn identity_defaults_money_and_consumers_on_the_server() {
         "DEFAULT_CHANGED",
     );
 }
+
+/// §13: at the default BACKWARD level only the latest version's samples were replayed, so a
+/// v1 record that v3 cannot read went unnoticed. Every version's samples are now replayed
+/// unless a scope narrows them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_versions_samples_are_replayed_by_default() {
+    use base64::Engine;
+    let server = Server::start().await;
+    server.registered("kinds", "AVRO", KIND_V1).await;
+    server.registered("kinds", "AVRO", KIND_V2).await;
+    // Avro binary of {"id": 7, "kind": "refund"}: zig-zag 7, then length 6 and the text.
+    let mut payload = vec![0x0e, 0x0c];
+    payload.extend_from_slice(b"refund");
+    let (status, body) = server
+        .call(
+            "POST",
+            "/covenant/v1/subjects/kinds/versions/1/samples",
+            Some(json!({
+                "payload": base64::engine::general_purpose::STANDARD.encode(&payload),
+                "encoding": "avro"
+            })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let message = refused_for(
+        &server.register("kinds", "AVRO", KIND_V3).await,
+        "SAMPLE_REPLAY_FAILED",
+    );
+    assert!(message.contains("of version 1"), "{message}");
+    server
+        .config("kinds", json!({"compatibilityScope": {"kind": "latest"}}))
+        .await;
+    server.registered("kinds", "AVRO", KIND_V3).await;
+}

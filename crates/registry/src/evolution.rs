@@ -1,7 +1,7 @@
 //! Evolution policy in the registry: the verdict a registration or compatibility test gets
 //! (structural check over the versions in scope, semantic rules against the latest version,
-//! replay of stored samples), the per-subject settings it runs under, sample storage and
-//! rollout plans.
+//! replay of the stored samples of every version, or of those a declared scope keeps), the
+//! per-subject settings it runs under, sample storage and rollout plans.
 //!
 //! Settings live in the config's extra keys, so Confluent clients ignore them:
 //! `semanticRules` (rule levels, laid rule by rule over the global ones) and
@@ -181,12 +181,18 @@ impl Evolution {
             &context,
             &self.settings,
         );
+        // Samples exist because that data still exists: without a declared scope every
+        // version's samples are replayed, whatever the level; a scope narrows them.
+        let replayed = |version: i64| match (only, &self.scope) {
+            (None, None) => true,
+            _ => in_scope.contains(&version),
+        };
         let mut replayable = Vec::new();
         for s in &self.samples {
             let Some(prior) = priors.iter().find(|p| p.version == s.version) else {
                 continue;
             };
-            if !in_scope.contains(&s.version) {
+            if !replayed(s.version) {
                 continue;
             }
             let Some(encoding) = SampleEncoding::parse(&s.encoding) else {
