@@ -866,3 +866,58 @@ async fn every_versions_samples_are_replayed_by_default() {
         .await;
     server.registered("kinds", "AVRO", KIND_V3).await;
 }
+
+const CUSTOMER_V1: &str = r#"{"type":"record","name":"Customer","fields":[{"name":"plan_id","type":"string"},{"name":"payload","type":["null","string","long"],"default":null}]}"#;
+const CUSTOMER_V2: &str = r#"{"type":"record","name":"Customer","fields":[{"name":"plan_id","type":"string"},{"name":"payload","type":["null","string","long","double","boolean","bytes"],"default":null},{"name":"plan_id_v2","type":["null","string"],"default":null},{"name":"customerEmail","type":["null","string"],"default":null}]}"#;
+const CONTACT_V1: &str =
+    r#"{"type":"object","additionalProperties":false,"properties":{"contact":{"type":"string"}}}"#;
+const CONTACT_V2: &str = r#"{"type":"object","additionalProperties":false,"properties":{"contact":{"type":"string","format":"email"}}}"#;
+
+/// The lints the seeds ask for: untagged personal data (§23.4), version-suffixed names,
+/// a union grown past a few branches (§8.4) and `format` added to a JSON string (§10.4).
+#[test]
+fn seed_lints_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let v1 = write(dir.path(), "c1.avsc", CUSTOMER_V1);
+    let v2 = write(dir.path(), "c2.avsc", CUSTOMER_V2);
+    for (rule, path) in [
+        ("PII_UNTAGGED", "/fields/customerEmail"),
+        ("VERSION_SUFFIXED_NAME", "/fields/plan_id_v2"),
+        ("WIDE_UNION", "/fields/payload"),
+    ] {
+        let (code, found) = check(&[s(&v2), s(&v1)], rule);
+        assert_eq!(code, Some(0), "{rule}: warnings only");
+        assert_eq!(found.len(), 1, "{rule}: {found:?}");
+        assert_eq!(found[0]["path"], path);
+    }
+    let j1 = write(dir.path(), "j1.json", CONTACT_V1);
+    let j2 = write(dir.path(), "j2.json", CONTACT_V2);
+    let (code, found) = check(&["--format", "json", s(&j2), s(&j1)], "JSON_FORMAT_ADDED");
+    assert_eq!((code, found.len()), (Some(1), 1));
+    assert_eq!(found[0]["path"], "#/properties/contact");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_lints_on_the_server() {
+    let server = Server::start().await;
+    server.registered("contact", "JSON", CONTACT_V1).await;
+    refused_for(
+        &server.register("contact", "JSON", CONTACT_V2).await,
+        "JSON_FORMAT_ADDED",
+    );
+    server.registered("customer", "AVRO", CUSTOMER_V1).await;
+    server
+        .config(
+            "customer",
+            json!({"semanticRules": {"PII_UNTAGGED": "error", "VERSION_SUFFIXED_NAME": "error", "WIDE_UNION": "error"}}),
+        )
+        .await;
+    let message = refused_for(
+        &server.register("customer", "AVRO", CUSTOMER_V2).await,
+        "PII_UNTAGGED",
+    );
+    assert!(
+        message.contains("rule: VERSION_SUFFIXED_NAME") && message.contains("rule: WIDE_UNION"),
+        "{message}"
+    );
+}

@@ -9,6 +9,7 @@ pub(crate) mod default_changed;
 pub(crate) mod enum_value_added;
 pub(crate) mod field_removed_without_deprecation;
 pub(crate) mod json_additional_properties_implicit;
+pub(crate) mod json_format_added;
 pub(crate) mod key_field_changed;
 pub(crate) mod key_subject_changed;
 pub(crate) mod likely_identity_changed;
@@ -18,6 +19,7 @@ pub(crate) mod money_as_float;
 pub(crate) mod nullability_changed;
 pub(crate) mod pii_tag_added;
 pub(crate) mod pii_tag_removed;
+pub(crate) mod pii_untagged;
 pub(crate) mod protobuf_enum_zero_not_unspecified;
 pub(crate) mod protobuf_history_reused;
 pub(crate) mod protobuf_removed_not_reserved;
@@ -25,6 +27,8 @@ pub(crate) mod sensitive_type_changed;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub(crate) mod value_reinterpreted;
+pub(crate) mod version_suffixed_name;
+pub(crate) mod wide_union;
 
 /// A rule's spec with the check that emits its findings (at the spec's default severity;
 /// [`crate::evaluate`] applies the settings).
@@ -92,12 +96,28 @@ pub(crate) static ENTRIES: &[Entry] = &[
         check: pii_tag_removed::check,
     },
     Entry {
+        spec: &pii_untagged::RULE,
+        check: pii_untagged::check,
+    },
+    Entry {
+        spec: &version_suffixed_name::RULE,
+        check: version_suffixed_name::check,
+    },
+    Entry {
+        spec: &wide_union::RULE,
+        check: wide_union::check,
+    },
+    Entry {
         spec: &ambiguous_null_default::RULE,
         check: ambiguous_null_default::check,
     },
     Entry {
         spec: &json_additional_properties_implicit::RULE,
         check: json_additional_properties_implicit::check,
+    },
+    Entry {
+        spec: &json_format_added::RULE,
+        check: json_format_added::check,
     },
     Entry {
         spec: &protobuf_removed_not_reserved::RULE,
