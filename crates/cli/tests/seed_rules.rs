@@ -921,3 +921,83 @@ async fn seed_lints_on_the_server() {
         "{message}"
     );
 }
+
+/// The deprecation record is one live document: PATCH used to answer 405. Updates change the
+/// content and are kept with who made them; an update that changes nothing is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deprecation_records_are_updated_with_history() {
+    let server = Server::start().await;
+    server.registered("ticket", "AVRO", TICKET_V1).await;
+    let (status, record) = server
+        .call(
+            "POST",
+            "/covenant/v1/deprecations",
+            Some(json!({
+                "target": {"kind": "field", "subject": "ticket", "path": "legacy"},
+                "old_promise": "legacy holds the pre-2020 owner code",
+                "new_promise": "owner holds the owner id",
+                "announced_by": "tickets-team",
+            })),
+        )
+        .await;
+    assert_eq!(status, 200, "{record}");
+    let path = format!("/covenant/v1/deprecations/{}", record["id"]);
+    let (status, updated) = server
+        .call(
+            "PATCH",
+            &path,
+            Some(json!({
+                "by": "tickets-team", "note": "owner field agreed",
+                "replacement": "owner", "window_end": "2027-06-30T00:00:00Z",
+                "notes": {"discovery": "two readers found in query history"},
+                "owners": [{"role": "producer", "name": "tickets-team"}]
+            })),
+        )
+        .await;
+    assert_eq!(status, 200, "{updated}");
+    assert_eq!(updated["replacement"], "owner");
+    assert_eq!(
+        updated["notes"]["discovery"],
+        "two readers found in query history"
+    );
+    let update = &updated["updates"][0];
+    assert_eq!(update["by"], "tickets-team");
+    let changes: Vec<&str> = update["changes"]
+        .as_array()
+        .map(|c| c.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(
+        changes.contains(&"replacement: 'none' -> 'owner'"),
+        "{changes:?}"
+    );
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.starts_with("window end: ") && c.ends_with("-> 2027-06-30")),
+        "{changes:?}"
+    );
+    let (status, text) = server.call("GET", &format!("{path}/record"), None).await;
+    assert_eq!(status, 200);
+    let text = text.as_str().unwrap_or_default();
+    assert!(
+        text.contains("updates:\n") && text.contains("by tickets-team: owner field agreed"),
+        "{text}"
+    );
+
+    let (status, body) = server
+        .call(
+            "PATCH",
+            &path,
+            Some(json!({"by": "tickets-team", "replacement": "owner"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error_code"].as_i64()),
+        (422, Some(42240)),
+        "{body}"
+    );
+    let (status, body) = server
+        .call("PATCH", &path, Some(json!({"by": "x", "colour": "red"})))
+        .await;
+    assert_eq!(status, 422, "{body}");
+}

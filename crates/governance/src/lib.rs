@@ -93,6 +93,117 @@ pub struct StageRequest {
     pub note: String,
 }
 
+/// An update of a deprecation record's content; absent members stay as they are. An empty
+/// `replacement` clears it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeprecationUpdate {
+    pub by: String,
+    #[serde(default)]
+    pub note: String,
+    #[serde(default)]
+    pub contract: Option<String>,
+    #[serde(default)]
+    pub replacement: Option<String>,
+    #[serde(default)]
+    pub owners: Option<Vec<Owner>>,
+    #[serde(default)]
+    pub window_start: Option<i64>,
+    #[serde(default)]
+    pub window_end: Option<i64>,
+    #[serde(default)]
+    pub notes: Option<NotesUpdate>,
+}
+
+/// New texts for some of a record's notes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotesUpdate {
+    pub mixed_versions: Option<String>,
+    pub discovery: Option<String>,
+    pub migration_evidence: Option<String>,
+    pub freeze: Option<String>,
+    pub enforcement: Option<String>,
+    pub fallback: Option<String>,
+    pub removal: Option<String>,
+}
+
+/// Applies `update` to `d`, returning one line per item it changed.
+fn apply_update(d: &mut Deprecation, update: &DeprecationUpdate) -> Vec<String> {
+    let mut changes = Vec::new();
+    let mut text = |label: &str, slot: &mut String, value: &Option<String>| {
+        if let Some(v) = value.as_ref().map(|v| v.trim().to_string())
+            && v != *slot
+        {
+            changes.push(format!("{label}: '{slot}' -> '{v}'"));
+            *slot = v;
+        }
+    };
+    text("contract", &mut d.contract, &update.contract);
+    if let Some(notes) = &update.notes {
+        let n = &mut d.notes;
+        text(
+            "mixed versions",
+            &mut n.mixed_versions,
+            &notes.mixed_versions,
+        );
+        text("discovery", &mut n.discovery, &notes.discovery);
+        text(
+            "migration evidence",
+            &mut n.migration_evidence,
+            &notes.migration_evidence,
+        );
+        text("freeze", &mut n.freeze, &notes.freeze);
+        text("enforcement", &mut n.enforcement, &notes.enforcement);
+        text("fallback", &mut n.fallback, &notes.fallback);
+        text("removal", &mut n.removal, &notes.removal);
+    }
+    if let Some(r) = &update.replacement {
+        let r = Some(r.trim().to_string()).filter(|r| !r.is_empty());
+        if r != d.replacement {
+            let show = |x: &Option<String>| x.clone().unwrap_or_else(|| "none".to_string());
+            changes.push(format!(
+                "replacement: '{}' -> '{}'",
+                show(&d.replacement),
+                show(&r)
+            ));
+            d.replacement = r;
+        }
+    }
+    if let Some(owners) = &update.owners
+        && *owners != d.owners
+    {
+        let show = |o: &[Owner]| {
+            o.iter()
+                .map(|o| format!("{} {}", o.role, o.name))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        changes.push(format!(
+            "owners: '{}' -> '{}'",
+            show(&d.owners),
+            show(owners)
+        ));
+        d.owners = owners.clone();
+    }
+    for (label, slot, value) in [
+        ("window start", &mut d.window_start, update.window_start),
+        ("window end", &mut d.window_end, update.window_end),
+    ] {
+        if let Some(v) = value
+            && v != *slot
+        {
+            changes.push(format!(
+                "{label}: {} -> {}",
+                format_day(*slot),
+                format_day(v)
+            ));
+            *slot = v;
+        }
+    }
+    changes
+}
+
 /// An exception as requested (id and time are assigned).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExceptionRequest {
@@ -866,6 +977,50 @@ impl Governance {
             });
         }
         Ok(blockers)
+    }
+
+    /// Updates a record's content (contract, replacement, owners, window, notes) and keeps
+    /// what changed in its `updates`, so the record stays one live document through the
+    /// migration. A removed record is closed.
+    pub async fn update_deprecation(
+        &self,
+        id: i64,
+        update: DeprecationUpdate,
+    ) -> GovernanceResult<Deprecation> {
+        if update.by.trim().is_empty() {
+            return Err(GovernanceError::Invalid(
+                "an update names who made it ('by')".to_string(),
+            ));
+        }
+        let at = self.now();
+        self.store
+            .modify_deprecation(id, &|d| {
+                if d.stage == Stage::Removed {
+                    return Err(GovernanceError::Refused(format!(
+                        "deprecation #{id} is removed; its record is closed"
+                    )));
+                }
+                let changes = apply_update(d, &update);
+                if changes.is_empty() {
+                    return Err(GovernanceError::Invalid(format!(
+                        "the update changes nothing in deprecation #{id}"
+                    )));
+                }
+                if d.window_end < d.window_start {
+                    return Err(GovernanceError::Invalid(
+                        "the deprecation window ends before it starts".to_string(),
+                    ));
+                }
+                d.updates.push(RecordUpdate {
+                    at,
+                    by: update.by.trim().to_string(),
+                    note: update.note.clone(),
+                    changes,
+                });
+                d.updated_at = at;
+                Ok(())
+            })
+            .await
     }
 
     /// Attaches evidence. A usage query is run here and stored with its result, so the

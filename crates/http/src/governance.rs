@@ -13,9 +13,9 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use covenant_governance::{
-    Attribution, Clock, CounterSink, ExceptionRequest, FAMILIES, Governance, GovernanceStore,
-    MetricFamily, NewConsumer, NewDeprecation, SchemaFields, StageRequest, UsageQuery, UsageReport,
-    parse_instant, removal_gate,
+    Attribution, Clock, CounterSink, DeprecationUpdate, ExceptionRequest, FAMILIES, Governance,
+    GovernanceStore, MetricFamily, NewConsumer, NewDeprecation, SchemaFields, StageRequest,
+    UsageQuery, UsageReport, parse_instant, removal_gate,
 };
 use covenant_registry::{
     BoxFuture, FieldRecords, HookFuture, Registry, RegistryError, RegistryResult, RemovalCheck,
@@ -511,6 +511,23 @@ fn deprecation_change<'a, T: DeserializeOwned>(
     let id = deprecation_id(id)?;
     let change = typed(object(body, object_what)?, typed_what)?;
     Ok((gov, id, change))
+}
+
+/// Updates a record's content: `{"by", "note"?, "contract"?, "replacement"?, "owners"?,
+/// "window_start"?, "window_end"?, "notes"?: {...}}` (times as ms or RFC 3339); the change is
+/// kept in the record's `updates`.
+pub async fn update_deprecation(
+    State(state): State<AppState>,
+    SafePath(id): SafePath<String>,
+    ConfluentJson(body): ConfluentJson<Value>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    let id = deprecation_id(&id)?;
+    let mut map = object(body, "a deprecation update")?;
+    times_to_ms(&mut map, &["window_start", "window_end"])?;
+    let update: DeprecationUpdate = typed(map, "deprecation update")?;
+    gov.update_deprecation(id, update).await?;
+    Ok(ok(gov.render_deprecation_json(id).await?))
 }
 
 pub async fn change_stage(

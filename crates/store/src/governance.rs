@@ -708,8 +708,23 @@ pub struct Deprecation {
     pub history: Vec<StageChange>,
     pub evidence: Vec<Evidence>,
     pub exceptions: Vec<Exception>,
+    /// Changes to the record's content (window, replacement, owners, notes), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub updates: Vec<RecordUpdate>,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+/// One update of a deprecation record's content: the record stays one live document while
+/// the migration proceeds, and this says what changed, when and by whom.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordUpdate {
+    pub at: i64,
+    pub by: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    /// One line per changed item: `replacement: 'a' -> 'b'`.
+    pub changes: Vec<String>,
 }
 
 impl Deprecation {
@@ -735,6 +750,7 @@ impl Deprecation {
             }],
             evidence: Vec::new(),
             exceptions: Vec::new(),
+            updates: Vec::new(),
             created_at: at,
             updated_at: at,
         }
