@@ -1001,3 +1001,96 @@ async fn deprecation_records_are_updated_with_history() {
         .await;
     assert_eq!(status, 422, "{body}");
 }
+
+/// `enforcing` behaved exactly like `frozen`. It now has the seed's meaning: it cannot start
+/// while a consumer declares the field, and every read of the field carries a warning naming
+/// the reader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enforcing_warns_every_reader_by_name() {
+    let server = Server::start().await;
+    server.registered("ticket", "AVRO", TICKET_V1).await;
+    let consumer = |fields: Value| {
+        json!({
+            "name": "ticket-report", "owner": "reporting", "purpose": "weekly ticket report",
+            "cadence": "weekly", "criticality": "medium", "contact": "reporting@example.com",
+            "clients": ["svc_report"], "reads": [{"subject": "ticket", "fields": fields}]
+        })
+    };
+    let (status, body) = server
+        .call(
+            "POST",
+            "/covenant/v1/consumers",
+            Some(consumer(json!(["id", "legacy"]))),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, record) = server
+        .call(
+            "POST",
+            "/covenant/v1/deprecations",
+            Some(json!({
+                "target": {"kind": "field", "subject": "ticket", "path": "legacy"},
+                "old_promise": "legacy holds the pre-2020 owner code",
+                "new_promise": "owner holds the owner id",
+                "replacement": "owner",
+                "announced_by": "tickets-team",
+            })),
+        )
+        .await;
+    let stage = format!("/covenant/v1/deprecations/{}/stage", record["id"]);
+    let to = |s: &'static str| json!({"to": s, "by": "tickets-team"});
+    let (status, body) = server.call("POST", &stage, Some(to("frozen"))).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server.call("POST", &stage, Some(to("enforcing"))).await;
+    assert_eq!(status, 409, "a declared reader blocks enforcement: {body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("[consumer_declared]") && m.contains("ticket-report")),
+        "{body}"
+    );
+    let (status, body) = server
+        .call(
+            "PUT",
+            "/covenant/v1/consumers/ticket-report",
+            Some(consumer(json!(["id", "owner"]))),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let report =
+        || json!({"subject": "ticket", "client_id": "svc_report", "fields_read": ["legacy"]});
+    let (_, receipt) = server
+        .call("POST", "/covenant/v1/usage", Some(report()))
+        .await;
+    let kinds = |r: &Value| -> Vec<String> {
+        r["findings"]
+            .as_array()
+            .map(|fs| {
+                fs.iter()
+                    .filter_map(|f| f["kind"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        !kinds(&receipt).contains(&"enforcement_warning".to_string()),
+        "{receipt}"
+    );
+    let (status, body) = server.call("POST", &stage, Some(to("enforcing"))).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, receipt) = server
+        .call("POST", "/covenant/v1/usage", Some(report()))
+        .await;
+    assert_eq!(status, 200, "{receipt}");
+    let warning = receipt["findings"]
+        .as_array()
+        .and_then(|fs| fs.iter().find(|f| f["kind"] == "enforcement_warning"))
+        .unwrap_or_else(|| panic!("no enforcement warning: {receipt}"));
+    assert_eq!(warning["consumer"], "ticket-report");
+    assert!(
+        warning["message"].as_str().is_some_and(|m| m
+            .contains("Consumer 'ticket-report' (client 'svc_report')")
+            && m.contains("move to 'owner'")),
+        "{warning}"
+    );
+}

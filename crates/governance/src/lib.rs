@@ -650,6 +650,28 @@ impl Governance {
                 ],
                 1,
             );
+            // Enforcement is discovery: every read of the field now carries a warning naming
+            // the reader, so unknown ones surface before the removal.
+            if d.stage == Stage::Enforcing {
+                findings.push(UsageFinding {
+                    kind: FindingKind::EnforcementWarning,
+                    at: now,
+                    subject: subject.clone(),
+                    field: Some(field.to_string()),
+                    client_id: client.clone(),
+                    consumer: attributed.clone(),
+                    deprecation_id: Some(d.id),
+                    message: format!(
+                        "{} (client '{client}') read '{field}' of subject '{subject}', which is being removed (deprecation #{}, stage 'enforcing'); move to '{}'.",
+                        match &attributed {
+                            Some(name) => format!("Consumer '{name}'"),
+                            None => "An unattributed reader".to_string(),
+                        },
+                        d.id,
+                        d.replacement.as_deref().unwrap_or("the replacement")
+                    ),
+                });
+            }
             if let Some(frozen_at) = d.frozen_at()
                 && report.interval_end >= frozen_at
                 && !self

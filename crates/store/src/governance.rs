@@ -357,6 +357,8 @@ pub enum FindingKind {
     DeprecatedFieldUsed,
     /// A reader that did not read the field before its freeze reads it now.
     NewUseAfterFreeze,
+    /// A field under enforcement was read: the warning names who read it.
+    EnforcementWarning,
 }
 
 impl FindingKind {
@@ -366,6 +368,7 @@ impl FindingKind {
             FindingKind::UnknownConsumer => "unknown_consumer",
             FindingKind::DeprecatedFieldUsed => "deprecated_field_used",
             FindingKind::NewUseAfterFreeze => "new_use_after_freeze",
+            FindingKind::EnforcementWarning => "enforcement_warning",
         }
     }
 
@@ -375,6 +378,7 @@ impl FindingKind {
             FindingKind::UnknownConsumer,
             FindingKind::DeprecatedFieldUsed,
             FindingKind::NewUseAfterFreeze,
+            FindingKind::EnforcementWarning,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)
