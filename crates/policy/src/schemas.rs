@@ -48,7 +48,13 @@ pub fn evaluate_schemas_in_history(
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Vec<Finding> {
-    let trees: Vec<(i64, FieldTree)> = lineage.iter().map(|(v, s)| (*v, field_tree(s))).collect();
+    // Only Protobuf rules read the whole lineage (numbers and names); other formats are
+    // compared with the latest version alone, so the other trees are not built.
+    let wanted = match new {
+        ParsedSchema::Protobuf(_) => lineage,
+        _ => &lineage[lineage.len().saturating_sub(1)..],
+    };
+    let trees: Vec<(i64, FieldTree)> = wanted.iter().map(|(v, s)| (*v, field_tree(s))).collect();
     let refs: Vec<(i64, &FieldTree)> = trees.iter().map(|(v, t)| (*v, t)).collect();
     evaluate_in_history(&refs, &field_tree(new), context, settings)
 }
