@@ -747,7 +747,10 @@ fn identity_defaults_and_money_offline() {
     assert_eq!((code, found.len()), (Some(1), 1));
 
     let zero = write(dir.path(), "e3.avsc", EVENT_PRIORITY_0);
-    let (code, found) = check(&["--level", "FULL", s(&zero), s(&v1)], "DEFAULT_CHANGED");
+    let (code, found) = check(
+        &["--level", "FULL", s(&zero), s(&v1)],
+        "FIELD_DEFAULT_CHANGED",
+    );
     assert_eq!((code, found.len()), (Some(0), 1));
     assert!(
         found[0]["message"]
@@ -808,7 +811,7 @@ async fn identity_defaults_money_and_consumers_on_the_server() {
     );
     // Every semantic finding names the consumers that read its field, not only enum ones.
     for (schema, id) in [
-        (EVENT_PRIORITY_0, "DEFAULT_CHANGED"),
+        (EVENT_PRIORITY_0, "FIELD_DEFAULT_CHANGED"),
         (EVENT_MEANING, "MEANING_CHANGED"),
     ] {
         let f = rule(&verbose(schema).await, id);
@@ -822,14 +825,14 @@ async fn identity_defaults_money_and_consumers_on_the_server() {
     server
         .config(
             "case-event",
-            json!({"semanticRules": {"DEFAULT_CHANGED": "error"}}),
+            json!({"semanticRules": {"FIELD_DEFAULT_CHANGED": "error"}}),
         )
         .await;
     refused_for(
         &server
             .register("case-event", "AVRO", EVENT_PRIORITY_0)
             .await,
-        "DEFAULT_CHANGED",
+        "FIELD_DEFAULT_CHANGED",
     );
 }
 

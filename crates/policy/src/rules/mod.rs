@@ -5,8 +5,8 @@ use covenant_engine::{Finding, RuleSpec};
 use std::sync::OnceLock;
 
 pub(crate) mod ambiguous_null_default;
-pub(crate) mod default_changed;
 pub(crate) mod enum_value_added;
+pub(crate) mod field_default_changed;
 pub(crate) mod field_removed_without_deprecation;
 pub(crate) mod json_additional_properties_implicit;
 pub(crate) mod json_format_added;
@@ -76,8 +76,8 @@ pub(crate) static ENTRIES: &[Entry] = &[
         check: field_removed_without_deprecation::check,
     },
     Entry {
-        spec: &default_changed::RULE,
-        check: default_changed::check,
+        spec: &field_default_changed::RULE,
+        check: field_default_changed::check,
     },
     Entry {
         spec: &nullability_changed::RULE,

@@ -6,7 +6,7 @@ use crate::pair::Pair;
 use covenant_engine::{Finding, NodeKind, RuleSpec, Severity};
 
 pub static RULE: RuleSpec = RuleSpec {
-    id: "DEFAULT_CHANGED",
+    id: "FIELD_DEFAULT_CHANGED",
     format: "any",
     category: "semantic",
     // A warning: a new default may be a deliberate correction, but old and new readers now
@@ -62,7 +62,7 @@ mod tests {
     fn priority_default_three_to_zero() {
         let old = avro("Case", vec![field("priority", "int").default(json!(3))]);
         let new = avro("Case", vec![field("priority", "int").default(json!(0))]);
-        let findings = run("DEFAULT_CHANGED", &old, &new, &none());
+        let findings = run("FIELD_DEFAULT_CHANGED", &old, &new, &none());
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].path, "/fields/priority");
         assert_eq!(
@@ -71,7 +71,7 @@ mod tests {
         );
         let dropped = avro("Case", vec![field("priority", "int")]);
         assert!(
-            run("DEFAULT_CHANGED", &old, &dropped, &none())[0]
+            run("FIELD_DEFAULT_CHANGED", &old, &dropped, &none())[0]
                 .message
                 .contains("lost its default 3")
         );
@@ -80,10 +80,10 @@ mod tests {
     #[test]
     fn same_default_new_default_or_new_type_are_left_alone() {
         let old = avro("Case", vec![field("priority", "int").default(json!(3))]);
-        assert!(run("DEFAULT_CHANGED", &old, &old, &none()).is_empty());
+        assert!(run("FIELD_DEFAULT_CHANGED", &old, &old, &none()).is_empty());
         let added = avro("Case", vec![field("priority", "int")]);
-        assert!(run("DEFAULT_CHANGED", &added, &old, &none()).is_empty());
+        assert!(run("FIELD_DEFAULT_CHANGED", &added, &old, &none()).is_empty());
         let retyped = avro("Case", vec![field("priority", "long").default(json!(0))]);
-        assert!(run("DEFAULT_CHANGED", &old, &retyped, &none()).is_empty());
+        assert!(run("FIELD_DEFAULT_CHANGED", &old, &retyped, &none()).is_empty());
     }
 }
