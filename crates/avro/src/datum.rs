@@ -87,8 +87,19 @@ fn bytes_json(b: &[u8]) -> Value {
 
 /// Decodes one datum written with `w` (root of `wa`) as read by `r` (root of `ra`).
 pub fn decode(wa: &Arena, ra: &Arena, bytes: &[u8]) -> Result<Value> {
+    decode_as(wa, ra, bytes, false)
+}
+
+/// [`decode`] with the reader's logical types applied, for comparing what two readers make
+/// of the same bytes: decimals as decimal text, times as `instant:`/`local:`/`date:`/`time:`
+/// and a count of nanoseconds (days for dates), plain bytes as UTF-8 text, unions unwrapped.
+pub fn decode_values(wa: &Arena, ra: &Arena, bytes: &[u8]) -> Result<Value> {
+    decode_as(wa, ra, bytes, true)
+}
+
+fn decode_as(wa: &Arena, ra: &Arena, bytes: &[u8], logical: bool) -> Result<Value> {
     let mut input = Input { buf: bytes, pos: 0 };
-    let v = Resolver { wa, ra }.resolve(&mut input, wa.root, ra.root, 0)?;
+    let v = Resolver { wa, ra, logical }.resolve(&mut input, wa.root, ra.root, 0)?;
     if input.pos != bytes.len() {
         return Err(format!(
             "{} trailing bytes after the datum.",
@@ -101,6 +112,8 @@ pub fn decode(wa: &Arena, ra: &Arena, bytes: &[u8]) -> Result<Value> {
 struct Resolver<'a> {
     wa: &'a Arena,
     ra: &'a Arena,
+    /// Render values through the reader's logical types ([`decode_values`]).
+    logical: bool,
 }
 
 impl Resolver<'_> {
@@ -131,9 +144,12 @@ impl Resolver<'_> {
                 )
             })?;
             let v = self.resolve(input, w, rb, depth + 1)?;
+            if self.logical {
+                return Ok(v);
+            }
             return Ok(wrap(self.ra, rb, v));
         }
-        Ok(match (wk, rk) {
+        let v = match (wk, rk) {
             (Kind::Null, Kind::Null) => Value::Null,
             (Kind::Boolean, Kind::Boolean) => match input.byte()? {
                 0 => Value::Bool(false),
@@ -275,6 +291,11 @@ impl Resolver<'_> {
                     self.wa.describe(w)
                 ));
             }
+        };
+        Ok(if self.logical {
+            crate::values::apply(self.ra, r, v)
+        } else {
+            v
         })
     }
 
@@ -306,6 +327,7 @@ fn read(arena: &Arena, input: &mut Input<'_>, id: NodeId, depth: usize) -> Resul
     Resolver {
         wa: arena,
         ra: arena,
+        logical: false,
     }
     .resolve(input, id, id, depth)
 }

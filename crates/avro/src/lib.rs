@@ -14,6 +14,7 @@ pub use fields::field_tree;
 mod model;
 mod parse;
 pub mod rules;
+mod values;
 
 use covenant_engine::{CheckOptions, Finding, Format, Reference, RuleSpec, SchemaError};
 
@@ -55,6 +56,18 @@ pub fn decode_with(
     bytes: &[u8],
 ) -> Result<serde_json::Value, String> {
     datum::decode(&writer.arena, &reader.arena, bytes)
+}
+
+/// Like [`decode_with`], with the reader's logical types applied so that what two readers make
+/// of the same bytes can be compared: decimals as decimal text, times as a unit-free count
+/// with their kind (`instant:`, `local:`, `date:`, `time:`), plain bytes as text, unions
+/// unwrapped.
+pub fn decode_values_with(
+    writer: &AvroSchema,
+    reader: &AvroSchema,
+    bytes: &[u8],
+) -> Result<serde_json::Value, String> {
+    datum::decode_values(&writer.arena, &reader.arena, bytes)
 }
 
 /// Encodes one datum, given in Avro's JSON encoding (a non-null union value as

@@ -86,6 +86,9 @@ pub struct PolicyArgs {
     /// The subject's data-contract metadata, as Confluent's JSON: {"properties": {...}, "tags": {...}}.
     #[arg(long, value_name = "FILE")]
     pub metadata: Option<PathBuf>,
+    /// The subject the schema is for; a `-key` subject is judged as a record key.
+    #[arg(long)]
+    pub subject: Option<String>,
 }
 
 impl PolicyArgs {
@@ -99,7 +102,10 @@ impl PolicyArgs {
             }
             None => PolicySettings::default(),
         };
-        let mut context = PolicyContext::default();
+        let mut context = PolicyContext {
+            subject: self.subject.clone(),
+            ..PolicyContext::default()
+        };
         if let Some(path) = &self.metadata {
             context.metadata = serde_json::from_value(read_json(path)?).map_err(|e| {
                 InvalidInput(format!("{}: not subject metadata: {e}", path.display()))
@@ -161,10 +167,12 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
         .filter(|(v, _)| in_scope.contains(v))
         .map(|(v, s)| (*v, s))
         .collect();
+    let lineage: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
     let report = covenant_policy::judge(
         level,
         &candidate,
         &history_refs,
+        &lineage,
         &options,
         &context,
         &settings,
@@ -231,7 +239,8 @@ pub struct PlanArgs {
     pub policy: PolicyArgs,
     /// The new schema.
     pub new: PathBuf,
-    /// Earlier versions, oldest first; the plan is for replacing the last one.
+    /// Earlier versions, oldest first; the plan is for replacing the last one, and covers
+    /// every one given (their producers, consumers and data may meet the new version).
     #[arg(required = true)]
     pub old: Vec<PathBuf>,
 }
@@ -241,16 +250,11 @@ pub struct PlanArgs {
 pub fn run_plan(args: PlanArgs) -> Result<ExitCode> {
     let (options, context, settings) = args.policy.load()?;
     let (candidate, history) = load_history(&args.input, &args.new, &args.old)?;
-    let Some((version, latest)) = history.last() else {
+    if history.is_empty() {
         return Err(InvalidInput("no earlier version given".into()).into());
-    };
-    let plan = covenant_policy::rollout(
-        &candidate,
-        (*version, latest),
-        &options,
-        &context,
-        &settings,
-    );
+    }
+    let every: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
+    let plan = covenant_policy::rollout(&candidate, &every, &options, &context, &settings);
     match args.output {
         Output::Json | Output::Sarif => println!("{}", serde_json::to_string_pretty(&plan)?),
         Output::Text => print!("{}", plan.render_text()),

@@ -259,9 +259,12 @@ fn plan_names_the_safe_order_and_exits_one_when_none_is_safe() {
     );
 
     let renamed = write(dir.path(), "v2r.avsc", RENAMED);
+    // A rename is safe in no order (the other side reads the default): only a new field is.
     let out = covenant(&["plan", s(&renamed), s(&old)]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("readers first"));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("Rollout: neither"), "{text}");
+    assert!(text.contains("Rename rollout: add the new field"), "{text}");
 
     let retyped = write(
         dir.path(),

@@ -464,6 +464,30 @@ async fn drill(server: &Server, tag: &str) {
                 "detail": "bounded historical mapping for events without billing_plan_id"},
         }))
         .await;
+    // The gate is clear, but the window (to day 90) is still open: a named risk approver must
+    // accept the early removal.
+    let (status, refusal) = server
+        .call(
+            "POST",
+            &stage,
+            Some(json!({"to": "removable", "by": "billing-team"})),
+        )
+        .await;
+    assert_eq!(status, 409, "{refusal}");
+    assert!(
+        refusal["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("[window_open]") && !m.contains("[no_evidence]")),
+        "{refusal}"
+    );
+    server
+        .ok(
+            "POST",
+            &format!("/covenant/v1/deprecations/{dep}/exceptions"),
+            json!({"approver": "risk-approver", "overrides": "window_open",
+                "reason": "every declared consumer signed off; the rest of the window protects nobody known"}),
+        )
+        .await;
     let record = server
         .ok(
             "POST",

@@ -202,10 +202,14 @@ async fn the_seed_examples_through_a_running_server() {
     let decimal = r#"{"type":"record","name":"Payment","fields":[{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":18,"scale":2}}]}"#;
     server.registered("amount", "AVRO", text).await;
     let verbose = server.verbose("amount", "AVRO", decimal).await;
-    assert_eq!(verbose["is_compatible"], true);
+    assert_eq!(verbose["is_compatible"], false);
     assert_eq!(
         finding(&verbose, "SENSITIVE_TYPE_CHANGED")["path"],
         "/fields/amount"
+    );
+    assert_eq!(
+        finding(&verbose, "VALUE_REINTERPRETED")["severity"],
+        "error"
     );
 
     // Rule 9: Protobuf field 7 (legacy_owner) reused.

@@ -93,6 +93,117 @@ pub struct StageRequest {
     pub note: String,
 }
 
+/// An update of a deprecation record's content; absent members stay as they are. An empty
+/// `replacement` clears it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeprecationUpdate {
+    pub by: String,
+    #[serde(default)]
+    pub note: String,
+    #[serde(default)]
+    pub contract: Option<String>,
+    #[serde(default)]
+    pub replacement: Option<String>,
+    #[serde(default)]
+    pub owners: Option<Vec<Owner>>,
+    #[serde(default)]
+    pub window_start: Option<i64>,
+    #[serde(default)]
+    pub window_end: Option<i64>,
+    #[serde(default)]
+    pub notes: Option<NotesUpdate>,
+}
+
+/// New texts for some of a record's notes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotesUpdate {
+    pub mixed_versions: Option<String>,
+    pub discovery: Option<String>,
+    pub migration_evidence: Option<String>,
+    pub freeze: Option<String>,
+    pub enforcement: Option<String>,
+    pub fallback: Option<String>,
+    pub removal: Option<String>,
+}
+
+/// Applies `update` to `d`, returning one line per item it changed.
+fn apply_update(d: &mut Deprecation, update: &DeprecationUpdate) -> Vec<String> {
+    let mut changes = Vec::new();
+    let mut text = |label: &str, slot: &mut String, value: &Option<String>| {
+        if let Some(v) = value.as_ref().map(|v| v.trim().to_string())
+            && v != *slot
+        {
+            changes.push(format!("{label}: '{slot}' -> '{v}'"));
+            *slot = v;
+        }
+    };
+    text("contract", &mut d.contract, &update.contract);
+    if let Some(notes) = &update.notes {
+        let n = &mut d.notes;
+        text(
+            "mixed versions",
+            &mut n.mixed_versions,
+            &notes.mixed_versions,
+        );
+        text("discovery", &mut n.discovery, &notes.discovery);
+        text(
+            "migration evidence",
+            &mut n.migration_evidence,
+            &notes.migration_evidence,
+        );
+        text("freeze", &mut n.freeze, &notes.freeze);
+        text("enforcement", &mut n.enforcement, &notes.enforcement);
+        text("fallback", &mut n.fallback, &notes.fallback);
+        text("removal", &mut n.removal, &notes.removal);
+    }
+    if let Some(r) = &update.replacement {
+        let r = Some(r.trim().to_string()).filter(|r| !r.is_empty());
+        if r != d.replacement {
+            let show = |x: &Option<String>| x.clone().unwrap_or_else(|| "none".to_string());
+            changes.push(format!(
+                "replacement: '{}' -> '{}'",
+                show(&d.replacement),
+                show(&r)
+            ));
+            d.replacement = r;
+        }
+    }
+    if let Some(owners) = &update.owners
+        && *owners != d.owners
+    {
+        let show = |o: &[Owner]| {
+            o.iter()
+                .map(|o| format!("{} {}", o.role, o.name))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        changes.push(format!(
+            "owners: '{}' -> '{}'",
+            show(&d.owners),
+            show(owners)
+        ));
+        d.owners = owners.clone();
+    }
+    for (label, slot, value) in [
+        ("window start", &mut d.window_start, update.window_start),
+        ("window end", &mut d.window_end, update.window_end),
+    ] {
+        if let Some(v) = value
+            && v != *slot
+        {
+            changes.push(format!(
+                "{label}: {} -> {}",
+                format_day(*slot),
+                format_day(v)
+            ));
+            *slot = v;
+        }
+    }
+    changes
+}
+
 /// An exception as requested (id and time are assigned).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExceptionRequest {
@@ -103,7 +214,21 @@ pub struct ExceptionRequest {
     pub party: Option<String>,
 }
 
-/// The refusal message when a consumer would start depending on frozen fields, or `None`.
+/// The fields a read declares: its list, or for a read without one (a whole version, `S@2`)
+/// every field, of which only the frozen ones matter here.
+fn declared_fields<'a>(read: &'a SubjectRead, deprecations: &'a [Deprecation]) -> Vec<&'a str> {
+    if !read.fields.is_empty() {
+        return read.fields.iter().map(String::as_str).collect();
+    }
+    deprecations
+        .iter()
+        .filter(|d| d.stage.is_frozen() && d.target.subject() == read.subject)
+        .filter_map(|d| d.target.field())
+        .collect()
+}
+
+/// The refusal messages when a consumer would start depending on frozen fields. A read
+/// without a field list declares every field, so it cannot slip past a freeze.
 pub fn freeze_violations(
     candidate: &Consumer,
     previous: Option<&Consumer>,
@@ -113,11 +238,12 @@ pub fn freeze_violations(
     for read in &candidate.reads {
         let before = previous.and_then(|p| p.read_of(&read.subject));
         let new_reader = before.is_some_and(|b| b.reader_version != read.reader_version);
-        for f in &read.fields {
+        let whole = read.fields.is_empty();
+        for f in declared_fields(read, deprecations) {
             let Some(d) = deprecations.iter().find(|d| {
                 d.stage.is_frozen()
                     && d.target.subject() == read.subject
-                    && d.target.field() == Some(f.as_str())
+                    && d.target.field() == Some(f)
             }) else {
                 continue;
             };
@@ -132,8 +258,14 @@ pub fn freeze_violations(
                 .frozen_at()
                 .map(|t| format!(" since {}", format_day(t)))
                 .unwrap_or_default();
-            let declared_before = before.is_some_and(|b| b.fields.iter().any(|x| x == f));
-            if !declared_before {
+            let declared_before =
+                before.is_some_and(|b| b.fields.is_empty() || b.fields.iter().any(|x| x == f));
+            if !declared_before && whole {
+                out.push(format!(
+                    "Consumer '{}' cannot declare every field of subject '{}' (a read without a field list) while field '{f}' is deprecated and frozen{since} (deprecation #{}, stage '{}'); list the fields it reads, without '{f}'; {replacement}.",
+                    candidate.name, read.subject, d.id, d.stage
+                ));
+            } else if !declared_before {
                 out.push(format!(
                     "Consumer '{}' cannot start reading field '{f}' of subject '{}': it is deprecated and frozen{since} (deprecation #{}, stage '{}'); {replacement}.",
                     candidate.name, read.subject, d.id, d.stage
@@ -151,6 +283,17 @@ pub fn freeze_violations(
         }
     }
     out
+}
+
+/// A stage entry condition that does not hold, as a blocker of the deprecation.
+fn entry_blocker(record: &Deprecation, kind: BlockerKind, message: String) -> Blocker {
+    Blocker {
+        kind,
+        field: record.target.field().unwrap_or_default().to_string(),
+        party: None,
+        deprecation_id: Some(record.id),
+        message,
+    }
 }
 
 fn normalize_reads(reads: &mut [SubjectRead]) {
@@ -532,6 +675,28 @@ impl Governance {
                 ],
                 1,
             );
+            // Enforcement is discovery: every read of the field now carries a warning naming
+            // the reader, so unknown ones surface before the removal.
+            if d.stage == Stage::Enforcing {
+                findings.push(UsageFinding {
+                    kind: FindingKind::EnforcementWarning,
+                    at: now,
+                    subject: subject.clone(),
+                    field: Some(field.to_string()),
+                    client_id: client.clone(),
+                    consumer: attributed.clone(),
+                    deprecation_id: Some(d.id),
+                    message: format!(
+                        "{} (client '{client}') read '{field}' of subject '{subject}', which is being removed (deprecation #{}, stage 'enforcing'); move to '{}'.",
+                        match &attributed {
+                            Some(name) => format!("Consumer '{name}'"),
+                            None => "An unattributed reader".to_string(),
+                        },
+                        d.id,
+                        d.replacement.as_deref().unwrap_or("the replacement")
+                    ),
+                });
+            }
             if let Some(frozen_at) = d.frozen_at()
                 && report.interval_end >= frozen_at
                 && !self
@@ -741,7 +906,7 @@ impl Governance {
     }
 
     /// Moves a deprecation one stage forward, or back any number (enforcement is reversible).
-    /// Reaching `removable` needs a clear removal gate (apart from the stage itself); nothing
+    /// A step forward needs its entry conditions ([`Governance::entry_blockers`]); nothing
     /// leaves `removed`.
     pub async fn change_stage(
         &self,
@@ -772,21 +937,15 @@ impl Governance {
                 next.map(|s| s.as_str()).unwrap_or("none")
             )));
         }
-        if to == Stage::Removable {
-            let blockers: Vec<Blocker> = self
-                .gate_for(&current)
-                .await?
-                .blockers
-                .into_iter()
-                .filter(|b| b.kind != BlockerKind::StageNotRemovable)
-                .collect();
+        if to > current.stage {
+            let blockers = self.entry_blockers(&current, to).await?;
             if !blockers.is_empty() {
                 let lines: Vec<String> = blockers
                     .iter()
                     .map(|b| format!("[{}] {}", b.kind, b.message))
                     .collect();
                 return Err(GovernanceError::Refused(format!(
-                    "deprecation #{id} cannot become removable:\n{}",
+                    "deprecation #{id} cannot become {to}:\n{}",
                     lines.join("\n")
                 )));
             }
@@ -808,6 +967,103 @@ impl Governance {
                     note: request.note.clone(),
                 });
                 d.stage = to;
+                d.updated_at = at;
+                Ok(())
+            })
+            .await
+    }
+
+    /// What stands between `record` and stage `to` (one step forward), exceptions applied.
+    ///
+    /// Entering `enforcing` needs every declared consumer moved off the field: enforcement is
+    /// for discovering readers nobody declared, not for breaking known ones. Entering
+    /// `removable` needs a clear removal gate, the window ended and evidence recorded
+    /// (elapsed time alone is not completion evidence, and a window is a promise to
+    /// consumers). An attributed exception of the matching kind overrides the window or the
+    /// missing evidence, naming the residual risk in its reason.
+    async fn entry_blockers(
+        &self,
+        record: &Deprecation,
+        to: Stage,
+    ) -> GovernanceResult<Vec<Blocker>> {
+        let gate = match to {
+            Stage::Enforcing | Stage::Removable => self.gate_for(record).await?.blockers,
+            _ => return Ok(Vec::new()),
+        };
+        let mut blockers: Vec<Blocker> = gate
+            .into_iter()
+            .filter(|b| b.kind != BlockerKind::StageNotRemovable)
+            .filter(|b| to == Stage::Removable || b.kind == BlockerKind::ConsumerDeclared)
+            .collect();
+        if to == Stage::Removable {
+            let what = record.target.describe();
+            let now = self.now();
+            if record.window_end > now {
+                blockers.push(entry_blocker(
+                    record,
+                    BlockerKind::WindowOpen,
+                    format!(
+                        "The deprecation window of {what} ends on {}; removal before then needs an exception naming the risk accepted.",
+                        format_day(record.window_end)
+                    ),
+                ));
+            }
+            if record.evidence.is_empty() {
+                blockers.push(entry_blocker(
+                    record,
+                    BlockerKind::NoEvidence,
+                    format!(
+                        "Deprecation #{} records no evidence; add a usage query, a consumer sign-off or a replay result.",
+                        record.id
+                    ),
+                ));
+            }
+            blockers.retain(|b| {
+                !matches!(b.kind, BlockerKind::WindowOpen | BlockerKind::NoEvidence)
+                    || !record.exceptions.iter().any(|e| e.overrides == b.kind)
+            });
+        }
+        Ok(blockers)
+    }
+
+    /// Updates a record's content (contract, replacement, owners, window, notes) and keeps
+    /// what changed in its `updates`, so the record stays one live document through the
+    /// migration. A removed record is closed.
+    pub async fn update_deprecation(
+        &self,
+        id: i64,
+        update: DeprecationUpdate,
+    ) -> GovernanceResult<Deprecation> {
+        if update.by.trim().is_empty() {
+            return Err(GovernanceError::Invalid(
+                "an update names who made it ('by')".to_string(),
+            ));
+        }
+        let at = self.now();
+        self.store
+            .modify_deprecation(id, &|d| {
+                if d.stage == Stage::Removed {
+                    return Err(GovernanceError::Refused(format!(
+                        "deprecation #{id} is removed; its record is closed"
+                    )));
+                }
+                let changes = apply_update(d, &update);
+                if changes.is_empty() {
+                    return Err(GovernanceError::Invalid(format!(
+                        "the update changes nothing in deprecation #{id}"
+                    )));
+                }
+                if d.window_end < d.window_start {
+                    return Err(GovernanceError::Invalid(
+                        "the deprecation window ends before it starts".to_string(),
+                    ));
+                }
+                d.updates.push(RecordUpdate {
+                    at,
+                    by: update.by.trim().to_string(),
+                    note: update.note.clone(),
+                    changes,
+                });
                 d.updated_at = at;
                 Ok(())
             })

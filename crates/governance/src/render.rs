@@ -183,6 +183,20 @@ pub fn render_text(record: &Deprecation, gate: Option<&GateReport>) -> String {
         };
         let _ = writeln!(out, "  {} {step} by {}{note}", format_time(c.at), c.by);
     }
+    if !record.updates.is_empty() {
+        out.push_str("updates:\n");
+        for u in &record.updates {
+            let note = if u.note.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", u.note)
+            };
+            let _ = writeln!(out, "  {} by {}{note}", format_time(u.at), u.by);
+            for change in &u.changes {
+                let _ = writeln!(out, "    {change}");
+            }
+        }
+    }
     if let Some(gate) = gate {
         let _ = writeln!(
             out,

@@ -437,6 +437,49 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
         )
         .await
         .expect("exception");
+    // The gate is clear, but the window is still open and nothing is on the record: the
+    // stage's own entry conditions refuse, each saying what is missing.
+    let err = w
+        .gov
+        .change_stage(
+            d.id,
+            StageRequest {
+                to: Stage::Removable,
+                by: "billing".into(),
+                note: String::new(),
+            },
+        )
+        .await
+        .expect_err("window open, no evidence");
+    let text = err.to_string();
+    assert!(text.contains("[window_open]"), "{text}");
+    assert!(text.contains("[no_evidence]"), "{text}");
+    w.gov
+        .add_evidence(
+            d.id,
+            "compliance export moved",
+            "billing",
+            EvidenceBody::SignOff {
+                consumer: "compliance-export".into(),
+                who: "head of compliance".into(),
+                signed_at: later,
+                statement: "the monthly export ran on billing_plan_id".into(),
+            },
+        )
+        .await
+        .expect("evidence");
+    w.gov
+        .add_exception(
+            d.id,
+            ExceptionRequest {
+                approver: "risk-approver".into(),
+                reason: "every declared consumer signed off; the rest of the window protects nobody known".into(),
+                overrides: BlockerKind::WindowOpen,
+                party: None,
+            },
+        )
+        .await
+        .expect("window exception");
     let removable = w
         .gov
         .change_stage(

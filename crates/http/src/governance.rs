@@ -14,13 +14,13 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use covenant_governance::{
-    Attribution, Clock, CounterSink, ExceptionRequest, FAMILIES, Governance, GovernanceStore,
-    MetricFamily, NewConsumer, NewDeprecation, SchemaFields, StageRequest, UsageQuery, UsageReport,
-    parse_instant, removal_gate,
+    Attribution, Clock, CounterSink, DeprecationUpdate, ExceptionRequest, FAMILIES, Governance,
+    GovernanceStore, MetricFamily, NewConsumer, NewDeprecation, SchemaFields, StageRequest,
+    UsageQuery, UsageReport, parse_instant, removal_gate,
 };
 use covenant_registry::{
-    BoxFuture, HookFuture, Registry, RegistryError, RegistryResult, RemovalCheck, RemovalVerdict,
-    SchemaRequest, UsageEvidence,
+    BoxFuture, FieldRecords, HookFuture, Registry, RegistryError, RegistryResult, RemovalCheck,
+    RemovalVerdict, SchemaRequest, UsageEvidence,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -135,6 +135,42 @@ impl UsageEvidence for GovernanceUsage {
                 .consumers_by_field(subject)
                 .await
                 .map_err(evidence_error)
+        })
+    }
+
+    fn field_records<'a>(
+        &'a self,
+        subject: &'a str,
+    ) -> BoxFuture<'a, RegistryResult<FieldRecords>> {
+        Box::pin(async move {
+            let deprecated = self
+                .governance
+                .deprecations(Some(subject))
+                .await
+                .map_err(evidence_error)?
+                .iter()
+                .filter_map(|d| d.target.field().map(str::to_string))
+                .collect();
+            let reads = self
+                .governance
+                .field_usage(UsageQuery {
+                    subject: Some(subject.to_string()),
+                    field: None,
+                    attribution: Attribution::Any,
+                    from: i64::MIN / 2,
+                    to: i64::MAX / 2,
+                })
+                .await
+                .map_err(evidence_error)?;
+            let mut last_used: BTreeMap<String, i64> = BTreeMap::new();
+            for read in reads {
+                let at = last_used.entry(read.field).or_insert(read.last_at);
+                *at = (*at).max(read.last_at);
+            }
+            Ok(FieldRecords {
+                deprecated,
+                last_used,
+            })
         })
     }
 
@@ -529,6 +565,23 @@ fn deprecation_change<'a, T: DeserializeOwned>(
     let id = deprecation_id(id)?;
     let change = typed(object(body, object_what)?, typed_what)?;
     Ok((gov, id, change))
+}
+
+/// Updates a record's content: `{"by", "note"?, "contract"?, "replacement"?, "owners"?,
+/// "window_start"?, "window_end"?, "notes"?: {...}}` (times as ms or RFC 3339); the change is
+/// kept in the record's `updates`.
+pub async fn update_deprecation(
+    State(state): State<AppState>,
+    SafePath(id): SafePath<String>,
+    ConfluentJson(body): ConfluentJson<Value>,
+) -> ApiResult {
+    let gov = governance(&state)?;
+    let id = deprecation_id(&id)?;
+    let mut map = object(body, "a deprecation update")?;
+    times_to_ms(&mut map, &["window_start", "window_end"])?;
+    let update: DeprecationUpdate = typed(map, "deprecation update")?;
+    gov.update_deprecation(id, update).await?;
+    Ok(ok(gov.render_deprecation_json(id).await?))
 }
 
 pub async fn change_stage(

@@ -137,6 +137,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/covenant/v1/deprecations"),
     ("POST", "/covenant/v1/deprecations"),
     ("GET", "/covenant/v1/deprecations/{id}"),
+    ("PATCH", "/covenant/v1/deprecations/{id}"),
     ("GET", "/covenant/v1/deprecations/{id}/record"),
     ("POST", "/covenant/v1/deprecations/{id}/stage"),
     ("POST", "/covenant/v1/deprecations/{id}/evidence"),
@@ -358,7 +359,10 @@ fn governance_routes() -> Router<AppState> {
             "/covenant/v1/deprecations",
             get(g::list_deprecations).post(g::create_deprecation),
         )
-        .route("/covenant/v1/deprecations/{id}", get(g::get_deprecation))
+        .route(
+            "/covenant/v1/deprecations/{id}",
+            get(g::get_deprecation).patch(g::update_deprecation),
+        )
         .route(
             "/covenant/v1/deprecations/{id}/record",
             get(g::deprecation_record),

@@ -227,6 +227,11 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
         "A deprecation record with the removal gate's current verdict.",
     ),
     (
+        "PATCH",
+        "/covenant/v1/deprecations/{id}",
+        "Updates a record's contract, replacement, owners, window or notes; each update is kept with who made it.",
+    ),
+    (
         "GET",
         "/covenant/v1/deprecations/{id}/record",
         "The deprecation record as text for review.",
@@ -234,7 +239,7 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "POST",
         "/covenant/v1/deprecations/{id}/stage",
-        "Moves a deprecation one stage forward or back; 'removable' needs a clear removal gate.",
+        "Moves a deprecation one stage forward (when its entry conditions hold) or back; 'removable' needs a clear removal gate, the window ended and evidence recorded.",
     ),
     (
         "POST",

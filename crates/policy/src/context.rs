@@ -18,6 +18,10 @@ pub const PII_FIELDS: &str = "covenant.pii.fields";
 /// Metadata property listing the tag names that mark personal data; `PII` when absent.
 pub const PII_TAGS: &str = "covenant.pii.tags";
 
+/// Metadata property marking a subject as a record-key subject (`key`) when its name does not
+/// follow the TopicNameStrategy's `-key` suffix.
+pub const SUBJECT_ROLE: &str = "covenant.subject.role";
+
 /// The key-field properties, with the words findings use for them.
 pub const KEY_PROPERTIES: [(&str, &str); 4] = [
     (IDENTITY_FIELDS, "identity field"),
@@ -79,9 +83,29 @@ pub struct PolicyContext {
     pub previous_metadata: Option<SubjectMetadata>,
     #[serde(default)]
     pub consumers: BTreeMap<String, Vec<String>>,
+    /// The subject the schema is registered under, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// Field references that have a deprecation record (at any stage).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deprecated: Vec<String>,
+    /// Field reference to the last time (ms since the epoch) a read of it was reported.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub last_used: BTreeMap<String, i64>,
 }
 
 impl PolicyContext {
+    /// Whether the schema describes record keys: a `-key` subject (TopicNameStrategy) or one
+    /// whose metadata says `covenant.subject.role: key`.
+    pub fn is_key_subject(&self) -> bool {
+        let declared = [&self.metadata, self.previous()].iter().any(|m| {
+            m.properties
+                .get(SUBJECT_ROLE)
+                .is_some_and(|r| r.trim().eq_ignore_ascii_case("key"))
+        });
+        declared || self.subject.as_deref().is_some_and(|s| s.ends_with("-key"))
+    }
+
     pub fn previous(&self) -> &SubjectMetadata {
         self.previous_metadata.as_ref().unwrap_or(&self.metadata)
     }

@@ -3,29 +3,34 @@
 //! it replaces.
 
 use crate::{
-    PolicyContext, PolicySettings, RolloutPlan, evaluate_first_schema, evaluate_schemas,
+    PolicyContext, PolicySettings, RolloutPlan, evaluate_first_schema, evaluate_schemas_in_history,
     plan_with_semantics,
 };
 use covenant_engine::{CheckOptions, Level, Report, RuleSpec};
 use covenant_schema::ParsedSchema;
 
-/// Judges `candidate` against `history` (oldest first, the versions in scope).
+/// Judges `candidate` against `history` (oldest first, the versions in scope) and `lineage`
+/// (every earlier version of the subject, whatever the level and scope; may be empty when it
+/// is `history`).
 ///
 /// Structural findings come from every version the level covers; semantic findings compare
-/// the candidate with the latest version only, because they describe the change being made,
-/// not the whole history. At level `NONE` only the semantic rules run.
+/// the candidate with the latest version, because they describe the change being made, except
+/// the rules about what history makes unusable, which see the whole lineage. At level `NONE`
+/// only the semantic rules run.
 pub fn judge(
     level: Level,
     candidate: &ParsedSchema,
     history: &[(i64, &ParsedSchema)],
+    lineage: &[(i64, &ParsedSchema)],
     options: &CheckOptions,
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Report {
     let mut findings = covenant_schema::check(level, candidate, history, options).findings;
-    match history.last() {
-        Some((version, latest)) => findings.extend(
-            evaluate_schemas(latest, candidate, context, settings)
+    let lineage = if lineage.is_empty() { history } else { lineage };
+    match lineage.last() {
+        Some((version, _)) => findings.extend(
+            evaluate_schemas_in_history(lineage, candidate, context, settings)
                 .into_iter()
                 .map(|mut f| {
                     f.version = Some(*version);
@@ -37,18 +42,22 @@ pub fn judge(
     Report::from_findings(findings)
 }
 
-/// The rollout plan for replacing `latest` with `candidate`: both directions, structural and
-/// semantic.
+/// The rollout plan for `candidate` replacing the last of `history` (oldest first, every
+/// version whose producers, consumers or data may still meet the new one): the new schema must
+/// read every one of them and each of them must read it, structurally and semantically.
 pub fn rollout(
     candidate: &ParsedSchema,
-    latest: (i64, &ParsedSchema),
+    history: &[(i64, &ParsedSchema)],
     options: &CheckOptions,
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> RolloutPlan {
-    let backward = covenant_schema::check(Level::Backward, candidate, &[latest], options);
-    let forward = covenant_schema::check(Level::Forward, candidate, &[latest], options);
-    let semantic = evaluate_schemas(latest.1, candidate, context, settings);
+    let backward = covenant_schema::check(Level::BackwardTransitive, candidate, history, options);
+    let forward = covenant_schema::check(Level::ForwardTransitive, candidate, history, options);
+    let semantic = match history.last() {
+        Some(_) => evaluate_schemas_in_history(history, candidate, context, settings),
+        None => evaluate_first_schema(candidate, context, settings),
+    };
     plan_with_semantics(&backward, &forward, &semantic)
 }
 
@@ -81,6 +90,7 @@ mod tests {
             Level::Backward,
             &v2,
             &[(1, &v1)],
+            &[],
             &CheckOptions::default(),
             &PolicyContext::default(),
             &PolicySettings::default(),
@@ -107,6 +117,7 @@ mod tests {
             Level::Full,
             &v2,
             &[(1, &v1)],
+            &[],
             &CheckOptions::default(),
             &PolicyContext::default(),
             &PolicySettings::default(),
@@ -123,6 +134,7 @@ mod tests {
             Level::Full,
             &v2,
             &[(1, &v1)],
+            &[],
             &CheckOptions::default(),
             &PolicyContext::default(),
             &strict,

@@ -23,7 +23,7 @@ mod settings;
 
 pub use context::{
     IDEMPOTENCY_KEY, IDENTITY_FIELDS, KEY_PROPERTIES, ORDERING_FIELDS, PARTITION_KEY, PII_FIELDS,
-    PII_TAGS, PolicyContext, SubjectMetadata,
+    PII_TAGS, PolicyContext, SUBJECT_ROLE, SubjectMetadata,
 };
 pub use judge::{all_rule_groups, judge, rollout};
 pub use replay::replay_rules;
@@ -31,7 +31,9 @@ pub use rollout::{
     Combination, DeploymentOrder, Reason, RolloutPlan, Side, plan, plan_with_semantics,
 };
 pub use rules::rules;
-pub use schemas::{evaluate_first_schema, evaluate_schemas, field_tree};
+pub use schemas::{
+    evaluate_first_schema, evaluate_schemas, evaluate_schemas_in_history, field_tree,
+};
 pub use scope::{CompatibilityScope, VersionFacts};
 pub use settings::{PolicySettings, RuleLevel, SettingsError};
 
@@ -48,11 +50,42 @@ pub fn evaluate(
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Vec<Finding> {
+    evaluate_pair(old, new, &[], context, settings)
+}
+
+/// [`evaluate`] knowing every earlier version of the subject (`lineage`, oldest first, the
+/// last one the version being replaced): most rules describe the change from the last one,
+/// while rules about what history makes unusable (Protobuf numbers and names) look at all.
+pub fn evaluate_in_history(
+    lineage: &[(i64, &FieldTree)],
+    new: &FieldTree,
+    context: &PolicyContext,
+    settings: &PolicySettings,
+) -> Vec<Finding> {
+    match lineage.last() {
+        Some((_, old)) => evaluate_pair(old, new, lineage, context, settings),
+        None => evaluate(
+            &FieldTree::empty(new.format.clone()),
+            new,
+            context,
+            settings,
+        ),
+    }
+}
+
+fn evaluate_pair(
+    old: &FieldTree,
+    new: &FieldTree,
+    lineage: &[(i64, &FieldTree)],
+    context: &PolicyContext,
+    settings: &PolicySettings,
+) -> Vec<Finding> {
     let old_is_empty = old.root.kind == NodeKind::Schema && old.root.children.is_empty();
     if !old_is_empty && !old.format.eq_ignore_ascii_case(&new.format) {
         return Vec::new();
     }
-    let pair = pair::Pair::new(old, new, context);
+    let mut pair = pair::Pair::new(old, new, context);
+    pair.lineage = lineage;
     let format = pair.format();
     let mut findings = Vec::new();
     for entry in rules::ENTRIES {
@@ -62,13 +95,35 @@ pub fn evaluate(
         let Some(severity) = settings.level(entry.spec).severity() else {
             continue;
         };
+        // A level the settings name applies to every finding; otherwise each finding keeps
+        // the severity its rule gave it (the spec's default, or one a rule raises with cause).
+        let listed = settings.semantic_rules.contains_key(entry.spec.id);
         findings.extend(
             (entry.check)(&pair)
                 .into_iter()
-                .map(|f| f.with_severity(severity)),
+                .map(|f| name_consumers(&pair, f))
+                .map(|f| if listed { f.with_severity(severity) } else { f }),
         );
     }
     findings
+}
+
+/// Every finding names the consumers known to read what it is about, whichever rule found
+/// it: the people who must act are part of the finding.
+fn name_consumers(pair: &pair::Pair<'_>, mut finding: Finding) -> Finding {
+    if finding.path.is_empty() {
+        return finding;
+    }
+    let consumers = pair.consumers_at(&finding.path);
+    let named = |c: &String| finding.message.contains(&format!("'{c}'"));
+    if !consumers.is_empty() && !consumers.iter().all(named) {
+        finding.message = format!(
+            "{} Consumers reading it: {}.",
+            finding.message.trim_end(),
+            pair::quoted_list(&consumers)
+        );
+    }
+    finding
 }
 
 /// [`evaluate`] as a report: incompatible when a rule set to `error` fired.
@@ -91,18 +146,54 @@ mod tests {
         let old = avro("Case", vec![field("caseOwner", "string")]);
         let new = avro("Case", vec![field("assignedOfficer", "string")]);
         let context = PolicyContext::default();
-        let default = evaluate(&old, &new, &context, &PolicySettings::default());
+        // Only the rename is looked at here; the removal has its own rule.
+        let base =
+            PolicySettings::default().with("FIELD_REMOVED_WITHOUT_DEPRECATION", RuleLevel::Off);
+        let default = evaluate(&old, &new, &context, &base);
         assert_eq!(default.len(), 1);
         assert_eq!(default[0].severity, covenant_engine::Severity::Warning);
-        assert!(evaluate_report(&old, &new, &context, &PolicySettings::default()).compatible);
+        assert!(evaluate_report(&old, &new, &context, &base).compatible);
 
-        let strict = PolicySettings::default().with("LIKELY_RENAME", RuleLevel::Error);
+        let strict = base.clone().with("LIKELY_RENAME", RuleLevel::Error);
         let report = evaluate_report(&old, &new, &context, &strict);
         assert!(!report.compatible);
         assert_eq!(report.findings[0].rule, "LIKELY_RENAME");
 
-        let off = PolicySettings::default().with("LIKELY_RENAME", RuleLevel::Off);
+        let off = base.with("LIKELY_RENAME", RuleLevel::Off);
         assert!(evaluate(&old, &new, &context, &off).is_empty());
+    }
+
+    #[test]
+    fn every_finding_names_the_consumers_of_its_field() {
+        let old = avro(
+            "Case",
+            vec![field("updatedAt", "string").doc("Database update time.")],
+        );
+        let new = avro(
+            "Case",
+            vec![field("updatedAt", "string").doc("Business event time.")],
+        );
+        let mut context = PolicyContext::default();
+        context.consumers.insert(
+            "updatedAt".into(),
+            vec!["sla-monitor".into(), "warehouse".into(), "audit".into()],
+        );
+        let findings = evaluate(&old, &new, &context, &PolicySettings::default());
+        assert_eq!(findings[0].rule, "MEANING_CHANGED");
+        assert!(
+            findings[0]
+                .message
+                .ends_with("Consumers reading it: 'audit', 'sla-monitor' and 'warehouse'."),
+            "{}",
+            findings[0].message
+        );
+        let quiet = evaluate(
+            &old,
+            &new,
+            &PolicyContext::default(),
+            &PolicySettings::default(),
+        );
+        assert!(!quiet[0].message.contains("Consumers reading it"));
     }
 
     #[test]

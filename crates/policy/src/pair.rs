@@ -35,7 +35,11 @@ impl<'a> Located<'a> {
 }
 
 pub(crate) struct Pair<'a> {
+    pub old: &'a FieldTree,
     pub new: &'a FieldTree,
+    /// Every earlier version known (oldest first, `old` among them), for rules about the
+    /// whole history; empty when only `old` is known.
+    pub lineage: &'a [(i64, &'a FieldTree)],
     pub context: &'a PolicyContext,
     old_index: BTreeMap<&'a str, Located<'a>>,
     new_index: BTreeMap<&'a str, Located<'a>>,
@@ -68,12 +72,24 @@ impl<'a> Pair<'a> {
         let (old_index, old_order) = index(old);
         let (new_index, new_order) = index(new);
         Pair {
+            old,
             new,
+            lineage: &[],
             context,
             old_index,
             new_index,
             old_order,
             new_order,
+        }
+    }
+
+    /// The earlier versions to hold the new one against, oldest first: the lineage when
+    /// known, else the old tree alone (its version number unknown).
+    pub fn history(&self) -> Vec<(Option<i64>, &'a FieldTree)> {
+        if self.lineage.is_empty() {
+            vec![(None, self.old)]
+        } else {
+            self.lineage.iter().map(|(v, t)| (Some(*v), *t)).collect()
         }
     }
 
@@ -149,6 +165,21 @@ impl<'a> Pair<'a> {
             }
         }
         out.into_iter().collect()
+    }
+}
+
+impl<'a> Pair<'a> {
+    /// The consumers recorded for the node at `path`, in the new tree or, when it is gone,
+    /// in the old one.
+    pub fn consumers_at(&self, path: &str) -> Vec<String> {
+        match self
+            .new_index
+            .get(path)
+            .or_else(|| self.old_index.get(path))
+        {
+            Some(located) => self.consumers_of(located),
+            None => Vec::new(),
+        }
     }
 }
 

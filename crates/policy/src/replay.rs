@@ -3,7 +3,10 @@
 //! Stored payloads of earlier versions are decoded with the candidate schema as reader, the
 //! way a consumer running the new schema would meet them during a replay or backfill. A
 //! payload that no longer decodes is an error finding naming the sample, its version and the
-//! decode error, whatever the structural verdict was.
+//! decode error, whatever the structural verdict was. Decoding is not enough: an Avro payload
+//! is also decoded with logical types applied by its own schema and by the candidate, and a
+//! field whose value differs (text read as a decimal, milliseconds read as microseconds) is
+//! the same error.
 //!
 //! Encodings (the payload bytes as a producer wrote them):
 //!
@@ -23,7 +26,7 @@ pub static SAMPLE_REPLAY_FAILED: RuleSpec = RuleSpec {
     format: "any",
     category: "replay",
     default_severity: Severity::Error,
-    summary: "A stored sample payload of an earlier version no longer decodes with the new schema as reader.",
+    summary: "A stored sample payload of an earlier version no longer decodes with the new schema as reader, or (Avro) decodes into a different value than its own schema gives, logical types applied (text read as a decimal, milliseconds read as microseconds). Source: schema-evolution-rules §13, Rule 7.",
     bad_example: "v1 wrote {\"id\": 7, \"kind\": \"refund\"} (kind: string); v3 dropped 'kind'; v4 adds \"kind\": int with default 0 and is compatible with v3, but cannot read v1's records",
     good_example: "v4 adds the field under a new name (\"kindCode\": int, default 0), so v1 records still resolve; or the compatibility scope excludes v1 once no v1 data is replayable",
     hint: "Historical data of this version is still replayable and the new schema cannot read it: keep the change readable for it (new field name, compatible type), or narrow the subject's compatibilityScope once that data is gone, or remove the sample if it no longer represents real data.",
@@ -228,7 +231,13 @@ pub fn replay(
             findings.push(f);
             break;
         }
-        if let Err(error) = decode_sample(writer, candidate, sample) {
+        let outcome = decode_sample(writer, candidate, sample).and_then(|()| {
+            match value_change(writer, candidate, sample) {
+                Some(change) => Err(change),
+                None => Ok(()),
+            }
+        });
+        if let Err(error) = outcome {
             let mut f = Finding::new(
                 &SAMPLE_REPLAY_FAILED,
                 format!("/samples/{}", sample.id),
@@ -245,6 +254,59 @@ pub fn replay(
         }
     }
     findings
+}
+
+/// For an Avro sample: the first field whose value, logical types applied, differs between
+/// the writer's own reading and the candidate's. Fields only one side has are not compared
+/// (a reader default is not a changed value); numbers compare by value (`5` and `5.0`).
+fn value_change(
+    writer: &ParsedSchema,
+    reader: &ParsedSchema,
+    sample: &Sample<'_>,
+) -> Option<String> {
+    let (ParsedSchema::Avro(w), ParsedSchema::Avro(r)) = (writer, reader) else {
+        return None;
+    };
+    let body = if sample.encoding == SampleEncoding::Confluent {
+        split_confluent(sample.payload).ok()?.1
+    } else {
+        sample.payload
+    };
+    let before = covenant_avro::decode_values_with(w, w, body).ok()?;
+    let after = covenant_avro::decode_values_with(w, r, body).ok()?;
+    // Iterative: sample data may be deeply nested (recursive schemas).
+    let mut stack = vec![(String::new(), &before, &after)];
+    while let Some((path, a, b)) = stack.pop() {
+        match (a, b) {
+            (serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
+                for (key, value) in x.iter().rev() {
+                    if let Some(other) = y.get(key) {
+                        stack.push((format!("{path}/{key}"), value, other));
+                    }
+                }
+            }
+            (serde_json::Value::Array(x), serde_json::Value::Array(y)) if x.len() == y.len() => {
+                for (i, (value, other)) in x.iter().zip(y).enumerate().rev() {
+                    stack.push((format!("{path}/{i}"), value, other));
+                }
+            }
+            _ if same_value(a, b) => {}
+            _ => {
+                let at = if path.is_empty() { "/" } else { &path };
+                return Some(format!(
+                    "at '{at}' its own schema reads {a} and the new schema reads {b}"
+                ));
+            }
+        }
+    }
+    None
+}
+
+fn same_value(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) if a.is_number() && b.is_number() => x == y,
+        _ => a == b,
+    }
 }
 
 fn sentence(text: &str) -> String {
@@ -318,6 +380,65 @@ mod tests {
             "{}",
             findings[0].message
         );
+    }
+
+    #[test]
+    fn text_read_as_a_decimal_decodes_but_changes_value() {
+        let text = avro(
+            r#"{"type":"record","name":"Payment","fields":[{"name":"amount","type":"string"}]}"#,
+        );
+        let decimal = avro(
+            r#"{"type":"record","name":"Payment","fields":[{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":18,"scale":2}}]}"#,
+        );
+        let bytes = encode(&text, serde_json::json!({"amount": "12.34"}));
+        let sample = Sample {
+            id: 5,
+            version: 1,
+            encoding: SampleEncoding::Avro,
+            message_name: None,
+            payload: &bytes,
+        };
+        assert!(
+            decode_sample(&text, &decimal, &sample).is_ok(),
+            "the bytes parse"
+        );
+        let findings = replay(&decimal, &[(&text, sample)], Duration::from_secs(5));
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].rule, "SAMPLE_REPLAY_FAILED");
+        assert!(
+            findings[0]
+                .message
+                .contains("at '/amount' its own schema reads \"12.34\" and the new schema reads \"2112952860.68\""),
+            "{}",
+            findings[0].message
+        );
+    }
+
+    #[test]
+    fn promotions_and_new_defaults_keep_their_values() {
+        let v1 = avro(
+            r#"{"type":"record","name":"E","fields":[{"name":"n","type":"int"},{"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}}]}"#,
+        );
+        let v2 = avro(
+            r#"{"type":"record","name":"E","fields":[{"name":"n","type":"double"},{"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}},{"name":"x","type":"string","default":""}]}"#,
+        );
+        let micros = avro(
+            r#"{"type":"record","name":"E","fields":[{"name":"n","type":"int"},{"name":"at","type":{"type":"long","logicalType":"timestamp-micros"}}]}"#,
+        );
+        let bytes = encode(
+            &v1,
+            serde_json::json!({"n": 5, "at": 1_767_225_600_000_i64}),
+        );
+        let sample = Sample {
+            id: 1,
+            version: 1,
+            encoding: SampleEncoding::Avro,
+            message_name: None,
+            payload: &bytes,
+        };
+        assert!(replay(&v2, &[(&v1, sample)], Duration::from_secs(5)).is_empty());
+        let findings = replay(&micros, &[(&v1, sample)], Duration::from_secs(5));
+        assert!(findings[0].message.contains("at '/at'"), "{findings:?}");
     }
 
     #[test]

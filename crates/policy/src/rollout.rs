@@ -178,20 +178,80 @@ pub fn plan(backward: &Report, forward: &Report) -> RolloutPlan {
     }
 }
 
+/// Semantic rules whose warnings already make a mixed combination wrong: a renamed field
+/// leaves the other side with its default, a changed meaning or reading gives it wrong values.
+/// No deployment order fixes that; only a new field (or event type) does.
+const RENAME_RULES: [&str; 1] = ["LIKELY_RENAME"];
+const MEANING_RULES: [&str; 2] = ["MEANING_CHANGED", "VALUE_REINTERPRETED"];
+
 /// [`plan`] with direction-free semantic findings (from [`crate::evaluate`]) counted against
 /// both mixed combinations: a changed meaning misleads an old consumer of new data and a new
-/// consumer of old data alike.
+/// consumer of old data alike. Renames and meaning changes at warning or above block both
+/// mixes, and the steps become the seed's rename rollout (§19.2) or breaking semantic change
+/// rollout (§19.4).
 pub fn plan_with_semantics(
     backward: &Report,
     forward: &Report,
     semantic: &[Finding],
 ) -> RolloutPlan {
+    let reshaping = |f: &Finding, rules: &[&str]| {
+        f.severity >= Severity::Warning && rules.contains(&f.rule.as_str())
+    };
+    let blocking: Vec<Finding> = semantic
+        .iter()
+        .map(|f| {
+            let mut f = f.clone();
+            if reshaping(&f, &RENAME_RULES) || reshaping(&f, &MEANING_RULES) {
+                f.severity = Severity::Error;
+            }
+            f
+        })
+        .collect();
     let with = |report: &Report| {
         let mut findings = report.findings.clone();
-        findings.extend(semantic.iter().cloned());
+        findings.extend(blocking.iter().cloned());
         Report::from_findings(findings)
     };
-    plan(&with(backward), &with(forward))
+    let mut out = plan(&with(backward), &with(forward));
+    let renamed = semantic.iter().any(|f| reshaping(f, &RENAME_RULES));
+    let meaning = semantic.iter().any(|f| reshaping(f, &MEANING_RULES));
+    if renamed || meaning {
+        out.steps = semantic_steps(renamed, meaning);
+    }
+    out
+}
+
+/// The seed's rollouts for a rename (§19.2) and a breaking semantic change (§19.4).
+fn semantic_steps(renamed: bool, meaning: bool) -> Vec<String> {
+    let mut steps = vec![
+        "No deployment order makes this change safe as written: old and new versions disagree on what a field holds. Only a new field (or a new event type) makes it safe.".to_string(),
+    ];
+    if renamed {
+        steps.extend(
+            [
+                "Rename rollout: add the new field and keep the old one.",
+                "Dual-write old and new fields.",
+                "Migrate consumers to the new field.",
+                "Monitor old field usage.",
+                "Mark the old field deprecated.",
+                "Remove the old field after the retention or deprecation window.",
+            ]
+            .map(String::from),
+        );
+    }
+    if meaning {
+        steps.extend(
+            [
+                "Breaking semantic change rollout: create a new field, event type or major contract version for the new meaning.",
+                "Dual-publish old and new if necessary.",
+                "Migrate consumers gradually.",
+                "Backfill or bridge historical data.",
+                "Retire the old field or stream after an explicit sunset.",
+            ]
+            .map(String::from),
+        );
+    }
+    steps
 }
 
 fn steps(order: DeploymentOrder) -> Vec<String> {
@@ -351,6 +411,27 @@ mod tests {
         );
         let p = plan_with_semantics(&ok(), &ok(), &[key]);
         assert_eq!(p.order, DeploymentOrder::Neither);
+    }
+
+    #[test]
+    fn renames_and_meaning_changes_need_a_new_field_and_the_seed_steps() {
+        let rename = finding("LIKELY_RENAME", Severity::Warning, "Looks renamed.");
+        let p = plan_with_semantics(&ok(), &ok(), std::slice::from_ref(&rename));
+        assert_eq!(p.order, DeploymentOrder::Neither);
+        assert_eq!(safety(&p), [true, false, false, true]);
+        assert_eq!(p.combinations[1].reasons[0].rule, "LIKELY_RENAME");
+        assert!(p.steps[1].starts_with("Rename rollout: add the new field"));
+        assert!(!p.steps.iter().any(|s| s.starts_with("Breaking semantic")));
+
+        let meaning = finding("MEANING_CHANGED", Severity::Warning, "New meaning.");
+        let p = plan_with_semantics(&ok(), &ok(), &[meaning]);
+        assert_eq!(p.order, DeploymentOrder::Neither);
+        assert!(p.steps[1].starts_with("Breaking semantic change rollout"));
+
+        let quiet = finding("LIKELY_RENAME", Severity::Info, "Looks renamed.");
+        let p = plan_with_semantics(&ok(), &ok(), &[quiet]);
+        assert_eq!(p.order, DeploymentOrder::EitherOrder);
+        assert_eq!(p.combinations[1].review[0].rule, "LIKELY_RENAME");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The policy over parsed schemas of any format, for callers that hold schemas rather than
 //! field trees (the registry, the command line).
 
-use crate::{PolicyContext, PolicySettings, evaluate};
+use crate::{PolicyContext, PolicySettings, evaluate, evaluate_in_history};
 use covenant_engine::{FieldTree, Finding};
 use covenant_schema::ParsedSchema;
 
@@ -38,4 +38,23 @@ pub fn evaluate_first_schema(
         context,
         settings,
     )
+}
+
+/// [`evaluate_in_history`] over parsed schemas: `lineage` is every earlier version, oldest
+/// first, the last one the version being replaced.
+pub fn evaluate_schemas_in_history(
+    lineage: &[(i64, &ParsedSchema)],
+    new: &ParsedSchema,
+    context: &PolicyContext,
+    settings: &PolicySettings,
+) -> Vec<Finding> {
+    // Only Protobuf rules read the whole lineage (numbers and names); other formats are
+    // compared with the latest version alone, so the other trees are not built.
+    let wanted = match new {
+        ParsedSchema::Protobuf(_) => lineage,
+        _ => &lineage[lineage.len().saturating_sub(1)..],
+    };
+    let trees: Vec<(i64, FieldTree)> = wanted.iter().map(|(v, s)| (*v, field_tree(s))).collect();
+    let refs: Vec<(i64, &FieldTree)> = trees.iter().map(|(v, t)| (*v, t)).collect();
+    evaluate_in_history(&refs, &field_tree(new), context, settings)
 }

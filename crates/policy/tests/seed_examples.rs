@@ -364,7 +364,15 @@ fn legacy_owner_field_seven_removed_or_reused() {
 
     let reused = "syntax = \"proto3\";\npackage enforcement;\nmessage CaseLifecycleEvent {\n  string event_id = 1;\n  string case_id = 2;\n  int64 escalation_level = 7;\n}\n";
     let out = judge(SchemaType::Protobuf, v1, reused, &no_context());
-    assert_eq!(out.semantic_rules(), ["PROTOBUF_REMOVED_NOT_RESERVED"]);
+    assert_eq!(
+        out.semantic_rules(),
+        [
+            "FIELD_REMOVED_WITHOUT_DEPRECATION",
+            "PROTOBUF_REMOVED_NOT_RESERVED",
+            "PROTOBUF_HISTORY_REUSED"
+        ]
+    );
+    assert!(out.semantic("PROTOBUF_HISTORY_REUSED").is_error());
     assert!(
         out.semantic("PROTOBUF_REMOVED_NOT_RESERVED")
             .message
@@ -373,7 +381,8 @@ fn legacy_owner_field_seven_removed_or_reused() {
 
     let reserved = "syntax = \"proto3\";\npackage enforcement;\nmessage CaseLifecycleEvent {\n  string event_id = 1;\n  string case_id = 2;\n\n  reserved 7;\n  reserved \"legacy_owner\";\n}\n";
     let out = judge(SchemaType::Protobuf, v1, reserved, &no_context());
-    assert!(out.semantic.is_empty(), "{:?}", out.semantic);
+    // Reserved as the seed asks; only the missing deprecation record is left to say.
+    assert_eq!(out.semantic_rules(), ["FIELD_REMOVED_WITHOUT_DEPRECATION"]);
 }
 
 // Section 9.5: the zero value of an enum should be an UNSPECIFIED sentinel.

@@ -1,7 +1,7 @@
 //! Evolution policy in the registry: the verdict a registration or compatibility test gets
 //! (structural check over the versions in scope, semantic rules against the latest version,
-//! replay of stored samples), the per-subject settings it runs under, sample storage and
-//! rollout plans.
+//! replay of the stored samples of every version, or of those a declared scope keeps), the
+//! per-subject settings it runs under, sample storage and rollout plans.
 //!
 //! Settings live in the config's extra keys, so Confluent clients ignore them:
 //! `semanticRules` (rule levels, laid rule by rule over the global ones) and
@@ -60,6 +60,24 @@ pub trait UsageEvidence: Send + Sync {
         &'a self,
         subject: &'a str,
     ) -> BoxFuture<'a, RegistryResult<BTreeMap<i64, i64>>>;
+
+    /// The fields with a deprecation record and the last reported read of each field, for
+    /// judging removals; nothing by default.
+    fn field_records<'a>(
+        &'a self,
+        _subject: &'a str,
+    ) -> BoxFuture<'a, RegistryResult<FieldRecords>> {
+        Box::pin(async { Ok(FieldRecords::default()) })
+    }
+}
+
+/// What governance records about a subject's fields (normalized field paths).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldRecords {
+    /// Fields with a deprecation record, at any stage.
+    pub deprecated: Vec<String>,
+    /// Field to the last time (ms since the epoch) a read of it was reported.
+    pub last_used: BTreeMap<String, i64>,
 }
 
 /// Everything a verdict needs besides the versions, gathered before the store's write so that
@@ -152,20 +170,29 @@ impl Evolution {
             .collect();
         let mut context = self.context.clone();
         context.previous_metadata = priors.last().map(|p| subject_metadata(p.metadata));
+        let lineage: Vec<(i64, &ParsedSchema)> =
+            priors.iter().map(|p| (p.version, p.schema)).collect();
         let report = covenant_policy::judge(
             level,
             candidate,
             &history,
+            &lineage,
             &self.options,
             &context,
             &self.settings,
         );
+        // Samples exist because that data still exists: without a declared scope every
+        // version's samples are replayed, whatever the level; a scope narrows them.
+        let replayed = |version: i64| match (only, &self.scope) {
+            (None, None) => true,
+            _ => in_scope.contains(&version),
+        };
         let mut replayable = Vec::new();
         for s in &self.samples {
             let Some(prior) = priors.iter().find(|p| p.version == s.version) else {
                 continue;
             };
-            if !in_scope.contains(&s.version) {
+            if !replayed(s.version) {
                 continue;
             }
             let Some(encoding) = SampleEncoding::parse(&s.encoding) else {
@@ -254,9 +281,11 @@ impl Registry {
             .and_then(|v| CompatibilityScope::from_json(v).ok());
         let mut last_seen = BTreeMap::new();
         let mut consumers = BTreeMap::new();
+        let mut records = FieldRecords::default();
         if let Some(usage) = self.usage() {
             consumers = usage.consumers_by_field(subject).await?;
             last_seen = usage.last_seen(subject).await?;
+            records = usage.field_records(subject).await?;
         }
         let samples = match &self.samples {
             Some(store) => {
@@ -274,6 +303,9 @@ impl Registry {
                 metadata: subject_metadata(metadata),
                 previous_metadata: None,
                 consumers,
+                subject: Some(subject.to_string()),
+                deprecated: records.deprecated,
+                last_used: records.last_used,
             },
             scope,
             last_seen,
@@ -283,7 +315,10 @@ impl Registry {
         })
     }
 
-    /// `POST /covenant/v1/subjects/{s}/plan`: the rollout plan for replacing the latest version.
+    /// `POST /covenant/v1/subjects/{s}/plan`: the rollout plan for replacing the latest version,
+    /// over every live version in the subject's `compatibilityScope` (every live version when
+    /// it sets none: without a declared scope any of them may still have producers, consumers
+    /// or data that meet the new one).
     pub async fn plan(
         &self,
         subject: &str,
@@ -291,22 +326,41 @@ impl Registry {
         normalize: bool,
     ) -> RegistryResult<RolloutPlan> {
         let versions = self.store.subject_versions(subject).await?;
-        let Some(latest) = versions.iter().rev().find(|v| !v.deleted) else {
+        let live: Vec<&StoredVersion> = versions.iter().filter(|v| !v.deleted).collect();
+        let Some(latest) = live.last() else {
             return Err(RegistryError::SubjectNotFound(subject.to_string()));
         };
         let config = self.effective_config(subject).await?;
         let (candidate, _) = self.prepare(request, normalize, true).await?;
-        let prior = self.parse_record(&latest.schema).await?;
         let metadata = request
             .metadata
             .as_ref()
             .or(latest.schema.metadata.as_ref());
         let evolution = self.evolution(subject, &config.extra, metadata).await?;
+        let facts: Vec<VersionFacts> = live
+            .iter()
+            .map(|v| VersionFacts {
+                version: v.version,
+                registered_at: v.created_at,
+                last_seen_at: evolution.last_seen.get(&v.version).copied(),
+            })
+            .collect();
+        let in_scope = evolution
+            .scope
+            .clone()
+            .unwrap_or(CompatibilityScope::All)
+            .select(&facts, now_millis());
+        let mut parsed = Vec::new();
+        for v in live.iter().filter(|v| in_scope.contains(&v.version)) {
+            parsed.push((v.version, self.parse_record(&v.schema).await?));
+        }
+        let history: Vec<(i64, &ParsedSchema)> =
+            parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
         let mut context = evolution.context;
         context.previous_metadata = Some(subject_metadata(latest.schema.metadata.as_ref()));
         Ok(covenant_policy::rollout(
             &candidate,
-            (latest.version, prior.as_ref()),
+            &history,
             &evolution.options,
             &context,
             &evolution.settings,

@@ -22,7 +22,7 @@ pub use contract::{Contract, merge_metadata, merge_rule_sets};
 pub use covenant_policy::RolloutPlan;
 pub use covenant_store::SampleRecord;
 pub use error::{RegistryError, RegistryResult, finding_text};
-pub use evolution::{ReplayLimits, UsageEvidence};
+pub use evolution::{FieldRecords, ReplayLimits, UsageEvidence};
 pub use removal::{
     HookFuture, RemovalCheck, RemovalVerdict, field_paths as schema_field_paths_of, removed_fields,
 };

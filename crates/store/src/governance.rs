@@ -357,6 +357,8 @@ pub enum FindingKind {
     DeprecatedFieldUsed,
     /// A reader that did not read the field before its freeze reads it now.
     NewUseAfterFreeze,
+    /// A field under enforcement was read: the warning names who read it.
+    EnforcementWarning,
 }
 
 impl FindingKind {
@@ -366,6 +368,7 @@ impl FindingKind {
             FindingKind::UnknownConsumer => "unknown_consumer",
             FindingKind::DeprecatedFieldUsed => "deprecated_field_used",
             FindingKind::NewUseAfterFreeze => "new_use_after_freeze",
+            FindingKind::EnforcementWarning => "enforcement_warning",
         }
     }
 
@@ -375,6 +378,7 @@ impl FindingKind {
             FindingKind::UnknownConsumer,
             FindingKind::DeprecatedFieldUsed,
             FindingKind::NewUseAfterFreeze,
+            FindingKind::EnforcementWarning,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)
@@ -610,10 +614,14 @@ pub enum BlockerKind {
     StageNotRemovable,
     /// The field is not deprecated, yet a consumer declares that it reads it.
     NotDeprecated,
+    /// The deprecation window has not ended (an entry condition of `removable`).
+    WindowOpen,
+    /// No evidence is recorded on the deprecation (an entry condition of `removable`).
+    NoEvidence,
 }
 
 impl BlockerKind {
-    pub const ALL: [BlockerKind; 7] = [
+    pub const ALL: [BlockerKind; 9] = [
         BlockerKind::ConsumerDeclared,
         BlockerKind::RecentUsage,
         BlockerKind::InsufficientEvidence,
@@ -621,6 +629,8 @@ impl BlockerKind {
         BlockerKind::NoReplacement,
         BlockerKind::StageNotRemovable,
         BlockerKind::NotDeprecated,
+        BlockerKind::WindowOpen,
+        BlockerKind::NoEvidence,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -632,6 +642,8 @@ impl BlockerKind {
             BlockerKind::NoReplacement => "no_replacement",
             BlockerKind::StageNotRemovable => "stage_not_removable",
             BlockerKind::NotDeprecated => "not_deprecated",
+            BlockerKind::WindowOpen => "window_open",
+            BlockerKind::NoEvidence => "no_evidence",
         }
     }
 
@@ -700,8 +712,23 @@ pub struct Deprecation {
     pub history: Vec<StageChange>,
     pub evidence: Vec<Evidence>,
     pub exceptions: Vec<Exception>,
+    /// Changes to the record's content (window, replacement, owners, notes), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub updates: Vec<RecordUpdate>,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+/// One update of a deprecation record's content: the record stays one live document while
+/// the migration proceeds, and this says what changed, when and by whom.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordUpdate {
+    pub at: i64,
+    pub by: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    /// One line per changed item: `replacement: 'a' -> 'b'`.
+    pub changes: Vec<String>,
 }
 
 impl Deprecation {
@@ -727,6 +754,7 @@ impl Deprecation {
             }],
             evidence: Vec::new(),
             exceptions: Vec::new(),
+            updates: Vec::new(),
             created_at: at,
             updated_at: at,
         }

@@ -6,18 +6,29 @@ use std::sync::OnceLock;
 
 pub(crate) mod ambiguous_null_default;
 pub(crate) mod enum_value_added;
+pub(crate) mod field_default_changed;
+pub(crate) mod field_removed_without_deprecation;
 pub(crate) mod json_additional_properties_implicit;
+pub(crate) mod json_format_added;
 pub(crate) mod key_field_changed;
+pub(crate) mod key_subject_changed;
+pub(crate) mod likely_identity_changed;
 pub(crate) mod likely_rename;
 pub(crate) mod meaning_changed;
+pub(crate) mod money_as_float;
 pub(crate) mod nullability_changed;
 pub(crate) mod pii_tag_added;
 pub(crate) mod pii_tag_removed;
+pub(crate) mod pii_untagged;
 pub(crate) mod protobuf_enum_zero_not_unspecified;
+pub(crate) mod protobuf_history_reused;
 pub(crate) mod protobuf_removed_not_reserved;
 pub(crate) mod sensitive_type_changed;
 #[cfg(test)]
 pub(crate) mod testkit;
+pub(crate) mod value_reinterpreted;
+pub(crate) mod version_suffixed_name;
+pub(crate) mod wide_union;
 
 /// A rule's spec with the check that emits its findings (at the spec's default severity;
 /// [`crate::evaluate`] applies the settings).
@@ -33,8 +44,24 @@ pub(crate) static ENTRIES: &[Entry] = &[
         check: key_field_changed::check,
     },
     Entry {
+        spec: &likely_identity_changed::RULE,
+        check: likely_identity_changed::check,
+    },
+    Entry {
+        spec: &key_subject_changed::RULE,
+        check: key_subject_changed::check,
+    },
+    Entry {
         spec: &sensitive_type_changed::RULE,
         check: sensitive_type_changed::check,
+    },
+    Entry {
+        spec: &value_reinterpreted::RULE,
+        check: value_reinterpreted::check,
+    },
+    Entry {
+        spec: &money_as_float::RULE,
+        check: money_as_float::check,
     },
     Entry {
         spec: &meaning_changed::RULE,
@@ -43,6 +70,14 @@ pub(crate) static ENTRIES: &[Entry] = &[
     Entry {
         spec: &likely_rename::RULE,
         check: likely_rename::check,
+    },
+    Entry {
+        spec: &field_removed_without_deprecation::RULE,
+        check: field_removed_without_deprecation::check,
+    },
+    Entry {
+        spec: &field_default_changed::RULE,
+        check: field_default_changed::check,
     },
     Entry {
         spec: &nullability_changed::RULE,
@@ -61,6 +96,18 @@ pub(crate) static ENTRIES: &[Entry] = &[
         check: pii_tag_removed::check,
     },
     Entry {
+        spec: &pii_untagged::RULE,
+        check: pii_untagged::check,
+    },
+    Entry {
+        spec: &version_suffixed_name::RULE,
+        check: version_suffixed_name::check,
+    },
+    Entry {
+        spec: &wide_union::RULE,
+        check: wide_union::check,
+    },
+    Entry {
         spec: &ambiguous_null_default::RULE,
         check: ambiguous_null_default::check,
     },
@@ -69,12 +116,20 @@ pub(crate) static ENTRIES: &[Entry] = &[
         check: json_additional_properties_implicit::check,
     },
     Entry {
+        spec: &json_format_added::RULE,
+        check: json_format_added::check,
+    },
+    Entry {
         spec: &protobuf_removed_not_reserved::RULE,
         check: protobuf_removed_not_reserved::check,
     },
     Entry {
         spec: &protobuf_enum_zero_not_unspecified::RULE,
         check: protobuf_enum_zero_not_unspecified::check,
+    },
+    Entry {
+        spec: &protobuf_history_reused::RULE,
+        check: protobuf_history_reused::check,
     },
 ];
 

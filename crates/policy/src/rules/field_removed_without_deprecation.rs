@@ -1,0 +1,149 @@
+//! Removal needs evidence, not hope: a field that disappears without ever having been
+//! deprecated skipped the window in which consumers, replays and archives could be checked.
+//! Structurally the removal may be fine (Avro readers drop unknown fields), which is why only
+//! the policy can see it.
+
+use crate::pair::{Located, Pair, quoted_list};
+use covenant_engine::{Finding, NodeKind, RuleSpec, Severity};
+
+pub static RULE: RuleSpec = RuleSpec {
+    id: "FIELD_REMOVED_WITHOUT_DEPRECATION",
+    format: "any",
+    category: "semantic",
+    // A warning by default, raised to an error finding by finding when a consumer declares
+    // the field or usage of it was reported: then the removal breaks someone known. A level
+    // set in the subject's policy applies to every finding alike. Source:
+    // schema-evolution-rules Rule 6 and §23.5.
+    default_severity: Severity::Warning,
+    summary: "A field was removed that has no deprecation record: nobody announced it, named a replacement or waited out a window. An error when consumers declare the field or reported reading it (they are named, with the last read), a warning otherwise. Source: schema-evolution-rules Rule 6, §23.5.",
+    bad_example: "v1: {\"name\": \"tickSize\", \"type\": \"string\"}\nv2: tickSize removed, with no deprecation of tickSize",
+    good_example: "covenant deprecations create --subject instrument-value --field tickSize --replacement tickSizeDecimal ...\nthen remove tickSize once the deprecation reaches 'removable'",
+    hint: "Deprecate the field first (a deprecation record with a replacement and a window), migrate its consumers, and remove it once the record reaches 'removable'.",
+    peers: &[],
+};
+
+fn last_use(pair: &Pair<'_>, old: &Located<'_>) -> Option<i64> {
+    pair.context
+        .last_used
+        .iter()
+        .filter(|(reference, _)| old.matches(reference))
+        .map(|(_, at)| *at)
+        .max()
+}
+
+fn day(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d").to_string())
+        .unwrap_or_else(|| ms.to_string())
+}
+
+pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let removed: Vec<&Located<'_>> = pair
+        .old_nodes()
+        .into_iter()
+        .filter(|l| l.node.kind == NodeKind::Field && pair.new_at(&l.node.path).is_none())
+        .collect();
+    for old in &removed {
+        // A field inside a removed field goes with it: report the outermost one.
+        let inside_removed = removed
+            .iter()
+            .any(|r| old.node.path.starts_with(&format!("{}/", r.node.path)));
+        let deprecated = pair.context.deprecated.iter().any(|d| old.matches(d));
+        if inside_removed || deprecated {
+            continue;
+        }
+        let consumers = pair.consumers_of(old);
+        let last = last_use(pair, old);
+        let mut message = format!(
+            "Field '{}' was removed without a deprecation record.",
+            old.node.name
+        );
+        if !consumers.is_empty() {
+            message.push_str(&format!(
+                " Consumers declaring it: {}.",
+                quoted_list(&consumers)
+            ));
+        }
+        if let Some(at) = last {
+            message.push_str(&format!(" Last read reported on {}.", day(at)));
+        }
+        let mut finding = Finding::new(&RULE, old.node.path.clone(), message);
+        if !consumers.is_empty() || last.is_some() {
+            finding = finding.with_severity(Severity::Error);
+        }
+        findings.push(finding);
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testkit::*;
+    use crate::{PolicyContext, PolicySettings, RuleLevel};
+
+    fn v1() -> covenant_engine::FieldTree {
+        avro(
+            "Instrument",
+            vec![field("symbol", "string"), field("tickSize", "string")],
+        )
+    }
+
+    fn v2() -> covenant_engine::FieldTree {
+        avro("Instrument", vec![field("symbol", "string")])
+    }
+
+    #[test]
+    fn tick_size_removed_without_deprecation_is_a_warning() {
+        let findings = run("FIELD_REMOVED_WITHOUT_DEPRECATION", &v1(), &v2(), &none());
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].path, "/fields/tickSize");
+        assert_eq!(findings[0].severity, covenant_engine::Severity::Warning);
+        assert_eq!(
+            findings[0].message,
+            "Field 'tickSize' was removed without a deprecation record."
+        );
+    }
+
+    #[test]
+    fn declared_consumers_and_usage_make_it_an_error_naming_them() {
+        let mut context = none();
+        context
+            .consumers
+            .insert("tickSize".into(), vec!["risk-engine".into()]);
+        context
+            .last_used
+            .insert("tickSize".into(), 1_767_225_600_000);
+        let findings = run("FIELD_REMOVED_WITHOUT_DEPRECATION", &v1(), &v2(), &context);
+        assert!(findings[0].is_error());
+        assert_eq!(
+            findings[0].message,
+            "Field 'tickSize' was removed without a deprecation record. Consumers declaring it: 'risk-engine'. Last read reported on 2026-01-01."
+        );
+        let relaxed =
+            PolicySettings::default().with("FIELD_REMOVED_WITHOUT_DEPRECATION", RuleLevel::Warning);
+        let findings = crate::evaluate(&v1(), &v2(), &context, &relaxed);
+        assert!(findings.iter().all(|f| !f.is_error()), "{findings:?}");
+    }
+
+    #[test]
+    fn a_deprecated_field_and_fields_inside_a_removed_one_are_not_reported_again() {
+        let context = PolicyContext {
+            deprecated: vec!["Instrument.tickSize".into()],
+            ..PolicyContext::default()
+        };
+        assert!(run("FIELD_REMOVED_WITHOUT_DEPRECATION", &v1(), &v2(), &context).is_empty());
+        let nested = avro(
+            "Order",
+            vec![field("customer", "record:Customer").child(field("id", "string"))],
+        );
+        let findings = run(
+            "FIELD_REMOVED_WITHOUT_DEPRECATION",
+            &nested,
+            &avro("Order", vec![]),
+            &none(),
+        );
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].path, "/fields/customer");
+    }
+}

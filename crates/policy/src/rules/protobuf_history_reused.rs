@@ -1,0 +1,269 @@
+//! A Protobuf number or name, once used or reserved, belongs to its field forever: data
+//! written by any earlier version may still be replayed, so the check looks at every version
+//! the subject ever had, not only the latest one, whatever the level and strictness.
+
+use crate::pair::Pair;
+use covenant_engine::{FieldTree, Finding, Node, NodeKind, RuleSpec, Severity};
+use std::collections::BTreeMap;
+
+pub static RULE: RuleSpec = RuleSpec {
+    id: "PROTOBUF_HISTORY_REUSED",
+    format: "protobuf",
+    category: "semantic",
+    // An error: bytes written under the old field are read as the new one without any
+    // decoding failure. Dropping a reservation does not make the number free again; only a
+    // new number (or a new message) is safe. Source: schema-evolution-rules Rule 9, §9.1-9.3.
+    default_severity: Severity::Error,
+    summary: "A Protobuf field or enum value uses a number or name that an earlier version of the subject (any version, not only the latest) gave to another field or value, or reserved. Source: schema-evolution-rules Rule 9, §9.1-9.3.",
+    bad_example: "v1: message CaseLifecycleEvent { string case_id = 2; string legacy_owner = 7; }\nv2: message CaseLifecycleEvent { string case_id = 2; reserved 7; reserved \"legacy_owner\"; }\nv3: message CaseLifecycleEvent { string case_id = 2; string escalation_note = 7; }",
+    good_example: "v3: message CaseLifecycleEvent {\n  string case_id = 2;\n  string escalation_note = 8;\n  reserved 7;\n  reserved \"legacy_owner\";\n}",
+    hint: "Give the new field a number and name never used in the subject's history, and keep the reservations of removed fields for good.",
+    peers: &[
+        "buf:FIELD_NO_DELETE_UNLESS_NUMBER_RESERVED",
+        "buf:RESERVED_MESSAGE_NO_DELETE",
+    ],
+};
+
+/// What one earlier version said about a message or enum: who held each number and name, and
+/// what it reserved.
+struct Earlier<'a> {
+    version: Option<i64>,
+    declaration: &'a Node,
+}
+
+/// One member (field or enum value) as the rule sees it.
+struct Member<'a> {
+    name: &'a str,
+    number: i64,
+}
+
+fn members(declaration: &Node) -> Vec<Member<'_>> {
+    match declaration.kind {
+        NodeKind::Record => declaration
+            .children
+            .iter()
+            .filter(|c| c.kind == NodeKind::Field)
+            .filter_map(|c| {
+                Some(Member {
+                    name: &c.name,
+                    number: c.number?,
+                })
+            })
+            .collect(),
+        NodeKind::Enum => declaration
+            .enum_values
+            .iter()
+            .filter_map(|v| {
+                Some(Member {
+                    name: &v.name,
+                    number: v.number?,
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Messages and enums of a tree by path.
+fn declarations(tree: &FieldTree) -> BTreeMap<&str, &Node> {
+    tree.nodes()
+        .into_iter()
+        .filter(|n| matches!(n.kind, NodeKind::Record | NodeKind::Enum))
+        .map(|n| (n.path.as_str(), n))
+        .collect()
+}
+
+fn in_version(version: Option<i64>) -> String {
+    match version {
+        Some(v) => format!("in version {v}"),
+        None => "in an earlier version".to_string(),
+    }
+}
+
+/// Why `member` of `current` may not use its number or name, judged against one earlier
+/// version of the same declaration.
+fn conflict(member: &Member<'_>, current: &Node, earlier: &Earlier<'_>) -> Option<String> {
+    let old = earlier.declaration;
+    let when = in_version(earlier.version);
+    let (name, number) = (member.name, member.number);
+    if old.reserves_number(number) && !current.reserves_number(number) {
+        return Some(format!("number {number} was reserved {when}"));
+    }
+    if old.reserves_name(name) {
+        return Some(format!("name '{name}' was reserved {when}"));
+    }
+    let still_present = |n: &str| members(current).iter().any(|m| m.name == n);
+    for held in members(old) {
+        // An enum alias keeps its partner: both names still share the number.
+        if held.number == number && held.name != name && !still_present(held.name) {
+            return Some(format!(
+                "number {number} belonged to '{}' {when}",
+                held.name
+            ));
+        }
+        if held.name == name && held.number != number {
+            return Some(format!("name '{name}' had number {} {when}", held.number));
+        }
+    }
+    None
+}
+
+pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
+    if pair.format() != "protobuf" {
+        return Vec::new();
+    }
+    let history: Vec<(Option<i64>, BTreeMap<&str, &Node>)> = pair
+        .history()
+        .into_iter()
+        .map(|(v, tree)| (v, declarations(tree)))
+        .collect();
+    let mut findings = Vec::new();
+    for (path, current) in declarations(pair.new) {
+        let what = if current.kind == NodeKind::Enum {
+            "Enum value"
+        } else {
+            "Field"
+        };
+        for member in members(current) {
+            let reason = history.iter().find_map(|(version, declared)| {
+                let declaration = declared.get(path)?;
+                conflict(
+                    &member,
+                    current,
+                    &Earlier {
+                        version: *version,
+                        declaration,
+                    },
+                )
+            });
+            if let Some(reason) = reason {
+                findings.push(Finding::new(
+                    &RULE,
+                    path,
+                    format!(
+                        "{what} '{}' = {} reuses history: {reason}; data written then is read as '{}'.",
+                        member.name, member.number, member.name
+                    ),
+                ));
+            }
+        }
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testkit::*;
+    use crate::{PolicyContext, PolicySettings};
+    use covenant_engine::{FieldTree, Finding};
+
+    const EVENT: &str = "acme.CaseLifecycleEvent";
+
+    fn v1() -> FieldTree {
+        proto(vec![message(
+            EVENT,
+            vec![("case_id", "string", 2), ("legacy_owner", "string", 7)],
+        )])
+    }
+
+    fn v2() -> FieldTree {
+        proto(vec![
+            message(EVENT, vec![("case_id", "string", 2)]).reserve(&[7], &["legacy_owner"]),
+        ])
+    }
+
+    fn over(history: &[FieldTree], new: &FieldTree) -> Vec<Finding> {
+        let numbered: Vec<(i64, &FieldTree)> = history
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i as i64 + 1, t))
+            .collect();
+        crate::evaluate_in_history(
+            &numbered,
+            new,
+            &PolicyContext::default(),
+            &PolicySettings::default(),
+        )
+        .into_iter()
+        .filter(|f| f.rule == "PROTOBUF_HISTORY_REUSED")
+        .collect()
+    }
+
+    #[test]
+    fn dropping_the_reservation_and_reusing_seven_is_caught_from_the_whole_history() {
+        let v3 = proto(vec![message(
+            EVENT,
+            vec![("case_id", "string", 2), ("escalation_note", "string", 7)],
+        )]);
+        let findings = over(&[v1(), v2()], &v3);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(findings[0].is_error());
+        assert_eq!(findings[0].path, "/acme.CaseLifecycleEvent");
+        assert_eq!(
+            findings[0].message,
+            "Field 'escalation_note' = 7 reuses history: number 7 belonged to 'legacy_owner' in version 1; data written then is read as 'escalation_note'."
+        );
+    }
+
+    #[test]
+    fn reusing_seven_straight_from_v1_with_the_same_type() {
+        let v3 = proto(vec![message(
+            EVENT,
+            vec![("case_id", "string", 2), ("escalation_note", "string", 7)],
+        )]);
+        let findings = run("PROTOBUF_HISTORY_REUSED", &v1(), &v3, &none());
+        assert_eq!(findings.len(), 1);
+        assert!(findings[0].message.contains("belonged to 'legacy_owner'"));
+    }
+
+    #[test]
+    fn a_name_moved_to_another_number_or_a_reserved_name_reused() {
+        let moved = proto(vec![message(EVENT, vec![("case_id", "string", 3)])]);
+        let findings = over(&[v1()], &moved);
+        assert!(findings[0].message.contains("name 'case_id' had number 2"));
+        let renamed = proto(vec![message(
+            EVENT,
+            vec![("case_id", "string", 2), ("legacy_owner", "string", 9)],
+        )]);
+        let findings = over(&[v2()], &renamed);
+        assert!(
+            findings[0]
+                .message
+                .contains("name 'legacy_owner' was reserved in version 1")
+        );
+    }
+
+    #[test]
+    fn new_numbers_and_kept_reservations_are_fine() {
+        let v3 = proto(vec![
+            message(
+                EVENT,
+                vec![("case_id", "string", 2), ("escalation_note", "string", 8)],
+            )
+            .reserve(&[7], &["legacy_owner"]),
+        ]);
+        assert!(over(&[v1(), v2()], &v3).is_empty());
+    }
+
+    #[test]
+    fn enum_values_keep_their_numbers_but_aliases_may_share_one() {
+        let old = proto(vec![proto_enum(
+            "acme.Status",
+            &[("STATUS_UNSPECIFIED", 0), ("STATUS_LEGACY", 9)],
+        )]);
+        let reused = proto(vec![proto_enum(
+            "acme.Status",
+            &[("STATUS_UNSPECIFIED", 0), ("STATUS_PAUSED", 9)],
+        )]);
+        assert_eq!(over(std::slice::from_ref(&old), &reused).len(), 1);
+        let alias = proto(vec![proto_enum(
+            "acme.Status",
+            &[
+                ("STATUS_UNSPECIFIED", 0),
+                ("STATUS_LEGACY", 9),
+                ("STATUS_OLD", 9),
+            ],
+        )]);
+        assert!(over(&[old], &alias).is_empty());
+    }
+}
