@@ -21,6 +21,6 @@ pub use finding::{Finding, Severity};
 pub use format::{
     CheckOptions, Format, JsonPolicy, ProtobufStrictness, Reference, SchemaError, SchemaErrorKind,
 };
-pub use level::{Direction, Level, PriorVersion, Report, check_history, check_pair};
+pub use level::{Direction, Level, Pass, PriorVersion, Report, check_history, check_pair};
 pub use render::{render_json, render_sarif, render_text};
 pub use rule::{RuleCatalog, RuleSpec, rules_markdown};

@@ -34,6 +34,7 @@
 //! [`ProtobufStrictness::WireJson`]: covenant_engine::ProtobufStrictness::WireJson
 
 mod buf;
+pub use buf::{CONCERNS, Concern, concern};
 mod builtin;
 mod confluent;
 mod fields;
@@ -47,8 +48,8 @@ pub use wire::{decode_message_indexes, encode_message_indexes};
 
 use base64::Engine;
 use covenant_engine::{
-    CheckOptions, Finding, Format, ProtobufStrictness, Reference, RuleSpec, SchemaError,
-    SchemaErrorKind,
+    CheckOptions, Direction, Finding, Format, Pass, ProtobufStrictness, Reference, RuleSpec,
+    SchemaError, SchemaErrorKind,
 };
 use parse::Source;
 use prost_reflect::{DescriptorPool, DynamicMessage, FileDescriptor, MessageDescriptor};
@@ -280,12 +281,27 @@ impl Format for ProtobufFormat {
         writer: &ProtobufSchema,
         options: &CheckOptions,
     ) -> Vec<Finding> {
+        let pass = Pass {
+            direction: Direction::Backward,
+            history: true,
+        };
+        Self::check_pass(reader, writer, options, pass)
+    }
+
+    /// buf's history rules run once per pair, from the earlier version to the later
+    /// ([`Concern`]); Confluent's rules and buf's readability rules run in every pass.
+    fn check_pass(
+        reader: &ProtobufSchema,
+        writer: &ProtobufSchema,
+        options: &CheckOptions,
+        pass: Pass,
+    ) -> Vec<Finding> {
         let mut out = Vec::new();
         confluent::check(reader, writer, &mut out);
         match options.protobuf_strictness {
             ProtobufStrictness::Confluent => {}
-            ProtobufStrictness::Wire => buf::check(reader, writer, false, &mut out),
-            ProtobufStrictness::WireJson => buf::check(reader, writer, true, &mut out),
+            ProtobufStrictness::Wire => buf::check_pass(reader, writer, false, pass, &mut out),
+            ProtobufStrictness::WireJson => buf::check_pass(reader, writer, true, pass, &mut out),
         }
         out
     }

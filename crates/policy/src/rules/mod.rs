@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 
 pub(crate) mod ambiguous_null_default;
 pub(crate) mod enum_value_added;
+pub(crate) mod field_identity_moved;
 pub(crate) mod json_additional_properties_implicit;
 pub(crate) mod key_field_changed;
 pub(crate) mod likely_rename;
@@ -43,6 +44,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
     Entry {
         spec: &likely_rename::RULE,
         check: likely_rename::check,
+    },
+    Entry {
+        spec: &field_identity_moved::RULE,
+        check: field_identity_moved::check,
     },
     Entry {
         spec: &nullability_changed::RULE,
