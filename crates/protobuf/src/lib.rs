@@ -40,6 +40,7 @@ mod confluent;
 mod fields;
 pub use fields::field_tree;
 mod parse;
+pub use parse::main_file_name;
 mod print;
 pub mod rules;
 mod wire;
