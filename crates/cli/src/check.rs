@@ -3,8 +3,8 @@
 use crate::output::{out, outln};
 use anyhow::{Result, bail};
 use covenant_engine::{
-    CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, render_json, render_sarif,
-    render_text,
+    CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, render_json,
+    render_sarif_located, render_text_located,
 };
 use covenant_policy::{PolicyContext, PolicySettings};
 use covenant_schema::{ParsedSchema, SchemaType};
@@ -173,15 +173,18 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
         &context,
         &settings,
     );
+    let text = read(&args.new)?;
+    let locate = |path: &str| covenant_schema::locate(candidate.schema_type(), &text, path);
     match args.output {
-        Output::Text => out!("{}", render_text(&report)),
+        Output::Text => out!("{}", render_text_located(&report, &locate)),
         Output::Json => outln!("{}", serde_json::to_string_pretty(&render_json(&report))?),
         Output::Sarif => {
             let rules: Vec<_> = covenant_policy::all_rule_groups()
                 .into_iter()
                 .flat_map(|(_, r)| r.iter().copied())
                 .collect();
-            let sarif = render_sarif(&report, &args.new.display().to_string(), &rules);
+            let uri = args.new.display().to_string();
+            let sarif = render_sarif_located(&report, &uri, &rules, &locate);
             outln!("{}", serde_json::to_string_pretty(&sarif)?);
         }
     }

@@ -188,3 +188,111 @@ fn logs_are_coloured_only_on_a_terminal_and_never_under_no_color() {
     assert!(plain.contains("INFO"), "{plain:?}");
     assert!(!plain.contains('\u{1b}'), "{plain:?}");
 }
+
+fn sarif_regions(out: &Output) -> Vec<(String, String, i64, i64)> {
+    let sarif: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(out)));
+    sarif["runs"][0]["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            let region = &r["locations"][0]["physicalLocation"]["region"];
+            (
+                r["ruleId"].as_str().unwrap_or_default().to_string(),
+                r["properties"]["schemaPath"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                region["startLine"].as_i64().unwrap_or(-1),
+                region["startColumn"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect()
+}
+
+fn has(regions: &[(String, String, i64, i64)], rule: &str, path: &str, line: i64, column: i64) {
+    assert!(
+        regions
+            .iter()
+            .any(|r| r.0 == rule && r.1 == path && r.2 == line && r.3 == column),
+        "no {rule} at {path} {line}:{column} in {regions:?}"
+    );
+}
+
+#[test]
+fn sarif_and_text_reports_point_at_the_line_of_each_finding() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write(
+        dir.path(),
+        "v1.proto",
+        "syntax = \"proto3\";\npackage acme;\nmessage CaseEvent {\n  string event_id = 1;\n  string case_id = 2;\n}\n",
+    );
+    let new = write(
+        dir.path(),
+        "v2.proto",
+        "syntax = \"proto3\";\npackage acme;\n\nmessage CaseEvent {\n  string case_id = 1;\n  string event_id = 2;\n}\n",
+    );
+    let out = covenant(&["check", "--output", "sarif", s(&new), s(&old)]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let regions = sarif_regions(&out);
+    has(
+        &regions,
+        "FIELD_IDENTITY_MOVED",
+        "/acme.CaseEvent/fields/case_id",
+        5,
+        3,
+    );
+    has(
+        &regions,
+        "FIELD_IDENTITY_MOVED",
+        "/acme.CaseEvent/fields/event_id",
+        6,
+        3,
+    );
+    let text = stdout(&covenant(&["check", s(&new), s(&old)]));
+    assert!(
+        text.contains("at /acme.CaseEvent/fields/case_id (line 5, column 3)"),
+        "{text}"
+    );
+
+    let old = write(
+        dir.path(),
+        "v1.avsc",
+        r#"{"type": "record", "name": "Case", "fields": [{"name": "caseId", "type": "string"}]}"#,
+    );
+    let new = write(
+        dir.path(),
+        "v2.avsc",
+        "{\"type\": \"record\", \"name\": \"Case\", \"fields\": [\n  {\"name\": \"caseId\", \"type\": \"string\"},\n  {\"name\": \"closureReason\", \"type\": \"string\"}\n]}\n",
+    );
+    let out = covenant(&["check", "--output", "sarif", s(&new), s(&old)]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    has(
+        &sarif_regions(&out),
+        "READER_FIELD_MISSING_DEFAULT_VALUE",
+        "/fields/closureReason",
+        3,
+        3,
+    );
+
+    let old = write(
+        dir.path(),
+        "v1.json",
+        r#"{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false}"#,
+    );
+    let new = write(
+        dir.path(),
+        "v2.json",
+        "{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\",\n \"type\": \"object\",\n \"properties\": {\n  \"a\": {\"type\": \"integer\"}\n },\n \"additionalProperties\": false}\n",
+    );
+    let out = covenant(&["check", "--output", "sarif", s(&new), s(&old)]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let regions = sarif_regions(&out);
+    assert!(
+        regions
+            .iter()
+            .any(|r| r.1.starts_with("#/properties/a") && r.2 == 4),
+        "{regions:?}"
+    );
+}

@@ -41,6 +41,8 @@ mod fields;
 pub use fields::field_tree;
 mod parse;
 pub use parse::main_file_name;
+mod position;
+pub use position::locate;
 mod print;
 pub mod rules;
 mod wire;
