@@ -4,7 +4,7 @@
 //! lines the document shows under it.
 //!
 //! After a deliberate change of the outputs, regenerate the document with
-//! `COVENANT_UPDATE_DOCS=1 cargo test -p covenant-cli --test governance_doc`.
+//! `UPDATE_EXPECT=1 cargo test -p covenant-cli --test governance_doc`.
 
 mod support;
 
@@ -161,14 +161,14 @@ fn every_output_in_the_governance_walkthrough_is_real() {
         let _ = server.kill();
         let _ = server.wait();
     }
-    if std::env::var_os("COVENANT_UPDATE_DOCS").is_some() {
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
         std::fs::write(DOC, rewrite(&lines, &steps, &actual_outputs)).expect("write doc");
         return;
     }
     assert!(
         mismatches.is_empty(),
         "docs/governance.md shows outputs that are not the real ones (regenerate with \
-         COVENANT_UPDATE_DOCS=1 cargo test -p covenant-cli --test governance_doc):\n\n{}",
+         UPDATE_EXPECT=1 cargo test -p covenant-cli --test governance_doc):\n\n{}",
         mismatches.join("\n\n")
     );
 }
