@@ -4,7 +4,7 @@
 use crate::ProtobufSchema;
 use crate::confluent::file_pairs;
 use crate::rules::*;
-use covenant_engine::{Direction, Finding, Pass};
+use covenant_engine::Finding;
 use prost_reflect::{
     EnumDescriptor, ExtensionDescriptor, FieldDescriptor, FileDescriptor, Kind, MessageDescriptor,
     ServiceDescriptor, Value,
@@ -228,7 +228,7 @@ pub enum Concern {
 }
 
 /// Every buf rule with its concern; a test keeps this list equal to the buf rules of the
-/// catalog.
+/// catalog. `ProtobufFormat::check_pass` applies it to every finding.
 pub const CONCERNS: &[(&str, Concern)] = &[
     ("FIELD_NO_DELETE_UNLESS_NUMBER_RESERVED", Concern::History),
     ("FIELD_NO_DELETE_UNLESS_NAME_RESERVED", Concern::History),
@@ -258,8 +258,8 @@ pub const CONCERNS: &[(&str, Concern)] = &[
     ("ENUM_VALUE_SAME_NAME", Concern::Readability),
     ("ENUM_SAME_JSON_FORMAT", Concern::Readability),
     ("FILE_SAME_PACKAGE", Concern::Readability),
-    // Emitted by the walk over a file set: a reader without the file lacks its types.
-    ("FILE_NO_DELETE", Concern::Readability),
+    // Emitted by the walk over a file set for every strictness: a deleted file is history.
+    ("FILE_NO_DELETE", Concern::History),
     ("RPC_SAME_CLIENT_STREAMING", Concern::Readability),
     ("RPC_SAME_SERVER_STREAMING", Concern::Readability),
     ("RPC_SAME_REQUEST_TYPE", Concern::Readability),
@@ -273,35 +273,6 @@ pub fn concern(rule_id: &str) -> Option<Concern> {
         .iter()
         .find(|(id, _)| *id == rule_id)
         .map(|(_, c)| *c)
-}
-
-/// The buf rules of one pass of a level: readability rules for reading `writer` data with
-/// `reader`, and, when `pass.history`, history rules from the earlier version to the later.
-pub(crate) fn check_pass(
-    reader: &ProtobufSchema,
-    writer: &ProtobufSchema,
-    json: bool,
-    pass: Pass,
-    out: &mut Vec<Finding>,
-) {
-    let keep = |f: &Finding, history: bool| match concern(&f.rule) {
-        Some(Concern::History) => history,
-        _ => true,
-    };
-    let mut found = Vec::new();
-    check(reader, writer, json, &mut found);
-    // Backward: the writer is the earlier version, so this one run is also the history run.
-    let history_here = pass.history && pass.direction == Direction::Backward;
-    out.extend(found.into_iter().filter(|f| keep(f, history_here)));
-    if pass.history && pass.direction == Direction::Forward {
-        let mut found = Vec::new();
-        check(writer, reader, json, &mut found);
-        out.extend(
-            found
-                .into_iter()
-                .filter(|f| concern(&f.rule) == Some(Concern::History)),
-        );
-    }
 }
 
 /// Runs the WIRE rules, or the WIRE_JSON rules when `json`, for reading `writer` data with

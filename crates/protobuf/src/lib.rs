@@ -291,23 +291,45 @@ impl Format for ProtobufFormat {
         Self::check_pass(reader, writer, options, pass)
     }
 
-    /// buf's history rules run once per pair, from the earlier version to the later
-    /// ([`Concern`]); Confluent's rules and buf's readability rules run in every pass.
+    /// Rules about the history of the files ([`Concern::History`]: reservations kept,
+    /// deletions reserved, files kept) run once per pair, from the earlier version to the
+    /// later; every other rule runs for `reader` and `writer` as given.
     fn check_pass(
         reader: &ProtobufSchema,
         writer: &ProtobufSchema,
         options: &CheckOptions,
         pass: Pass,
     ) -> Vec<Finding> {
-        let mut out = Vec::new();
-        confluent::check(reader, writer, &mut out);
-        match options.protobuf_strictness {
-            ProtobufStrictness::Confluent => {}
-            ProtobufStrictness::Wire => buf::check_pass(reader, writer, false, pass, &mut out),
-            ProtobufStrictness::WireJson => buf::check_pass(reader, writer, true, pass, &mut out),
+        let is_history = |f: &Finding| concern(&f.rule) == Some(Concern::History);
+        // Backward: the writer is the earlier version, so this run is also the history run.
+        let history_here = pass.history && pass.direction == Direction::Backward;
+        let mut out: Vec<Finding> = all_findings(reader, writer, options)
+            .into_iter()
+            .filter(|f| history_here || !is_history(f))
+            .collect();
+        if pass.history && pass.direction == Direction::Forward {
+            let forward_in_time = all_findings(writer, reader, options);
+            out.extend(forward_in_time.into_iter().filter(is_history));
         }
         out
     }
+}
+
+/// Confluent's differences and, at the stricter levels, buf's rules, for reading `writer`
+/// data with `reader`.
+fn all_findings(
+    reader: &ProtobufSchema,
+    writer: &ProtobufSchema,
+    options: &CheckOptions,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    confluent::check(reader, writer, &mut out);
+    match options.protobuf_strictness {
+        ProtobufStrictness::Confluent => {}
+        ProtobufStrictness::Wire => buf::check(reader, writer, false, &mut out),
+        ProtobufStrictness::WireJson => buf::check(reader, writer, true, &mut out),
+    }
+    out
 }
 
 /// Every Protobuf rule, in catalog order.
