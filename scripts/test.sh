@@ -9,6 +9,12 @@ if [ -z "${COVENANT_TEST_POSTGRES:-}" ]; then
   exec scripts/with-postgres.sh "$0" "$@"
 fi
 
+# docs/governance.md is run as a test with curl and jq.
+if ! command -v curl >/dev/null || ! command -v jq >/dev/null; then
+  echo "test: installing curl and jq from Debian's packages" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl jq >/dev/null
+fi
+
 echo "== cargo test (workspace) =="
 cargo test --workspace --locked -- --nocapture
 echo "== benchmark smoke run (benches/README.md) ==" && benches/run.sh --smoke

@@ -13,6 +13,8 @@ mod fields;
 pub use fields::field_tree;
 mod model;
 mod parse;
+mod position;
+pub use position::locate;
 pub mod rules;
 mod values;
 

@@ -1,9 +1,10 @@
 //! `covenant check`, `canonical`, `fingerprint`, `validate` and `rules`: the offline commands.
 
+use crate::output::{out, outln};
 use anyhow::{Result, bail};
 use covenant_engine::{
-    CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, render_json, render_sarif,
-    render_text,
+    CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, render_json,
+    render_sarif_located, render_text_located,
 };
 use covenant_policy::{PolicyContext, PolicySettings};
 use covenant_schema::{ParsedSchema, SchemaType};
@@ -35,7 +36,8 @@ pub enum Output {
 #[derive(clap::Args)]
 pub struct SchemaInputArgs {
     /// Schema format: avro, json (JSON Schema) or protobuf. Default: from the file extension
-    /// (.proto is protobuf, .avsc avro), else avro.
+    /// (.proto is protobuf, .avsc avro) and, for other files such as .json, from the content
+    /// (`$schema`, `properties` or a JSON Schema type is JSON Schema), else avro.
     #[arg(long, short = 'f')]
     pub format: Option<String>,
     /// A referenced schema, as NAME=FILE (Avro full name, JSON Schema $ref name, or Protobuf
@@ -65,8 +67,9 @@ pub struct CheckArgs {
     pub scope_versions: Vec<i64>,
     /// The new schema.
     pub new: PathBuf,
-    /// Earlier versions, oldest first. A folder is read in file-name order.
-    #[arg(required = true)]
+    /// Earlier versions, oldest first. A folder is read in file-name order. Without any, the
+    /// new schema is checked alone: the single-schema lints and the semantic rules that apply
+    /// to a first version.
     pub old: Vec<PathBuf>,
 }
 
@@ -143,16 +146,17 @@ fn load_history(
     new: &Path,
     old: &[PathBuf],
 ) -> Result<(ParsedSchema, Vec<(i64, ParsedSchema)>)> {
-    let schema_type = schema_type_for(input, new)?;
+    let chosen = schema_type_for(input, new)?;
+    let schema_type = chosen.schema_type;
     let references = load_references(input, schema_type)?;
-    let candidate = parse_file(schema_type, new, &references)?;
+    let candidate = parse_file(&chosen, new, &references)?;
     let mut old_files = Vec::new();
     for path in old {
         expand(path, &mut old_files)?;
     }
     let mut history = Vec::new();
     for (i, path) in old_files.iter().enumerate() {
-        history.push((i as i64 + 1, parse_file(schema_type, path, &references)?));
+        history.push((i as i64 + 1, parse_file(&chosen, path, &references)?));
     }
     Ok((candidate, history))
 }
@@ -177,16 +181,19 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
         &context,
         &settings,
     );
+    let text = read(&args.new)?;
+    let locate = |path: &str| covenant_schema::locate(candidate.schema_type(), &text, path);
     match args.output {
-        Output::Text => print!("{}", render_text(&report)),
-        Output::Json => println!("{}", serde_json::to_string_pretty(&render_json(&report))?),
+        Output::Text => out!("{}", render_text_located(&report, &locate)),
+        Output::Json => outln!("{}", serde_json::to_string_pretty(&render_json(&report))?),
         Output::Sarif => {
             let rules: Vec<_> = covenant_policy::all_rule_groups()
                 .into_iter()
                 .flat_map(|(_, r)| r.iter().copied())
                 .collect();
-            let sarif = render_sarif(&report, &args.new.display().to_string(), &rules);
-            println!("{}", serde_json::to_string_pretty(&sarif)?);
+            let uri = args.new.display().to_string();
+            let sarif = render_sarif_located(&report, &uri, &rules, &locate);
+            outln!("{}", serde_json::to_string_pretty(&sarif)?);
         }
     }
     Ok(if report.compatible {
@@ -256,8 +263,8 @@ pub fn run_plan(args: PlanArgs) -> Result<ExitCode> {
     let every: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
     let plan = covenant_policy::rollout(&candidate, &every, &options, &context, &settings);
     match args.output {
-        Output::Json | Output::Sarif => println!("{}", serde_json::to_string_pretty(&plan)?),
-        Output::Text => print!("{}", plan.render_text()),
+        Output::Json | Output::Sarif => outln!("{}", serde_json::to_string_pretty(&plan)?),
+        Output::Text => out!("{}", plan.render_text()),
     }
     Ok(if plan.order == covenant_policy::DeploymentOrder::Neither {
         ExitCode::from(1)
@@ -275,27 +282,27 @@ pub struct CanonicalArgs {
 
 /// Avro: the Parsing Canonical Form. JSON Schema and Protobuf: the normalized form.
 pub fn run_canonical(args: CanonicalArgs) -> Result<ExitCode> {
-    let schema_type = schema_type_for(&args.input, &args.file)?;
-    let references = load_references(&args.input, schema_type)?;
-    let schema = parse_file(schema_type, &args.file, &references)?;
+    let chosen = schema_type_for(&args.input, &args.file)?;
+    let references = load_references(&args.input, chosen.schema_type)?;
+    let schema = parse_file(&chosen, &args.file, &references)?;
     match &schema {
-        ParsedSchema::Avro(avro) => println!("{}", avro.canonical_form()),
-        other => println!("{}", other.normalized()),
+        ParsedSchema::Avro(avro) => outln!("{}", avro.canonical_form()),
+        other => outln!("{}", other.normalized()),
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn run_fingerprint(args: CanonicalArgs) -> Result<ExitCode> {
-    let schema_type = schema_type_for(&args.input, &args.file)?;
-    let references = load_references(&args.input, schema_type)?;
-    let schema = parse_file(schema_type, &args.file, &references)?;
+    let chosen = schema_type_for(&args.input, &args.file)?;
+    let references = load_references(&args.input, chosen.schema_type)?;
+    let schema = parse_file(&chosen, &args.file, &references)?;
     match &schema {
         ParsedSchema::Avro(avro) => {
             let rabin = avro.rabin_fingerprint();
-            println!("rabin   {rabin:016x} ({})", rabin as i64);
-            println!("sha256  {}", hex(&avro.sha256_fingerprint()));
+            outln!("rabin   {rabin:016x} ({})", rabin as i64);
+            outln!("sha256  {}", hex(&avro.sha256_fingerprint()));
         }
-        other => println!("sha256  {}", sha256_hex(other.normalized().as_bytes())),
+        other => outln!("sha256  {}", sha256_hex(other.normalized().as_bytes())),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -326,8 +333,11 @@ pub fn run_validate(args: ValidateArgs) -> Result<ExitCode> {
         proto_paths: Vec::new(),
     };
     let references = load_references(&input, SchemaType::Json)?;
-    let ParsedSchema::Json(schema) = parse_file(SchemaType::Json, &args.schema, &references)?
-    else {
+    let chosen = Chosen {
+        schema_type: SchemaType::Json,
+        why: Why::Command,
+    };
+    let ParsedSchema::Json(schema) = parse_file(&chosen, &args.schema, &references)? else {
         bail!("internal: JSON Schema parse returned another format");
     };
     let mut invalid = 0usize;
@@ -337,17 +347,17 @@ pub fn run_validate(args: ValidateArgs) -> Result<ExitCode> {
             .map_err(|e| InvalidInput(format!("{}: not valid JSON: {e}", path.display())))?;
         let errors = covenant_jsonschema::validate(&schema, &document);
         if errors.is_empty() {
-            println!("{}: valid", path.display());
+            outln!("{}: valid", path.display());
         } else {
             invalid += 1;
-            println!("{}: invalid ({} errors)", path.display(), errors.len());
+            outln!("{}: invalid ({} errors)", path.display(), errors.len());
             for e in errors {
                 let at = if e.instance_path.is_empty() {
                     "/"
                 } else {
                     &e.instance_path
                 };
-                println!("  {at}: {} (schema {})", e.message, e.schema_path);
+                outln!("  {at}: {} (schema {})", e.message, e.schema_path);
             }
         }
     }
@@ -358,19 +368,100 @@ pub fn run_validate(args: ValidateArgs) -> Result<ExitCode> {
     })
 }
 
-fn schema_type_for(input: &SchemaInputArgs, file: &Path) -> Result<SchemaType> {
+/// Why a file is read in the format it is: the message for a file that does not parse in
+/// that format says so, and names `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    /// `--format` said so.
+    Flag,
+    /// The file's extension (`.proto`, `.avsc`).
+    Extension,
+    /// The file's content (JSON Schema keywords or Avro's `record`, `fields`, ...).
+    Content,
+    /// Nothing told; Avro is the default.
+    Default,
+    /// The command reads only one format.
+    Command,
+}
+
+/// The format files are read in, and why.
+#[derive(Debug, Clone, Copy)]
+struct Chosen {
+    schema_type: SchemaType,
+    why: Why,
+}
+
+fn schema_type_for(input: &SchemaInputArgs, file: &Path) -> Result<Chosen> {
     if let Some(format) = &input.format {
-        return format.parse().map_err(|_| {
+        let schema_type = format.parse().map_err(|_| {
             InvalidInput(format!(
                 "invalid --format '{format}': expected avro, json or protobuf"
             ))
-            .into()
+        })?;
+        return Ok(Chosen {
+            schema_type,
+            why: Why::Flag,
         });
     }
-    Ok(match file.extension().and_then(|e| e.to_str()) {
-        Some("proto") => SchemaType::Protobuf,
-        _ => SchemaType::Avro,
+    let by_extension = match file.extension().and_then(|e| e.to_str()) {
+        Some("proto") => Some(SchemaType::Protobuf),
+        Some("avsc") => Some(SchemaType::Avro),
+        _ => None,
+    };
+    if let Some(schema_type) = by_extension {
+        return Ok(Chosen {
+            schema_type,
+            why: Why::Extension,
+        });
+    }
+    let text = read(file)?;
+    Ok(match infer_from_content(&text) {
+        Some(schema_type) => Chosen {
+            schema_type,
+            why: Why::Content,
+        },
+        None => Chosen {
+            schema_type: SchemaType::Avro,
+            why: Why::Default,
+        },
     })
+}
+
+/// Tells JSON Schema from Avro by content, for files whose extension (`.json`) fits both.
+/// JSON Schema: a boolean schema, or an object with `$schema`, `properties`, `$ref`, `$defs`
+/// or a `type` only JSON Schema has. Avro: a `fields` or `symbols` list, or a `type` only
+/// Avro has. Anything else (a bare `"string"`, a union) is left undecided.
+fn infer_from_content(text: &str) -> Option<SchemaType> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let object = match &value {
+        serde_json::Value::Bool(_) => return Some(SchemaType::Json),
+        serde_json::Value::Object(object) => object,
+        _ => return None,
+    };
+    const JSON_KEYS: [&str; 5] = ["$schema", "properties", "$ref", "$defs", "definitions"];
+    const AVRO_KEYS: [&str; 2] = ["fields", "symbols"];
+    if AVRO_KEYS.iter().any(|k| object.contains_key(*k)) {
+        return Some(SchemaType::Avro);
+    }
+    if JSON_KEYS.iter().any(|k| object.contains_key(*k)) {
+        return Some(SchemaType::Json);
+    }
+    let types: Vec<&str> = match object.get("type") {
+        Some(serde_json::Value::String(t)) => vec![t.as_str()],
+        Some(serde_json::Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    const JSON_ONLY: [&str; 4] = ["object", "integer", "number", "boolean"];
+    const AVRO_ONLY: [&str; 10] = [
+        "record", "enum", "fixed", "map", "int", "long", "float", "double", "bytes", "error",
+    ];
+    if types.iter().any(|t| AVRO_ONLY.contains(t)) {
+        Some(SchemaType::Avro)
+    } else if types.iter().any(|t| JSON_ONLY.contains(t)) {
+        Some(SchemaType::Json)
+    } else {
+        None
+    }
 }
 
 fn load_references(input: &SchemaInputArgs, schema_type: SchemaType) -> Result<Vec<Reference>> {
@@ -455,19 +546,44 @@ fn read(path: &Path) -> Result<String> {
         .map_err(|e| InvalidInput(format!("{}: cannot read: {e}", path.display())).into())
 }
 
-fn parse_file(
-    schema_type: SchemaType,
-    path: &Path,
-    references: &[Reference],
-) -> Result<ParsedSchema> {
+fn parse_file(chosen: &Chosen, path: &Path, references: &[Reference]) -> Result<ParsedSchema> {
     let text = read(path)?;
-    ParsedSchema::parse(schema_type, &text, references).map_err(|e| {
+    let schema_type = chosen.schema_type;
+    ParsedSchema::parse(schema_type, &text, references).map_err(|mut e| {
+        if schema_type == SchemaType::Protobuf {
+            e.path = with_user_file_name(&e.path, path, references);
+        }
+        let why = match chosen.why {
+            Why::Flag => format!(" (read as {schema_type} because --format says so)"),
+            Why::Extension => format!(
+                " (read as {schema_type} by its file extension; pass --format to choose another format)"
+            ),
+            Why::Content => format!(
+                " (read as {schema_type}, the format its content suggests; pass --format avro, json or protobuf to choose)"
+            ),
+            Why::Default => format!(
+                " (read as {schema_type}, the default; pass --format json or protobuf for other formats)"
+            ),
+            Why::Command => String::new(),
+        };
         InvalidInput(format!(
-            "{}: invalid {schema_type} schema: {e}",
+            "{}: invalid {schema_type} schema: {e}{why}",
             path.display()
         ))
         .into()
     })
+}
+
+/// A Protobuf error names the file the parser compiled (`schema.proto:5:3`); the user knows
+/// it by the path they gave.
+fn with_user_file_name(location: &str, path: &Path, references: &[Reference]) -> String {
+    let compiled = covenant_protobuf::main_file_name(references);
+    match location.strip_prefix(&compiled) {
+        Some(rest) if rest.is_empty() || rest.starts_with(':') => {
+            format!("{}{rest}", path.display())
+        }
+        _ => location.to_string(),
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -2,6 +2,7 @@
 //! over its `/covenant/v1/` API. Exit 0 on success, 1 when the server refuses or reports an
 //! error (its message is printed), 2 when the server cannot be reached or the input is bad.
 
+use crate::output::{out, outln};
 use anyhow::Context;
 use covenant_governance::{Clock, FileClock, SystemClock};
 use serde_json::{Map, Value, json};
@@ -200,15 +201,15 @@ pub fn run_consumers(args: ConsumersArgs) -> anyhow::Result<ExitCode> {
             match api.call("GET", path, None)? {
                 Ok(Value::Array(list)) => {
                     for c in &list {
-                        println!("{}", consumer_line(c));
+                        outln!("{}", consumer_line(c));
                     }
                     if list.is_empty() {
-                        println!("no consumers declared");
+                        outln!("no consumers declared");
                     }
                     Ok(ExitCode::SUCCESS)
                 }
                 Ok(other) => {
-                    println!("{other:#}");
+                    outln!("{other:#}");
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(code) => Ok(code),
@@ -507,7 +508,7 @@ pub fn run_deprecations(args: DeprecationsArgs) -> anyhow::Result<ExitCode> {
             match api.call("POST", "/covenant/v1/deprecations", Some(body))? {
                 Ok(record) => {
                     let id = record.get("id").and_then(Value::as_i64).unwrap_or(0);
-                    println!("created deprecation #{id}");
+                    outln!("created deprecation #{id}");
                     api.print_text(&format!("/covenant/v1/deprecations/{id}/record"))
                 }
                 Err(code) => Ok(code),
@@ -571,7 +572,7 @@ pub fn run_deprecations(args: DeprecationsArgs) -> anyhow::Result<ExitCode> {
                 Ok(Value::Array(list)) => {
                     for d in &list {
                         let target = d.get("target").cloned().unwrap_or(Value::Null);
-                        println!(
+                        outln!(
                             "#{}  {}  {} of {}  replacement {}",
                             d.get("id").and_then(Value::as_i64).unwrap_or(0),
                             text(d, "stage"),
@@ -583,12 +584,12 @@ pub fn run_deprecations(args: DeprecationsArgs) -> anyhow::Result<ExitCode> {
                         );
                     }
                     if list.is_empty() {
-                        println!("no deprecations");
+                        outln!("no deprecations");
                     }
                     Ok(ExitCode::SUCCESS)
                 }
                 Ok(other) => {
-                    println!("{other:#}");
+                    outln!("{other:#}");
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(code) => Ok(code),
@@ -619,18 +620,18 @@ pub fn run_deprecations(args: DeprecationsArgs) -> anyhow::Result<ExitCode> {
                         .cloned()
                         .unwrap_or_default();
                     if fields.is_empty() {
-                        println!("the candidate removes no field of '{subject}'");
+                        outln!("the candidate removes no field of '{subject}'");
                     } else {
-                        println!("the candidate removes: {}", fields.join(", "));
+                        outln!("the candidate removes: {}", fields.join(", "));
                     }
                     for b in &blockers {
-                        println!("  [{}] {}", text(b, "kind"), text(b, "message"));
+                        outln!("  [{}] {}", text(b, "kind"), text(b, "message"));
                     }
                     if blockers.is_empty() {
-                        println!("removal gate: no blockers");
+                        outln!("removal gate: no blockers");
                         Ok(ExitCode::SUCCESS)
                     } else {
-                        println!("removal gate: {} blocker(s)", blockers.len());
+                        outln!("removal gate: {} blocker(s)", blockers.len());
                         Ok(ExitCode::from(1))
                     }
                 }
@@ -879,7 +880,7 @@ impl Api {
     ) -> anyhow::Result<ExitCode> {
         match self.call(method, path, body)? {
             Ok(value) => {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&value).unwrap_or_default()
                 );
@@ -892,7 +893,7 @@ impl Api {
     fn print_text(&self, path: &str) -> anyhow::Result<ExitCode> {
         let (status, text) = self.send("GET", path, None)?;
         if (200..300).contains(&status) {
-            print!("{text}");
+            out!("{text}");
             return Ok(ExitCode::SUCCESS);
         }
         match self.call("GET", path, None)? {

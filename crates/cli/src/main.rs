@@ -4,11 +4,13 @@
 mod audit;
 mod check;
 mod governance;
+mod output;
 mod samples;
 mod serve;
 mod transfer;
 
 use clap::{Parser, Subcommand};
+use output::{out, outln};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -108,15 +110,17 @@ fn main() -> ExitCode {
 fn print_rules(markdown: bool) {
     let groups = covenant_policy::all_rule_groups();
     if markdown {
-        print!("{}", covenant_engine::rules_markdown(&groups));
+        out!("{}", covenant_engine::rules_markdown(&groups));
         return;
     }
     for (title, rules) in groups {
-        println!("{title}");
+        outln!("{title}");
         for rule in rules {
-            println!(
+            outln!(
                 "  {:<48} {:<8} {}",
-                rule.id, rule.default_severity, rule.summary
+                rule.id,
+                rule.default_severity,
+                rule.summary
             );
         }
     }

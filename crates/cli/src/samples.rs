@@ -2,6 +2,7 @@
 //! every compatibility check of a subject.
 
 use crate::check::InvalidInput;
+use crate::output::outln;
 use anyhow::{Context, Result};
 use base64::Engine;
 use serde_json::{Value, json};
@@ -139,7 +140,7 @@ async fn run_async(args: SamplesArgs) -> Result<ExitCode> {
                 encode_segment(&version)
             );
             let stored = call(reqwest::Method::POST, url, Some(body)).await?;
-            println!("stored sample {}", line(&stored).trim_start());
+            outln!("stored sample {}", line(&stored).trim_start());
         }
         SamplesCommand::List { subject, version } => {
             let url = match &version {
@@ -153,10 +154,10 @@ async fn run_async(args: SamplesArgs) -> Result<ExitCode> {
             let list = call(reqwest::Method::GET, url, None).await?;
             let list = list.as_array().cloned().unwrap_or_default();
             if list.is_empty() {
-                println!("no samples");
+                outln!("no samples");
             }
             for sample in &list {
-                println!("{}", line(sample));
+                outln!("{}", line(sample));
             }
         }
         SamplesCommand::Rm {
@@ -178,7 +179,7 @@ async fn run_async(args: SamplesArgs) -> Result<ExitCode> {
                 }
             }
             let removed = call(reqwest::Method::DELETE, url, None).await?;
-            println!("removed {removed}");
+            outln!("removed {removed}");
         }
     }
     Ok(ExitCode::SUCCESS)

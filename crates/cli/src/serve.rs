@@ -74,11 +74,19 @@ fn spawn_audit_pruning(store: Arc<dyn covenant_store::Store>, retention_days: u6
     });
 }
 
+/// Colour escapes only on a terminal, and never when `NO_COLOR` is set to anything
+/// (no-color.org): logs written to a file or a pipe stay plain text.
+fn colour_wanted() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour_wanted())
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),

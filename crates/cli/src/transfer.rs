@@ -424,8 +424,9 @@ pub fn run_export(args: ExportArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot write '{}'", path.display()))?,
         None => {
             let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
+            if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                crate::output::quit(&e);
+            }
         }
     }
     eprintln!(

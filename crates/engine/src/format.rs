@@ -124,6 +124,20 @@ pub trait Format {
     /// All findings for reading `writer` data with `reader`.
     fn check(reader: &Self::Schema, writer: &Self::Schema, options: &CheckOptions) -> Vec<Finding>;
 
+    /// [`Format::check`] as one pass of a level. A format whose rules include some about the
+    /// history of the text (reservations kept, deletions reserved) runs those only when
+    /// `pass.history`, comparing the earlier version with the later one whatever the
+    /// direction; rules about readability run for `reader` and `writer` as given. Formats
+    /// without history rules keep this default.
+    fn check_pass(
+        reader: &Self::Schema,
+        writer: &Self::Schema,
+        options: &CheckOptions,
+        _pass: crate::Pass,
+    ) -> Vec<Finding> {
+        Self::check(reader, writer, options)
+    }
+
     /// Findings about one schema on its own (e.g. an undeclared JSON Schema dialect).
     fn lint(_schema: &Self::Schema, _options: &CheckOptions) -> Vec<Finding> {
         Vec::new()

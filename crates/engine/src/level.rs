@@ -114,16 +114,40 @@ impl Report {
     }
 }
 
-/// Findings for one direction between the candidate and one earlier version.
+/// One pass of a level over a candidate and one earlier version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pass {
+    pub direction: Direction,
+    /// Whether rules about the history of the schema run in this pass. They describe the
+    /// change from the earlier version to the candidate, so a level runs them once per pair
+    /// (FULL in its backward pass), not once per direction.
+    pub history: bool,
+}
+
+/// Findings for one direction between the candidate and one earlier version, history rules
+/// included.
 pub fn check_pair<F: Format>(
     direction: Direction,
     candidate: &F::Schema,
     earlier: &F::Schema,
     options: &CheckOptions,
 ) -> Vec<Finding> {
-    match direction {
-        Direction::Backward => F::check(candidate, earlier, options),
-        Direction::Forward => F::check(earlier, candidate, options),
+    let pass = Pass {
+        direction,
+        history: true,
+    };
+    check_in_pass::<F>(pass, candidate, earlier, options)
+}
+
+fn check_in_pass<F: Format>(
+    pass: Pass,
+    candidate: &F::Schema,
+    earlier: &F::Schema,
+    options: &CheckOptions,
+) -> Vec<Finding> {
+    match pass.direction {
+        Direction::Backward => F::check_pass(candidate, earlier, options, pass),
+        Direction::Forward => F::check_pass(earlier, candidate, options, pass),
     }
 }
 
@@ -147,8 +171,12 @@ pub fn check_history<F: Format>(
         }
     };
     for prior in in_scope.iter().rev() {
-        for &direction in level.directions() {
-            for mut finding in check_pair::<F>(direction, candidate, prior.schema, options) {
+        for (i, &direction) in level.directions().iter().enumerate() {
+            let pass = Pass {
+                direction,
+                history: i == 0,
+            };
+            for mut finding in check_in_pass::<F>(pass, candidate, prior.schema, options) {
                 finding.version = Some(prior.version);
                 finding.message = match direction {
                     Direction::Backward => format!(

@@ -13,6 +13,7 @@ mod fields;
 mod finding;
 mod format;
 mod level;
+pub mod position;
 mod render;
 mod rule;
 
@@ -21,6 +22,9 @@ pub use finding::{Finding, Severity};
 pub use format::{
     CheckOptions, Format, JsonPolicy, ProtobufStrictness, Reference, SchemaError, SchemaErrorKind,
 };
-pub use level::{Direction, Level, PriorVersion, Report, check_history, check_pair};
-pub use render::{render_json, render_sarif, render_text};
+pub use level::{Direction, Level, Pass, PriorVersion, Report, check_history, check_pair};
+pub use position::{JsonText, Position, Step};
+pub use render::{
+    render_json, render_sarif, render_sarif_located, render_text, render_text_located,
+};
 pub use rule::{RuleCatalog, RuleSpec, rules_markdown};

@@ -1,10 +1,16 @@
 //! Findings are data; these functions only render them.
 
-use crate::Report;
+use crate::{Position, Report};
 use serde_json::{Value, json};
 
 /// Human text: a verdict line, then one block per finding.
 pub fn render_text(report: &Report) -> String {
+    render_text_located(report, &|_| None)
+}
+
+/// [`render_text`] with each finding's line and column in the new schema's text, where
+/// `locate` knows them (`at /fields/amount (line 5, column 5)`).
+pub fn render_text_located(report: &Report, locate: &dyn Fn(&str) -> Option<Position>) -> String {
     let mut out = String::new();
     let errors = report.errors().count();
     if report.compatible {
@@ -21,8 +27,11 @@ pub fn render_text(report: &Report) -> String {
     ));
     for f in &report.findings {
         let version = f.version.map(|v| format!(" [v{v}]")).unwrap_or_default();
+        let at = locate(&f.path)
+            .map(|p| format!(" (line {}, column {})", p.line, p.column))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "\n{}: {}{} at {}\n  {}\n  how to change safely: {}\n",
+            "\n{}: {}{} at {}{at}\n  {}\n  how to change safely: {}\n",
             f.severity,
             f.rule,
             version,
@@ -52,6 +61,17 @@ pub fn render_json(report: &Report) -> Value {
 
 /// SARIF 2.1.0, for code-scanning tools. `artifact` is the file the new schema came from.
 pub fn render_sarif(report: &Report, artifact: &str, rules: &[&crate::RuleSpec]) -> Value {
+    render_sarif_located(report, artifact, rules, &|_| None)
+}
+
+/// [`render_sarif`] with a `region` (start line and column) for each finding `locate` can
+/// place in the new schema's text, so code-scanning tools annotate that line.
+pub fn render_sarif_located(
+    report: &Report,
+    artifact: &str,
+    rules: &[&crate::RuleSpec],
+    locate: &dyn Fn(&str) -> Option<Position>,
+) -> Value {
     let mut used: Vec<&str> = report.findings.iter().map(|f| f.rule.as_str()).collect();
     used.sort_unstable();
     used.dedup();
@@ -81,7 +101,7 @@ pub fn render_sarif(report: &Report, artifact: &str, rules: &[&crate::RuleSpec])
                 "level": level,
                 "message": {"text": format!("{} How to change safely: {}", f.message, f.hint)},
                 "locations": [{
-                    "physicalLocation": {"artifactLocation": {"uri": artifact}},
+                    "physicalLocation": physical_location(artifact, locate(&f.path)),
                     "logicalLocations": [{"fullyQualifiedName": f.path}],
                 }],
                 "properties": {"schemaPath": f.path, "version": f.version},
@@ -99,4 +119,13 @@ pub fn render_sarif(report: &Report, artifact: &str, rules: &[&crate::RuleSpec])
             "results": results,
         }],
     })
+}
+fn physical_location(artifact: &str, position: Option<Position>) -> Value {
+    match position {
+        Some(p) => json!({
+            "artifactLocation": {"uri": artifact},
+            "region": {"startLine": p.line, "startColumn": p.column},
+        }),
+        None => json!({"artifactLocation": {"uri": artifact}}),
+    }
 }

@@ -10,6 +10,12 @@ mod diff;
 mod fields;
 pub use fields::field_tree;
 mod model;
+
+/// Where a finding's path (a JSON pointer such as `#/properties/a`) is in the schema's text,
+/// or its nearest written ancestor; `None` when the text is not JSON.
+pub fn locate(text: &str, path: &str) -> Option<covenant_engine::Position> {
+    covenant_engine::JsonText::parse(text).locate_pointer(path)
+}
 pub mod rules;
 
 use covenant_engine::{

@@ -214,6 +214,67 @@ fn check_field_pair(prev: &FieldView, cur: &FieldView, json: bool, out: &mut Vec
     field_same_default::check(prev, cur, out);
 }
 
+/// What a buf rule is about, which decides the passes of a level it runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concern {
+    /// The history of the file (reservations kept, deletions reserved): it compares the
+    /// earlier version with the later one, so it runs once per pair, in the direction of time.
+    /// Under FULL the reverse pass would otherwise judge the old file as an edit of the new
+    /// one and demand reservations that exist only in the new file.
+    History,
+    /// Whether a reader decodes a writer's data (wire and JSON types, names, cardinality,
+    /// defaults, RPC shapes): it runs in every direction the level checks.
+    Readability,
+}
+
+/// Every buf rule with its concern; a test keeps this list equal to the buf rules of the
+/// catalog. `ProtobufFormat::check_pass` applies it to every finding.
+pub const CONCERNS: &[(&str, Concern)] = &[
+    ("FIELD_NO_DELETE_UNLESS_NUMBER_RESERVED", Concern::History),
+    ("FIELD_NO_DELETE_UNLESS_NAME_RESERVED", Concern::History),
+    (
+        "ENUM_VALUE_NO_DELETE_UNLESS_NUMBER_RESERVED",
+        Concern::History,
+    ),
+    (
+        "ENUM_VALUE_NO_DELETE_UNLESS_NAME_RESERVED",
+        Concern::History,
+    ),
+    ("RESERVED_MESSAGE_NO_DELETE", Concern::History),
+    ("RESERVED_ENUM_NO_DELETE", Concern::History),
+    ("FIELD_WIRE_COMPATIBLE_TYPE", Concern::Readability),
+    ("FIELD_WIRE_JSON_COMPATIBLE_TYPE", Concern::Readability),
+    ("FIELD_WIRE_COMPATIBLE_CARDINALITY", Concern::Readability),
+    (
+        "FIELD_WIRE_JSON_COMPATIBLE_CARDINALITY",
+        Concern::Readability,
+    ),
+    ("FIELD_SAME_ONEOF", Concern::Readability),
+    ("FIELD_SAME_DEFAULT", Concern::Readability),
+    ("FIELD_SAME_NAME", Concern::Readability),
+    ("FIELD_SAME_JSON_NAME", Concern::Readability),
+    ("MESSAGE_SAME_REQUIRED_FIELDS", Concern::Readability),
+    ("MESSAGE_SAME_JSON_FORMAT", Concern::Readability),
+    ("ENUM_VALUE_SAME_NAME", Concern::Readability),
+    ("ENUM_SAME_JSON_FORMAT", Concern::Readability),
+    ("FILE_SAME_PACKAGE", Concern::Readability),
+    // Emitted by the walk over a file set for every strictness: a deleted file is history.
+    ("FILE_NO_DELETE", Concern::History),
+    ("RPC_SAME_CLIENT_STREAMING", Concern::Readability),
+    ("RPC_SAME_SERVER_STREAMING", Concern::Readability),
+    ("RPC_SAME_REQUEST_TYPE", Concern::Readability),
+    ("RPC_SAME_RESPONSE_TYPE", Concern::Readability),
+    ("RPC_SAME_IDEMPOTENCY_LEVEL", Concern::Readability),
+];
+
+/// The concern of a buf rule, `None` for rules that are not buf's.
+pub fn concern(rule_id: &str) -> Option<Concern> {
+    CONCERNS
+        .iter()
+        .find(|(id, _)| *id == rule_id)
+        .map(|(_, c)| *c)
+}
+
 /// Runs the WIRE rules, or the WIRE_JSON rules when `json`, for reading `writer` data with
 /// `reader` (buf's "previous" is the writer).
 pub(crate) fn check(
@@ -412,6 +473,50 @@ pub(crate) fn ranges_text(ranges: &[(i64, i64)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ProtobufFormat;
+    use covenant_engine::{CheckOptions, Format, Level, PriorVersion, ProtobufStrictness};
+
+    const CASE_V1: &str = "syntax = \"proto3\";\npackage acme;\nmessage CaseEvent {\n  string event_id = 1;\n  string case_id = 2;\n  string legacy_owner = 7;\n}\n";
+    /// The evolution rules' good practice (§9.2, §9.3): reserve what was removed, add with a
+    /// new number.
+    const CASE_V2: &str = "syntax = \"proto3\";\npackage acme;\nmessage CaseEvent {\n  string event_id = 1;\n  string case_id = 2;\n  string closure_reason_code = 5;\n  reserved 7;\n  reserved \"legacy_owner\";\n}\n";
+
+    fn judged(level: Level, old: &str, new: &str) -> covenant_engine::Report {
+        let old = ProtobufFormat::parse(old, &[]).expect("old parses");
+        let new = ProtobufFormat::parse(new, &[]).expect("new parses");
+        let options = CheckOptions {
+            protobuf_strictness: ProtobufStrictness::WireJson,
+            ..CheckOptions::default()
+        };
+        let prior = [PriorVersion {
+            version: 1,
+            schema: &old,
+        }];
+        covenant_engine::check_history::<ProtobufFormat>(level, &new, &prior, &options)
+    }
+
+    #[test]
+    fn reserved_removal_and_new_number_are_compatible_under_full() {
+        for level in [Level::Backward, Level::Forward, Level::Full] {
+            let report = judged(level, CASE_V1, CASE_V2);
+            assert!(report.compatible, "{level}: {:#?}", report.findings);
+        }
+    }
+
+    #[test]
+    fn an_unreserved_removal_is_still_reported_once_under_full() {
+        let v2 = CASE_V2.replace("  reserved 7;\n  reserved \"legacy_owner\";\n", "");
+        let report = judged(Level::Full, CASE_V1, &v2);
+        let ids: Vec<&str> = report.findings.iter().map(|f| f.rule.as_str()).collect();
+        let count = |id: &str| ids.iter().filter(|i| **i == id).count();
+        assert_eq!(
+            count("FIELD_NO_DELETE_UNLESS_NUMBER_RESERVED"),
+            1,
+            "{ids:?}"
+        );
+        assert_eq!(count("FIELD_NO_DELETE_UNLESS_NAME_RESERVED"), 1, "{ids:?}");
+        assert!(!report.compatible);
+    }
 
     #[test]
     fn missing_parts_of_ranges() {

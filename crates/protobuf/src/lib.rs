@@ -34,11 +34,15 @@
 //! [`ProtobufStrictness::WireJson`]: covenant_engine::ProtobufStrictness::WireJson
 
 mod buf;
+pub use buf::{CONCERNS, Concern, concern};
 mod builtin;
 mod confluent;
 mod fields;
 pub use fields::field_tree;
 mod parse;
+pub use parse::main_file_name;
+mod position;
+pub use position::locate;
 mod print;
 pub mod rules;
 mod wire;
@@ -47,8 +51,8 @@ pub use wire::{decode_message_indexes, encode_message_indexes};
 
 use base64::Engine;
 use covenant_engine::{
-    CheckOptions, Finding, Format, ProtobufStrictness, Reference, RuleSpec, SchemaError,
-    SchemaErrorKind,
+    CheckOptions, Direction, Finding, Format, Pass, ProtobufStrictness, Reference, RuleSpec,
+    SchemaError, SchemaErrorKind,
 };
 use parse::Source;
 use prost_reflect::{DescriptorPool, DynamicMessage, FileDescriptor, MessageDescriptor};
@@ -280,15 +284,52 @@ impl Format for ProtobufFormat {
         writer: &ProtobufSchema,
         options: &CheckOptions,
     ) -> Vec<Finding> {
-        let mut out = Vec::new();
-        confluent::check(reader, writer, &mut out);
-        match options.protobuf_strictness {
-            ProtobufStrictness::Confluent => {}
-            ProtobufStrictness::Wire => buf::check(reader, writer, false, &mut out),
-            ProtobufStrictness::WireJson => buf::check(reader, writer, true, &mut out),
+        let pass = Pass {
+            direction: Direction::Backward,
+            history: true,
+        };
+        Self::check_pass(reader, writer, options, pass)
+    }
+
+    /// Rules about the history of the files ([`Concern::History`]: reservations kept,
+    /// deletions reserved, files kept) run once per pair, from the earlier version to the
+    /// later; every other rule runs for `reader` and `writer` as given.
+    fn check_pass(
+        reader: &ProtobufSchema,
+        writer: &ProtobufSchema,
+        options: &CheckOptions,
+        pass: Pass,
+    ) -> Vec<Finding> {
+        let is_history = |f: &Finding| concern(&f.rule) == Some(Concern::History);
+        // Backward: the writer is the earlier version, so this run is also the history run.
+        let history_here = pass.history && pass.direction == Direction::Backward;
+        let mut out: Vec<Finding> = all_findings(reader, writer, options)
+            .into_iter()
+            .filter(|f| history_here || !is_history(f))
+            .collect();
+        if pass.history && pass.direction == Direction::Forward {
+            let forward_in_time = all_findings(writer, reader, options);
+            out.extend(forward_in_time.into_iter().filter(is_history));
         }
         out
     }
+}
+
+/// Confluent's differences and, at the stricter levels, buf's rules, for reading `writer`
+/// data with `reader`.
+fn all_findings(
+    reader: &ProtobufSchema,
+    writer: &ProtobufSchema,
+    options: &CheckOptions,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    confluent::check(reader, writer, &mut out);
+    match options.protobuf_strictness {
+        ProtobufStrictness::Confluent => {}
+        ProtobufStrictness::Wire => buf::check(reader, writer, false, &mut out),
+        ProtobufStrictness::WireJson => buf::check(reader, writer, true, &mut out),
+    }
+    out
 }
 
 /// Every Protobuf rule, in catalog order.

@@ -55,8 +55,9 @@ impl FileResolver for MemResolver {
     }
 }
 
-/// The file name given to a registry schema's own text; errors point into it.
-pub(crate) fn main_file_name(references: &[Reference]) -> String {
+/// The name a schema's own file is compiled under: `schema.proto`, or `schemaN.proto` when a
+/// reference already has that name. Errors locate themselves in this file.
+pub fn main_file_name(references: &[Reference]) -> String {
     let mut name = String::from("schema.proto");
     let mut n = 1;
     while references.iter().any(|r| r.name == name) {

@@ -168,6 +168,21 @@ pub fn check(
     }
 }
 
+/// The line and column of a finding's `path` in a schema `text` of `schema_type`, so a
+/// report can point editors and code-scanning tools at the line; `None` where the path has no
+/// single place in the text.
+pub fn locate(
+    schema_type: SchemaType,
+    text: &str,
+    path: &str,
+) -> Option<covenant_engine::Position> {
+    match schema_type {
+        SchemaType::Avro => covenant_avro::locate(text, path),
+        SchemaType::Json => covenant_jsonschema::locate(text, path),
+        SchemaType::Protobuf => covenant_protobuf::locate(text, path),
+    }
+}
+
 /// The rule catalog of every format, in the order the catalog document lists them.
 pub fn rule_groups() -> Vec<(&'static str, &'static [&'static RuleSpec])> {
     static GENERAL: [&RuleSpec; 1] = [&SCHEMA_TYPE_CHANGED];

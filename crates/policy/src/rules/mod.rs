@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 pub(crate) mod ambiguous_null_default;
 pub(crate) mod enum_value_added;
 pub(crate) mod field_default_changed;
+pub(crate) mod field_identity_moved;
 pub(crate) mod field_removed_without_deprecation;
 pub(crate) mod json_additional_properties_implicit;
 pub(crate) mod json_format_added;
@@ -78,6 +79,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
     Entry {
         spec: &field_default_changed::RULE,
         check: field_default_changed::check,
+    },
+    Entry {
+        spec: &field_identity_moved::RULE,
+        check: field_identity_moved::check,
     },
     Entry {
         spec: &nullability_changed::RULE,

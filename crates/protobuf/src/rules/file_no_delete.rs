@@ -41,4 +41,35 @@ mod tests {
         let same = crate::ProtobufFormat::check(&old, &old, &CheckOptions::default());
         assert!(!same.iter().any(|f| f.rule == RULE.id));
     }
+
+    /// A deletion is history: FULL reports it once, and a file added is not a deletion seen
+    /// from the reverse pass.
+    #[test]
+    fn under_full_only_a_deletion_in_time_is_reported() {
+        use covenant_engine::{Level, PriorVersion, check_history};
+        let a = (
+            "a.proto".to_string(),
+            "syntax = \"proto3\";\nmessage A {}\n".to_string(),
+        );
+        let b = (
+            "b.proto".to_string(),
+            "syntax = \"proto3\";\nmessage B {}\n".to_string(),
+        );
+        let both = ProtobufSchema::parse_file_set(&[a.clone(), b], &[]).unwrap();
+        let one = ProtobufSchema::parse_file_set(&[a], &[]).unwrap();
+        let count = |new: &ProtobufSchema, old: &ProtobufSchema, level: Level| {
+            let prior = [PriorVersion {
+                version: 1,
+                schema: old,
+            }];
+            check_history::<crate::ProtobufFormat>(level, new, &prior, &CheckOptions::default())
+                .findings
+                .iter()
+                .filter(|f| f.rule == RULE.id)
+                .count()
+        };
+        assert_eq!(count(&one, &both, Level::Full), 1);
+        assert_eq!(count(&one, &both, Level::Forward), 1);
+        assert_eq!(count(&both, &one, Level::Full), 0);
+    }
 }

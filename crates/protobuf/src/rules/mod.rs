@@ -127,7 +127,10 @@ pub(crate) fn json_format_allowed(file: &FileDescriptor, legacy_option: Option<&
 #[cfg(test)]
 pub(crate) mod testing {
     use crate::ProtobufFormat;
-    use covenant_engine::{CheckOptions, Finding, Format, ProtobufStrictness, RuleSpec};
+    use covenant_engine::{
+        CheckOptions, Finding, Format, Level, PriorVersion, ProtobufStrictness, RuleSpec,
+        check_history,
+    };
 
     pub(crate) fn run(old: &str, new: &str, strictness: ProtobufStrictness) -> Vec<Finding> {
         let old = ProtobufFormat::parse(old, &[]).unwrap_or_else(|e| panic!("old: {e}"));
@@ -139,8 +142,63 @@ pub(crate) mod testing {
         ProtobufFormat::check(&new, &old, &options)
     }
 
-    /// Asserts that reading `old` data with `new` reports `rule` with its default severity.
+    fn count_at(
+        level: Level,
+        rule: &RuleSpec,
+        old: &str,
+        new: &str,
+        strictness: ProtobufStrictness,
+    ) -> usize {
+        let old = ProtobufFormat::parse(old, &[]).unwrap_or_else(|e| panic!("old: {e}"));
+        let new = ProtobufFormat::parse(new, &[]).unwrap_or_else(|e| panic!("new: {e}"));
+        let options = CheckOptions {
+            protobuf_strictness: strictness,
+            ..CheckOptions::default()
+        };
+        let prior = [PriorVersion {
+            version: 1,
+            schema: &old,
+        }];
+        let report = check_history::<ProtobufFormat>(level, &new, &prior, &options);
+        report.findings.iter().filter(|f| f.rule == rule.id).count()
+    }
+
+    /// A buf rule under FULL: a history rule fires as often as under BACKWARD (once per
+    /// pair, from old to new, never for the reverse pass), and not at all when the versions
+    /// are swapped only in the reverse pass; a readability rule fires whichever of the two
+    /// versions is the new one, since FULL reads both ways.
+    fn full_follows_concern(rule: &RuleSpec, old: &str, new: &str, strictness: ProtobufStrictness) {
+        let Some(concern) = crate::concern(rule.id) else {
+            return;
+        };
+        let backward = count_at(Level::Backward, rule, old, new, strictness);
+        let full = count_at(Level::Full, rule, old, new, strictness);
+        match concern {
+            crate::Concern::History => {
+                assert_eq!(
+                    full, backward,
+                    "{} ran in the reverse pass of FULL",
+                    rule.id
+                );
+                let forward_only = count_at(Level::Forward, rule, old, new, strictness);
+                assert_eq!(forward_only, backward, "{} under FORWARD", rule.id);
+            }
+            crate::Concern::Readability => {
+                assert!(full >= backward && full > 0, "{} under FULL", rule.id);
+                let swapped = count_at(Level::Full, rule, new, old, strictness);
+                assert!(
+                    swapped > 0,
+                    "{} under FULL with the versions swapped",
+                    rule.id
+                );
+            }
+        }
+    }
+
+    /// Asserts that reading `old` data with `new` reports `rule` with its default severity,
+    /// and, for a buf rule, that FULL runs it as its [`crate::Concern`] says.
     pub(crate) fn fires(rule: &RuleSpec, old: &str, new: &str, strictness: ProtobufStrictness) {
+        full_follows_concern(rule, old, new, strictness);
         let findings = run(old, new, strictness);
         let hit = findings.iter().find(|f| f.rule == rule.id);
         match hit {
@@ -183,6 +241,22 @@ pub(crate) mod testing {
             };
             fires(r, before, after, ProtobufStrictness::Confluent);
         }
+    }
+
+    /// Every buf rule of the catalog has a concern, and only buf rules do.
+    #[test]
+    fn every_buf_rule_has_a_concern() {
+        for r in super::ALL {
+            let own_buf = r.peers.contains(&format!("buf:{}", r.id).as_str());
+            assert_eq!(crate::concern(r.id).is_some(), own_buf, "{}", r.id);
+        }
+        assert_eq!(
+            crate::CONCERNS.len(),
+            super::ALL
+                .iter()
+                .filter(|r| crate::concern(r.id).is_some())
+                .count()
+        );
     }
 
     #[test]

@@ -1,0 +1,193 @@
+//! The line and column of a finding's path in the `.proto` text, from the parser's source
+//! info (`SourceCodeInfo` locations keyed by descriptor paths).
+
+use covenant_engine::Position;
+use prost_types::{DescriptorProto, EnumDescriptorProto, FileDescriptorProto};
+
+// Field numbers of descriptor.proto, as `SourceCodeInfo` paths use them.
+const FILE_MESSAGES: i32 = 4;
+const FILE_ENUMS: i32 = 5;
+const FILE_SERVICES: i32 = 6;
+const FILE_EXTENSIONS: i32 = 7;
+const MESSAGE_FIELDS: i32 = 2;
+const MESSAGE_NESTED: i32 = 3;
+const MESSAGE_ENUMS: i32 = 4;
+const MESSAGE_EXTENSIONS: i32 = 6;
+const MESSAGE_ONEOFS: i32 = 8;
+const MESSAGE_RESERVED_RANGES: i32 = 9;
+const ENUM_VALUES: i32 = 2;
+const ENUM_RESERVED_RANGES: i32 = 4;
+const SERVICE_METHODS: i32 = 2;
+
+/// Where the element a finding's `path` names (see the crate's path table) is declared in
+/// `text`; `None` for paths without one place (`/`, file sets) or text that does not parse.
+pub fn locate(text: &str, path: &str) -> Option<Position> {
+    let file = protox_parse::parse("schema.proto", text).ok()?;
+    let target = descriptor_path(&file, path)?;
+    let info = file.source_code_info.as_ref()?;
+    let location = info.location.iter().find(|l| l.path == target)?;
+    let line = usize::try_from(*location.span.first()?).ok()?;
+    let column = usize::try_from(*location.span.get(1)?).ok()?;
+    Some(Position {
+        line: line + 1,
+        column: column + 1,
+    })
+}
+
+fn qualified(package: &str, name: &str) -> String {
+    if package.is_empty() {
+        name.to_string()
+    } else {
+        format!("{package}.{name}")
+    }
+}
+
+/// The descriptor path of the element `path` names.
+fn descriptor_path(file: &FileDescriptorProto, path: &str) -> Option<Vec<i32>> {
+    let rest = path.strip_prefix('/')?;
+    let package = file.package();
+    if let Some(name) = rest.strip_prefix("extensions/") {
+        let i = file
+            .extension
+            .iter()
+            .position(|e| qualified(package, e.name()) == name)?;
+        return Some(vec![FILE_EXTENSIONS, i as i32]);
+    }
+    let (element, member) = match rest.split_once('/') {
+        Some((element, member)) => (element, Some(member)),
+        None => (rest, None),
+    };
+    for (i, m) in file.message_type.iter().enumerate() {
+        let prefix = vec![FILE_MESSAGES, i as i32];
+        if let Some(found) = in_message(m, &qualified(package, m.name()), prefix, element, member) {
+            return Some(found);
+        }
+    }
+    for (i, e) in file.enum_type.iter().enumerate() {
+        if qualified(package, e.name()) == element {
+            return Some(in_enum(e, vec![FILE_ENUMS, i as i32], member));
+        }
+    }
+    for (i, s) in file.service.iter().enumerate() {
+        if qualified(package, s.name()) == element {
+            let mut at = vec![FILE_SERVICES, i as i32];
+            if let Some(name) = member.and_then(|m| m.strip_prefix("methods/"))
+                && let Some(j) = s.method.iter().position(|m| m.name() == name)
+            {
+                at.extend([SERVICE_METHODS, j as i32]);
+            }
+            return Some(at);
+        }
+    }
+    None
+}
+
+fn in_message(
+    m: &DescriptorProto,
+    full_name: &str,
+    at: Vec<i32>,
+    element: &str,
+    member: Option<&str>,
+) -> Option<Vec<i32>> {
+    if full_name == element {
+        return Some(message_member(m, at, member));
+    }
+    if !element.starts_with(&format!("{full_name}.")) {
+        return None;
+    }
+    for (i, nested) in m.nested_type.iter().enumerate() {
+        let mut inner = at.clone();
+        inner.extend([MESSAGE_NESTED, i as i32]);
+        let name = format!("{full_name}.{}", nested.name());
+        if let Some(found) = in_message(nested, &name, inner, element, member) {
+            return Some(found);
+        }
+    }
+    for (i, e) in m.enum_type.iter().enumerate() {
+        if format!("{full_name}.{}", e.name()) == element {
+            let mut inner = at.clone();
+            inner.extend([MESSAGE_ENUMS, i as i32]);
+            return Some(in_enum(e, inner, member));
+        }
+    }
+    None
+}
+
+/// A member of a message; an unknown member locates the message itself.
+fn message_member(m: &DescriptorProto, mut at: Vec<i32>, member: Option<&str>) -> Vec<i32> {
+    let Some(member) = member else { return at };
+    let found = if let Some(name) = member.strip_prefix("fields/") {
+        m.field
+            .iter()
+            .position(|f| f.name() == name)
+            .map(|i| [MESSAGE_FIELDS, i as i32])
+            .or_else(|| {
+                m.extension
+                    .iter()
+                    .position(|f| f.name() == name)
+                    .map(|i| [MESSAGE_EXTENSIONS, i as i32])
+            })
+    } else if let Some(name) = member.strip_prefix("oneofs/") {
+        m.oneof_decl
+            .iter()
+            .position(|o| o.name() == name)
+            .map(|i| [MESSAGE_ONEOFS, i as i32])
+    } else if member == "reserved" && !m.reserved_range.is_empty() {
+        Some([MESSAGE_RESERVED_RANGES, 0])
+    } else {
+        None
+    };
+    if let Some(step) = found {
+        at.extend(step);
+    }
+    at
+}
+
+fn in_enum(e: &EnumDescriptorProto, mut at: Vec<i32>, member: Option<&str>) -> Vec<i32> {
+    let found = match member {
+        Some(m) if m.starts_with("values/") => {
+            let name = &m["values/".len()..];
+            e.value
+                .iter()
+                .position(|v| v.name() == name)
+                .map(|i| [ENUM_VALUES, i as i32])
+        }
+        Some("reserved") if !e.reserved_range.is_empty() => Some([ENUM_RESERVED_RANGES, 0]),
+        _ => None,
+    };
+    if let Some(step) = found {
+        at.extend(step);
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "syntax = \"proto3\";\npackage acme;\n\nmessage Order {\n  string id = 1;\n  message Line {\n    int64 qty = 1;\n  }\n  oneof payment {\n    string card = 2;\n  }\n  reserved 7;\n}\n\nenum Status {\n  STATUS_UNSPECIFIED = 0;\n  STATUS_OPEN = 1;\n}\n\nservice Orders {\n  rpc Place(Order) returns (Order);\n}\n";
+
+    fn at(path: &str) -> Option<(usize, usize)> {
+        locate(TEXT, path).map(|p| (p.line, p.column))
+    }
+
+    #[test]
+    fn elements_are_found_where_they_are_declared() {
+        assert_eq!(at("/acme.Order"), Some((4, 1)));
+        assert_eq!(at("/acme.Order/fields/id"), Some((5, 3)));
+        assert_eq!(at("/acme.Order.Line/fields/qty"), Some((7, 5)));
+        assert_eq!(at("/acme.Order/fields/card"), Some((10, 5)));
+        assert_eq!(at("/acme.Order/oneofs/payment"), Some((9, 3)));
+        assert_eq!(at("/acme.Order/reserved"), Some((12, 12)));
+        assert_eq!(at("/acme.Status/values/STATUS_OPEN"), Some((17, 3)));
+        assert_eq!(at("/acme.Orders/methods/Place"), Some((21, 3)));
+    }
+
+    #[test]
+    fn a_missing_member_locates_its_parent_and_unknown_elements_nothing() {
+        assert_eq!(at("/acme.Order/fields/gone"), Some((4, 1)));
+        assert_eq!(at("/acme.Nope"), None);
+        assert_eq!(at("/"), None);
+        assert_eq!(locate("not proto", "/acme.Order"), None);
+    }
+}
