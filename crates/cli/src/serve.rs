@@ -42,6 +42,8 @@ pub struct ServeArgs {
     /// the wall clock: for drills that let weeks pass. Never set in production.
     #[arg(long, hide = true, env = "COVENANT_CLOCK_FILE")]
     pub clock_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub limits: crate::limits::LimitArgs,
 }
 
 fn init_logging(format: LogFormat) {
@@ -122,6 +124,8 @@ async fn open_registry(
             .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
         let registry = Registry::new(Arc::new(store))
             .with_cache_entries(args.cache_entries)
+            .with_schema_limits(args.limits.limits())
+            .with_check_budget(args.limits.budget())
             .with_samples(Arc::new(samples));
         return Ok((Arc::new(registry), Arc::new(governance)));
     };
@@ -144,6 +148,8 @@ async fn open_registry(
     let registry = Arc::new(
         Registry::new(Arc::new(store))
             .with_cache_entries(args.cache_entries)
+            .with_schema_limits(args.limits.limits())
+            .with_check_budget(args.limits.budget())
             .with_samples(Arc::new(samples)),
     );
     let follower = Arc::downgrade(&registry);
