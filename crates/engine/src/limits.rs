@@ -5,12 +5,11 @@
 //! A few costs are not: nesting depth sets how deep the recursive walks go, and the number of
 //! named types, fields, enum symbols and union branches multiplies into the pairwise
 //! comparisons. Each of those gets a limit here, checked once while parsing, so that a schema
-//! that passes parsing can be judged in bounded stack and memory. The defaults are far above
-//! what real schemas use (the largest public ones we measured: Kubernetes' OpenAPI
-//! definitions, about 700 named types nested at most ~20 deep through `$ref`s; FHIR's JSON
-//! Schema, ~900 definitions and enums of a few hundred symbols; Avro schemas of large event
-//! platforms, a few thousand fields), so only hostile or generated-gone-wrong input meets
-//! them.
+//! that passes parsing can be judged in bounded stack and memory. The defaults sit orders of
+//! magnitude above ordinary schemas (the largest schema of the peer conformance corpus nests
+//! 8 levels, with 74 properties and 13 union branches) and well above large generated ones
+//! (thousands of types and fields), so only hostile or runaway input meets them; the depth
+//! default also keeps the recursive walks inside a 2 MiB worker stack in a debug build.
 
 use crate::format::{SchemaError, SchemaErrorKind};
 use std::fmt;

@@ -31,12 +31,22 @@ struct Shared<'a> {
     optimistic: bool,
     /// Pairs being compared one inside the other, across role swaps (`not`).
     depth: usize,
+    /// The memo and in-progress pairs of the other orientation (roles swapped by `not`),
+    /// kept across swaps so that nested `not`s and cycles through them are memoized too.
+    reverse: Orientation,
+}
+
+/// The state of one orientation of the comparison.
+#[derive(Default)]
+struct Orientation {
+    memo: HashMap<Pair, Vec<Diff>>,
+    in_progress: HashSet<Pair>,
+    seed: HashMap<Pair, Vec<Diff>>,
 }
 
 /// Nested pair comparisons deeper than this spend the whole budget instead of risking the
-/// stack: a `not` swaps the roles and starts a fresh memo, so a cycle through `not` is not
-/// caught by the memo, and two cycles of different lengths walk together for the product
-/// of their lengths before a pair repeats. The walk runs on its own large stack; this bound
+/// stack: two cycles of different lengths walk together for the product of their lengths
+/// before a pair repeats. The walk runs on its own large stack; this bound
 /// keeps well inside it.
 const MAX_PAIR_DEPTH: usize = 2_000;
 
@@ -117,6 +127,7 @@ pub fn compare(writer: &Model, reader: &Model, policy: JsonPolicy) -> Vec<Diff> 
             seed: seed.clone(),
             optimistic: false,
             depth: 0,
+            reverse: Orientation::default(),
         };
         let mut ctx = Ctx::new();
         shared.compare(&mut ctx, Some(writer.root), Some(reader.root));
@@ -671,18 +682,32 @@ impl Shared<'_> {
 
     /// Compares with the roles swapped (for `not`): the update's node against the original's.
     fn compare_reversed(&mut self, ctx: &mut Ctx, update_inner: NodeId, original_inner: NodeId) {
+        let reverse = std::mem::take(&mut self.reverse);
         let mut swapped = Shared {
             w: self.r,
             r: self.w,
             policy: self.policy,
-            memo: HashMap::new(),
-            in_progress: HashSet::new(),
-            seed: HashMap::new(),
+            memo: reverse.memo,
+            in_progress: reverse.in_progress,
+            seed: reverse.seed,
             optimistic: false,
             depth: self.depth,
+            reverse: Orientation {
+                memo: std::mem::take(&mut self.memo),
+                in_progress: std::mem::take(&mut self.in_progress),
+                seed: std::mem::take(&mut self.seed),
+            },
         };
         swapped.compare(ctx, Some(update_inner), Some(original_inner));
         self.optimistic |= swapped.optimistic;
+        self.memo = swapped.reverse.memo;
+        self.in_progress = swapped.reverse.in_progress;
+        self.seed = swapped.reverse.seed;
+        self.reverse = Orientation {
+            memo: swapped.memo,
+            in_progress: swapped.in_progress,
+            seed: swapped.seed,
+        };
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -17,8 +17,8 @@ pub struct CheckBudget {
 }
 
 impl Default for CheckBudget {
-    /// 5 s and 8,000,000 units (about 512 MiB): a check of the largest real schemas takes
-    /// milliseconds and a few hundred thousand units.
+    /// 5 s and 8,000,000 units (about 512 MiB): room for schemas at the default limits
+    /// (100,000 fields lower into trees of about 800,000 units each).
     fn default() -> Self {
         CheckBudget {
             time: Duration::from_secs(5),
