@@ -426,3 +426,28 @@ pub fn proto_past_a_limit(rng: &mut TestRng) -> (String, Limits, Limit) {
     let limits = small_limits(limit, n);
     (text, limits, limit)
 }
+
+#[test]
+fn a_cycle_through_not_ends() {
+    // `not` swaps the roles of reader and writer; a cycle through it once recursed until
+    // the stack ran out (found by the generators).
+    for text in [
+        r##"{"definitions":{"A":{"not":{"$ref":"#/definitions/A"}}},"$ref":"#/definitions/A"}"##,
+        r##"{"type":"object","properties":{"x":{"not":{"$ref":"#"}},"y":{"type":"string"}}}"##,
+    ] {
+        let started = Instant::now();
+        let outcome = on_worker_stack(|| drive(SchemaType::Json, text, text, &Limits::default()));
+        assert!(started.elapsed() < QUICK, "took {:?}", started.elapsed());
+        assert!(
+            matches!(outcome, Outcome::Judged { .. }),
+            "{text}: {outcome:?}"
+        );
+    }
+    let old =
+        r##"{"type":"object","properties":{"x":{"not":{"$ref":"#"}},"y":{"type":"string"}}}"##;
+    let new = old.replace(r#""y":{"type":"string"}"#, r#""y":{"type":"integer"}"#);
+    assert!(
+        !judged(SchemaType::Json, old, &new),
+        "a retyped property is still seen"
+    );
+}
