@@ -47,6 +47,8 @@ pub struct SchemaInputArgs {
     /// A folder whose .proto files can be imported, by their path relative to it. Repeatable.
     #[arg(long = "proto-path", value_name = "DIR")]
     pub proto_paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub limits: crate::limits::LimitArgs,
 }
 
 #[derive(clap::Args)]
@@ -149,14 +151,18 @@ fn load_history(
     let chosen = schema_type_for(input, new)?;
     let schema_type = chosen.schema_type;
     let references = load_references(input, schema_type)?;
-    let candidate = parse_file(&chosen, new, &references)?;
+    let limits = input.limits.limits();
+    let candidate = parse_file(&chosen, new, &references, &limits)?;
     let mut old_files = Vec::new();
     for path in old {
         expand(path, &mut old_files)?;
     }
     let mut history = Vec::new();
     for (i, path) in old_files.iter().enumerate() {
-        history.push((i as i64 + 1, parse_file(&chosen, path, &references)?));
+        history.push((
+            i as i64 + 1,
+            parse_file(&chosen, path, &references, &limits)?,
+        ));
     }
     Ok((candidate, history))
 }
@@ -172,15 +178,17 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
         .map(|(v, s)| (*v, s))
         .collect();
     let lineage: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
-    let report = covenant_policy::judge(
-        level,
-        &candidate,
-        &history_refs,
-        &lineage,
-        &options,
-        &context,
-        &settings,
-    );
+    let report = within_budget(&args.input, || {
+        covenant_policy::judge(
+            level,
+            &candidate,
+            &history_refs,
+            &lineage,
+            &options,
+            &context,
+            &settings,
+        )
+    })?;
     let text = read(&args.new)?;
     let locate = |path: &str| covenant_schema::locate(candidate.schema_type(), &text, path);
     match args.output {
@@ -201,6 +209,16 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Runs a verdict or plan within the check budget the flags set, like the registry does; a
+/// spent budget is invalid input (exit 2).
+fn within_budget<T>(input: &SchemaInputArgs, f: impl FnOnce() -> T) -> Result<T> {
+    input
+        .limits
+        .budget()
+        .run(f)
+        .map_err(|e| InvalidInput(e.to_string()).into())
 }
 
 /// The version numbers `--scope-versions` keeps (every one when it is empty).
@@ -261,7 +279,9 @@ pub fn run_plan(args: PlanArgs) -> Result<ExitCode> {
         return Err(InvalidInput("no earlier version given".into()).into());
     }
     let every: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
-    let plan = covenant_policy::rollout(&candidate, &every, &options, &context, &settings);
+    let plan = within_budget(&args.input, || {
+        covenant_policy::rollout(&candidate, &every, &options, &context, &settings)
+    })?;
     match args.output {
         Output::Json | Output::Sarif => outln!("{}", serde_json::to_string_pretty(&plan)?),
         Output::Text => out!("{}", plan.render_text()),
@@ -284,7 +304,12 @@ pub struct CanonicalArgs {
 pub fn run_canonical(args: CanonicalArgs) -> Result<ExitCode> {
     let chosen = schema_type_for(&args.input, &args.file)?;
     let references = load_references(&args.input, chosen.schema_type)?;
-    let schema = parse_file(&chosen, &args.file, &references)?;
+    let schema = parse_file(
+        &chosen,
+        &args.file,
+        &references,
+        &args.input.limits.limits(),
+    )?;
     match &schema {
         ParsedSchema::Avro(avro) => outln!("{}", avro.canonical_form()),
         other => outln!("{}", other.normalized()),
@@ -295,7 +320,12 @@ pub fn run_canonical(args: CanonicalArgs) -> Result<ExitCode> {
 pub fn run_fingerprint(args: CanonicalArgs) -> Result<ExitCode> {
     let chosen = schema_type_for(&args.input, &args.file)?;
     let references = load_references(&args.input, chosen.schema_type)?;
-    let schema = parse_file(&chosen, &args.file, &references)?;
+    let schema = parse_file(
+        &chosen,
+        &args.file,
+        &references,
+        &args.input.limits.limits(),
+    )?;
     match &schema {
         ParsedSchema::Avro(avro) => {
             let rabin = avro.rabin_fingerprint();
@@ -324,6 +354,8 @@ pub struct ValidateArgs {
     /// JSON documents to validate.
     #[arg(required = true)]
     pub documents: Vec<PathBuf>,
+    #[command(flatten)]
+    pub limits: crate::limits::LimitArgs,
 }
 
 pub fn run_validate(args: ValidateArgs) -> Result<ExitCode> {
@@ -331,13 +363,16 @@ pub fn run_validate(args: ValidateArgs) -> Result<ExitCode> {
         format: Some("json".into()),
         references: args.references,
         proto_paths: Vec::new(),
+        limits: args.limits,
     };
     let references = load_references(&input, SchemaType::Json)?;
     let chosen = Chosen {
         schema_type: SchemaType::Json,
         why: Why::Command,
     };
-    let ParsedSchema::Json(schema) = parse_file(&chosen, &args.schema, &references)? else {
+    let ParsedSchema::Json(schema) =
+        parse_file(&chosen, &args.schema, &references, &input.limits.limits())?
+    else {
         bail!("internal: JSON Schema parse returned another format");
     };
     let mut invalid = 0usize;
@@ -546,10 +581,15 @@ fn read(path: &Path) -> Result<String> {
         .map_err(|e| InvalidInput(format!("{}: cannot read: {e}", path.display())).into())
 }
 
-fn parse_file(chosen: &Chosen, path: &Path, references: &[Reference]) -> Result<ParsedSchema> {
+fn parse_file(
+    chosen: &Chosen,
+    path: &Path,
+    references: &[Reference],
+    limits: &covenant_engine::Limits,
+) -> Result<ParsedSchema> {
     let text = read(path)?;
     let schema_type = chosen.schema_type;
-    ParsedSchema::parse(schema_type, &text, references).map_err(|mut e| {
+    ParsedSchema::parse_with(schema_type, &text, references, limits).map_err(|mut e| {
         if schema_type == SchemaType::Protobuf {
             e.path = with_user_file_name(&e.path, path, references);
         }

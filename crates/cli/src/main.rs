@@ -4,6 +4,7 @@
 mod audit;
 mod check;
 mod governance;
+mod limits;
 mod output;
 mod samples;
 mod serve;

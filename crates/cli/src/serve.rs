@@ -45,6 +45,8 @@ pub struct ServeArgs {
     /// Days the audit trail keeps an entry; older ones are pruned every hour. 0 keeps all.
     #[arg(long, default_value_t = 365, env = "COVENANT_AUDIT_RETENTION_DAYS")]
     pub audit_retention_days: u64,
+    #[command(flatten)]
+    pub limits: crate::limits::LimitArgs,
 }
 
 const DAY_MS: i64 = 24 * 3_600_000;
@@ -169,6 +171,8 @@ async fn open_registry(
             .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
         let registry = Registry::new(Arc::new(store))
             .with_cache_entries(args.cache_entries)
+            .with_schema_limits(args.limits.limits())
+            .with_check_budget(args.limits.budget())
             .with_samples(Arc::new(samples));
         return Ok((Arc::new(registry), Arc::new(governance)));
     };
@@ -191,6 +195,8 @@ async fn open_registry(
     let registry = Arc::new(
         Registry::new(Arc::new(store))
             .with_cache_entries(args.cache_entries)
+            .with_schema_limits(args.limits.limits())
+            .with_check_budget(args.limits.budget())
             .with_samples(Arc::new(samples)),
     );
     let follower = Arc::downgrade(&registry);

@@ -13,16 +13,20 @@ mod fields;
 mod finding;
 mod format;
 mod level;
+mod limits;
 pub mod position;
 mod render;
 mod rule;
 
-pub use fields::{EnumValue, FieldTree, Node, NodeKind, NumberRange};
+pub use fields::{
+    EnumValue, FieldTree, MAX_TREE_NODES, Node, NodeKind, NumberRange, TreeAllowance,
+};
 pub use finding::{Finding, Severity};
 pub use format::{
     CheckOptions, Format, JsonPolicy, ProtobufStrictness, Reference, SchemaError, SchemaErrorKind,
 };
 pub use level::{Direction, Level, Pass, PriorVersion, Report, check_history, check_pair};
+pub use limits::{Counter, Limit, Limits, bracket_depth};
 pub use position::{JsonText, Position, Step};
 pub use render::{
     render_json, render_sarif, render_sarif_located, render_text, render_text_located,

@@ -12,12 +12,14 @@
 //! [`Registry::with_cache_entries`]): the least recently used ids are read from the store again.
 
 mod cache;
+mod check_budget;
 mod contract;
 mod error;
 mod evolution;
 mod removal;
 
 pub use cache::DEFAULT_CACHE_ENTRIES;
+pub use check_budget::CheckBudget;
 pub use contract::{Contract, merge_metadata, merge_rule_sets};
 pub use covenant_policy::RolloutPlan;
 pub use covenant_store::SampleRecord;
@@ -27,7 +29,9 @@ pub use removal::{
     HookFuture, RemovalCheck, RemovalVerdict, field_paths as schema_field_paths_of, removed_fields,
 };
 
-use covenant_engine::{CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, Report};
+use covenant_engine::{
+    CheckOptions, JsonPolicy, Level, Limits, ProtobufStrictness, Reference, Report,
+};
 use covenant_schema::{ParsedSchema, SchemaType};
 use covenant_store::{
     ConfigRecord, Dedupe, NewSchema, Placement, Rejection, SchemaRecord, SchemaRef, Scope, Store,
@@ -203,6 +207,8 @@ pub struct Registry {
     samples: Option<Arc<dyn covenant_store::SampleStore>>,
     usage: RwLock<Option<Arc<dyn UsageEvidence>>>,
     limits: ReplayLimits,
+    check_budget: CheckBudget,
+    schema_limits: Limits,
 }
 
 #[derive(Debug)]
@@ -291,23 +297,35 @@ fn parse_type(text: Option<&str>) -> RegistryResult<SchemaType> {
     }
 }
 
-/// Parses schema text of any format; Protobuf also accepts a base64 `FileDescriptorProto`.
+/// Parses schema text of any format within the default [`Limits`]; Protobuf also accepts a
+/// base64 `FileDescriptorProto`.
 pub fn parse_schema(
     schema_type: SchemaType,
     text: &str,
     references: &[Reference],
 ) -> RegistryResult<ParsedSchema> {
+    parse_schema_with(schema_type, text, references, &Limits::default())
+}
+
+/// [`parse_schema`] within `limits`: a schema beyond them is a 42201 naming the limit.
+pub fn parse_schema_with(
+    schema_type: SchemaType,
+    text: &str,
+    references: &[Reference],
+    limits: &Limits,
+) -> RegistryResult<ParsedSchema> {
     if text.trim().is_empty() {
         return Err(RegistryError::InvalidSchema("Empty schema".into()));
     }
-    match ParsedSchema::parse(schema_type, text, references) {
+    match ParsedSchema::parse_with(schema_type, text, references, limits) {
         Ok(p) => Ok(p),
         Err(text_error) => {
             if schema_type == SchemaType::Protobuf
                 && looks_like_base64(text)
-                && let Ok(p) = covenant_protobuf::ProtobufSchema::from_descriptor_base64(
+                && let Ok(p) = covenant_protobuf::ProtobufSchema::from_descriptor_base64_with(
                     text.trim(),
                     references,
+                    limits,
                 )
             {
                 return Ok(ParsedSchema::Protobuf(p));
@@ -451,6 +469,8 @@ impl Registry {
             samples: None,
             usage: RwLock::new(None),
             limits: ReplayLimits::default(),
+            check_budget: CheckBudget::default(),
+            schema_limits: Limits::default(),
         }
     }
 
@@ -791,7 +811,12 @@ impl Registry {
         }
         let (_, refs) = self.resolve_references(&record.references, true).await?;
         let schema_type = parse_type(Some(&record.schema_type))?;
-        let parsed = Arc::new(parse_schema(schema_type, &record.schema, &refs)?);
+        let parsed = Arc::new(parse_schema_with(
+            schema_type,
+            &record.schema,
+            &refs,
+            &self.schema_limits,
+        )?);
         self.parsed.insert(record.id, parsed.clone());
         Ok(parsed)
     }
@@ -1044,7 +1069,8 @@ impl Registry {
         let (references, resolved) = self
             .resolve_references(&request.references, allow_deleted_refs)
             .await?;
-        let parsed = parse_schema(schema_type, &request.schema, &resolved)?;
+        let parsed =
+            parse_schema_with(schema_type, &request.schema, &resolved, &self.schema_limits)?;
         let text = stored_text(schema_type, &request.schema, &parsed, normalize);
         let metadata = request.metadata.clone().filter(|m| !m.is_null());
         let rule_set = request.rule_set.clone().filter(|r| !r.is_null());
@@ -1262,7 +1288,8 @@ impl Registry {
                     })
                     .collect();
                 let report =
-                    Registry::judge_and_count(evolution, config.level, &candidate, &priors, None);
+                    Registry::judge_and_count(evolution, config.level, &candidate, &priors, None)
+                        .map_err(|e| Rejection::new(GuardRefusal::Domain(e)))?;
                 if report.compatible {
                     Ok(())
                 } else {
@@ -1285,7 +1312,10 @@ impl Registry {
                 let Some(old) = prior(latest.schema.id) else {
                     return Err(Rejection::new(GuardRefusal::Retry));
                 };
-                let removed = removed_fields(&old, &candidate);
+                let removed = self
+                    .check_budget
+                    .run(|| removed_fields(&old, &candidate))
+                    .map_err(|e| Rejection::new(GuardRefusal::Domain(e)))?;
                 if removed.is_empty() {
                     return Ok(());
                 }
@@ -1498,9 +1528,7 @@ impl Registry {
                 schema: p.as_ref(),
             })
             .collect();
-        Ok(Registry::judge_and_count(
-            &evolution, level, &candidate, &priors, only,
-        ))
+        Registry::judge_and_count(&evolution, level, &candidate, &priors, only)
     }
 
     // ----- deletes -----------------------------------------------------------------------

@@ -755,3 +755,52 @@ async fn audited_writes_record_their_actor_and_refusals_record_nothing() {
     );
     assert_eq!(trail[0].schema_id, Some(first.id));
 }
+
+#[tokio::test]
+async fn limits_and_the_check_budget_apply_to_registrations_and_tests() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("open store");
+    let reg = Registry::new(Arc::new(store))
+        .with_schema_limits(Limits {
+            max_fields: 4,
+            ..Limits::default()
+        })
+        .with_check_budget(CheckBudget {
+            time: std::time::Duration::from_secs(5),
+            max_work: 40,
+        });
+    let record = |n: usize| {
+        let fields: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"name":"f{i}","type":"int","default":0}}"#))
+            .collect();
+        avro_request(&format!(
+            r#"{{"type":"record","name":"R","fields":[{{"name":"inner","type":{{"type":"record","name":"I","fields":[{}]}}}}]}}"#,
+            fields.join(",")
+        ))
+    };
+    match reg
+        .register("s", record(4), RegisterOptions::default())
+        .await
+    {
+        Err(RegistryError::InvalidSchema(m)) => assert!(m.contains("max-fields = 4"), "{m}"),
+        other => panic!("expected a limit error, got {other:?}"),
+    }
+    // The nested record's three fields lower into 24 units of field tree: the first version
+    // fits, a second one (old and new trees) does not.
+    reg.register("s", record(3), RegisterOptions::default())
+        .await
+        .expect("first version within the budget");
+    for outcome in [
+        reg.register("s", record(2), RegisterOptions::default())
+            .await
+            .map(|_| ()),
+        reg.test_compatibility("s", None, &record(2), false)
+            .await
+            .map(|_| ()),
+    ] {
+        assert!(
+            matches!(outcome, Err(RegistryError::CheckBudgetExceeded(_))),
+            "{outcome:?}"
+        );
+    }
+}
