@@ -12,6 +12,7 @@ mod handlers;
 pub mod openapi;
 mod policy_routes;
 pub mod principal;
+pub mod server;
 mod views;
 
 use axum::Router;
