@@ -15,6 +15,7 @@ mod cache;
 mod contract;
 mod error;
 mod evolution;
+mod judged;
 mod removal;
 
 pub use cache::DEFAULT_CACHE_ENTRIES;
@@ -42,14 +43,15 @@ use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 
 use cache::IdCache;
+use judged::{Attempt, Judged, retry_pause, same_versions};
 
 pub use covenant_store::{SchemaRecord as Schema, SchemaRef as Ref, StoredVersion as Version};
 
 /// How deep references may nest before the chain is judged circular or abusive.
 const MAX_REFERENCE_DEPTH: usize = 32;
-/// How often a registration is retried when a concurrent write changed the subject between
-/// preparing the check and running it.
-const REGISTER_ATTEMPTS: usize = 5;
+/// How often a registration is judged again when a concurrent write changed the subject (or
+/// its config or mode) between the snapshot it was judged on and the commit.
+const REGISTER_ATTEMPTS: usize = 12;
 
 /// A register, lookup or compatibility request body, as the domain sees it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -1056,12 +1058,44 @@ impl Registry {
     }
 
     /// `POST /subjects/{s}/versions`, following Confluent's registration algorithm.
+    ///
+    /// The candidate is judged outside the store's write lock against a snapshot of the
+    /// subject, so a slow check never delays other subjects' writes; the store then commits
+    /// only if the subject's versions are still exactly the snapshot, and config and mode were
+    /// still the judged ones just before the commit. Otherwise the whole registration is
+    /// judged again, a bounded number of times (optimistic concurrency).
     pub async fn register(
+        &self,
+        subject: &str,
+        request: SchemaRequest,
+        options: RegisterOptions,
+    ) -> RegistryResult<Registration> {
+        for attempt in 1..=REGISTER_ATTEMPTS {
+            if let Attempt::Done(registration) = self
+                .register_attempt(subject, request.clone(), options)
+                .await?
+            {
+                return Ok(registration);
+            }
+            tracing::debug!(
+                subject,
+                attempt,
+                "subject changed while judging; judging again"
+            );
+            tokio::time::sleep(retry_pause(attempt)).await;
+        }
+        Err(RegistryError::Store(
+            "registering schema: the subject kept changing".into(),
+        ))
+    }
+
+    /// One judge-then-commit round of [`Registry::register`].
+    async fn register_attempt(
         &self,
         subject: &str,
         mut request: SchemaRequest,
         options: RegisterOptions,
-    ) -> RegistryResult<Registration> {
+    ) -> RegistryResult<Attempt> {
         if invalid_subject(subject) {
             return Err(RegistryError::InvalidSubject(subject.to_string()));
         }
@@ -1123,12 +1157,12 @@ impl Registry {
         if let Some(v) = existing {
             let schema = Arc::new(v.schema.clone());
             self.remember(schema.clone());
-            return Ok(Registration {
+            return Ok(Attempt::Done(Registration {
                 id: v.schema.id,
                 version: v.version,
                 schema,
                 created: false,
-            });
+            }));
         }
 
         if mode.is_read_only() {
@@ -1150,11 +1184,6 @@ impl Registry {
         }
 
         let run_check = !mode.is_import() && !options.force && config.level != Level::None;
-        let group = config
-            .extra
-            .get("compatibilityGroup")
-            .and_then(Value::as_str)
-            .map(str::to_string);
         let placement = Placement {
             id: request.id,
             version: if mode.is_import() {
@@ -1169,7 +1198,6 @@ impl Registry {
             },
         };
 
-        let dropped = std::sync::Mutex::new(Vec::<String>::new());
         let evolution = if run_check {
             Some(
                 self.evolution(subject, &config.extra, new_schema.metadata.as_ref())
@@ -1178,160 +1206,82 @@ impl Registry {
         } else {
             None
         };
-        let mut attempt = 0;
-        let outcome = loop {
-            attempt += 1;
-            // Consumer governance: may the fields this candidate drops go? (see removal.rs)
-            let removal = if mode.is_import() {
-                None
+        // Consumer governance: may the fields this candidate drops go? (see removal.rs)
+        let removal = if mode.is_import() {
+            None
+        } else {
+            self.prepare_removal(subject, &candidate).await?
+        };
+        let mut prepared: HashMap<i64, Arc<ParsedSchema>> = HashMap::new();
+        if run_check || (!mode.is_import() && self.removal_check().is_some()) {
+            let mut live = versions.iter().filter(|v| !v.deleted);
+            let wanted: Vec<&StoredVersion> = if run_check {
+                live.collect()
             } else {
-                self.prepare_removal(subject, &candidate).await?
+                live.next_back().into_iter().collect()
             };
-            // Held here, not only in the bounded cache: a subject with more versions than the
-            // cache holds must still find every prior inside the guard.
-            let mut prepared: HashMap<i64, Arc<ParsedSchema>> = HashMap::new();
-            if run_check || (!mode.is_import() && self.removal_check().is_some()) {
-                let current = self.store.subject_versions(subject).await?;
-                let mut live = current.iter().filter(|v| !v.deleted);
-                let wanted: Vec<&StoredVersion> = if run_check {
-                    live.collect()
-                } else {
-                    live.next_back().into_iter().collect()
-                };
-                for v in wanted {
-                    prepared.insert(v.schema.id, self.parse_record(&v.schema).await?);
-                }
+            for v in wanted {
+                prepared.insert(v.schema.id, self.parse_record(&v.schema).await?);
             }
-            let prior = |id: i64| {
-                prepared
-                    .get(&id)
-                    .cloned()
-                    .or_else(|| self.cached_parsed(id))
-            };
-            let compatibility_guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
-                if !mode.is_import()
-                    && let Some(v) = explicit_version
-                {
-                    let next = versions.iter().map(|x| x.version).max().unwrap_or(0) + 1;
-                    if v != next {
-                        return Err(Rejection::new(GuardRefusal::Domain(
-                            RegistryError::InvalidSchema(
-                                "Version is not one more than previous version".into(),
-                            ),
-                        )));
-                    }
-                }
-                let Some(evolution) = &evolution else {
-                    return Ok(());
-                };
-                let mine = group
-                    .as_deref()
-                    .map(|g| group_value(&new_schema.metadata, g).cloned());
-                let mut parsed = Vec::new();
-                for v in versions.iter().filter(|v| !v.deleted) {
-                    if let (Some(g), Some(mine)) = (group.as_deref(), &mine)
-                        && group_value(&v.schema.metadata, g) != mine.as_ref()
-                    {
-                        continue;
-                    }
-                    match prior(v.schema.id) {
-                        Some(p) => parsed.push((v, p)),
-                        None => return Err(Rejection::new(GuardRefusal::Retry)),
-                    }
-                }
-                let priors: Vec<evolution::Prior<'_>> = parsed
-                    .iter()
-                    .map(|(v, p)| evolution::Prior {
-                        version: v.version,
-                        registered_at: v.created_at,
-                        metadata: v.schema.metadata.as_ref(),
-                        schema: p.as_ref(),
-                    })
-                    .collect();
-                let report =
-                    Registry::judge_and_count(evolution, config.level, &candidate, &priors, None);
-                if report.compatible {
-                    Ok(())
-                } else {
-                    Err(Rejection::new(GuardRefusal::Domain(
-                        RegistryError::Incompatible {
-                            subject: subject.to_string(),
-                            findings: report.errors().cloned().collect(),
-                        },
-                    )))
-                }
-            };
-            let guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
-                compatibility_guard(versions)?;
-                if mode.is_import() || self.removal_check().is_none() {
-                    return Ok(());
-                }
-                let Some(latest) = versions.iter().rev().find(|v| !v.deleted) else {
-                    return Ok(());
-                };
-                let Some(old) = prior(latest.schema.id) else {
-                    return Err(Rejection::new(GuardRefusal::Retry));
-                };
-                let removed = removed_fields(&old, &candidate);
-                if removed.is_empty() {
-                    return Ok(());
-                }
-                let Some(verdict) = &removal else {
-                    return Err(Rejection::new(GuardRefusal::Retry));
-                };
-                verdict(&removed).map_err(|blockers| {
-                    Rejection::new(GuardRefusal::Domain(RegistryError::RemovalBlocked {
-                        subject: subject.to_string(),
-                        blockers,
-                    }))
-                })?;
-                if let Ok(mut d) = dropped.lock() {
-                    *d = removed;
-                }
+        }
+        let judged = Judged {
+            subject,
+            mode,
+            level: config.level,
+            group: config
+                .extra
+                .get("compatibilityGroup")
+                .and_then(Value::as_str),
+            explicit_version,
+            evolution: evolution.as_ref(),
+            removal: removal.as_ref(),
+            removal_enabled: self.removal_check().is_some(),
+            candidate: &candidate,
+            metadata: &new_schema.metadata,
+            prepared: &prepared,
+        };
+        // The expensive part, outside the store's write lock.
+        let dropped = match judged.verdict(&versions) {
+            Ok(dropped) => dropped,
+            Err(GuardRefusal::Domain(e)) => return Err(e),
+            Err(GuardRefusal::Retry) => return Ok(Attempt::Retry),
+        };
+        if self.effective_config(subject).await? != config
+            || self.effective_mode(subject).await? != mode
+        {
+            return Ok(Attempt::Retry);
+        }
+        let unchanged = |now: &[StoredVersion]| -> Result<(), Rejection> {
+            if same_versions(now, &versions) {
                 Ok(())
-            };
-            match self
-                .store
-                .register(subject, &new_schema, placement, &guard)
-                .await
-            {
-                Ok(r) => break r,
-                Err(StoreError::Rejected(rejection)) => {
-                    match rejection.into_inner().downcast::<GuardRefusal>() {
-                        Ok(refusal) => match *refusal {
-                            GuardRefusal::Domain(e) => return Err(e),
-                            GuardRefusal::Retry if attempt < REGISTER_ATTEMPTS => continue,
-                            GuardRefusal::Retry => {
-                                return Err(RegistryError::Store(
-                                    "registering schema: the subject kept changing".into(),
-                                ));
-                            }
-                        },
-                        Err(other) => {
-                            return Err(RegistryError::Store(format!(
-                                "registering schema: {other}"
-                            )));
-                        }
-                    }
-                }
-                Err(StoreError::IdConflict { id }) => {
-                    return Err(RegistryError::OperationNotPermitted(format!(
-                        "Overwrite new schema with id {id} in context . is not permitted."
-                    )));
-                }
-                Err(StoreError::NoSuchVersion { subject, version }) => {
-                    // A referenced version was deleted after the references were resolved.
-                    return Err(RegistryError::InvalidSchema(format!(
-                        "No schema reference found for subject \"{subject}\" and version {version}"
-                    )));
-                }
-                Err(StoreError::VersionExists { version, .. }) => {
-                    return Err(RegistryError::OperationNotPermitted(format!(
-                        "Overwrite new schema for subject {subject} version {version} in context . is not permitted."
-                    )));
-                }
-                Err(e) => return Err(e.into()),
+            } else {
+                Err(Rejection::new(GuardRefusal::Retry))
             }
+        };
+        let outcome = match self
+            .store
+            .register(subject, &new_schema, placement, &unchanged)
+            .await
+        {
+            Ok(r) => r,
+            Err(StoreError::Rejected(_)) => return Ok(Attempt::Retry),
+            Err(StoreError::IdConflict { id }) => {
+                return Err(RegistryError::OperationNotPermitted(format!(
+                    "Overwrite new schema with id {id} in context . is not permitted."
+                )));
+            }
+            Err(StoreError::NoSuchVersion { subject, version }) => {
+                // A referenced version was deleted after the references were resolved.
+                return Err(RegistryError::InvalidSchema(format!(
+                    "No schema reference found for subject \"{subject}\" and version {version}"
+                )));
+            }
+            Err(StoreError::VersionExists { version, .. }) => {
+                return Err(RegistryError::OperationNotPermitted(format!(
+                    "Overwrite new schema for subject {subject} version {version} in context . is not permitted."
+                )));
+            }
+            Err(e) => return Err(e.into()),
         };
         let schema = Arc::new(SchemaRecord {
             id: outcome.id,
@@ -1347,7 +1297,6 @@ impl Registry {
             None => schema,
         };
         self.remember(schema.clone());
-        let dropped = dropped.into_inner().unwrap_or_default();
         if outcome.created
             && !dropped.is_empty()
             && let Some(check) = self.removal_check()
@@ -1362,12 +1311,12 @@ impl Registry {
                 "registered schema"
             );
         }
-        Ok(Registration {
+        Ok(Attempt::Done(Registration {
             id: outcome.id,
             version: outcome.version,
             schema,
             created: outcome.created,
-        })
+        }))
     }
 
     /// `POST /subjects/{s}`: the version of this subject holding the schema.
