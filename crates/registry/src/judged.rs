@@ -11,6 +11,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
+use std::sync::{PoisonError, Weak};
 use std::time::Duration;
 
 /// How one judge-then-commit round of a registration ended.
@@ -137,4 +138,27 @@ pub(crate) fn retry_pause(attempt: usize) -> Duration {
         % 5;
     let step = u64::try_from(attempt).unwrap_or(u64::MAX).min(10);
     Duration::from_millis(step * 2 + jitter)
+}
+
+/// One async lock per subject being registered to, dropped when no one holds or waits for it.
+#[derive(Default)]
+pub(crate) struct SubjectTurns(std::sync::Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>);
+
+impl SubjectTurns {
+    /// Waits until no other registration of `subject` on this node is being judged.
+    pub async fn turn(&self, subject: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            map.retain(|_, held| held.strong_count() > 0);
+            match map.get(subject).and_then(Weak::upgrade) {
+                Some(lock) => lock,
+                None => {
+                    let lock = Arc::new(tokio::sync::Mutex::new(()));
+                    map.insert(subject.to_string(), Arc::downgrade(&lock));
+                    lock
+                }
+            }
+        };
+        lock.lock_owned().await
+    }
 }

@@ -43,7 +43,7 @@ use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 
 use cache::IdCache;
-use judged::{Attempt, Judged, retry_pause, same_versions};
+use judged::{Attempt, Judged, SubjectTurns, retry_pause, same_versions};
 
 pub use covenant_store::{SchemaRecord as Schema, SchemaRef as Ref, StoredVersion as Version};
 
@@ -202,6 +202,15 @@ pub struct Registry {
     samples: Option<Arc<dyn covenant_store::SampleStore>>,
     usage: RwLock<Option<Arc<dyn UsageEvidence>>>,
     limits: ReplayLimits,
+    registering: SubjectTurns,
+}
+
+/// Whether a guarded delete found every version it was asked to delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Deleted {
+    Done,
+    /// One was permanently deleted concurrently; nothing was changed.
+    Vanished,
 }
 
 #[derive(Debug)]
@@ -450,6 +459,7 @@ impl Registry {
             samples: None,
             usage: RwLock::new(None),
             limits: ReplayLimits::default(),
+            registering: SubjectTurns::default(),
         }
     }
 
@@ -1070,6 +1080,9 @@ impl Registry {
         request: SchemaRequest,
         options: RegisterOptions,
     ) -> RegistryResult<Registration> {
+        // Registrations of one subject on this node take turns: each would invalidate the
+        // others' verdicts anyway. Other subjects never wait for this.
+        let _turn = self.registering.turn(subject).await;
         for attempt in 1..=REGISTER_ATTEMPTS {
             if let Attempt::Done(registration) = self
                 .register_attempt(subject, request.clone(), options)
@@ -1451,7 +1464,7 @@ impl Registry {
         versions: &[i64],
         permanent: bool,
         ignore_same_subject: bool,
-    ) -> RegistryResult<()> {
+    ) -> RegistryResult<Deleted> {
         let guard = |referencing: &[StoredVersion]| -> Result<(), Rejection> {
             for &version in versions {
                 let blocked = referencing.iter().any(|r| {
@@ -1475,7 +1488,9 @@ impl Registry {
             .delete_guarded(subject, versions, permanent, &guard)
             .await
         {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(Deleted::Done),
+            // A concurrent permanent delete got there first: decide again on what is left.
+            Err(StoreError::NoSuchVersion { .. }) => Ok(Deleted::Vanished),
             Err(StoreError::Rejected(rejection)) => {
                 match rejection.into_inner().downcast::<GuardRefusal>() {
                     Ok(refusal) => match *refusal {
@@ -1493,12 +1508,32 @@ impl Registry {
 
     /// `DELETE /subjects/{s}/versions/{v}`: soft unless `permanent` (which needs a prior soft
     /// delete). Returns the version number.
+    ///
+    /// Decided on a read of the subject and applied only to versions that still exist; when
+    /// a concurrent permanent delete removed one first, the decision is made again, so a race
+    /// ends in Confluent's 404 or 422 rather than a store error.
     pub async fn delete_version(
         &self,
         subject: &str,
         spec: VersionSpec,
         permanent: bool,
     ) -> RegistryResult<i64> {
+        for _ in 0..REGISTER_ATTEMPTS {
+            if let Some(version) = self.delete_version_once(subject, spec, permanent).await? {
+                return Ok(version);
+            }
+        }
+        Err(RegistryError::Store(
+            "deleting a version: the subject kept changing".into(),
+        ))
+    }
+
+    async fn delete_version_once(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        permanent: bool,
+    ) -> RegistryResult<Option<i64>> {
         self.ensure_writable(Scope::Subject(subject)).await?;
         let all = self.store.subject_versions(subject).await?;
         if all.is_empty() || (!permanent && all.iter().all(|v| v.deleted)) {
@@ -1523,8 +1558,13 @@ impl Registry {
                     version,
                 ));
             }
-            self.delete_unreferenced(subject, &[version], true, false)
-                .await?;
+            if self
+                .delete_unreferenced(subject, &[version], true, false)
+                .await?
+                == Deleted::Vanished
+            {
+                return Ok(None);
+            }
             self.forget_all();
             self.forget_samples(subject, &[version]).await;
         } else {
@@ -1534,14 +1574,35 @@ impl Registry {
                     version,
                 ));
             }
-            self.delete_unreferenced(subject, &[version], false, false)
-                .await?;
+            if self
+                .delete_unreferenced(subject, &[version], false, false)
+                .await?
+                == Deleted::Vanished
+            {
+                return Ok(None);
+            }
         }
-        Ok(version)
+        Ok(Some(version))
     }
 
-    /// `DELETE /subjects/{s}`: returns the versions deleted.
+    /// `DELETE /subjects/{s}`: returns the versions deleted (decided again, like
+    /// [`Registry::delete_version`], when a concurrent delete removed one first).
     pub async fn delete_subject(&self, subject: &str, permanent: bool) -> RegistryResult<Vec<i64>> {
+        for _ in 0..REGISTER_ATTEMPTS {
+            if let Some(versions) = self.delete_subject_once(subject, permanent).await? {
+                return Ok(versions);
+            }
+        }
+        Err(RegistryError::Store(
+            "deleting a subject: the subject kept changing".into(),
+        ))
+    }
+
+    async fn delete_subject_once(
+        &self,
+        subject: &str,
+        permanent: bool,
+    ) -> RegistryResult<Option<Vec<i64>>> {
         self.ensure_writable(Scope::Subject(subject)).await?;
         let all = self.store.subject_versions(subject).await?;
         if all.is_empty() {
@@ -1557,18 +1618,28 @@ impl Registry {
                 return Err(RegistryError::SubjectNotSoftDeleted(subject.to_string()));
             }
             let every: Vec<i64> = all.iter().map(|v| v.version).collect();
-            self.delete_unreferenced(subject, &every, true, true)
-                .await?;
+            if self
+                .delete_unreferenced(subject, &every, true, true)
+                .await?
+                == Deleted::Vanished
+            {
+                return Ok(None);
+            }
             self.forget_all();
             self.forget_samples(subject, &every).await;
-            Ok(every)
+            Ok(Some(every))
         } else {
             if live.is_empty() {
                 return Err(RegistryError::SubjectSoftDeleted(subject.to_string()));
             }
-            self.delete_unreferenced(subject, &live, false, true)
-                .await?;
-            Ok(live)
+            if self
+                .delete_unreferenced(subject, &live, false, true)
+                .await?
+                == Deleted::Vanished
+            {
+                return Ok(None);
+            }
+            Ok(Some(live))
         }
     }
 }
