@@ -298,7 +298,7 @@ async fn deletes_config_and_mode_racing_registrations_never_answer_5xx() {
         for t in tasks {
             t.await.expect("worker");
         }
-        let t = tally.lock().expect("tally");
+        let t = std::mem::take(&mut *tally.lock().expect("tally"));
         println!(
             "races[{}]: {} operations on one subject, 5xx: {}; {:?}",
             backend.label,
@@ -348,7 +348,6 @@ async fn deletes_config_and_mode_racing_registrations_never_answer_5xx() {
             "{}: version numbers repeat or go backwards: {numbers:?}",
             backend.label
         );
-        drop(t);
         if let Some(db) = backend.db {
             db.drop_db().await;
         }
