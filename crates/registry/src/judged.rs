@@ -3,14 +3,18 @@
 
 use crate::evolution::{self, Evolution};
 use crate::removal::{RemovalVerdict, removed_fields};
-use crate::{GuardRefusal, Mode, Registration, Registry, RegistryError, group_value};
+use crate::{
+    GuardRefusal, Mode, Registration, Registry, RegistryError, RegistryResult, group_value,
+};
 use covenant_engine::Level;
+use covenant_engine::budget::Budget;
 use covenant_schema::ParsedSchema;
 use covenant_store::StoredVersion;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{PoisonError, Weak};
 use std::time::Duration;
 
@@ -21,25 +25,29 @@ pub(crate) enum Attempt {
     Retry,
 }
 
-/// Everything a registration's verdict depends on besides the subject's versions.
-pub(crate) struct Judged<'a> {
-    pub subject: &'a str,
+/// Everything a registration's verdict depends on, owned so that it can be judged on a
+/// blocking thread.
+pub(crate) struct Judged {
+    pub subject: String,
     pub mode: Mode,
     pub level: Level,
-    pub group: Option<&'a str>,
+    pub group: Option<String>,
     pub explicit_version: Option<i64>,
-    pub evolution: Option<&'a Evolution>,
-    pub removal: Option<&'a RemovalVerdict>,
+    pub evolution: Option<Evolution>,
+    pub removal: Option<RemovalVerdict>,
     pub removal_enabled: bool,
-    pub candidate: &'a ParsedSchema,
-    pub metadata: &'a Option<Value>,
+    pub candidate: ParsedSchema,
+    pub metadata: Option<Value>,
+    /// The subject's versions the verdict is about (the snapshot).
+    pub versions: Arc<Vec<StoredVersion>>,
     /// Parsed priors of the snapshot, by schema id.
-    pub prepared: &'a HashMap<i64, Arc<ParsedSchema>>,
+    pub prepared: HashMap<i64, Arc<ParsedSchema>>,
 }
 
-impl Judged<'_> {
-    /// Whether the candidate may follow `versions`; on success, the fields it drops.
-    pub fn verdict(&self, versions: &[StoredVersion]) -> Result<Vec<String>, GuardRefusal> {
+impl Judged {
+    /// Whether the candidate may follow the snapshot; on success, the fields it drops.
+    pub fn verdict(&self) -> Result<Vec<String>, GuardRefusal> {
+        let versions = self.versions.as_slice();
         self.next_version(versions)?;
         self.compatible(versions)?;
         self.removal(versions)
@@ -59,13 +67,14 @@ impl Judged<'_> {
     }
 
     fn compatible(&self, versions: &[StoredVersion]) -> Result<(), GuardRefusal> {
-        let Some(evolution) = self.evolution else {
+        let Some(evolution) = &self.evolution else {
             return Ok(());
         };
-        let mine = self.group.map(|g| group_value(self.metadata, g).cloned());
+        let group = self.group.as_deref();
+        let mine = group.map(|g| group_value(&self.metadata, g).cloned());
         let mut parsed = Vec::new();
         for v in versions.iter().filter(|v| !v.deleted) {
-            if let (Some(g), Some(mine)) = (self.group, &mine)
+            if let (Some(g), Some(mine)) = (group, &mine)
                 && group_value(&v.schema.metadata, g) != mine.as_ref()
             {
                 continue;
@@ -83,7 +92,7 @@ impl Judged<'_> {
             })
             .collect();
         let report =
-            Registry::judge_and_count(evolution, self.level, self.candidate, &priors, None);
+            Registry::judge_and_count(evolution, self.level, &self.candidate, &priors, None);
         if report.compatible {
             return Ok(());
         }
@@ -105,14 +114,14 @@ impl Judged<'_> {
             .prepared
             .get(&latest.schema.id)
             .ok_or(GuardRefusal::Retry)?;
-        let removed = removed_fields(old, self.candidate);
+        let removed = removed_fields(old, &self.candidate);
         if removed.is_empty() {
             return Ok(removed);
         }
-        let verdict = self.removal.ok_or(GuardRefusal::Retry)?;
+        let verdict = self.removal.as_ref().ok_or(GuardRefusal::Retry)?;
         verdict(&removed).map_err(|blockers| {
             GuardRefusal::Domain(RegistryError::RemovalBlocked {
-                subject: self.subject.to_string(),
+                subject: self.subject.clone(),
                 blockers,
             })
         })?;
@@ -160,5 +169,33 @@ impl SubjectTurns {
             }
         };
         lock.lock_owned().await
+    }
+}
+
+/// Runs a verdict on tokio's blocking pool, so that a long check never occupies one of the
+/// few async worker threads, under a budget whose cancel flag is raised when the awaiting
+/// future is dropped. The HTTP server drops a request's future when its client disconnects,
+/// so a check nobody waits for any more stops at the walkers' next budget poll.
+pub(crate) async fn off_runtime<T, F>(work: F) -> RegistryResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    struct RaiseOnDrop(Arc<AtomicBool>);
+    impl Drop for RaiseOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let cancel = Arc::new(AtomicBool::new(false));
+    let raise = RaiseOnDrop(cancel.clone());
+    let budget = Budget::default().with_cancel(cancel);
+    let outcome = tokio::task::spawn_blocking(move || budget.run(work)).await;
+    // Finished: nothing left to cancel.
+    std::mem::forget(raise);
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(stopped)) => Err(RegistryError::Store(format!("checking: {stopped}"))),
+        Err(failed) => Err(RegistryError::Store(format!("checking: {failed}"))),
     }
 }

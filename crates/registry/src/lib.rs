@@ -43,7 +43,7 @@ use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 
 use cache::IdCache;
-use judged::{Attempt, Judged, SubjectTurns, retry_pause, same_versions};
+use judged::{Attempt, Judged, SubjectTurns, off_runtime, retry_pause, same_versions};
 
 pub use covenant_store::{SchemaRecord as Schema, SchemaRef as Ref, StoredVersion as Version};
 
@@ -1121,7 +1121,7 @@ impl Registry {
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
         let mode = self.effective_mode(subject).await?;
-        let versions = self.store.subject_versions(subject).await?;
+        let versions = Arc::new(self.store.subject_versions(subject).await?);
         let latest_live = versions.iter().rev().find(|v| !v.deleted);
 
         if !mode.is_import() {
@@ -1238,23 +1238,25 @@ impl Registry {
             }
         }
         let judged = Judged {
-            subject,
+            subject: subject.to_string(),
             mode,
             level: config.level,
             group: config
                 .extra
                 .get("compatibilityGroup")
-                .and_then(Value::as_str),
+                .and_then(Value::as_str)
+                .map(str::to_string),
             explicit_version,
-            evolution: evolution.as_ref(),
-            removal: removal.as_ref(),
+            evolution,
+            removal,
             removal_enabled: self.removal_check().is_some(),
-            candidate: &candidate,
-            metadata: &new_schema.metadata,
-            prepared: &prepared,
+            candidate,
+            metadata: new_schema.metadata.clone(),
+            versions: versions.clone(),
+            prepared,
         };
-        // The expensive part, outside the store's write lock.
-        let dropped = match judged.verdict(&versions) {
+        // The expensive part: outside the store's write lock and off the async workers.
+        let dropped = match off_runtime(move || judged.verdict()).await? {
             Ok(dropped) => dropped,
             Err(GuardRefusal::Domain(e)) => return Err(e),
             Err(GuardRefusal::Retry) => return Ok(Attempt::Retry),
@@ -1437,19 +1439,25 @@ impl Registry {
             .as_ref()
             .or_else(|| live.last().and_then(|v| v.schema.metadata.as_ref()));
         let evolution = self.evolution(subject, &config.extra, metadata).await?;
-        let priors: Vec<evolution::Prior<'_>> = parsed
-            .iter()
+        let owned: Vec<(i64, i64, Option<Value>, Arc<ParsedSchema>)> = parsed
+            .into_iter()
             .zip(&history)
-            .map(|((version, p), v)| evolution::Prior {
-                version: *version,
-                registered_at: v.created_at,
-                metadata: v.schema.metadata.as_ref(),
-                schema: p.as_ref(),
-            })
+            .map(|((version, p), v)| (version, v.created_at, v.schema.metadata.clone(), p))
             .collect();
-        Ok(Registry::judge_and_count(
-            &evolution, level, &candidate, &priors, only,
-        ))
+        // Off the async workers, and stopped when the client goes away (see `off_runtime`).
+        off_runtime(move || {
+            let priors: Vec<evolution::Prior<'_>> = owned
+                .iter()
+                .map(|(version, registered_at, metadata, p)| evolution::Prior {
+                    version: *version,
+                    registered_at: *registered_at,
+                    metadata: metadata.as_ref(),
+                    schema: p.as_ref(),
+                })
+                .collect();
+            Registry::judge_and_count(&evolution, level, &candidate, &priors, only)
+        })
+        .await
     }
 
     // ----- deletes -----------------------------------------------------------------------
