@@ -3,6 +3,7 @@
 
 mod check;
 mod governance;
+mod limits;
 mod samples;
 mod serve;
 mod transfer;

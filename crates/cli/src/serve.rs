@@ -56,6 +56,8 @@ pub struct ServeArgs {
     /// the wall clock: for drills that let weeks pass. Never set in production.
     #[arg(long, hide = true, env = "COVENANT_CLOCK_FILE")]
     pub clock_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub limits: crate::limits::LimitArgs,
 }
 
 fn init_logging(format: LogFormat) {
@@ -143,6 +145,8 @@ async fn open_registry(
             .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
         let registry = Registry::new(Arc::new(store))
             .with_cache_entries(args.cache_entries)
+            .with_schema_limits(args.limits.limits())
+            .with_check_budget(args.limits.budget())
             .with_samples(Arc::new(samples));
         return Ok((Arc::new(registry), Arc::new(governance)));
     };
@@ -165,6 +169,8 @@ async fn open_registry(
     let registry = Arc::new(
         Registry::new(Arc::new(store))
             .with_cache_entries(args.cache_entries)
+            .with_schema_limits(args.limits.limits())
+            .with_check_budget(args.limits.budget())
             .with_samples(Arc::new(samples)),
     );
     let follower = Arc::downgrade(&registry);

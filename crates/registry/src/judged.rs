@@ -4,7 +4,8 @@
 use crate::evolution::{self, Evolution};
 use crate::removal::{RemovalVerdict, removed_fields};
 use crate::{
-    GuardRefusal, Mode, Registration, Registry, RegistryError, RegistryResult, group_value,
+    CheckBudget, GuardRefusal, Mode, Registration, Registry, RegistryError, RegistryResult,
+    group_value,
 };
 use covenant_engine::Level;
 use covenant_engine::budget::Budget;
@@ -42,6 +43,8 @@ pub(crate) struct Judged {
     pub versions: Arc<Vec<StoredVersion>>,
     /// Parsed priors of the snapshot, by schema id.
     pub prepared: HashMap<i64, Arc<ParsedSchema>>,
+    /// The bound on the removal gate's field diff (the verdict's is in `evolution`).
+    pub check_budget: CheckBudget,
 }
 
 impl Judged {
@@ -92,7 +95,8 @@ impl Judged {
             })
             .collect();
         let report =
-            Registry::judge_and_count(evolution, self.level, &self.candidate, &priors, None);
+            Registry::judge_and_count(evolution, self.level, &self.candidate, &priors, None)
+                .map_err(GuardRefusal::Domain)?;
         if report.compatible {
             return Ok(());
         }
@@ -114,7 +118,10 @@ impl Judged {
             .prepared
             .get(&latest.schema.id)
             .ok_or(GuardRefusal::Retry)?;
-        let removed = removed_fields(old, &self.candidate);
+        let removed = self
+            .check_budget
+            .run(|| removed_fields(old, &self.candidate))
+            .map_err(GuardRefusal::Domain)?;
         if removed.is_empty() {
             return Ok(removed);
         }
