@@ -244,7 +244,7 @@ mod tests {
 
     #[tokio::test]
     async fn work_nobody_abandons_runs_to_the_end() {
-        assert_eq!(off_runtime(|| spent()).await.ok(), Some(false));
+        assert_eq!(off_runtime(spent).await.ok(), Some(false));
     }
 
     #[test]
