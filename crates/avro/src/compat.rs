@@ -118,7 +118,7 @@ impl<'a> Checker<'a> {
     /// budget is spent, and the partial result will be discarded).
     fn enter(&mut self) -> bool {
         if self.depth >= MAX_PAIR_DEPTH {
-            covenant_engine::budget::charge(u64::MAX);
+            covenant_engine::budget::exhaust();
             return false;
         }
         if covenant_engine::budget::charge(1) {

@@ -36,8 +36,7 @@ fn records_depth(arena: &Arena) -> (usize, NodeId) {
     let mut stack: Vec<(NodeId, usize)> = vec![(arena.root, 0)];
     state[arena.root] = State::Open;
     while let Some(&mut (id, ref mut next)) = stack.last_mut() {
-        let children = children(arena.kind(id));
-        if let Some(&child) = children.get(*next) {
+        if let Some(child) = nth_child(arena.kind(id), *next) {
             *next += 1;
             if state[child] == State::New {
                 state[child] = State::Open;
@@ -46,11 +45,11 @@ fn records_depth(arena: &Arena) -> (usize, NodeId) {
             continue;
         }
         let own = usize::from(matches!(arena.kind(id), Kind::Record(_)));
-        let best = children
-            .iter()
-            .filter(|c| state[**c] == State::Done)
-            .max_by_key(|c| height[**c]);
-        if let Some(&c) = best {
+        let best = (0..)
+            .map_while(|i| nth_child(arena.kind(id), i))
+            .filter(|c| state[*c] == State::Done)
+            .max_by_key(|c| height[*c]);
+        if let Some(c) = best {
             height[id] = height[c] + own;
             bottom[id] = bottom[c];
         } else {
@@ -62,12 +61,13 @@ fn records_depth(arena: &Arena) -> (usize, NodeId) {
     (height[arena.root], bottom[arena.root])
 }
 
-fn children(kind: &Kind) -> Vec<NodeId> {
+/// The `i`th type a type refers to, without collecting them (records can be wide).
+fn nth_child(kind: &Kind, i: usize) -> Option<NodeId> {
     match kind {
-        Kind::Array(i) | Kind::Map(i) => vec![*i],
-        Kind::Union(b) => b.clone(),
-        Kind::Record(r) => r.fields.iter().map(|f| f.ty).collect(),
-        _ => Vec::new(),
+        Kind::Array(t) | Kind::Map(t) => (i == 0).then_some(*t),
+        Kind::Union(branches) => branches.get(i).copied(),
+        Kind::Record(r) => r.fields.get(i).map(|f| f.ty),
+        _ => None,
     }
 }
 

@@ -6,16 +6,23 @@
 
 use crate::AvroSchema;
 use crate::model::{Arena, Field, Kind, Logical, NodeId};
-use covenant_engine::{EnumValue, FieldTree, Node, NodeKind};
+use covenant_engine::{EnumValue, FieldTree, Node, NodeKind, TreeAllowance};
 use serde_json::{Map, Value};
 
 /// How deep nested records are followed; recursive types stop at their first repetition.
 const MAX_DEPTH: usize = 64;
 
+/// The records being expanded (recursion stops at one already open) and the nodes left.
+#[derive(Default)]
+struct Walk {
+    open: Vec<NodeId>,
+    nodes: TreeAllowance,
+}
+
 /// The schema as a neutral field tree.
 pub fn field_tree(schema: &AvroSchema) -> FieldTree {
     let arena = &schema.arena;
-    let mut stack = Vec::new();
+    let mut stack = Walk::default();
     let root = match arena.kind(arena.root) {
         Kind::Record(record) => {
             let full = record.named.name.full();
@@ -23,7 +30,7 @@ pub fn field_tree(schema: &AvroSchema) -> FieldTree {
             node.doc = record.named.doc.clone();
             node.aliases = record.named.aliases.clone();
             absorb_props(&mut node, &arena.node(arena.root).props);
-            stack.push(arena.root);
+            stack.open.push(arena.root);
             node.children = record
                 .fields
                 .iter()
@@ -43,7 +50,7 @@ pub fn field_tree(schema: &AvroSchema) -> FieldTree {
     }
 }
 
-fn field(arena: &Arena, f: &Field, parent: &str, stack: &mut Vec<NodeId>) -> Node {
+fn field(arena: &Arena, f: &Field, parent: &str, stack: &mut Walk) -> Node {
     let path = format!("{parent}/fields/{}", f.name);
     let mut node = Node::new(NodeKind::Field, f.name.clone(), path.clone(), "");
     node.required = true;
@@ -58,7 +65,7 @@ fn field(arena: &Arena, f: &Field, parent: &str, stack: &mut Vec<NodeId>) -> Nod
 
 /// Fills type facts of `node` from the type `id`: type name, logical type, nullability, enum
 /// symbols and, for records, the nested fields.
-fn describe(arena: &Arena, id: NodeId, node: &mut Node, path: &str, stack: &mut Vec<NodeId>) {
+fn describe(arena: &Arena, id: NodeId, node: &mut Node, path: &str, stack: &mut Walk) {
     let mut ty = id;
     if let Kind::Union(branches) = arena.kind(id) {
         node.nullable = branches
@@ -101,7 +108,7 @@ fn describe(arena: &Arena, id: NodeId, node: &mut Node, path: &str, stack: &mut 
 }
 
 /// The fields of the record at `id` (unwrapping a nullable union), or nothing.
-fn nested(arena: &Arena, id: NodeId, path: &str, stack: &mut Vec<NodeId>) -> Vec<Node> {
+fn nested(arena: &Arena, id: NodeId, path: &str, stack: &mut Walk) -> Vec<Node> {
     let id = match arena.kind(id) {
         Kind::Union(branches) => {
             let rest: Vec<NodeId> = branches
@@ -119,21 +126,21 @@ fn nested(arena: &Arena, id: NodeId, path: &str, stack: &mut Vec<NodeId>) -> Vec
     let Kind::Record(record) = arena.kind(id) else {
         return Vec::new();
     };
-    if stack.contains(&id) || stack.len() >= MAX_DEPTH {
+    if stack.open.contains(&id) || stack.open.len() >= MAX_DEPTH {
         return Vec::new();
     }
     // A record used in many places is expanded at each, so the tree can be far larger than
-    // the schema: each field is charged to the check's budget, which stops the walk when spent.
-    if covenant_engine::budget::charge(8 * record.fields.len() as u64) {
+    // the schema: the allowance bounds it.
+    if !stack.nodes.take(record.fields.len()) {
         return Vec::new();
     }
-    stack.push(id);
+    stack.open.push(id);
     let children = record
         .fields
         .iter()
         .map(|f| field(arena, f, path, stack))
         .collect();
-    stack.pop();
+    stack.open.pop();
     children
 }
 

@@ -31,6 +31,8 @@ pub enum BudgetExceeded {
     Work(u64),
     /// The caller stopped waiting (the client disconnected).
     Cancelled,
+    /// The walk met a structure past its size or depth bound (see [`exhaust`]).
+    Size,
 }
 
 impl fmt::Display for BudgetExceeded {
@@ -45,6 +47,10 @@ impl fmt::Display for BudgetExceeded {
                 write!(f, "the check ran out of its work budget of {n} units")
             }
             BudgetExceeded::Cancelled => write!(f, "the check was cancelled"),
+            BudgetExceeded::Size => write!(
+                f,
+                "the check would nest or grow past the bounds one check may reach"
+            ),
         }
     }
 }
@@ -182,6 +188,14 @@ pub fn charge(units: u64) -> bool {
     active.is_some_and(|b| poll(&b, units))
 }
 
+/// Spends the current budget at once: for a walk that met a structure it must not continue
+/// into (deeper than its stack allows, larger than its size bound), whatever the limits.
+pub fn exhaust() {
+    if let Some(active) = ACTIVE.with(|a| a.borrow().last().cloned()) {
+        lock(&active.exceeded).get_or_insert(BudgetExceeded::Size);
+    }
+}
+
 /// True when the current budget is spent (polls the clock and the cancel flag).
 pub fn spent() -> bool {
     charge(0)
@@ -256,6 +270,17 @@ mod tests {
             .with_cancel(flag.clone())
             .run(|| Budget::default().with_cancel(own.clone()).run(spent));
         assert_eq!(outer, Ok(Ok(false)));
+    }
+
+    #[test]
+    fn exhaust_spends_even_an_unlimited_budget() {
+        let r = Budget::default().run(|| {
+            exhaust();
+            spent()
+        });
+        assert_eq!(r, Err(BudgetExceeded::Size));
+        exhaust();
+        assert!(!spent(), "nothing installed, nothing spent");
     }
 
     #[test]

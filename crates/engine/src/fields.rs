@@ -198,6 +198,42 @@ impl Node {
     }
 }
 
+/// The most nodes one lowered tree may hold. A type used in several places is expanded at
+/// each, so a small schema can describe a huge tree (each level referring twice to the one
+/// below doubles it); lowering stops at this bound, which is above any tree a schema within
+/// the default field limit makes.
+pub const MAX_TREE_NODES: usize = 250_000;
+
+/// Counts the nodes a format crate adds while lowering, and charges them to the check's
+/// budget (eight units each: a node holds about 512 bytes).
+#[derive(Debug)]
+pub struct TreeAllowance {
+    left: usize,
+}
+
+impl Default for TreeAllowance {
+    fn default() -> Self {
+        TreeAllowance {
+            left: MAX_TREE_NODES,
+        }
+    }
+}
+
+impl TreeAllowance {
+    /// Takes `n` more nodes: false when the lowering must stop. Past [`MAX_TREE_NODES`] the
+    /// check's budget is spent too, so a budgeted check ends as too costly instead of
+    /// judging a truncated tree.
+    pub fn take(&mut self, n: usize) -> bool {
+        if n > self.left {
+            self.left = 0;
+            crate::budget::exhaust();
+            return false;
+        }
+        self.left -= n;
+        !crate::budget::charge(8 * n as u64)
+    }
+}
+
 impl FieldTree {
     /// The tree of "no earlier version": every node of a first version counts as added.
     pub fn empty(format: impl Into<String>) -> FieldTree {
@@ -291,6 +327,21 @@ mod tests {
         assert!(status.get("tags").is_none() && status.get("number").is_none());
         let back: FieldTree = serde_json::from_value(json).expect("round trip");
         assert_eq!(back, tree);
+    }
+
+    #[test]
+    fn the_allowance_stops_past_its_bound_and_spends_the_budget() {
+        let spent = crate::budget::Budget::new(None, None).run(|| {
+            let mut nodes = TreeAllowance::default();
+            assert!(nodes.take(MAX_TREE_NODES - 1));
+            assert!(nodes.take(1));
+            assert!(!nodes.take(1));
+        });
+        assert!(spent.is_err(), "passing the bound spends the budget");
+        assert!(
+            TreeAllowance::default().take(10),
+            "no budget: only the bound"
+        );
     }
 
     #[test]

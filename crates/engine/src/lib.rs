@@ -17,7 +17,9 @@ mod limits;
 mod render;
 mod rule;
 
-pub use fields::{EnumValue, FieldTree, Node, NodeKind, NumberRange};
+pub use fields::{
+    EnumValue, FieldTree, MAX_TREE_NODES, Node, NodeKind, NumberRange, TreeAllowance,
+};
 pub use finding::{Finding, Severity};
 pub use format::{
     CheckOptions, Format, JsonPolicy, ProtobufStrictness, Reference, SchemaError, SchemaErrorKind,

@@ -29,7 +29,16 @@ struct Shared<'a> {
     in_progress: HashSet<Pair>,
     seed: HashMap<Pair, Vec<Diff>>,
     optimistic: bool,
+    /// Pairs being compared one inside the other, across role swaps (`not`).
+    depth: usize,
 }
+
+/// Nested pair comparisons deeper than this spend the whole budget instead of risking the
+/// stack: a `not` swaps the roles and starts a fresh memo, so a cycle through `not` is not
+/// caught by the memo, and two cycles of different lengths walk together for the product
+/// of their lengths before a pair repeats. The walk runs on its own large stack; this bound
+/// keeps well inside it.
+const MAX_PAIR_DEPTH: usize = 2_000;
 
 /// One comparison scope: a path stack and the differences found under it.
 struct Ctx {
@@ -107,6 +116,7 @@ pub fn compare(writer: &Model, reader: &Model, policy: JsonPolicy) -> Vec<Diff> 
             in_progress: HashSet::new(),
             seed: seed.clone(),
             optimistic: false,
+            depth: 0,
         };
         let mut ctx = Ctx::new();
         shared.compare(&mut ctx, Some(writer.root), Some(reader.root));
@@ -276,9 +286,14 @@ impl Shared<'_> {
                     Vec::new()
                 }
             }
+        } else if self.depth >= MAX_PAIR_DEPTH {
+            covenant_engine::budget::exhaust();
+            return;
         } else {
             let mut sub = Ctx::new();
+            self.depth += 1;
             self.compare_types(&mut sub, original, update);
+            self.depth -= 1;
             self.in_progress.remove(&key);
             self.memo.insert(key, sub.diffs.clone());
             sub.diffs
@@ -664,6 +679,7 @@ impl Shared<'_> {
             in_progress: HashSet::new(),
             seed: HashMap::new(),
             optimistic: false,
+            depth: self.depth,
         };
         swapped.compare(ctx, Some(update_inner), Some(original_inner));
         self.optimistic |= swapped.optimistic;

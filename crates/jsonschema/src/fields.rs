@@ -7,7 +7,7 @@
 //! a `oneOf`/`anyOf` with a `{"type": "null"}` branch count as a nullable `T`.
 
 use crate::JsonSchema;
-use covenant_engine::{EnumValue, FieldTree, Node, NodeKind};
+use covenant_engine::{EnumValue, FieldTree, Node, NodeKind, TreeAllowance};
 use serde_json::Value;
 
 /// How deep nested objects are followed.
@@ -81,11 +81,18 @@ const KEYWORDS: &[&str] = &[
     "confluent:tags",
 ];
 
+/// The `$ref`s being followed (a repeated one stops the descent) and the nodes left.
+#[derive(Default)]
+struct Walk {
+    open: Vec<String>,
+    nodes: TreeAllowance,
+}
+
 /// The schema as a neutral field tree.
 pub fn field_tree(schema: &JsonSchema) -> FieldTree {
     let doc = schema.value();
     let mut root = Node::new(NodeKind::Record, "", "#", "");
-    let mut refs = Vec::new();
+    let mut refs = Walk::default();
     describe(doc, doc, &mut root, "#", &mut refs, 0);
     if root.type_name != "object" {
         root.kind = NodeKind::Field;
@@ -110,21 +117,14 @@ fn resolve<'a>(doc: &'a Value, value: &'a Value) -> (&'a Value, Option<&'a str>)
     }
 }
 
-fn describe(
-    doc: &Value,
-    raw: &Value,
-    node: &mut Node,
-    path: &str,
-    refs: &mut Vec<String>,
-    depth: usize,
-) {
+fn describe(doc: &Value, raw: &Value, node: &mut Node, path: &str, refs: &mut Walk, depth: usize) {
     let (schema, taken) = resolve(doc, raw);
     if let Some(r) = taken {
-        if refs.iter().any(|seen| seen == r) || depth >= MAX_DEPTH {
+        if refs.open.iter().any(|seen| seen == r) || depth >= MAX_DEPTH {
             node.type_name = format!("ref:{r}");
             return;
         }
-        refs.push(r.to_string());
+        refs.open.push(r.to_string());
     }
     // Keywords beside a `$ref` (a description, tags) describe this use of it.
     for source in [raw, schema] {
@@ -185,27 +185,21 @@ fn describe(
         // The items' `$ref` is followed like a property's: a repeated one (`"items":
         // {"$ref": "#"}`, a tree) stops the descent.
         let (items, item_ref) = resolve(doc, items);
-        let repeated = item_ref.is_some_and(|r| refs.iter().any(|seen| seen == r));
+        let repeated = item_ref.is_some_and(|r| refs.open.iter().any(|seen| seen == r));
         if !repeated && depth < MAX_DEPTH {
-            refs.extend(item_ref.map(str::to_string));
+            refs.open.extend(item_ref.map(str::to_string));
             node.children = properties(doc, items, &format!("{path}/items"), refs, depth + 1);
             if item_ref.is_some() {
-                refs.pop();
+                refs.open.pop();
             }
         }
     }
     if taken.is_some() {
-        refs.pop();
+        refs.open.pop();
     }
 }
 
-fn properties(
-    doc: &Value,
-    schema: &Value,
-    path: &str,
-    refs: &mut Vec<String>,
-    depth: usize,
-) -> Vec<Node> {
+fn properties(doc: &Value, schema: &Value, path: &str, refs: &mut Walk, depth: usize) -> Vec<Node> {
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
@@ -215,9 +209,8 @@ fn properties(
         return Vec::new();
     };
     // Shared definitions are expanded at every use, so the tree can be far larger than the
-    // text (each level referring twice to the one below doubles it): each node is charged to
-    // the check's budget, which stops the walk when spent.
-    if covenant_engine::budget::charge(8 * props.len() as u64) {
+    // text (each level referring twice to the one below doubles it): the allowance bounds it.
+    if !refs.nodes.take(props.len()) {
         return Vec::new();
     }
     props

@@ -18,10 +18,12 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub fn check(reader: &Enum, writer: &Enum) -> Option<Issue> {
+    // A set, not a scan: enums may hold tens of thousands of symbols.
+    let known: std::collections::HashSet<&String> = reader.symbols.iter().collect();
     let mut missing: Vec<&String> = writer
         .symbols
         .iter()
-        .filter(|s| !reader.symbols.contains(s))
+        .filter(|s| !known.contains(s))
         .collect();
     if missing.is_empty() || reader.default.is_some() {
         return None;

@@ -23,11 +23,18 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
         if old.node.enum_values.is_empty() || new.node.enum_values.is_empty() {
             continue;
         }
+        // A set, not a scan: enums may hold tens of thousands of values.
+        let known: std::collections::HashSet<&str> = old
+            .node
+            .enum_values
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect();
         let added: Vec<String> = new
             .node
             .enum_values
             .iter()
-            .filter(|v| !old.node.enum_values.iter().any(|o| o.name == v.name))
+            .filter(|v| !known.contains(v.name.as_str()))
             .map(|v| v.name.clone())
             .collect();
         if added.is_empty() {

@@ -40,14 +40,24 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
     for (old, new) in pair.matched() {
         let parent = new.node;
         if parent.kind == NodeKind::Record {
-            for gone in old.node.children.iter().filter(|c| {
-                c.kind == NodeKind::Field && !parent.children.iter().any(|n| n.name == c.name)
-            }) {
+            // Indexed once: messages may hold tens of thousands of fields.
+            let names: std::collections::HashSet<&str> =
+                parent.children.iter().map(|n| n.name.as_str()).collect();
+            let mut by_number: std::collections::HashMap<i64, &covenant_engine::Node> =
+                std::collections::HashMap::new();
+            for n in parent.children.iter().filter(|n| n.kind == NodeKind::Field) {
+                if let Some(number) = n.number {
+                    by_number.entry(number).or_insert(n);
+                }
+            }
+            for gone in old
+                .node
+                .children
+                .iter()
+                .filter(|c| c.kind == NodeKind::Field && !names.contains(c.name.as_str()))
+            {
                 let Some(number) = gone.number else { continue };
-                let reuser = parent
-                    .children
-                    .iter()
-                    .find(|n| n.kind == NodeKind::Field && n.number == Some(number));
+                let reuser = by_number.get(&number).copied();
                 let message = match reuser {
                     // Same type under a new name is a rename, reported by LIKELY_RENAME.
                     Some(n) if n.type_name == gone.type_name => continue,
@@ -69,14 +79,19 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
             }
         }
         if parent.kind == NodeKind::Enum {
+            // Sets, not scans: enums may hold tens of thousands of values.
+            let names: std::collections::HashSet<&str> =
+                parent.enum_values.iter().map(|n| n.name.as_str()).collect();
+            let numbers: std::collections::HashSet<i64> =
+                parent.enum_values.iter().filter_map(|n| n.number).collect();
             for gone in old
                 .node
                 .enum_values
                 .iter()
-                .filter(|v| !parent.enum_values.iter().any(|n| n.name == v.name))
+                .filter(|v| !names.contains(v.name.as_str()))
             {
                 let Some(number) = gone.number else { continue };
-                if parent.enum_values.iter().any(|n| n.number == Some(number)) {
+                if numbers.contains(&number) {
                     continue;
                 }
                 if let Some(missing) = missing_reservations(parent, &gone.name, number) {
