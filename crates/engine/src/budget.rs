@@ -86,10 +86,20 @@ impl Budget {
     }
 
     /// Runs `f` under this budget on the current thread. Budgets nest: an inner budget is
-    /// checked first, and spending it does not spend the outer one.
+    /// checked first, and spending it does not spend the outer one. An inner budget without a
+    /// cancel flag takes the enclosing one's: when the caller stops waiting, everything
+    /// running for it stops, whatever time or work it was allowed.
     pub fn run<T>(&self, f: impl FnOnce() -> T) -> Result<T, BudgetExceeded> {
+        let mut budget = self.clone();
+        if budget.cancelled.is_none() {
+            budget.cancelled = ACTIVE.with(|a| {
+                a.borrow()
+                    .last()
+                    .and_then(|outer| outer.budget.cancelled.clone())
+            });
+        }
         let active = Arc::new(Active {
-            budget: self.clone(),
+            budget,
             started: Instant::now(),
             work: AtomicU64::new(0),
             exceeded: Mutex::new(None),
@@ -242,6 +252,24 @@ mod tests {
         });
         assert_eq!(r, Err(BudgetExceeded::Work(10)));
         assert!(!inherit().run(|| charge(1000)), "nothing installed");
+    }
+
+    #[test]
+    fn an_inner_budget_stops_when_the_outer_one_is_cancelled() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let outer = Budget::default().with_cancel(flag.clone()).run(|| {
+            Budget::new(None, Some(1_000)).run(|| {
+                flag.store(true, Ordering::Relaxed);
+                spent()
+            })
+        });
+        assert_eq!(outer, Ok(Err(BudgetExceeded::Cancelled)));
+        // An inner budget with its own flag keeps it.
+        let own = Arc::new(AtomicBool::new(false));
+        let outer = Budget::default()
+            .with_cancel(flag.clone())
+            .run(|| Budget::default().with_cancel(own.clone()).run(spent));
+        assert_eq!(outer, Ok(Ok(false)));
     }
 
     #[test]

@@ -287,6 +287,100 @@ fn parameters(path: &str) -> Vec<Value> {
     out
 }
 
+/// The body an operation takes, as a reference into `components/schemas`, so that generated
+/// requests (and readers) see the fields the server reads.
+fn request_body(method: &str, path: &str) -> Option<Value> {
+    let schema = match (method, path) {
+        ("POST", "/subjects/{subject}/versions" | "/subjects/{subject}")
+        | ("POST", "/compatibility/subjects/{subject}/versions")
+        | ("POST", "/compatibility/subjects/{subject}/versions/{version}") => "SchemaRequest",
+        ("PUT", "/config" | "/config/{subject}") => "Config",
+        ("PUT", "/mode" | "/mode/{subject}") => "Mode",
+        ("POST" | "PUT", _) => "Object",
+        _ => return None,
+    };
+    let reference = json!({"schema": {"$ref": format!("#/components/schemas/{schema}")}});
+    Some(json!({
+        "required": true,
+        "content": {
+            "application/vnd.schemaregistry.v1+json": reference,
+            "application/json": reference,
+        }
+    }))
+}
+
+/// Flags an operation reads from its query string.
+fn query_parameters(method: &str, path: &str) -> Vec<Value> {
+    let flag = |name: &str, description: &str| {
+        json!({"name": name, "in": "query", "required": false,
+               "description": description, "schema": {"type": "boolean"}})
+    };
+    match (method, path) {
+        ("DELETE", "/subjects/{subject}" | "/subjects/{subject}/versions/{version}") => {
+            vec![flag("permanent", "Delete for good (after a soft delete).")]
+        }
+        ("POST", "/subjects/{subject}/versions") => vec![
+            flag("normalize", "Register the normalized form."),
+            flag("force", "Skip the compatibility check."),
+        ],
+        ("POST", "/subjects/{subject}") => vec![
+            flag("normalize", "Look up the normalized form."),
+            flag("deleted", "Also find soft-deleted versions."),
+        ],
+        ("GET", "/subjects" | "/subjects/{subject}/versions" | "/schemas") => {
+            vec![flag("deleted", "Include soft-deleted entries.")]
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn components() -> Value {
+    json!({
+        "Error": {
+            "type": "object",
+            "required": ["error_code", "message"],
+            "properties": {"error_code": {"type": "integer"}, "message": {"type": "string"}}
+        },
+        "SchemaRequest": {
+            "type": "object",
+            "required": ["schema"],
+            "properties": {
+                "schema": {"type": "string", "description": "The schema text."},
+                "schemaType": {"type": "string", "enum": ["AVRO", "JSON", "PROTOBUF"]},
+                "references": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["name", "subject", "version"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "subject": {"type": "string"},
+                        "version": {"type": "integer"}
+                    }
+                }},
+                "metadata": {"type": "object"},
+                "ruleSet": {"type": "object"},
+                "version": {"type": "integer"},
+                "id": {"type": "integer"}
+            }
+        },
+        "Config": {
+            "type": "object",
+            "properties": {
+                "compatibility": {"type": "string", "enum": [
+                    "NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD",
+                    "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE"]},
+                "normalize": {"type": "boolean"}
+            }
+        },
+        "Mode": {
+            "type": "object",
+            "required": ["mode"],
+            "properties": {"mode": {"type": "string", "enum": [
+                "READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT"]}}
+        },
+        "Object": {"type": "object"}
+    })
+}
+
 /// The document served at `/openapi.json`.
 pub fn document() -> Value {
     let mut paths = Map::new();
@@ -295,18 +389,21 @@ pub fn document() -> Value {
             .entry(path.to_string())
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(ops) = entry {
-            ops.insert(
-                method.to_ascii_lowercase(),
-                json!({
-                    "summary": summary,
-                    "parameters": parameters(path),
-                    "responses": {
-                        "200": {"description": "Success", "content": {"application/vnd.schemaregistry.v1+json": {}}},
-                        "default": {"description": "Error", "content": {"application/vnd.schemaregistry.v1+json": {
-                            "schema": {"$ref": "#/components/schemas/Error"}}}}
-                    }
-                }),
-            );
+            let mut parameters = parameters(path);
+            parameters.extend(query_parameters(method, path));
+            let mut operation = json!({
+                "summary": summary,
+                "parameters": parameters,
+                "responses": {
+                    "200": {"description": "Success", "content": {"application/vnd.schemaregistry.v1+json": {}}},
+                    "default": {"description": "Error", "content": {"application/vnd.schemaregistry.v1+json": {
+                        "schema": {"$ref": "#/components/schemas/Error"}}}}
+                }
+            });
+            if let Some(body) = request_body(method, path) {
+                operation["requestBody"] = body;
+            }
+            ops.insert(method.to_ascii_lowercase(), operation);
         }
     }
     json!({
@@ -317,10 +414,6 @@ pub fn document() -> Value {
             "description": "Confluent Schema Registry compatible REST API."
         },
         "paths": paths,
-        "components": {"schemas": {"Error": {
-            "type": "object",
-            "required": ["error_code", "message"],
-            "properties": {"error_code": {"type": "integer"}, "message": {"type": "string"}}
-        }}}
+        "components": {"schemas": components()}
     })
 }

@@ -804,3 +804,64 @@ async fn limits_and_the_check_budget_apply_to_registrations_and_tests() {
         );
     }
 }
+
+/// Two nodes' worth of registries on one store (so they do not take turns), racing two
+/// candidates that each follow v1 but not each other: both are judged on the same snapshot,
+/// and the commit guard must let exactly one land.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_registries_racing_incompatible_candidates_land_exactly_one() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Arc::new(SqliteStore::open(dir.path()).expect("open store"));
+    let (a, b) = (
+        Arc::new(Registry::new(store.clone())),
+        Arc::new(Registry::new(store)),
+    );
+    // Wide records make judging slow enough for both verdicts to overlap.
+    let record = |x: Option<(&str, Value)>| {
+        let mut fields: Vec<Value> = (0..1500)
+            .map(|i| json!({"name": format!("f{i}"), "type": "string"}))
+            .collect();
+        if let Some((kind, default)) = x {
+            fields.push(json!({"name": "x", "type": kind, "default": default}));
+        }
+        json!({"type": "record", "name": "R", "fields": fields}).to_string()
+    };
+    for round in 0..12 {
+        let subject = format!("race-{round}");
+        a.register(
+            &subject,
+            avro_request(&record(None)),
+            RegisterOptions::default(),
+        )
+        .await
+        .expect("v1");
+        let (ra, rb, sa, sb) = (a.clone(), b.clone(), subject.clone(), subject.clone());
+        let (int_x, string_x) = (
+            avro_request(&record(Some(("int", json!(0))))),
+            avro_request(&record(Some(("string", json!(""))))),
+        );
+        let first =
+            tokio::spawn(async move { ra.register(&sa, int_x, RegisterOptions::default()).await });
+        let second =
+            tokio::spawn(
+                async move { rb.register(&sb, string_x, RegisterOptions::default()).await },
+            );
+        let outcomes = [first.await.expect("join"), second.await.expect("join")];
+        let landed = outcomes.iter().filter(|o| o.is_ok()).count();
+        let refused = outcomes
+            .iter()
+            .filter(|o| matches!(o, Err(RegistryError::Incompatible { .. })))
+            .count();
+        let kinds: Vec<String> = outcomes
+            .iter()
+            .map(|o| match o {
+                Ok(r) => format!("landed as v{}", r.version),
+                Err(e) => format!("{e}").chars().take(120).collect(),
+            })
+            .collect();
+        assert_eq!((landed, refused), (1, 1), "round {round}: {kinds:?}");
+        let versions = a.store.subject_versions(&subject).await.expect("versions");
+        assert_eq!(versions.len(), 2, "round {round}");
+    }
+}

@@ -71,6 +71,11 @@ impl Serve {
         killed
     }
 
+    /// The process id, e.g. to read its memory from `/proc`.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
