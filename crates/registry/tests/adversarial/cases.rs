@@ -42,6 +42,7 @@ fn findings(schema_type: SchemaType, old: &str, new: &str, level: Level) -> Vec<
             level,
             &new,
             &[(1, &old)],
+            &[(1, &old)],
             &CheckOptions::default(),
             &PolicyContext::default(),
             &PolicySettings::default(),

@@ -71,17 +71,33 @@ pub fn drive(schema_type: SchemaType, old: &str, new: &str, limits: &Limits) -> 
         let mut compatible = true;
         for level in Level::ALL {
             let report = budget.run(|| {
-                covenant_policy::judge(level, &new, &[(1, &old)], &options, &context, &settings)
+                covenant_policy::judge(
+                    level,
+                    &new,
+                    &[(1, &old)],
+                    &[(1, &old)],
+                    &options,
+                    &context,
+                    &settings,
+                )
             })?;
             compatible &= report.compatible;
             let _ = covenant_engine::render_text(&report);
         }
         let first = budget.run(|| {
-            covenant_policy::judge(Level::Backward, &old, &[], &options, &context, &settings)
+            covenant_policy::judge(
+                Level::Backward,
+                &old,
+                &[],
+                &[],
+                &options,
+                &context,
+                &settings,
+            )
         })?;
         let _ = covenant_engine::render_json(&first);
         let plan = budget
-            .run(|| covenant_policy::rollout(&new, (1, &old), &options, &context, &settings))?;
+            .run(|| covenant_policy::rollout(&new, &[(1, &old)], &options, &context, &settings))?;
         let _ = plan.render_text();
         budget.run(|| removed_fields(&old, &new))?;
         Ok(compatible)
