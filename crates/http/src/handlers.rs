@@ -1,6 +1,7 @@
 //! Thin handlers: parse the request, call the registry, shape the answer.
 
 use crate::AppState;
+use crate::auth::{Access, Operation, Resource};
 use crate::error::{ApiError, CONTENT_TYPE};
 use crate::extract::{ConfluentJson, Params, SafePath};
 use crate::views::{config_update_view, config_view, mode_view, schema_fields, version_view};
@@ -103,10 +104,12 @@ async fn requested_text(
 /// The id in the path, the schema registered under it and its requested text.
 async fn schema_with_text(
     state: &AppState,
+    access: &Access,
     id: &str,
     params: &Params,
 ) -> Result<(i64, Arc<Schema>, String), ApiError> {
     let id = parse_id(id)?;
+    ensure_id_readable(state, access, id).await?;
     let record = state.registry.schema_by_id(id).await?;
     let text = requested_text(state, &record, params).await?;
     Ok((id, record, text))
@@ -128,13 +131,52 @@ async fn version_with_text(
     Ok((v, text))
 }
 
-/// The (subject, version) pairs carrying the id in the path, narrowed to `?subject=`.
+/// Whether the caller may read schema `id`: through any subject it may read that uses it
+/// (soft-deleted versions included). An unreadable id is answered as a missing one.
+async fn id_readable(state: &AppState, access: &Access, id: i64) -> Result<bool, ApiError> {
+    if access.allows_everywhere(Operation::Read) {
+        return Ok(true);
+    }
+    let pairs = match state.registry.versions_with_id(id, true).await {
+        Ok(pairs) => pairs,
+        Err(RegistryError::SchemaIdNotFound(_)) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(pairs.iter().any(|(s, _)| access.can_read(s)))
+}
+
+async fn ensure_id_readable(state: &AppState, access: &Access, id: i64) -> Result<(), ApiError> {
+    if id_readable(state, access, id).await? {
+        Ok(())
+    } else {
+        Err(RegistryError::SchemaIdNotFound(id).into())
+    }
+}
+
+/// Refuses a schema whose references name a subject the caller may not read, so a
+/// register, lookup or compatibility test cannot probe another subject's schemas.
+fn ensure_references_readable(access: &Access, body: &SchemaBody) -> Result<(), ApiError> {
+    for r in body.references.iter().flatten() {
+        if !access.can_read(&r.subject) {
+            let resource = Resource::Subject(r.subject.clone());
+            return Err(ApiError::forbidden(format!(
+                "User is denied operation Read on {resource}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The (subject, version) pairs carrying the id in the path that the caller may read,
+/// narrowed to `?subject=`.
 async fn usages_of_id(
     state: &AppState,
+    access: &Access,
     id: &str,
     params: &Params,
 ) -> Result<Vec<(String, i64)>, ApiError> {
     let id = parse_id(id)?;
+    ensure_id_readable(state, access, id).await?;
     let pairs = state
         .registry
         .versions_with_id(id, params.flag("deleted"))
@@ -142,7 +184,7 @@ async fn usages_of_id(
     let filter = params.get("subject").filter(|s| !s.is_empty());
     Ok(pairs
         .into_iter()
-        .filter(|(s, _)| filter.is_none_or(|f| f == s))
+        .filter(|(s, _)| filter.is_none_or(|f| f == s) && access.can_read(s))
         .collect())
 }
 
@@ -207,12 +249,13 @@ pub async fn schema_types() -> Response {
     ok(json!(["JSON", "PROTOBUF", "AVRO"]))
 }
 
-pub async fn schemas(State(state): State<AppState>, params: Params) -> ApiResult {
+pub async fn schemas(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
     let prefix = params.get("subjectPrefix").unwrap_or("");
-    let versions = state
+    let mut versions = state
         .registry
         .list_schemas(prefix, params.flag("deleted"), params.flag("latestOnly"))
         .await?;
+    versions.retain(|v| access.can_read(&v.subject));
     let versions = page(versions, &params, Some(1000));
     let mut out = Vec::with_capacity(versions.len());
     for v in &versions {
@@ -223,12 +266,15 @@ pub async fn schemas(State(state): State<AppState>, params: Params) -> ApiResult
 
 pub async fn schema_by_id(
     State(state): State<AppState>,
+    access: Access,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let (id, record, text) = schema_with_text(&state, &id, &params).await?;
+    let (id, record, text) = schema_with_text(&state, &access, &id, &params).await?;
     let mut m = schema_fields(&record, text);
-    if let Some(subject) = params.get("subject").filter(|s| !s.is_empty())
+    if let Some(subject) = params
+        .get("subject")
+        .filter(|s| !s.is_empty() && access.can_read(s))
         && let Ok(pairs) = state.registry.versions_with_id(id, true).await
         && let Some((s, v)) = pairs.iter().rev().find(|(s, _)| s == subject)
     {
@@ -243,19 +289,21 @@ pub async fn schema_by_id(
 
 pub async fn schema_text_by_id(
     State(state): State<AppState>,
+    access: Access,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let (_, _, text) = schema_with_text(&state, &id, &params).await?;
+    let (_, _, text) = schema_with_text(&state, &access, &id, &params).await?;
     Ok(raw(text))
 }
 
 pub async fn subjects_by_id(
     State(state): State<AppState>,
+    access: Access,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let pairs = usages_of_id(&state, &id, &params).await?;
+    let pairs = usages_of_id(&state, &access, &id, &params).await?;
     let mut subjects: Vec<String> = pairs.into_iter().map(|(s, _)| s).collect();
     subjects.dedup();
     Ok(ok(json!(page(subjects, &params, None))))
@@ -263,10 +311,11 @@ pub async fn subjects_by_id(
 
 pub async fn versions_by_id(
     State(state): State<AppState>,
+    access: Access,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let pairs = usages_of_id(&state, &id, &params).await?;
+    let pairs = usages_of_id(&state, &access, &id, &params).await?;
     let out: Vec<Value> = pairs
         .into_iter()
         .map(|(s, v)| json!({"subject": s, "version": v}))
@@ -276,15 +325,16 @@ pub async fn versions_by_id(
 
 // ----- /subjects -------------------------------------------------------------------------
 
-pub async fn subjects(State(state): State<AppState>, params: Params) -> ApiResult {
+pub async fn subjects(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
     let prefix = params
         .get("subjectPrefix")
         .filter(|p| *p != ":*:")
         .unwrap_or("");
-    let list = state
+    let mut list = state
         .registry
         .subjects(prefix, params.flag("deleted"), params.flag("deletedOnly"))
         .await?;
+    list.retain(|s| access.can_read(s));
     Ok(ok(json!(page(list, &params, None))))
 }
 
@@ -316,10 +366,12 @@ pub async fn versions(
 
 pub async fn register(
     State(state): State<AppState>,
+    access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
+    ensure_references_readable(&access, &body)?;
     let options = RegisterOptions {
         normalize: params.flag("normalize"),
         force: params.flag("force"),
@@ -355,10 +407,12 @@ pub async fn register(
 
 pub async fn lookup(
     State(state): State<AppState>,
+    access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
+    ensure_references_readable(&access, &body)?;
     let format = response_format(&params, &body);
     let v = state
         .registry
@@ -408,14 +462,21 @@ pub async fn version_schema(
 
 pub async fn referenced_by(
     State(state): State<AppState>,
+    access: Access,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
     let spec = version_spec(&version)?;
-    let ids = state
+    let all = state
         .registry
         .referenced_by(&subject, spec, params.flag("deleted"))
         .await?;
+    let mut ids = Vec::with_capacity(all.len());
+    for id in all {
+        if id_readable(&state, &access, id).await? {
+            ids.push(id);
+        }
+    }
     Ok(ok(json!(page(ids, &params, Some(1000)))))
 }
 
@@ -481,11 +542,13 @@ pub async fn delete_version(
 
 async fn compatibility(
     state: &AppState,
+    access: &Access,
     subject: &str,
     against: Option<VersionSpec>,
     params: &Params,
     body: SchemaBody,
 ) -> ApiResult {
+    ensure_references_readable(access, &body)?;
     let verbose = params.flag("verbose");
     let request = body.into_request();
     match state
@@ -516,21 +579,23 @@ async fn compatibility(
 
 pub async fn compatibility_all(
     State(state): State<AppState>,
+    access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
-    compatibility(&state, &subject, None, &params, body).await
+    compatibility(&state, &access, &subject, None, &params, body).await
 }
 
 pub async fn compatibility_version(
     State(state): State<AppState>,
+    access: Access,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
     let spec = version_spec(&version)?;
-    compatibility(&state, &subject, Some(spec), &params, body).await
+    compatibility(&state, &access, &subject, Some(spec), &params, body).await
 }
 
 // ----- /config and /mode -----------------------------------------------------------------

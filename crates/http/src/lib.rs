@@ -5,6 +5,7 @@
 //! HTTP and the registry. Every failure, including malformed bodies, oversized bodies, unknown
 //! paths, wrong methods and panics, is answered as `{"error_code", "message"}`.
 
+pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod governance;
@@ -224,7 +225,7 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 }
 
 /// The API routes with their state, before the outer layers.
-fn api(state: AppState) -> Router {
+fn api(state: AppState, auth: Arc<auth::Auth>) -> Router {
     use handlers as h;
     Router::new()
         .route("/", get(h::root).post(h::root_post))
@@ -297,6 +298,9 @@ fn api(state: AppState) -> Router {
         .merge(policy_router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        // Authorization runs after routing (it needs the route template and the decoded
+        // subject) and inside `track`, so refusals are counted too.
+        .layer(middleware::from_fn_with_state(auth, auth::guard))
         .layer(middleware::from_fn(track))
         .with_state(state)
 }
@@ -388,6 +392,21 @@ pub fn router_with(
     governance: Option<Arc<covenant_governance::Governance>>,
     config: HttpConfig,
 ) -> Router {
+    router_with_auth(
+        registry,
+        governance,
+        config,
+        Arc::new(auth::Auth::disabled()),
+    )
+}
+
+/// [`router_with`] behind the authentication and authorization layer ([`auth`]).
+pub fn router_with_auth(
+    registry: Arc<Registry>,
+    governance: Option<Arc<covenant_governance::Governance>>,
+    config: HttpConfig,
+    auth: Arc<auth::Auth>,
+) -> Router {
     let state = AppState {
         registry,
         metrics: prometheus(),
@@ -395,7 +414,7 @@ pub fn router_with(
     };
     let normalized = ServiceBuilder::new()
         .map_request(strip_trailing_slash)
-        .service(api(state));
+        .service(api(state, auth));
     Router::new()
         .fallback_service(normalized)
         .layer(axum::Extension(BodyLimit(config.max_body_bytes)))
