@@ -1,6 +1,7 @@
 //! The `covenant` binary. Exit codes: 0 success or compatible, 1 incompatible or invalid
 //! documents, 2 invalid input or usage.
 
+mod auth;
 mod check;
 mod governance;
 mod samples;
@@ -47,6 +48,8 @@ enum Command {
     Export(transfer::ExportArgs),
     /// Load a dump written by `covenant export`, keeping ids and versions.
     Import(transfer::ImportArgs),
+    /// Manage an auth file: add-user, grant, revoke, check.
+    Auth(auth::AuthArgs),
     /// Manage the sample payloads a running registry replays on every check (add, list, rm).
     Samples(samples::SamplesArgs),
 }
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
         Command::Export(args) => transfer::run_export(args),
         Command::Import(args) => transfer::run_import(args),
         Command::Samples(args) => samples::run(args),
+        Command::Auth(args) => auth::run(args),
         Command::Rules(args) => {
             print_rules(args.markdown);
             Ok(ExitCode::SUCCESS)

@@ -42,6 +42,8 @@ pub struct ServeArgs {
     /// the wall clock: for drills that let weeks pass. Never set in production.
     #[arg(long, hide = true, env = "COVENANT_CLOCK_FILE")]
     pub clock_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub auth: crate::auth::ServeAuthArgs,
 }
 
 fn init_logging(format: LogFormat) {
@@ -67,18 +69,25 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // Bound and checked first: a refused configuration touches no store.
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let address = listener.local_addr().context("reading the bound address")?;
+    let auth = crate::auth::layer(&args.auth, address).await?;
     let (registry, governance_store) = open_registry(&args).await?;
     let governance = covenant_http::governance::enable(
         &registry,
         governance_store,
         crate::governance::clock(args.clock_file.as_deref()),
     );
-    let app = covenant_http::router_with(
+    let app = covenant_http::router_with_auth(
         registry,
         Some(governance),
         HttpConfig {
             max_body_bytes: args.max_body_bytes,
         },
+        auth,
     );
     // Histogram samples pile up in the recorder until drained; without a scrape of /metrics
     // they would grow with every request served.
@@ -90,15 +99,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             metrics.run_upkeep();
         }
     });
-    let listener = tokio::net::TcpListener::bind(&args.listen)
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    let address = listener.local_addr().context("reading the bound address")?;
     tracing::info!(%address, "covenant registry listening");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("serving HTTP")?;
+    // The peer address reaches the layer as `ConnectInfo`: failed logins are limited per source.
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
+    .context("serving HTTP")?;
     tracing::info!("stopped");
     Ok(())
 }
