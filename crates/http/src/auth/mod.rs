@@ -146,7 +146,15 @@ impl ResourcePattern {
         } else if let Some(pattern) = text.strip_prefix("Subject:") {
             Regex::new(&format!("^(?:{pattern})"))
                 .map(ResourcePattern::SubjectRegex)
-                .map_err(|e| invalid(e.to_string()))
+                .map_err(|e| {
+                    // The regex error draws the pattern over several lines; keep its verdict.
+                    let text = e.to_string();
+                    let last = text.lines().last().unwrap_or("").trim();
+                    invalid(format!(
+                        "not a regular expression ({})",
+                        last.trim_start_matches("error: ")
+                    ))
+                })
         } else {
             Err(invalid(
                 "expected Config:, Subject:<regex> or SubjectPrefix:<text>".into(),

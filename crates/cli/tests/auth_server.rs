@@ -1,0 +1,303 @@
+//! Authentication end to end: an auth file made with `covenant auth`, `covenant serve
+//! --auth-file` over HTTP, the Rust `schema_registry_converter` client with Basic
+//! credentials, and the safe defaults of `serve`.
+
+use apache_avro::types::Value as AvroValue;
+use schema_registry_converter::async_impl::avro::{AvroDecoder, AvroEncoder};
+use schema_registry_converter::async_impl::schema_registry::{
+    SrSettings, get_all_subjects, post_schema,
+};
+use schema_registry_converter::schema_registry_common::{
+    SchemaType, SubjectNameStrategy, SuppliedSchema,
+};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod support;
+use support::Serve;
+
+fn covenant(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn covenant");
+    let mut input = child.stdin.take().expect("stdin");
+    input
+        .write_all(stdin.unwrap_or("").as_bytes())
+        .expect("write stdin");
+    drop(input);
+    child.wait_with_output().expect("covenant output")
+}
+
+fn ok(args: &[&str], stdin: Option<&str>) -> String {
+    let out = covenant(args, stdin);
+    assert!(
+        out.status.success(),
+        "covenant {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `writer` may write `orders-*`; `reader` may only read it; both read the global config.
+fn make_auth_file(path: &Path) {
+    let file = path.to_str().expect("utf-8 path");
+    ok(
+        &["auth", "add-user", file, "writer", "--password-stdin"],
+        Some("w-pass\n"),
+    );
+    ok(
+        &["auth", "add-user", file, "reader", "--password-stdin"],
+        Some("r-pass\n"),
+    );
+    ok(
+        &[
+            "auth",
+            "grant",
+            file,
+            "writer",
+            "Write",
+            "Subject:orders-.*",
+        ],
+        None,
+    );
+    ok(
+        &[
+            "auth",
+            "grant",
+            file,
+            "reader",
+            "read",
+            "SubjectPrefix:orders-",
+        ],
+        None,
+    );
+    ok(&["auth", "grant", file, "reader", "Read", "Config:"], None);
+}
+
+#[test]
+fn auth_commands_validate_and_describe_the_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("auth.json");
+    make_auth_file(&path);
+    let file = path.to_str().expect("utf-8");
+    let listed = ok(&["auth", "check", file], None);
+    assert!(listed.contains("user writer [scrypt]"), "{listed}");
+    assert!(listed.contains("Write on Subject:orders-.*"), "{listed}");
+    assert!(listed.contains("Read on SubjectPrefix:orders-"), "{listed}");
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(!text.contains("w-pass"), "the password is stored hashed");
+    for bad in [
+        vec!["auth", "grant", file, "writer", "Fly", "Config:"],
+        vec!["auth", "grant", file, "writer", "Read", "Subject:("],
+        vec!["auth", "revoke", file, "writer", "Read", "Config:"],
+        vec!["auth", "check", "/nonexistent/auth.json"],
+    ] {
+        let out = covenant(&bad, None);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    }
+    let empty = covenant(
+        &["auth", "add-user", file, "x", "--password-stdin"],
+        Some("\n"),
+    );
+    assert_eq!(empty.status.code(), Some(2));
+    ok(&["auth", "revoke", file, "reader", "Read", "Config:"], None);
+    assert!(!ok(&["auth", "check", file], None).contains("Read on Config:"));
+}
+
+#[test]
+fn serve_refuses_to_listen_beyond_loopback_without_authentication() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let data = data.to_str().expect("utf-8");
+    let out = covenant(
+        &["serve", "--listen", "0.0.0.0:0", "--data-dir", data],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("without authentication"), "{err}");
+    assert!(
+        !Path::new(data).exists(),
+        "a refused start touches no store"
+    );
+    let out = covenant(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data,
+            "--anonymous-operations",
+            "read",
+        ],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "anonymous operations need authentication"
+    );
+}
+
+async fn wait_ready(base: &str) {
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Ok(r) = http.get(format!("{base}/health/ready")).send().await
+            && r.status().is_success()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{base} did not become ready");
+}
+
+fn settings(base: &str, user: &str, password: &str) -> SrSettings {
+    SrSettings::new_builder(base.to_string())
+        .set_basic_authorization(user, Some(password))
+        .build()
+        .expect("client settings")
+}
+
+const ORDER: &str = r#"{"type":"record","name":"Order","namespace":"acme.auth","fields":[{"name":"id","type":"string"}]}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_client_with_basic_auth() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let auth = dir.path().join("auth.json");
+    make_auth_file(&auth);
+    let server = Serve::spawn(&dir.path().join("data"), |c| {
+        c.arg("--auth-file").arg(&auth);
+    });
+    wait_ready(&server.base).await;
+    let writer = settings(&server.base, "writer", "w-pass");
+    let schema = SuppliedSchema::new(
+        Some("acme.auth.Order".into()),
+        SchemaType::Avro,
+        ORDER.into(),
+    );
+    let registered = post_schema(&writer, "orders-value".into(), schema.clone())
+        .await
+        .expect("register as writer");
+    let bytes = AvroEncoder::new(writer.clone())
+        .encode(
+            vec![("id", AvroValue::String("o-1".into()))],
+            SubjectNameStrategy::TopicNameStrategy("orders".into(), false),
+        )
+        .await
+        .expect("encode");
+    assert_eq!(
+        u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]),
+        registered.id
+    );
+    let reader = settings(&server.base, "reader", "r-pass");
+    let decoded = AvroDecoder::new(reader.clone())
+        .decode(Some(&bytes))
+        .await
+        .expect("decode as reader");
+    assert_eq!(
+        decoded.value,
+        AvroValue::Record(vec![("id".into(), AvroValue::String("o-1".into()))])
+    );
+    assert!(
+        post_schema(&reader, "orders-v2".into(), schema.clone())
+            .await
+            .is_err(),
+        "reader cannot write"
+    );
+    assert!(
+        post_schema(&writer, "payments-value".into(), schema.clone())
+            .await
+            .is_err(),
+        "outside the grant"
+    );
+    let anonymous = SrSettings::new(server.base.clone());
+    assert!(
+        get_all_subjects(&anonymous).await.is_err(),
+        "anonymous is refused"
+    );
+    let wrong = settings(&server.base, "writer", "nope");
+    assert!(
+        get_all_subjects(&wrong).await.is_err(),
+        "a wrong password is refused"
+    );
+    assert_eq!(
+        get_all_subjects(&reader).await.expect("subjects"),
+        vec!["orders-value".to_string()]
+    );
+
+    // Status and body as Confluent shapes them, over real HTTP.
+    let http = reqwest::Client::new();
+    let r = http
+        .get(format!("{}/subjects", server.base))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(r.status().as_u16(), 401);
+    assert!(r.headers().get("www-authenticate").is_some());
+    let body: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(body["error_code"], 40101);
+    let r = http
+        .delete(format!("{}/subjects/orders-value", server.base))
+        .basic_auth("reader", Some("r-pass"))
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(r.status().as_u16(), 403);
+    let body: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(body["error_code"], 40301);
+    assert_eq!(
+        body["message"],
+        "User is denied operation Delete on Subject:orders-value"
+    );
+    // Granting through the CLI while the server runs takes effect without a restart.
+    ok(
+        &[
+            "auth",
+            "grant",
+            auth.to_str().expect("utf-8"),
+            "reader",
+            "Delete",
+            "SubjectPrefix:orders-",
+        ],
+        None,
+    );
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let r = http
+        .delete(format!("{}/subjects/orders-value", server.base))
+        .basic_auth("reader", Some("r-pass"))
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(r.status().as_u16(), 200, "{:?}", r.text().await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unauthenticated_loopback_server_refuses_foreign_hosts() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Serve::spawn(&dir.path().join("data"), |_| {});
+    wait_ready(&server.base).await;
+    let http = reqwest::Client::new();
+    let r = http
+        .get(format!("{}/subjects", server.base))
+        .header("host", "rebound.example")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(r.status().as_u16(), 403);
+    let r = http
+        .get(format!("{}/subjects", server.base))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(r.status().as_u16(), 200);
+}
