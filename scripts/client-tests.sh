@@ -4,6 +4,8 @@
 #   - tests/clients/*.py: pytest + confluent-kafka's Schema Registry client and serializers;
 #   - tests/clients/node: `node --test` + @kafkajs/confluent-schema-registry (npm ci, cached in
 #     tests/clients/node/node_modules).
+# A second server runs with `--auth-file` (made here with `covenant auth`) for the suites'
+# credential tests (test_auth.py, auth.test.js), at COVENANT_AUTH_URL.
 # Both suites always run; the exit status is non-zero when either fails. Missing Node or npm,
 # or a failed install, is an error, not a skip.
 #
@@ -44,28 +46,47 @@ BIN="$ROOT/target/debug/covenant"
 PORT=$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 DATA=$(mktemp -d -t covenant-clients.XXXXXX)
 LOG="$DATA/server.log"
+free_port() {
+  "$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+AUTH_PORT=$(free_port)
+AUTH_FILE="$DATA/auth.json"
+AUTH_LOG="$DATA/server-auth.log"
+printf 'w-pass\n' | "$BIN" auth add-user "$AUTH_FILE" writer --password-stdin 2>/dev/null
+printf 'r-pass\n' | "$BIN" auth add-user "$AUTH_FILE" reader --password-stdin 2>/dev/null
+"$BIN" auth grant "$AUTH_FILE" writer Write 'Subject:orders-.*'
+"$BIN" auth grant "$AUTH_FILE" reader Read 'SubjectPrefix:orders-'
+"$BIN" auth grant "$AUTH_FILE" reader Read 'Config:'
+
 "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$DATA/store" >"$LOG" 2>&1 &
 PID=$!
+"$BIN" serve --listen "127.0.0.1:$AUTH_PORT" --data-dir "$DATA/store-auth" --auth-file "$AUTH_FILE" >"$AUTH_LOG" 2>&1 &
+AUTH_PID=$!
 cleanup() {
-  kill "$PID" 2>/dev/null || true
-  wait "$PID" 2>/dev/null || true
+  kill "$PID" "$AUTH_PID" 2>/dev/null || true
+  wait "$PID" "$AUTH_PID" 2>/dev/null || true
   rm -rf "$DATA"
 }
 trap cleanup EXIT
 
-for _ in $(seq 1 100); do
-  if "$VENV/bin/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health/live')" 2>/dev/null; then
-    break
-  fi
-  if ! kill -0 "$PID" 2>/dev/null; then
-    echo "covenant serve exited early:" >&2
-    cat "$LOG" >&2
-    exit 2
-  fi
-  sleep 0.1
-done
+wait_up() { # pid port log
+  for _ in $(seq 1 100); do
+    if "$VENV/bin/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$2/health/live')" 2>/dev/null; then
+      return 0
+    fi
+    if ! kill -0 "$1" 2>/dev/null; then
+      echo "covenant serve exited early:" >&2
+      cat "$3" >&2
+      exit 2
+    fi
+    sleep 0.1
+  done
+}
+wait_up "$PID" "$PORT" "$LOG"
+wait_up "$AUTH_PID" "$AUTH_PORT" "$AUTH_LOG"
 
 export COVENANT_URL="http://127.0.0.1:$PORT"
+export COVENANT_AUTH_URL="http://127.0.0.1:$AUTH_PORT"
 set +e
 "$VENV/bin/python" -m pytest -q "$ROOT/tests/clients" "$@"
 PY_STATUS=$?
@@ -78,5 +99,7 @@ if [ "$PY_STATUS" -ne 0 ] || [ "$NODE_STATUS" -ne 0 ]; then
   STATUS=1
   echo "--- server log (last 40 lines) ---" >&2
   tail -n 40 "$LOG" >&2
+  echo "--- authenticating server log (last 20 lines) ---" >&2
+  tail -n 20 "$AUTH_LOG" >&2
 fi
 exit "$STATUS"
