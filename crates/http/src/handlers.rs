@@ -704,13 +704,25 @@ pub struct ModeBody {
     mode: String,
 }
 
-/// Sets the global mode (`subject` `None`) or a subject's.
+/// Sets the global mode (`subject` `None`) or a subject's. IMPORT lets a caller choose ids
+/// and versions, so on a subject it needs `Admin` there, not only `Write`.
 async fn update_mode(
     state: &AppState,
+    access: &Access,
     subject: Option<&str>,
     params: &Params,
     body: ModeBody,
 ) -> ApiResult {
+    if let Some(subject) = subject {
+        let resource = Resource::Subject(subject.to_string());
+        if body.mode.trim().eq_ignore_ascii_case("IMPORT")
+            && !access.allows(Operation::Admin, &resource)
+        {
+            return Err(ApiError::forbidden(format!(
+                "User is denied operation Admin on {resource}"
+            )));
+        }
+    }
     let m = state
         .registry
         .set_mode(subject, &body.mode, params.flag("force"))
@@ -724,10 +736,11 @@ pub async fn get_mode(State(state): State<AppState>) -> ApiResult {
 
 pub async fn put_mode(
     State(state): State<AppState>,
+    access: Access,
     params: Params,
     ConfluentJson(body): ConfluentJson<ModeBody>,
 ) -> ApiResult {
-    update_mode(&state, None, &params, body).await
+    update_mode(&state, &access, None, &params, body).await
 }
 
 pub async fn delete_mode(State(state): State<AppState>) -> ApiResult {
@@ -748,11 +761,12 @@ pub async fn get_subject_mode(
 
 pub async fn put_subject_mode(
     State(state): State<AppState>,
+    access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<ModeBody>,
 ) -> ApiResult {
-    update_mode(&state, Some(&subject), &params, body).await
+    update_mode(&state, &access, Some(&subject), &params, body).await
 }
 
 pub async fn delete_subject_mode(

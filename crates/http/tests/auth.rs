@@ -488,6 +488,36 @@ async fn encoded_case_and_unicode_variants_reach_no_other_subject() {
 }
 
 #[tokio::test]
+async fn import_mode_on_a_subject_needs_admin_there() {
+    let f = fixture(|_, _| {}).await;
+    let import = Some(r#"{"mode":"IMPORT"}"#);
+    let a = f
+        .send(
+            Who::Basic("u-write", "pw"),
+            "PUT",
+            "/mode/allowed-a",
+            import,
+        )
+        .await;
+    assert_eq!((a.status, a.code()), (403, 40301), "{}", a.text);
+    assert!(a.text.contains("Admin"), "{}", a.text);
+    let a = f
+        .send(
+            Who::Basic("u-admin", "pw"),
+            "PUT",
+            "/mode/allowed-a?force=true",
+            import,
+        )
+        .await;
+    assert!(
+        a.status != 401 && a.status != 403,
+        "{} {}",
+        a.status,
+        a.text
+    );
+}
+
+#[tokio::test]
 async fn metrics_labels_name_routes_not_subjects() {
     let f = fixture(|_, _| {}).await;
     f.send(

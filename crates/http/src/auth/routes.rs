@@ -9,7 +9,8 @@ pub enum Target {
     /// Open to everyone, authenticated or not: health, discovery and the API description.
     Public,
     /// The registry as a whole (`Config:` in the auth file): global config and mode,
-    /// registry-wide governance listings, metrics.
+    /// metrics, and governance records, which span subjects (consumers, usage, deprecations:
+    /// read and written with `Govern`, so a plain reader learns no subject names from them).
     Global,
     /// The `{subject}` path parameter.
     Subject,
@@ -94,12 +95,12 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
     ("GET", "/health/live", Read, Target::Public),
     ("GET", "/health/ready", Read, Target::Public),
     ("GET", "/openapi.json", Read, Target::Public),
-    ("GET", "/covenant/v1/consumers", Read, Target::Global),
+    ("GET", "/covenant/v1/consumers", Govern, Target::Global),
     ("POST", "/covenant/v1/consumers", Govern, Target::Global),
     (
         "GET",
         "/covenant/v1/consumers/{consumer}",
-        Read,
+        Govern,
         Target::Global,
     ),
     (
@@ -115,22 +116,22 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
         Target::Global,
     ),
     ("POST", "/covenant/v1/usage", Govern, Target::Global),
-    ("GET", "/covenant/v1/usage", Read, Target::Global),
-    ("GET", "/covenant/v1/usage/readers", Read, Target::Global),
-    ("GET", "/covenant/v1/usage/counts", Read, Target::Global),
-    ("GET", "/covenant/v1/findings", Read, Target::Global),
-    ("GET", "/covenant/v1/deprecations", Read, Target::Global),
+    ("GET", "/covenant/v1/usage", Govern, Target::Global),
+    ("GET", "/covenant/v1/usage/readers", Govern, Target::Global),
+    ("GET", "/covenant/v1/usage/counts", Govern, Target::Global),
+    ("GET", "/covenant/v1/findings", Govern, Target::Global),
+    ("GET", "/covenant/v1/deprecations", Govern, Target::Global),
     ("POST", "/covenant/v1/deprecations", Govern, Target::Global),
     (
         "GET",
         "/covenant/v1/deprecations/{id}",
-        Read,
+        Govern,
         Target::Global,
     ),
     (
         "GET",
         "/covenant/v1/deprecations/{id}/record",
-        Read,
+        Govern,
         Target::Global,
     ),
     (
