@@ -238,6 +238,44 @@ mod tests {
         }
     }
 
+    /// Requests that change state need more than `Read`; the only exceptions are the POSTs
+    /// that only ask a question (lookup, compatibility test, gate preview, rollout plan).
+    #[test]
+    fn changes_need_more_than_read() {
+        const QUESTIONS: &[&str] = &[
+            "/",
+            "/subjects/{subject}",
+            "/compatibility/subjects/{subject}/versions",
+            "/compatibility/subjects/{subject}/versions/{version}",
+            "/covenant/v1/subjects/{subject}/removal-gate",
+            "/covenant/v1/subjects/{subject}/plan",
+        ];
+        for (method, template, op, target) in ROUTE_ACCESS {
+            let changes = *method != "GET" && !(*method == "POST" && QUESTIONS.contains(template));
+            // Governance records span subjects, so even reading them takes `Govern`.
+            let governance_read = *method == "GET"
+                && *target == Target::Global
+                && template.starts_with("/covenant/v1/");
+            assert_eq!(
+                changes || governance_read,
+                *op != Read,
+                "{method} {template} asks for {op}"
+            );
+        }
+        // Karapace's table, where it applies, and Covenant's split of its `Write`.
+        for (method, template, op) in [
+            ("PUT", "/config", Admin),
+            ("PUT", "/config/{subject}", Write),
+            ("POST", "/subjects/{subject}/versions", Write),
+            ("DELETE", "/subjects/{subject}", Delete),
+            ("DELETE", "/subjects/{subject}/versions/{version}", Delete),
+            ("POST", "/covenant/v1/deprecations", Govern),
+            ("GET", "/covenant/v1/consumers", Govern),
+        ] {
+            assert_eq!(route_access(method, template).0, op, "{method} {template}");
+        }
+    }
+
     #[test]
     fn every_subject_route_names_a_subject_and_changes_are_never_public() {
         for (method, template, op, target) in ROUTE_ACCESS {
