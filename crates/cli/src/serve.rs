@@ -2,12 +2,14 @@
 
 use anyhow::Context;
 use covenant_http::HttpConfig;
+use covenant_http::server::ServerLimits;
 use covenant_registry::Registry;
 use covenant_store::GovernanceStore;
 use covenant_store::postgres::ChangeKind;
 use covenant_store::{PostgresSampleStore, PostgresStore, SqliteSampleStore, SqliteStore};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::broadcast;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -31,6 +33,18 @@ pub struct ServeArgs {
     /// Largest request body accepted; larger ones get a 413.
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
+    /// Seconds a client may take to send a request head, counted from when the server starts
+    /// waiting for it; also how long an idle kept-alive connection stays open.
+    #[arg(long, default_value_t = 10, env = "COVENANT_HEADER_TIMEOUT_SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_timeout_secs: u64,
+    /// Seconds a client may take to send a whole request body after its head; slower
+    /// bodies get a 400 and the connection is closed.
+    #[arg(long, default_value_t = 30, env = "COVENANT_BODY_TIMEOUT_SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub body_timeout_secs: u64,
+    /// Connections served at once; more get a quick 503 (`50302`) and are closed. Keep it
+    /// below the process's open-file limit (`ulimit -n`) with room for the store's files.
+    #[arg(long, default_value_t = 512, env = "COVENANT_MAX_CONNECTIONS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
     /// Schema ids kept in memory (records and parsed schemas, least recently used out); the
     /// rest are read from the store when asked for. 0 caches nothing.
     #[arg(long, default_value_t = covenant_registry::DEFAULT_CACHE_ENTRIES, env = "COVENANT_CACHE_ENTRIES")]
@@ -100,16 +114,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     });
     tracing::info!(%address, "covenant registry listening");
-    // The peer address reaches the layer as `ConnectInfo`: failed logins are limited per source.
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await
-    .context("serving HTTP")?;
+    // The accept loop puts the peer address into each request: failed logins are limited per source.
+    covenant_http::server::serve(listener, app, server_limits(&args), shutdown_signal())
+        .await
+        .context("serving HTTP")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+fn server_limits(args: &ServeArgs) -> ServerLimits {
+    ServerLimits {
+        header_timeout: Duration::from_secs(args.header_timeout_secs),
+        body_timeout: Duration::from_secs(args.body_timeout_secs),
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+    }
 }
 
 /// The registry on the store the flags select. A PostgreSQL node starts even when its database

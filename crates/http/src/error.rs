@@ -68,6 +68,10 @@ impl ApiError {
     pub fn governance_disabled() -> ApiError {
         ApiError::new(50301, "Consumer governance is not enabled on this server")
     }
+    /// A connection refused because the server already holds as many as it may.
+    pub fn too_many_connections() -> ApiError {
+        ApiError::new(50302, "Too many open connections; retry later")
+    }
     /// A governance request body or parameter that does not say something valid.
     pub fn invalid_input(message: impl Into<String>) -> ApiError {
         ApiError::new(42240, message)

@@ -13,6 +13,7 @@ mod handlers;
 pub mod openapi;
 mod policy_routes;
 pub mod principal;
+pub mod server;
 mod views;
 
 use axum::Router;

@@ -15,6 +15,7 @@ mod cache;
 mod contract;
 mod error;
 mod evolution;
+mod judged;
 mod removal;
 
 pub use cache::DEFAULT_CACHE_ENTRIES;
@@ -42,14 +43,15 @@ use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 
 use cache::IdCache;
+use judged::{Attempt, Judged, SubjectTurns, off_runtime, retry_pause, same_versions};
 
 pub use covenant_store::{SchemaRecord as Schema, SchemaRef as Ref, StoredVersion as Version};
 
 /// How deep references may nest before the chain is judged circular or abusive.
 const MAX_REFERENCE_DEPTH: usize = 32;
-/// How often a registration is retried when a concurrent write changed the subject between
-/// preparing the check and running it.
-const REGISTER_ATTEMPTS: usize = 5;
+/// How often a registration is judged again when a concurrent write changed the subject (or
+/// its config or mode) between the snapshot it was judged on and the commit.
+const REGISTER_ATTEMPTS: usize = 12;
 
 /// A register, lookup or compatibility request body, as the domain sees it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -200,6 +202,15 @@ pub struct Registry {
     samples: Option<Arc<dyn covenant_store::SampleStore>>,
     usage: RwLock<Option<Arc<dyn UsageEvidence>>>,
     limits: ReplayLimits,
+    registering: SubjectTurns,
+}
+
+/// Whether a guarded delete found every version it was asked to delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Deleted {
+    Done,
+    /// One was permanently deleted concurrently; nothing was changed.
+    Vanished,
 }
 
 #[derive(Debug)]
@@ -448,6 +459,7 @@ impl Registry {
             samples: None,
             usage: RwLock::new(None),
             limits: ReplayLimits::default(),
+            registering: SubjectTurns::default(),
         }
     }
 
@@ -1056,12 +1068,47 @@ impl Registry {
     }
 
     /// `POST /subjects/{s}/versions`, following Confluent's registration algorithm.
+    ///
+    /// The candidate is judged outside the store's write lock against a snapshot of the
+    /// subject, so a slow check never delays other subjects' writes; the store then commits
+    /// only if the subject's versions are still exactly the snapshot, and config and mode were
+    /// still the judged ones just before the commit. Otherwise the whole registration is
+    /// judged again, a bounded number of times (optimistic concurrency).
     pub async fn register(
+        &self,
+        subject: &str,
+        request: SchemaRequest,
+        options: RegisterOptions,
+    ) -> RegistryResult<Registration> {
+        // Registrations of one subject on this node take turns: each would invalidate the
+        // others' verdicts anyway. Other subjects never wait for this.
+        let _turn = self.registering.turn(subject).await;
+        for attempt in 1..=REGISTER_ATTEMPTS {
+            if let Attempt::Done(registration) = self
+                .register_attempt(subject, request.clone(), options)
+                .await?
+            {
+                return Ok(registration);
+            }
+            tracing::debug!(
+                subject,
+                attempt,
+                "subject changed while judging; judging again"
+            );
+            tokio::time::sleep(retry_pause(attempt)).await;
+        }
+        Err(RegistryError::Store(
+            "registering schema: the subject kept changing".into(),
+        ))
+    }
+
+    /// One judge-then-commit round of [`Registry::register`].
+    async fn register_attempt(
         &self,
         subject: &str,
         mut request: SchemaRequest,
         options: RegisterOptions,
-    ) -> RegistryResult<Registration> {
+    ) -> RegistryResult<Attempt> {
         if invalid_subject(subject) {
             return Err(RegistryError::InvalidSubject(subject.to_string()));
         }
@@ -1074,7 +1121,7 @@ impl Registry {
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
         let mode = self.effective_mode(subject).await?;
-        let versions = self.store.subject_versions(subject).await?;
+        let versions = Arc::new(self.store.subject_versions(subject).await?);
         let latest_live = versions.iter().rev().find(|v| !v.deleted);
 
         if !mode.is_import() {
@@ -1123,12 +1170,12 @@ impl Registry {
         if let Some(v) = existing {
             let schema = Arc::new(v.schema.clone());
             self.remember(schema.clone());
-            return Ok(Registration {
+            return Ok(Attempt::Done(Registration {
                 id: v.schema.id,
                 version: v.version,
                 schema,
                 created: false,
-            });
+            }));
         }
 
         if mode.is_read_only() {
@@ -1150,11 +1197,6 @@ impl Registry {
         }
 
         let run_check = !mode.is_import() && !options.force && config.level != Level::None;
-        let group = config
-            .extra
-            .get("compatibilityGroup")
-            .and_then(Value::as_str)
-            .map(str::to_string);
         let placement = Placement {
             id: request.id,
             version: if mode.is_import() {
@@ -1169,7 +1211,6 @@ impl Registry {
             },
         };
 
-        let dropped = std::sync::Mutex::new(Vec::<String>::new());
         let evolution = if run_check {
             Some(
                 self.evolution(subject, &config.extra, new_schema.metadata.as_ref())
@@ -1178,160 +1219,84 @@ impl Registry {
         } else {
             None
         };
-        let mut attempt = 0;
-        let outcome = loop {
-            attempt += 1;
-            // Consumer governance: may the fields this candidate drops go? (see removal.rs)
-            let removal = if mode.is_import() {
-                None
+        // Consumer governance: may the fields this candidate drops go? (see removal.rs)
+        let removal = if mode.is_import() {
+            None
+        } else {
+            self.prepare_removal(subject, &candidate).await?
+        };
+        let mut prepared: HashMap<i64, Arc<ParsedSchema>> = HashMap::new();
+        if run_check || (!mode.is_import() && self.removal_check().is_some()) {
+            let mut live = versions.iter().filter(|v| !v.deleted);
+            let wanted: Vec<&StoredVersion> = if run_check {
+                live.collect()
             } else {
-                self.prepare_removal(subject, &candidate).await?
+                live.next_back().into_iter().collect()
             };
-            // Held here, not only in the bounded cache: a subject with more versions than the
-            // cache holds must still find every prior inside the guard.
-            let mut prepared: HashMap<i64, Arc<ParsedSchema>> = HashMap::new();
-            if run_check || (!mode.is_import() && self.removal_check().is_some()) {
-                let current = self.store.subject_versions(subject).await?;
-                let mut live = current.iter().filter(|v| !v.deleted);
-                let wanted: Vec<&StoredVersion> = if run_check {
-                    live.collect()
-                } else {
-                    live.next_back().into_iter().collect()
-                };
-                for v in wanted {
-                    prepared.insert(v.schema.id, self.parse_record(&v.schema).await?);
-                }
+            for v in wanted {
+                prepared.insert(v.schema.id, self.parse_record(&v.schema).await?);
             }
-            let prior = |id: i64| {
-                prepared
-                    .get(&id)
-                    .cloned()
-                    .or_else(|| self.cached_parsed(id))
-            };
-            let compatibility_guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
-                if !mode.is_import()
-                    && let Some(v) = explicit_version
-                {
-                    let next = versions.iter().map(|x| x.version).max().unwrap_or(0) + 1;
-                    if v != next {
-                        return Err(Rejection::new(GuardRefusal::Domain(
-                            RegistryError::InvalidSchema(
-                                "Version is not one more than previous version".into(),
-                            ),
-                        )));
-                    }
-                }
-                let Some(evolution) = &evolution else {
-                    return Ok(());
-                };
-                let mine = group
-                    .as_deref()
-                    .map(|g| group_value(&new_schema.metadata, g).cloned());
-                let mut parsed = Vec::new();
-                for v in versions.iter().filter(|v| !v.deleted) {
-                    if let (Some(g), Some(mine)) = (group.as_deref(), &mine)
-                        && group_value(&v.schema.metadata, g) != mine.as_ref()
-                    {
-                        continue;
-                    }
-                    match prior(v.schema.id) {
-                        Some(p) => parsed.push((v, p)),
-                        None => return Err(Rejection::new(GuardRefusal::Retry)),
-                    }
-                }
-                let priors: Vec<evolution::Prior<'_>> = parsed
-                    .iter()
-                    .map(|(v, p)| evolution::Prior {
-                        version: v.version,
-                        registered_at: v.created_at,
-                        metadata: v.schema.metadata.as_ref(),
-                        schema: p.as_ref(),
-                    })
-                    .collect();
-                let report =
-                    Registry::judge_and_count(evolution, config.level, &candidate, &priors, None);
-                if report.compatible {
-                    Ok(())
-                } else {
-                    Err(Rejection::new(GuardRefusal::Domain(
-                        RegistryError::Incompatible {
-                            subject: subject.to_string(),
-                            findings: report.errors().cloned().collect(),
-                        },
-                    )))
-                }
-            };
-            let guard = |versions: &[StoredVersion]| -> Result<(), Rejection> {
-                compatibility_guard(versions)?;
-                if mode.is_import() || self.removal_check().is_none() {
-                    return Ok(());
-                }
-                let Some(latest) = versions.iter().rev().find(|v| !v.deleted) else {
-                    return Ok(());
-                };
-                let Some(old) = prior(latest.schema.id) else {
-                    return Err(Rejection::new(GuardRefusal::Retry));
-                };
-                let removed = removed_fields(&old, &candidate);
-                if removed.is_empty() {
-                    return Ok(());
-                }
-                let Some(verdict) = &removal else {
-                    return Err(Rejection::new(GuardRefusal::Retry));
-                };
-                verdict(&removed).map_err(|blockers| {
-                    Rejection::new(GuardRefusal::Domain(RegistryError::RemovalBlocked {
-                        subject: subject.to_string(),
-                        blockers,
-                    }))
-                })?;
-                if let Ok(mut d) = dropped.lock() {
-                    *d = removed;
-                }
+        }
+        let judged = Judged {
+            subject: subject.to_string(),
+            mode,
+            level: config.level,
+            group: config
+                .extra
+                .get("compatibilityGroup")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            explicit_version,
+            evolution,
+            removal,
+            removal_enabled: self.removal_check().is_some(),
+            candidate,
+            metadata: new_schema.metadata.clone(),
+            versions: versions.clone(),
+            prepared,
+        };
+        // The expensive part: outside the store's write lock and off the async workers.
+        let dropped = match off_runtime(move || judged.verdict()).await? {
+            Ok(dropped) => dropped,
+            Err(GuardRefusal::Domain(e)) => return Err(e),
+            Err(GuardRefusal::Retry) => return Ok(Attempt::Retry),
+        };
+        if self.effective_config(subject).await? != config
+            || self.effective_mode(subject).await? != mode
+        {
+            return Ok(Attempt::Retry);
+        }
+        let unchanged = |now: &[StoredVersion]| -> Result<(), Rejection> {
+            if same_versions(now, &versions) {
                 Ok(())
-            };
-            match self
-                .store
-                .register(subject, &new_schema, placement, &guard)
-                .await
-            {
-                Ok(r) => break r,
-                Err(StoreError::Rejected(rejection)) => {
-                    match rejection.into_inner().downcast::<GuardRefusal>() {
-                        Ok(refusal) => match *refusal {
-                            GuardRefusal::Domain(e) => return Err(e),
-                            GuardRefusal::Retry if attempt < REGISTER_ATTEMPTS => continue,
-                            GuardRefusal::Retry => {
-                                return Err(RegistryError::Store(
-                                    "registering schema: the subject kept changing".into(),
-                                ));
-                            }
-                        },
-                        Err(other) => {
-                            return Err(RegistryError::Store(format!(
-                                "registering schema: {other}"
-                            )));
-                        }
-                    }
-                }
-                Err(StoreError::IdConflict { id }) => {
-                    return Err(RegistryError::OperationNotPermitted(format!(
-                        "Overwrite new schema with id {id} in context . is not permitted."
-                    )));
-                }
-                Err(StoreError::NoSuchVersion { subject, version }) => {
-                    // A referenced version was deleted after the references were resolved.
-                    return Err(RegistryError::InvalidSchema(format!(
-                        "No schema reference found for subject \"{subject}\" and version {version}"
-                    )));
-                }
-                Err(StoreError::VersionExists { version, .. }) => {
-                    return Err(RegistryError::OperationNotPermitted(format!(
-                        "Overwrite new schema for subject {subject} version {version} in context . is not permitted."
-                    )));
-                }
-                Err(e) => return Err(e.into()),
+            } else {
+                Err(Rejection::new(GuardRefusal::Retry))
             }
+        };
+        let outcome = match self
+            .store
+            .register(subject, &new_schema, placement, &unchanged)
+            .await
+        {
+            Ok(r) => r,
+            Err(StoreError::Rejected(_)) => return Ok(Attempt::Retry),
+            Err(StoreError::IdConflict { id }) => {
+                return Err(RegistryError::OperationNotPermitted(format!(
+                    "Overwrite new schema with id {id} in context . is not permitted."
+                )));
+            }
+            Err(StoreError::NoSuchVersion { subject, version }) => {
+                // A referenced version was deleted after the references were resolved.
+                return Err(RegistryError::InvalidSchema(format!(
+                    "No schema reference found for subject \"{subject}\" and version {version}"
+                )));
+            }
+            Err(StoreError::VersionExists { version, .. }) => {
+                return Err(RegistryError::OperationNotPermitted(format!(
+                    "Overwrite new schema for subject {subject} version {version} in context . is not permitted."
+                )));
+            }
+            Err(e) => return Err(e.into()),
         };
         let schema = Arc::new(SchemaRecord {
             id: outcome.id,
@@ -1347,7 +1312,6 @@ impl Registry {
             None => schema,
         };
         self.remember(schema.clone());
-        let dropped = dropped.into_inner().unwrap_or_default();
         if outcome.created
             && !dropped.is_empty()
             && let Some(check) = self.removal_check()
@@ -1362,12 +1326,12 @@ impl Registry {
                 "registered schema"
             );
         }
-        Ok(Registration {
+        Ok(Attempt::Done(Registration {
             id: outcome.id,
             version: outcome.version,
             schema,
             created: outcome.created,
-        })
+        }))
     }
 
     /// `POST /subjects/{s}`: the version of this subject holding the schema.
@@ -1475,19 +1439,25 @@ impl Registry {
             .as_ref()
             .or_else(|| live.last().and_then(|v| v.schema.metadata.as_ref()));
         let evolution = self.evolution(subject, &config.extra, metadata).await?;
-        let priors: Vec<evolution::Prior<'_>> = parsed
-            .iter()
+        let owned: Vec<(i64, i64, Option<Value>, Arc<ParsedSchema>)> = parsed
+            .into_iter()
             .zip(&history)
-            .map(|((version, p), v)| evolution::Prior {
-                version: *version,
-                registered_at: v.created_at,
-                metadata: v.schema.metadata.as_ref(),
-                schema: p.as_ref(),
-            })
+            .map(|((version, p), v)| (version, v.created_at, v.schema.metadata.clone(), p))
             .collect();
-        Ok(Registry::judge_and_count(
-            &evolution, level, &candidate, &priors, only,
-        ))
+        // Off the async workers, and stopped when the client goes away (see `off_runtime`).
+        off_runtime(move || {
+            let priors: Vec<evolution::Prior<'_>> = owned
+                .iter()
+                .map(|(version, registered_at, metadata, p)| evolution::Prior {
+                    version: *version,
+                    registered_at: *registered_at,
+                    metadata: metadata.as_ref(),
+                    schema: p.as_ref(),
+                })
+                .collect();
+            Registry::judge_and_count(&evolution, level, &candidate, &priors, only)
+        })
+        .await
     }
 
     // ----- deletes -----------------------------------------------------------------------
@@ -1502,7 +1472,7 @@ impl Registry {
         versions: &[i64],
         permanent: bool,
         ignore_same_subject: bool,
-    ) -> RegistryResult<()> {
+    ) -> RegistryResult<Deleted> {
         let guard = |referencing: &[StoredVersion]| -> Result<(), Rejection> {
             for &version in versions {
                 let blocked = referencing.iter().any(|r| {
@@ -1526,7 +1496,9 @@ impl Registry {
             .delete_guarded(subject, versions, permanent, &guard)
             .await
         {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(Deleted::Done),
+            // A concurrent permanent delete got there first: decide again on what is left.
+            Err(StoreError::NoSuchVersion { .. }) => Ok(Deleted::Vanished),
             Err(StoreError::Rejected(rejection)) => {
                 match rejection.into_inner().downcast::<GuardRefusal>() {
                     Ok(refusal) => match *refusal {
@@ -1544,12 +1516,32 @@ impl Registry {
 
     /// `DELETE /subjects/{s}/versions/{v}`: soft unless `permanent` (which needs a prior soft
     /// delete). Returns the version number.
+    ///
+    /// Decided on a read of the subject and applied only to versions that still exist; when
+    /// a concurrent permanent delete removed one first, the decision is made again, so a race
+    /// ends in Confluent's 404 or 422 rather than a store error.
     pub async fn delete_version(
         &self,
         subject: &str,
         spec: VersionSpec,
         permanent: bool,
     ) -> RegistryResult<i64> {
+        for _ in 0..REGISTER_ATTEMPTS {
+            if let Some(version) = self.delete_version_once(subject, spec, permanent).await? {
+                return Ok(version);
+            }
+        }
+        Err(RegistryError::Store(
+            "deleting a version: the subject kept changing".into(),
+        ))
+    }
+
+    async fn delete_version_once(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        permanent: bool,
+    ) -> RegistryResult<Option<i64>> {
         self.ensure_writable(Scope::Subject(subject)).await?;
         let all = self.store.subject_versions(subject).await?;
         if all.is_empty() || (!permanent && all.iter().all(|v| v.deleted)) {
@@ -1574,8 +1566,13 @@ impl Registry {
                     version,
                 ));
             }
-            self.delete_unreferenced(subject, &[version], true, false)
-                .await?;
+            if self
+                .delete_unreferenced(subject, &[version], true, false)
+                .await?
+                == Deleted::Vanished
+            {
+                return Ok(None);
+            }
             self.forget_all();
             self.forget_samples(subject, &[version]).await;
         } else {
@@ -1585,14 +1582,35 @@ impl Registry {
                     version,
                 ));
             }
-            self.delete_unreferenced(subject, &[version], false, false)
-                .await?;
+            if self
+                .delete_unreferenced(subject, &[version], false, false)
+                .await?
+                == Deleted::Vanished
+            {
+                return Ok(None);
+            }
         }
-        Ok(version)
+        Ok(Some(version))
     }
 
-    /// `DELETE /subjects/{s}`: returns the versions deleted.
+    /// `DELETE /subjects/{s}`: returns the versions deleted (decided again, like
+    /// [`Registry::delete_version`], when a concurrent delete removed one first).
     pub async fn delete_subject(&self, subject: &str, permanent: bool) -> RegistryResult<Vec<i64>> {
+        for _ in 0..REGISTER_ATTEMPTS {
+            if let Some(versions) = self.delete_subject_once(subject, permanent).await? {
+                return Ok(versions);
+            }
+        }
+        Err(RegistryError::Store(
+            "deleting a subject: the subject kept changing".into(),
+        ))
+    }
+
+    async fn delete_subject_once(
+        &self,
+        subject: &str,
+        permanent: bool,
+    ) -> RegistryResult<Option<Vec<i64>>> {
         self.ensure_writable(Scope::Subject(subject)).await?;
         let all = self.store.subject_versions(subject).await?;
         if all.is_empty() {
@@ -1608,18 +1626,28 @@ impl Registry {
                 return Err(RegistryError::SubjectNotSoftDeleted(subject.to_string()));
             }
             let every: Vec<i64> = all.iter().map(|v| v.version).collect();
-            self.delete_unreferenced(subject, &every, true, true)
-                .await?;
+            if self
+                .delete_unreferenced(subject, &every, true, true)
+                .await?
+                == Deleted::Vanished
+            {
+                return Ok(None);
+            }
             self.forget_all();
             self.forget_samples(subject, &every).await;
-            Ok(every)
+            Ok(Some(every))
         } else {
             if live.is_empty() {
                 return Err(RegistryError::SubjectSoftDeleted(subject.to_string()));
             }
-            self.delete_unreferenced(subject, &live, false, true)
-                .await?;
-            Ok(live)
+            if self
+                .delete_unreferenced(subject, &live, false, true)
+                .await?
+                == Deleted::Vanished
+            {
+                return Ok(None);
+            }
+            Ok(Some(live))
         }
     }
 }

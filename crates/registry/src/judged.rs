@@ -1,0 +1,201 @@
+//! The verdict on a registration, computed outside the store's write lock against a snapshot
+//! of the subject, and what makes it safe to commit later (optimistic concurrency).
+
+use crate::evolution::{self, Evolution};
+use crate::removal::{RemovalVerdict, removed_fields};
+use crate::{
+    GuardRefusal, Mode, Registration, Registry, RegistryError, RegistryResult, group_value,
+};
+use covenant_engine::Level;
+use covenant_engine::budget::Budget;
+use covenant_schema::ParsedSchema;
+use covenant_store::StoredVersion;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{PoisonError, Weak};
+use std::time::Duration;
+
+/// How one judge-then-commit round of a registration ended.
+pub(crate) enum Attempt {
+    Done(Registration),
+    /// The subject, its config or its mode changed between snapshot and commit.
+    Retry,
+}
+
+/// Everything a registration's verdict depends on, owned so that it can be judged on a
+/// blocking thread.
+pub(crate) struct Judged {
+    pub subject: String,
+    pub mode: Mode,
+    pub level: Level,
+    pub group: Option<String>,
+    pub explicit_version: Option<i64>,
+    pub evolution: Option<Evolution>,
+    pub removal: Option<RemovalVerdict>,
+    pub removal_enabled: bool,
+    pub candidate: ParsedSchema,
+    pub metadata: Option<Value>,
+    /// The subject's versions the verdict is about (the snapshot).
+    pub versions: Arc<Vec<StoredVersion>>,
+    /// Parsed priors of the snapshot, by schema id.
+    pub prepared: HashMap<i64, Arc<ParsedSchema>>,
+}
+
+impl Judged {
+    /// Whether the candidate may follow the snapshot; on success, the fields it drops.
+    pub fn verdict(&self) -> Result<Vec<String>, GuardRefusal> {
+        let versions = self.versions.as_slice();
+        self.next_version(versions)?;
+        self.compatible(versions)?;
+        self.removal(versions)
+    }
+
+    fn next_version(&self, versions: &[StoredVersion]) -> Result<(), GuardRefusal> {
+        let Some(wanted) = self.explicit_version.filter(|_| !self.mode.is_import()) else {
+            return Ok(());
+        };
+        let next = versions.iter().map(|x| x.version).max().unwrap_or(0) + 1;
+        if wanted == next {
+            return Ok(());
+        }
+        Err(GuardRefusal::Domain(RegistryError::InvalidSchema(
+            "Version is not one more than previous version".into(),
+        )))
+    }
+
+    fn compatible(&self, versions: &[StoredVersion]) -> Result<(), GuardRefusal> {
+        let Some(evolution) = &self.evolution else {
+            return Ok(());
+        };
+        let group = self.group.as_deref();
+        let mine = group.map(|g| group_value(&self.metadata, g).cloned());
+        let mut parsed = Vec::new();
+        for v in versions.iter().filter(|v| !v.deleted) {
+            if let (Some(g), Some(mine)) = (group, &mine)
+                && group_value(&v.schema.metadata, g) != mine.as_ref()
+            {
+                continue;
+            }
+            let prior = self.prepared.get(&v.schema.id).ok_or(GuardRefusal::Retry)?;
+            parsed.push((v, prior));
+        }
+        let priors: Vec<evolution::Prior<'_>> = parsed
+            .iter()
+            .map(|(v, p)| evolution::Prior {
+                version: v.version,
+                registered_at: v.created_at,
+                metadata: v.schema.metadata.as_ref(),
+                schema: p.as_ref(),
+            })
+            .collect();
+        let report =
+            Registry::judge_and_count(evolution, self.level, &self.candidate, &priors, None);
+        if report.compatible {
+            return Ok(());
+        }
+        Err(GuardRefusal::Domain(RegistryError::Incompatible {
+            subject: self.subject.to_string(),
+            findings: report.errors().cloned().collect(),
+        }))
+    }
+
+    /// Consumer governance: may the fields the candidate drops from the latest version go?
+    fn removal(&self, versions: &[StoredVersion]) -> Result<Vec<String>, GuardRefusal> {
+        if self.mode.is_import() || !self.removal_enabled {
+            return Ok(Vec::new());
+        }
+        let Some(latest) = versions.iter().rev().find(|v| !v.deleted) else {
+            return Ok(Vec::new());
+        };
+        let old = self
+            .prepared
+            .get(&latest.schema.id)
+            .ok_or(GuardRefusal::Retry)?;
+        let removed = removed_fields(old, &self.candidate);
+        if removed.is_empty() {
+            return Ok(removed);
+        }
+        let verdict = self.removal.as_ref().ok_or(GuardRefusal::Retry)?;
+        verdict(&removed).map_err(|blockers| {
+            GuardRefusal::Domain(RegistryError::RemovalBlocked {
+                subject: self.subject.clone(),
+                blockers,
+            })
+        })?;
+        Ok(removed)
+    }
+}
+
+/// Whether the subject still has exactly the versions a verdict was judged against: same
+/// numbers, same schemas, same soft-deleted flags, none permanently deleted or added.
+pub(crate) fn same_versions(now: &[StoredVersion], judged: &[StoredVersion]) -> bool {
+    now.len() == judged.len()
+        && now.iter().zip(judged).all(|(a, b)| {
+            a.version == b.version && a.schema.id == b.schema.id && a.deleted == b.deleted
+        })
+}
+
+/// A short, growing, jittered pause before judging again, so racing registrations of one
+/// subject spread out instead of colliding in lockstep.
+pub(crate) fn retry_pause(attempt: usize) -> Duration {
+    let jitter = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+        % 5;
+    let step = u64::try_from(attempt).unwrap_or(u64::MAX).min(10);
+    Duration::from_millis(step * 2 + jitter)
+}
+
+/// One async lock per subject being registered to, dropped when no one holds or waits for it.
+#[derive(Default)]
+pub(crate) struct SubjectTurns(std::sync::Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>);
+
+impl SubjectTurns {
+    /// Waits until no other registration of `subject` on this node is being judged.
+    pub async fn turn(&self, subject: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            map.retain(|_, held| held.strong_count() > 0);
+            match map.get(subject).and_then(Weak::upgrade) {
+                Some(lock) => lock,
+                None => {
+                    let lock = Arc::new(tokio::sync::Mutex::new(()));
+                    map.insert(subject.to_string(), Arc::downgrade(&lock));
+                    lock
+                }
+            }
+        };
+        lock.lock_owned().await
+    }
+}
+
+/// Runs a verdict on tokio's blocking pool, so that a long check never occupies one of the
+/// few async worker threads, under a budget whose cancel flag is raised when the awaiting
+/// future is dropped. The HTTP server drops a request's future when its client disconnects,
+/// so a check nobody waits for any more stops at the walkers' next budget poll.
+pub(crate) async fn off_runtime<T, F>(work: F) -> RegistryResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    struct RaiseOnDrop(Arc<AtomicBool>);
+    impl Drop for RaiseOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let cancel = Arc::new(AtomicBool::new(false));
+    let raise = RaiseOnDrop(cancel.clone());
+    let budget = Budget::default().with_cancel(cancel);
+    let outcome = tokio::task::spawn_blocking(move || budget.run(work)).await;
+    // Finished: nothing left to cancel.
+    std::mem::forget(raise);
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(stopped)) => Err(RegistryError::Store(format!("checking: {stopped}"))),
+        Err(failed) => Err(RegistryError::Store(format!("checking: {failed}"))),
+    }
+}
