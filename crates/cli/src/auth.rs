@@ -5,6 +5,7 @@ use anyhow::{Context, bail};
 use covenant_http::auth::{
     Auth, AuthFile, AuthSettings, FailureLimit, JwtSettings, JwtVerifier, Operation,
 };
+use covenant_http::tls::{Tls, TlsSettings};
 use std::io::BufRead;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -153,11 +154,53 @@ pub struct ServeAuthArgs {
     /// Failed logins allowed per source address per minute before it is refused (429).
     #[arg(long, default_value_t = 10)]
     pub max_failed_logins: u32,
+    /// Serve HTTPS with this certificate chain (PEM); reloaded on SIGHUP or when it changes.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "COVENANT_TLS_CERT",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "COVENANT_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// Accept client certificates signed by this CA (PEM); a certificate's subject CN is the
+    /// principal, granted rights by username in the auth file.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "COVENANT_TLS_CLIENT_CA",
+        requires = "tls_cert"
+    )]
+    pub tls_client_ca: Option<PathBuf>,
 }
 
 impl ServeAuthArgs {
     fn enabled(&self) -> bool {
-        self.auth_file.is_some() || self.jwks_file.is_some() || self.jwks_url.is_some()
+        self.auth_file.is_some()
+            || self.jwks_file.is_some()
+            || self.jwks_url.is_some()
+            || self.tls_client_ca.is_some()
+    }
+
+    /// The TLS configuration, read now and then watched for changes and SIGHUP.
+    pub fn tls(&self) -> anyhow::Result<Option<Arc<Tls>>> {
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        let tls = Arc::new(Tls::load(TlsSettings {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: self.tls_client_ca.clone(),
+        })?);
+        tls.clone().watch(Duration::from_secs(5));
+        Ok(Some(tls))
     }
 }
 
@@ -167,8 +210,8 @@ pub async fn layer(args: &ServeAuthArgs, address: SocketAddr) -> anyhow::Result<
     if !enabled && !address.ip().is_loopback() {
         if !args.allow_anonymous {
             bail!(
-                "refusing to serve {address} without authentication: give --auth-file or \
-                 --jwks-file/--jwks-url, or --allow-anonymous to let anyone who can connect \
+                "refusing to serve {address} without authentication: give --auth-file, \
+                 --jwks-file/--jwks-url or --tls-client-ca, or --allow-anonymous to let anyone who can connect \
                  change or delete every schema"
             );
         }
@@ -178,6 +221,7 @@ pub async fn layer(args: &ServeAuthArgs, address: SocketAddr) -> anyhow::Result<
     let settings = AuthSettings {
         auth_file: args.auth_file.clone(),
         jwt: jwt_verifier(args).await?,
+        client_certificates: args.tls_client_ca.is_some(),
         anonymous_operations,
         loopback_hosts_only: !enabled,
         denial_hook: None,

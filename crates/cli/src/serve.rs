@@ -89,6 +89,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("listening on {}", args.listen))?;
     let address = listener.local_addr().context("reading the bound address")?;
     let auth = crate::auth::layer(&args.auth, address).await?;
+    let tls = args.auth.tls()?;
     let (registry, governance_store) = open_registry(&args).await?;
     let governance = covenant_http::governance::enable(
         &registry,
@@ -113,11 +114,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             metrics.run_upkeep();
         }
     });
-    tracing::info!(%address, "covenant registry listening");
+    tracing::info!(%address, tls = tls.is_some(), "covenant registry listening");
     // The accept loop puts the peer address into each request: failed logins are limited per source.
-    covenant_http::server::serve(listener, app, server_limits(&args), shutdown_signal())
-        .await
-        .context("serving HTTP")?;
+    covenant_http::server::serve_with_tls(
+        listener,
+        app,
+        server_limits(&args),
+        tls,
+        shutdown_signal(),
+    )
+    .await
+    .context("serving HTTP")?;
     tracing::info!("stopped");
     Ok(())
 }

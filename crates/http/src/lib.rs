@@ -14,6 +14,7 @@ pub mod openapi;
 mod policy_routes;
 pub mod principal;
 pub mod server;
+pub mod tls;
 mod views;
 
 use axum::Router;

@@ -2,7 +2,8 @@
 //!
 //! The layer runs after routing, so it knows the matched route template and the decoded
 //! `{subject}` exactly as the handler will see it. It authenticates the caller (HTTP Basic
-//! against the [auth file](file), or a Bearer JWT validated against a JWKS), puts the
+//! against the [auth file](file), a Bearer JWT validated against a JWKS, or the CN of a TLS
+//! client certificate verified by the accept loop), puts the
 //! [`Principal`] and its [`Access`] into the request's extensions, and refuses the request
 //! when the route's operation (from [`routes::ROUTE_ACCESS`]) is not granted on its resource.
 //! Listings and schema ids are not refused but filtered by their handlers through [`Access`].
@@ -23,6 +24,7 @@ pub use limit::FailureLimit;
 
 use crate::error::ApiError;
 use crate::principal::{AuthMethod, Principal};
+use crate::tls::ClientCertificate;
 use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, header};
@@ -292,6 +294,9 @@ pub struct AuthSettings {
     pub auth_file: Option<PathBuf>,
     /// Bearer tokens.
     pub jwt: Option<Arc<JwtVerifier>>,
+    /// Verified TLS client certificates name principals (their subject's CN), put into
+    /// requests as [`crate::tls::ClientCertificate`] by the accept loop.
+    pub client_certificates: bool,
     /// Operations callers without credentials may perform when authentication is on (on
     /// every resource). Empty: every non-public route needs credentials.
     pub anonymous_operations: Vec<Operation>,
@@ -409,6 +414,7 @@ impl FileSource {
 pub struct Auth {
     file: Option<FileSource>,
     jwt: Option<Arc<JwtVerifier>>,
+    client_certificates: bool,
     anonymous: Vec<Operation>,
     loopback_hosts_only: bool,
     hook: Option<Arc<dyn DenialHook>>,
@@ -430,6 +436,7 @@ impl Auth {
         Ok(Auth {
             file,
             jwt: settings.jwt,
+            client_certificates: settings.client_certificates,
             anonymous: settings.anonymous_operations,
             loopback_hosts_only: settings.loopback_hosts_only,
             hook: settings.denial_hook,
@@ -445,7 +452,7 @@ impl Auth {
 
     /// Whether any way of authenticating is configured.
     pub fn is_enabled(&self) -> bool {
-        self.file.is_some() || self.jwt.is_some()
+        self.file.is_some() || self.jwt.is_some() || self.client_certificates
     }
 
     /// What `principal` may do under the current auth file.
@@ -471,6 +478,12 @@ impl Auth {
     async fn authenticate(&self, parts: &Parts) -> Result<Principal, Refusal> {
         let mut principal = Principal::anonymous(parts);
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
+            if self.client_certificates
+                && let Some(certificate) = parts.extensions.get::<ClientCertificate>()
+            {
+                principal.name = Some(certificate.common_name.clone());
+                principal.method = AuthMethod::ClientCertificate;
+            }
             return Ok(principal);
         };
         let address = principal.source.map(|s| s.ip());
