@@ -301,3 +301,76 @@ async fn an_unauthenticated_loopback_server_refuses_foreign_hosts() {
         .expect("GET");
     assert_eq!(r.status().as_u16(), 200);
 }
+
+/// An Ed25519 key made now (PKCS#8: a fixed 16-byte header and the seed) and its public JWK.
+fn ed25519_key(kid: &str) -> (jsonwebtoken::EncodingKey, serde_json::Value) {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).expect("random seed");
+    let mut der = vec![
+        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
+        0x20,
+    ];
+    der.extend_from_slice(&seed);
+    let key = jsonwebtoken::EncodingKey::from_ed_der(&der);
+    let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&key, jsonwebtoken::Algorithm::EdDSA)
+        .expect("public key");
+    jwk.common.key_id = Some(kid.into());
+    (key, serde_json::to_value(jwk).expect("jwk"))
+}
+
+fn bearer(key: &jsonwebtoken::EncodingKey, kid: &str, subject: &str) -> String {
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
+    header.kid = Some(kid.into());
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+        + 600;
+    let claims = serde_json::json!({"iss": "https://idp.test", "sub": subject, "exp": exp});
+    jsonwebtoken::encode(&header, &claims, key).expect("token")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_validates_bearer_tokens_and_refreshes_the_key_set() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let auth = dir.path().join("auth.json");
+    make_auth_file(&auth);
+    let (key, jwk) = ed25519_key("k1");
+    let (next_key, next_jwk) = ed25519_key("k2");
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, serde_json::json!({"keys": [jwk]}).to_string()).expect("jwks");
+    let server = Serve::spawn(&dir.path().join("data"), |c| {
+        c.arg("--auth-file")
+            .arg(&auth)
+            .arg("--jwks-file")
+            .arg(&jwks);
+        c.args([
+            "--jwt-issuer",
+            "https://idp.test",
+            "--jwks-refresh-seconds",
+            "1",
+        ]);
+    });
+    wait_ready(&server.base).await;
+    let http = reqwest::Client::new();
+    let status = |token: String| {
+        let request = http
+            .get(format!("{}/subjects", server.base))
+            .bearer_auth(token);
+        async move { request.send().await.expect("GET").status().as_u16() }
+    };
+    assert_eq!(status(bearer(&key, "k1", "reader")).await, 200);
+    assert_eq!(status(bearer(&next_key, "k2", "reader")).await, 401);
+    std::fs::write(&jwks, serde_json::json!({"keys": [next_jwk]}).to_string()).expect("jwks");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(
+        status(bearer(&next_key, "k2", "reader")).await,
+        200,
+        "refreshed keys"
+    );
+    assert_eq!(
+        status(bearer(&key, "k1", "reader")).await,
+        401,
+        "the old key is gone"
+    );
+}

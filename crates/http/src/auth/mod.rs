@@ -526,7 +526,15 @@ impl Auth {
         let decoded = String::from_utf8(decoded).ok()?;
         let (name, password) = decoded.split_once(':')?;
         let policy = file.current();
-        let user = policy.file.user(name)?.clone();
+        let Some(user) = policy.file.user(name).cloned() else {
+            // Hash anyway, so an unknown name takes as long as a wrong password.
+            let password = password.to_string();
+            let _ = tokio::task::spawn_blocking(move || {
+                file::Algorithm::Scrypt.hash(&password, "no-such-user")
+            })
+            .await;
+            return None;
+        };
         let key: [u8; 32] = sha2::Sha256::new()
             .chain_update(name.as_bytes())
             .chain_update([0])
