@@ -179,6 +179,10 @@ pub struct ServeAuthArgs {
         requires = "tls_cert"
     )]
     pub tls_client_ca: Option<PathBuf>,
+    /// Map a client certificate to its principal with the first capture group of this regex,
+    /// matched against the subject as `CN=...,O=...` (RFC 4514); default: the CN.
+    #[arg(long, value_name = "REGEX", requires = "tls_client_ca")]
+    pub tls_principal_pattern: Option<String>,
 }
 
 impl ServeAuthArgs {
@@ -194,10 +198,15 @@ impl ServeAuthArgs {
         let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
             return Ok(None);
         };
+        let principal_pattern = match &self.tls_principal_pattern {
+            Some(p) => Some(regex::Regex::new(p).context("--tls-principal-pattern")?),
+            None => None,
+        };
         let tls = Arc::new(Tls::load(TlsSettings {
             cert: cert.clone(),
             key: key.clone(),
             client_ca: self.tls_client_ca.clone(),
+            principal_pattern,
         })?);
         tls.clone().watch(Duration::from_secs(5));
         Ok(Some(tls))

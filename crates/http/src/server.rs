@@ -156,7 +156,7 @@ async fn serve_tls_connection(
         .1
         .peer_certificates()
         .and_then(|chain| chain.first())
-        .and_then(crate::tls::common_name)
+        .and_then(|certificate| tls.principal(certificate))
         .map(|common_name| ClientCertificate { common_name });
     serve_identified(stream, peer, identity, app, limits, watcher).await;
 }

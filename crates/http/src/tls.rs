@@ -31,6 +31,9 @@ pub struct TlsSettings {
     /// Client certificates signed by this CA are accepted and name the principal; clients
     /// without one may still authenticate otherwise (Basic, Bearer).
     pub client_ca: Option<PathBuf>,
+    /// Maps a certificate to its principal: the first capture group of this pattern matched
+    /// against the subject as an RFC 4514 string (`CN=svc,O=Acme`). Without it, the CN.
+    pub principal_pattern: Option<regex::Regex>,
 }
 
 /// The principal a verified client certificate names (its subject's CN); put into each
@@ -209,11 +212,26 @@ async fn next(hangups: &mut Hangups) {
     std::future::pending::<()>().await
 }
 
-/// The CN of a verified client certificate's subject.
-pub fn common_name(certificate: &CertificateDer<'_>) -> Option<String> {
+impl Tls {
+    /// The principal a verified client certificate names (see
+    /// [`TlsSettings::principal_pattern`]); `None` when it names none.
+    pub fn principal(&self, certificate: &CertificateDer<'_>) -> Option<String> {
+        principal(certificate, self.settings.principal_pattern.as_ref())
+    }
+}
+
+fn principal(certificate: &CertificateDer<'_>, pattern: Option<&regex::Regex>) -> Option<String> {
     use x509_cert::der::Decode;
     let cert = x509_cert::Certificate::from_der(certificate.as_ref()).ok()?;
-    let cn = cert.tbs_certificate().subject().common_name().ok()??;
-    let cn = cn.value().trim().to_string();
-    (!cn.is_empty()).then_some(cn)
+    let subject = cert.tbs_certificate().subject();
+    let name = match pattern {
+        None => subject.common_name().ok()??.value().into_owned(),
+        Some(re) => re
+            .captures(&subject.to_string())?
+            .get(1)?
+            .as_str()
+            .to_string(),
+    };
+    let name = name.trim().to_string();
+    (!name.is_empty()).then_some(name)
 }

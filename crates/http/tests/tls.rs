@@ -69,6 +69,10 @@ struct Server {
 }
 
 async fn start() -> Server {
+    start_with(None).await
+}
+
+async fn start_with(principal_pattern: Option<&str>) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let ca = Authority::new("Covenant test CA");
     let (cert, key) = ca.issue(
@@ -80,6 +84,7 @@ async fn start() -> Server {
         cert: write(dir.path(), "server.pem", &cert),
         key: write(dir.path(), "server.key", &key),
         client_ca: Some(write(dir.path(), "ca.pem", &ca.pem())),
+        principal_pattern: principal_pattern.map(|p| regex::Regex::new(p).unwrap()),
     };
     let tls = Arc::new(Tls::load(settings).unwrap());
     let auth_file = write(
@@ -213,6 +218,29 @@ async fn client_certificates_name_the_principal() {
         Ok(mut stream) => get(&mut stream, "/subjects").await.is_err(),
     };
     assert!(refused, "a certificate from another authority is refused");
+}
+
+#[tokio::test]
+async fn a_pattern_maps_the_certificate_subject_to_the_principal() {
+    // The CN is `orders/svc-orders`; the pattern keeps what follows the slash.
+    let server = start_with(Some(r"CN=[^/,]*/([^,]+)")).await;
+    let mapped = server.ca.issue(
+        &[],
+        "orders/svc-orders",
+        ExtendedKeyUsagePurpose::ClientAuth,
+    );
+    let mut stream = connect(server.port, &server.ca, Some(&mapped))
+        .await
+        .unwrap();
+    assert_eq!(get(&mut stream, "/subjects").await.unwrap().0, 200);
+    // A subject the pattern does not match names nobody: anonymous, so 401.
+    let unmatched = server
+        .ca
+        .issue(&[], "svc-orders", ExtendedKeyUsagePurpose::ClientAuth);
+    let mut stream = connect(server.port, &server.ca, Some(&unmatched))
+        .await
+        .unwrap();
+    assert_eq!(get(&mut stream, "/subjects").await.unwrap().0, 401);
 }
 
 #[tokio::test]
