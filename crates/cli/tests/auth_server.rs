@@ -13,6 +13,7 @@ use schema_registry_converter::schema_registry_common::{
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod support;
@@ -373,4 +374,105 @@ async fn serve_validates_bearer_tokens_and_refreshes_the_key_set() {
         401,
         "the old key is gone"
     );
+}
+
+/// A certificate authority made now, and leaf certificates (PEM) it signs.
+struct Authority(rcgen::CertifiedIssuer<'static, rcgen::KeyPair>);
+
+impl Authority {
+    fn new() -> Authority {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "test CA");
+        let key = rcgen::KeyPair::generate().expect("key");
+        Authority(rcgen::CertifiedIssuer::self_signed(params, key).expect("CA"))
+    }
+
+    fn pem(&self) -> String {
+        AsRef::<rcgen::Certificate>::as_ref(&self.0).pem()
+    }
+
+    fn server_certificate(&self, dir: &Path) {
+        let params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("params");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = params.signed_by(&key, &self.0).expect("sign");
+        std::fs::write(dir.join("server.key"), key.serialize_pem()).expect("key file");
+        std::fs::write(dir.join("server.pem"), cert.pem()).expect("cert file");
+    }
+}
+
+/// The certificate the server presents to a new connection.
+async fn presented_certificate(port: u16, ca: &Authority) -> Vec<u8> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    let ca_der =
+        rustls::pki_types::CertificateDer::from_pem_slice(ca.pem().as_bytes()).expect("ca");
+    roots.add(ca_der).expect("root");
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+    let stream = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .expect("handshake");
+    stream.get_ref().1.peer_certificates().expect("certificate")[0].to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_reloads_its_certificate_on_sighup() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca = Authority::new();
+    ca.server_certificate(dir.path());
+    let auth = dir.path().join("auth.json");
+    make_auth_file(&auth);
+    let server = Serve::spawn(&dir.path().join("data"), |c| {
+        c.arg("--auth-file").arg(&auth);
+        c.arg("--tls-cert").arg(dir.path().join("server.pem"));
+        c.arg("--tls-key").arg(dir.path().join("server.key"));
+    });
+    server.wait_listening();
+    let before = presented_certificate(server.port, &ca).await;
+    ca.server_certificate(dir.path());
+    let hup = Command::new("kill")
+        .args(["-HUP", &server.pid().to_string()])
+        .status()
+        .expect("kill -HUP");
+    assert!(hup.success());
+    // Sooner than the 5-second file check: the signal did it.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let after = presented_certificate(server.port, &ca).await;
+    assert_ne!(
+        before, after,
+        "new connections get the reloaded certificate"
+    );
+
+    // A server never starts on certificates it cannot use, and then touches no store.
+    let data = dir.path().join("never");
+    std::fs::write(dir.path().join("broken.pem"), "not a certificate").expect("write");
+    let out = covenant(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().expect("utf-8"),
+            "--tls-cert",
+            dir.path().join("broken.pem").to_str().expect("utf-8"),
+            "--tls-key",
+            dir.path().join("server.key").to_str().expect("utf-8"),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!data.exists());
 }

@@ -148,8 +148,10 @@ impl Tls {
     /// outcome; runs until the process ends.
     pub fn watch(self: Arc<Self>, every: Duration) {
         let tls = self;
+        // Installed before returning, so a SIGHUP from now on reloads instead of ending the
+        // process (the signal's default action).
+        let mut hangup = hangups();
         tokio::spawn(async move {
-            let mut hangup = hangups();
             let mut tick = tokio::time::interval(every);
             loop {
                 let forced = tokio::select! {
