@@ -476,3 +476,58 @@ async fn serve_reloads_its_certificate_on_sighup() {
     assert_eq!(out.status.code(), Some(2));
     assert!(!data.exists());
 }
+
+/// Serves `body` as JSON to every HTTP request on a free port; counts the requests.
+async fn serve_jwks(body: String) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut request = [0u8; 2048];
+            let _ = socket.read(&mut request).await;
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+    });
+    (port, hits)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_fetches_the_key_set_from_a_url_at_start_not_per_request() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let auth = dir.path().join("auth.json");
+    make_auth_file(&auth);
+    let (key, jwk) = ed25519_key("k1");
+    let (port, hits) = serve_jwks(serde_json::json!({"keys": [jwk]}).to_string()).await;
+    let server = Serve::spawn(&dir.path().join("data"), |c| {
+        c.arg("--auth-file").arg(&auth);
+        c.args(["--jwks-url", &format!("http://127.0.0.1:{port}/jwks")]);
+    });
+    wait_ready(&server.base).await;
+    let fetched = hits.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(fetched, 1, "fetched once at start");
+    let http = reqwest::Client::new();
+    for _ in 0..5 {
+        let r = http
+            .get(format!("{}/subjects", server.base))
+            .bearer_auth(bearer(&key, "k1", "reader"))
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(r.status().as_u16(), 200);
+    }
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "no fetch per request"
+    );
+}
