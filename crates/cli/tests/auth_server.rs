@@ -531,3 +531,57 @@ async fn serve_fetches_the_key_set_from_a_url_at_start_not_per_request() {
         "no fetch per request"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passwords_and_tokens_never_reach_the_log() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let auth = dir.path().join("auth.json");
+    make_auth_file(&auth);
+    let log_path = dir.path().join("server.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let port = support::free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir.path().join("data"))
+        .arg("--auth-file")
+        .arg(&auth)
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("spawn covenant serve");
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&base).await;
+    let http = reqwest::Client::new();
+    for (user, password) in [
+        ("writer", "w-pass"),
+        ("writer", "guess-pw-7731"),
+        ("nobody", "guess-pw-7731"),
+    ] {
+        http.get(format!("{base}/subjects"))
+            .basic_auth(user, Some(password))
+            .send()
+            .await
+            .expect("GET");
+    }
+    http.get(format!("{base}/subjects"))
+        .bearer_auth("token-text-5520")
+        .send()
+        .await
+        .expect("GET");
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&log_path).expect("log");
+    assert!(
+        text.contains("request refused"),
+        "the refusals are logged: {text}"
+    );
+    for secret in ["w-pass", "guess-pw-7731", "token-text-5520", "d3JpdGVy"] {
+        assert!(!text.contains(secret), "{secret} is in the log");
+    }
+}
