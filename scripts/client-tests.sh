@@ -19,9 +19,10 @@ VENV="$ROOT/.venv-clients"
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import confluent_kafka.schema_registry, fastavro, pytest, google.protobuf, jsonschema" 2>/dev/null; then
+# cryptography makes the test certificate authority (tests/clients/make_pki.py).
+if ! "$VENV/bin/python" -c "import confluent_kafka.schema_registry, fastavro, pytest, google.protobuf, jsonschema, cryptography" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check \
-    "confluent-kafka[schemaregistry,avro,json,protobuf]" pytest
+    "confluent-kafka[schemaregistry,avro,json,protobuf]" pytest cryptography
 fi
 
 NODE_DIR="$ROOT/tests/clients/node"
