@@ -7,8 +7,7 @@
 # A second server runs with `--auth-file` (made here with `covenant auth`) for the suites'
 # credential tests (test_auth.py, auth.test.js), at COVENANT_AUTH_URL; a third serves HTTPS
 # with a certificate authority made here (make_pki.py) and client certificates (test_tls.py,
-# tls.test.js),
-# at COVENANT_TLS_URL.
+# tls.test.js), at COVENANT_TLS_URL.
 # Both suites always run; the exit status is non-zero when either fails. Missing Node or npm,
 # or a failed install, is an error, not a skip.
 #
