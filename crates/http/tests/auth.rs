@@ -69,8 +69,14 @@ struct Fixture {
 #[derive(Default)]
 struct Recorded(Mutex<Vec<Denial>>);
 
+#[async_trait::async_trait]
 impl DenialHook for Recorded {
-    fn on_denied(&self, denial: &Denial) {
+    async fn on_denied(&self, denial: &Denial, request: &axum::http::request::Parts) {
+        // The refused principal rides in the request, where an audit sink looks for it.
+        let carried = request
+            .extensions
+            .get::<covenant_http::principal::Principal>();
+        assert_eq!(carried, Some(&denial.principal));
         self.0.lock().unwrap().push(denial.clone());
     }
 }

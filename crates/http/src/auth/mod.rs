@@ -280,11 +280,15 @@ pub struct Denial {
     pub request_id: Option<String>,
 }
 
-/// Told of every refused request, e.g. to record it in the audit trail. Called on the
-/// request's task before the refusal is answered: implementations must not block (queue the
-/// record and write it elsewhere).
+/// Told of every refused request, e.g. to record it in the audit trail (set it as
+/// [`AuthSettings::denial_hook`]). Awaited on the request's task before the refusal is
+/// answered, so a durable write finishes first; it must not fail the request (log instead).
+#[async_trait::async_trait]
 pub trait DenialHook: Send + Sync {
-    fn on_denied(&self, denial: &Denial);
+    /// `request` is the refused request's head, with the refused [`Principal`] in its
+    /// extensions (as handlers would have seen it) and whatever outer layers put there, such
+    /// as a request id.
+    async fn on_denied(&self, denial: &Denial, request: &Parts);
 }
 
 /// How the server authenticates and authorizes; see [`Auth::new`].
@@ -568,7 +572,7 @@ impl Auth {
         Some((user.username, user.roles))
     }
 
-    fn refuse(&self, refusal: Refusal, parts: &Parts) -> Response {
+    async fn refuse(&self, refusal: Refusal, mut parts: Parts) -> Response {
         let denial = Denial {
             principal: refusal.principal,
             reason: refusal.reason,
@@ -587,7 +591,8 @@ impl Auth {
             "request refused"
         );
         if let Some(hook) = &self.hook {
-            hook.on_denied(&denial);
+            parts.extensions.insert(denial.principal.clone());
+            hook.on_denied(&denial, &parts).await;
         }
         refusal_response(&denial, self.limiter.window())
     }
@@ -690,14 +695,14 @@ pub(crate) async fn guard(State(auth): State<Arc<Auth>>, request: Request, next:
     if !auth.is_enabled() {
         if auth.loopback_hosts_only && !names_loopback_host(&parts) {
             let refusal = Refusal::new(Principal::anonymous(&parts), DenialReason::ForeignHost);
-            return auth.refuse(refusal, &parts);
+            return auth.refuse(refusal, parts).await;
         }
         parts.extensions.insert(Access::unrestricted());
         return next.run(Request::from_parts(parts, body)).await;
     }
     let principal = match auth.authenticate(&parts).await {
         Ok(p) => p,
-        Err(refusal) => return auth.refuse(refusal, &parts),
+        Err(refusal) => return auth.refuse(refusal, parts).await,
     };
     let access = auth.access_for(&principal);
     let resource = match target {
@@ -724,7 +729,7 @@ pub(crate) async fn guard(State(auth): State<Arc<Auth>>, request: Request, next:
             operation: Some(operation),
             resource,
         };
-        return auth.refuse(refusal, &parts);
+        return auth.refuse(refusal, parts).await;
     }
     parts.extensions.insert(principal);
     parts.extensions.insert(access);
