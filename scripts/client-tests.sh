@@ -3,12 +3,15 @@
 # with a temporary data directory:
 #   - tests/clients/*.py: pytest + confluent-kafka's Schema Registry client and serializers;
 #   - tests/clients/node: `node --test` + @kafkajs/confluent-schema-registry (npm ci, cached in
-#     tests/clients/node/node_modules).
+#     tests/clients/node/node_modules);
+#   - schemathesis: generated requests for every operation of /openapi.json (bounded by
+#     SCHEMATHESIS_MAX_TIME seconds, default 120), asserting that none is answered with a 5xx.
+#     It runs last because it changes global config and mode.
 # A second server runs with `--auth-file` (made here with `covenant auth`) for the suites'
 # credential tests (test_auth.py, auth.test.js), at COVENANT_AUTH_URL; a third serves HTTPS
 # with a certificate authority made here (make_pki.py) and client certificates (test_tls.py,
 # tls.test.js), at COVENANT_TLS_URL.
-# Both suites always run; the exit status is non-zero when either fails. Missing Node or npm,
+# All suites always run; the exit status is non-zero when either fails. Missing Node or npm,
 # or a failed install, is an error, not a skip.
 #
 # usage: scripts/client-tests.sh [pytest args...]
@@ -23,6 +26,9 @@ fi
 if ! "$VENV/bin/python" -c "import confluent_kafka.schema_registry, fastavro, pytest, google.protobuf, jsonschema, cryptography" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check \
     "confluent-kafka[schemaregistry,avro,json,protobuf]" pytest cryptography
+fi
+if [ ! -x "$VENV/bin/schemathesis" ]; then
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis>=4,<5"
 fi
 
 NODE_DIR="$ROOT/tests/clients/node"
@@ -107,10 +113,18 @@ set +e
 PY_STATUS=$?
 (cd "$NODE_DIR" && node --test)
 NODE_STATUS=$?
+"$VENV/bin/schemathesis" run "$COVENANT_URL/openapi.json" --checks not_a_server_error \
+  --max-examples 10 --max-time "${SCHEMATHESIS_MAX_TIME:-120}" --seed 1 \
+  --request-timeout 30 --continue-on-failure --no-color
+FUZZ_STATUS=$?
+if ! kill -0 "$PID" 2>/dev/null; then
+  echo "client-tests: covenant serve died during the API fuzzer" >&2
+  FUZZ_STATUS=1
+fi
 set -e
 STATUS=0
-if [ "$PY_STATUS" -ne 0 ] || [ "$NODE_STATUS" -ne 0 ]; then
-  echo "client-tests: pytest exited $PY_STATUS, node --test exited $NODE_STATUS" >&2
+if [ "$PY_STATUS" -ne 0 ] || [ "$NODE_STATUS" -ne 0 ] || [ "$FUZZ_STATUS" -ne 0 ]; then
+  echo "client-tests: pytest exited $PY_STATUS, node --test exited $NODE_STATUS, schemathesis exited $FUZZ_STATUS" >&2
   STATUS=1
   echo "--- server log (last 40 lines) ---" >&2
   tail -n 40 "$LOG" >&2

@@ -56,8 +56,21 @@ pub struct Checker<'a> {
     /// `None` marks a pair whose check is in progress: met again, it counts as compatible
     /// (Java's RECURSION_IN_PROGRESS), which is what ends recursion on recursive types.
     memo: HashMap<(NodeId, NodeId), Option<Rc<Vec<Issue>>>>,
+    /// Whether a pair is compatible, for choosing union branches: only the verdict is kept,
+    /// not the issues with their paths, so trying every branch of a union against every
+    /// branch of another costs one entry per pair instead of all their issues.
+    verdicts: HashMap<(NodeId, NodeId), bool>,
+    /// True while `calculate` only needs a verdict (nested issues are then not collected).
+    verdict_only: bool,
+    /// How many pairs are being compared one inside the other.
+    depth: usize,
     empty: Rc<Vec<Issue>>,
 }
+
+/// Nested pair comparisons deeper than this spend the whole budget instead of risking the
+/// stack. Parsing bounds each schema's depth, but a reader cycle and a writer cycle of
+/// different lengths walk together for the product of their lengths before a pair repeats.
+const MAX_PAIR_DEPTH: usize = 512;
 
 impl<'a> Checker<'a> {
     pub fn new(r: &'a Arena, w: &'a Arena) -> Self {
@@ -65,6 +78,9 @@ impl<'a> Checker<'a> {
             r,
             w,
             memo: HashMap::new(),
+            verdicts: HashMap::new(),
+            verdict_only: false,
+            depth: 0,
             empty: Rc::new(Vec::new()),
         }
     }
@@ -88,10 +104,54 @@ impl<'a> Checker<'a> {
             Some(None) => return self.empty.clone(),
             None => {}
         }
+        if !self.enter() {
+            return self.empty.clone();
+        }
         self.memo.insert((r, w), None);
         let result = Rc::new(self.calculate(r, w));
         self.memo.insert((r, w), Some(result.clone()));
+        self.depth -= 1;
         result
+    }
+
+    /// One more nested pair, charged to the budget; false when the walk must stop (the
+    /// budget is spent, and the partial result will be discarded).
+    fn enter(&mut self) -> bool {
+        if self.depth >= MAX_PAIR_DEPTH {
+            covenant_engine::budget::charge(u64::MAX);
+            return false;
+        }
+        if covenant_engine::budget::charge(1) {
+            return false;
+        }
+        self.depth += 1;
+        true
+    }
+
+    /// Whether a reader of `r` can read `w`, like `!incompatible(&self.get(r, w))` without
+    /// keeping issues. A pair met again while in progress counts as compatible, as in `get`.
+    fn compatible(&mut self, r: NodeId, w: NodeId) -> bool {
+        if let Some(done) = self.verdicts.get(&(r, w)) {
+            return *done;
+        }
+        match self.memo.get(&(r, w)) {
+            Some(Some(issues)) => return !incompatible(issues),
+            Some(None) => return true,
+            None => {}
+        }
+        if self.r.kind(r).is_primitive() && self.w.kind(w).is_primitive() {
+            return !incompatible(&self.calculate(r, w));
+        }
+        if !self.enter() {
+            return true;
+        }
+        self.verdicts.insert((r, w), true);
+        let outer = std::mem::replace(&mut self.verdict_only, true);
+        let verdict = !incompatible(&self.calculate(r, w));
+        self.verdict_only = outer;
+        self.verdicts.insert((r, w), verdict);
+        self.depth -= 1;
+        verdict
     }
 
     fn nested(&mut self, segment: &str, r: NodeId, w: NodeId, out: &mut Vec<Issue>) {
@@ -106,6 +166,12 @@ impl<'a> Checker<'a> {
         w: NodeId,
         out: &mut Vec<Issue>,
     ) {
+        if self.verdict_only {
+            if !self.compatible(r, w) {
+                out.push(type_mismatch::issue("", "", ""));
+            }
+            return;
+        }
         let issues = self.get(r, w);
         if issues.is_empty() {
             return;
@@ -182,7 +248,7 @@ impl<'a> Checker<'a> {
                 }
                 (Kind::Union(_), Kind::Union(wbs)) => {
                     for wb in wbs.clone() {
-                        if incompatible(&self.get(r, wb)) {
+                        if !self.compatible(r, wb) {
                             out.push(missing_union_branch::writer_branch(
                                 &format!("/{}", self.w.branch_label(wb)),
                                 &self.r.describe(r),
@@ -202,8 +268,15 @@ impl<'a> Checker<'a> {
             return out;
         }
         if let Kind::Union(rbs) = rk {
-            for rb in rbs.clone() {
-                if !incompatible(&self.get(rb, w)) {
+            // The branch named like the writer's type first: it is the one that matches
+            // when any does, which keeps a large union against its own types linear.
+            let label = self.w.branch_label(w);
+            let mut rbs = rbs.clone();
+            if let Some(i) = rbs.iter().position(|b| self.r.branch_label(*b) == label) {
+                rbs.swap(0, i);
+            }
+            for rb in rbs {
+                if self.compatible(rb, w) {
                     return out;
                 }
             }

@@ -122,6 +122,11 @@ fn nested(arena: &Arena, id: NodeId, path: &str, stack: &mut Vec<NodeId>) -> Vec
     if stack.contains(&id) || stack.len() >= MAX_DEPTH {
         return Vec::new();
     }
+    // A record used in many places is expanded at each, so the tree can be far larger than
+    // the schema: each field is charged to the check's budget, which stops the walk when spent.
+    if covenant_engine::budget::charge(8 * record.fields.len() as u64) {
+        return Vec::new();
+    }
     stack.push(id);
     let children = record
         .fields

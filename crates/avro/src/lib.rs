@@ -9,13 +9,14 @@ mod canonical;
 mod compat;
 mod datum;
 mod default;
+mod depth;
 mod fields;
 pub use fields::field_tree;
 mod model;
 mod parse;
 pub mod rules;
 
-use covenant_engine::{CheckOptions, Finding, Format, Reference, RuleSpec, SchemaError};
+use covenant_engine::{CheckOptions, Finding, Format, Limits, Reference, RuleSpec, SchemaError};
 
 pub use parse::MAX_DEPTH;
 
@@ -69,8 +70,12 @@ impl Format for AvroFormat {
     type Schema = AvroSchema;
     const NAME: &'static str = "AVRO";
 
-    fn parse(text: &str, references: &[Reference]) -> Result<AvroSchema, SchemaError> {
-        let arena = parse::parse(text, references)?;
+    fn parse_with(
+        text: &str,
+        references: &[Reference],
+        limits: &Limits,
+    ) -> Result<AvroSchema, SchemaError> {
+        let arena = parse::parse(text, references, limits)?;
         let canonical = canonical::parsing_canonical_form(&arena);
         Ok(AvroSchema { arena, canonical })
     }

@@ -2,7 +2,7 @@
 //! specification leaves room (Java is what Confluent runs).
 
 use crate::model::{Arena, Enum, Field, Fixed, Kind, Logical, Name, Named, Node, NodeId, Record};
-use covenant_engine::{Reference, SchemaError, SchemaErrorKind};
+use covenant_engine::{Counter, Limit, Limits, Reference, SchemaError, SchemaErrorKind};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
@@ -19,6 +19,9 @@ pub struct Parser {
     arena: Arena,
     names: HashMap<String, NodeId>,
     from_reference: bool,
+    limits: Limits,
+    named_types: Counter,
+    fields: Counter,
 }
 
 fn err(kind: SchemaErrorKind, path: &str, message: impl Into<String>) -> SchemaError {
@@ -52,12 +55,16 @@ fn primitive_kind(name: &str) -> Option<Kind> {
     })
 }
 
-/// Parses `text` with named types taken from `references` (dependencies first).
-pub fn parse(text: &str, references: &[Reference]) -> Result<Arena> {
+/// Parses `text` with named types taken from `references` (dependencies first), within
+/// `limits`.
+pub fn parse(text: &str, references: &[Reference], limits: &Limits) -> Result<Arena> {
     let mut parser = Parser {
         arena: Arena::default(),
         names: HashMap::new(),
         from_reference: true,
+        limits: *limits,
+        named_types: Counter::new(limits, Limit::NamedTypes),
+        fields: Counter::new(limits, Limit::Fields),
     };
     for reference in references {
         let json = read_json(&reference.schema).map_err(|e| {
@@ -79,6 +86,7 @@ pub fn parse(text: &str, references: &[Reference]) -> Result<Arena> {
     let json = read_json(text)?;
     let root = parser.node(&json, None, "", 0)?;
     parser.arena.root = root;
+    crate::depth::check(&parser.arena, limits)?;
     Ok(parser.arena)
 }
 
@@ -190,6 +198,7 @@ impl Parser {
         path: &str,
         depth: usize,
     ) -> Result<NodeId> {
+        self.limits.check(Limit::Branches, branches.len(), path)?;
         let mut ids = Vec::with_capacity(branches.len());
         let mut seen: HashSet<String> = HashSet::new();
         for (i, b) in branches.iter().enumerate() {
@@ -361,6 +370,7 @@ impl Parser {
         props: Map<String, Value>,
     ) -> Result<NodeId> {
         let full = named.name.full();
+        self.named_types.add(1, path)?;
         if self.names.contains_key(&full) {
             return Err(err(
                 SchemaErrorKind::Duplicate,
@@ -408,6 +418,8 @@ impl Parser {
             path,
             props,
         )?;
+        self.fields
+            .add(fields_json.len(), &format!("{path}/fields"))?;
         let mut fields = Vec::with_capacity(fields_json.len());
         let mut seen = HashSet::new();
         for (i, f) in fields_json.iter().enumerate() {
@@ -527,6 +539,11 @@ impl Parser {
                 ));
             }
         };
+        self.limits.check(
+            Limit::EnumSymbols,
+            symbols.len(),
+            &format!("{path}/symbols"),
+        )?;
         let mut seen = HashSet::new();
         for s in &symbols {
             if !valid_name(s) {

@@ -45,6 +45,8 @@ pub struct SchemaInputArgs {
     /// A folder whose .proto files can be imported, by their path relative to it. Repeatable.
     #[arg(long = "proto-path", value_name = "DIR")]
     pub proto_paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub limits: crate::limits::LimitArgs,
 }
 
 #[derive(clap::Args)]
@@ -139,14 +141,18 @@ fn load_history(
 ) -> Result<(ParsedSchema, Vec<(i64, ParsedSchema)>)> {
     let schema_type = schema_type_for(input, new)?;
     let references = load_references(input, schema_type)?;
-    let candidate = parse_file(schema_type, new, &references)?;
+    let limits = input.limits.limits();
+    let candidate = parse_file(schema_type, new, &references, &limits)?;
     let mut old_files = Vec::new();
     for path in old {
         expand(path, &mut old_files)?;
     }
     let mut history = Vec::new();
     for (i, path) in old_files.iter().enumerate() {
-        history.push((i as i64 + 1, parse_file(schema_type, path, &references)?));
+        history.push((
+            i as i64 + 1,
+            parse_file(schema_type, path, &references, &limits)?,
+        ));
     }
     Ok((candidate, history))
 }
@@ -161,14 +167,16 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
         .filter(|(v, _)| in_scope.contains(v))
         .map(|(v, s)| (*v, s))
         .collect();
-    let report = covenant_policy::judge(
-        level,
-        &candidate,
-        &history_refs,
-        &options,
-        &context,
-        &settings,
-    );
+    let report = within_budget(&args.input, || {
+        covenant_policy::judge(
+            level,
+            &candidate,
+            &history_refs,
+            &options,
+            &context,
+            &settings,
+        )
+    })?;
     match args.output {
         Output::Text => print!("{}", render_text(&report)),
         Output::Json => println!("{}", serde_json::to_string_pretty(&render_json(&report))?),
@@ -186,6 +194,16 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Runs a verdict or plan within the check budget the flags set, like the registry does; a
+/// spent budget is invalid input (exit 2).
+fn within_budget<T>(input: &SchemaInputArgs, f: impl FnOnce() -> T) -> Result<T> {
+    input
+        .limits
+        .budget()
+        .run(f)
+        .map_err(|e| InvalidInput(e.to_string()).into())
 }
 
 /// The version numbers `--scope-versions` keeps (every one when it is empty).
@@ -244,13 +262,15 @@ pub fn run_plan(args: PlanArgs) -> Result<ExitCode> {
     let Some((version, latest)) = history.last() else {
         return Err(InvalidInput("no earlier version given".into()).into());
     };
-    let plan = covenant_policy::rollout(
-        &candidate,
-        (*version, latest),
-        &options,
-        &context,
-        &settings,
-    );
+    let plan = within_budget(&args.input, || {
+        covenant_policy::rollout(
+            &candidate,
+            (*version, latest),
+            &options,
+            &context,
+            &settings,
+        )
+    })?;
     match args.output {
         Output::Json | Output::Sarif => println!("{}", serde_json::to_string_pretty(&plan)?),
         Output::Text => print!("{}", plan.render_text()),
@@ -273,7 +293,12 @@ pub struct CanonicalArgs {
 pub fn run_canonical(args: CanonicalArgs) -> Result<ExitCode> {
     let schema_type = schema_type_for(&args.input, &args.file)?;
     let references = load_references(&args.input, schema_type)?;
-    let schema = parse_file(schema_type, &args.file, &references)?;
+    let schema = parse_file(
+        schema_type,
+        &args.file,
+        &references,
+        &args.input.limits.limits(),
+    )?;
     match &schema {
         ParsedSchema::Avro(avro) => println!("{}", avro.canonical_form()),
         other => println!("{}", other.normalized()),
@@ -284,7 +309,12 @@ pub fn run_canonical(args: CanonicalArgs) -> Result<ExitCode> {
 pub fn run_fingerprint(args: CanonicalArgs) -> Result<ExitCode> {
     let schema_type = schema_type_for(&args.input, &args.file)?;
     let references = load_references(&args.input, schema_type)?;
-    let schema = parse_file(schema_type, &args.file, &references)?;
+    let schema = parse_file(
+        schema_type,
+        &args.file,
+        &references,
+        &args.input.limits.limits(),
+    )?;
     match &schema {
         ParsedSchema::Avro(avro) => {
             let rabin = avro.rabin_fingerprint();
@@ -313,6 +343,8 @@ pub struct ValidateArgs {
     /// JSON documents to validate.
     #[arg(required = true)]
     pub documents: Vec<PathBuf>,
+    #[command(flatten)]
+    pub limits: crate::limits::LimitArgs,
 }
 
 pub fn run_validate(args: ValidateArgs) -> Result<ExitCode> {
@@ -320,9 +352,15 @@ pub fn run_validate(args: ValidateArgs) -> Result<ExitCode> {
         format: Some("json".into()),
         references: args.references,
         proto_paths: Vec::new(),
+        limits: args.limits,
     };
     let references = load_references(&input, SchemaType::Json)?;
-    let ParsedSchema::Json(schema) = parse_file(SchemaType::Json, &args.schema, &references)?
+    let ParsedSchema::Json(schema) = parse_file(
+        SchemaType::Json,
+        &args.schema,
+        &references,
+        &input.limits.limits(),
+    )?
     else {
         bail!("internal: JSON Schema parse returned another format");
     };
@@ -455,9 +493,10 @@ fn parse_file(
     schema_type: SchemaType,
     path: &Path,
     references: &[Reference],
+    limits: &covenant_engine::Limits,
 ) -> Result<ParsedSchema> {
     let text = read(path)?;
-    ParsedSchema::parse(schema_type, &text, references).map_err(|e| {
+    ParsedSchema::parse_with(schema_type, &text, references, limits).map_err(|e| {
         InvalidInput(format!(
             "{}: invalid {schema_type} schema: {e}",
             path.display()

@@ -4,6 +4,7 @@
 mod auth;
 mod check;
 mod governance;
+mod limits;
 mod samples;
 mod serve;
 mod transfer;

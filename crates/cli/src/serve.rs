@@ -58,6 +58,8 @@ pub struct ServeArgs {
     pub clock_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub auth: crate::auth::ServeAuthArgs,
+    #[command(flatten)]
+    pub limits: crate::limits::LimitArgs,
 }
 
 fn init_logging(format: LogFormat) {
@@ -156,6 +158,8 @@ async fn open_registry(
             .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
         let registry = Registry::new(Arc::new(store))
             .with_cache_entries(args.cache_entries)
+            .with_schema_limits(args.limits.limits())
+            .with_check_budget(args.limits.budget())
             .with_samples(Arc::new(samples));
         return Ok((Arc::new(registry), Arc::new(governance)));
     };
@@ -178,6 +182,8 @@ async fn open_registry(
     let registry = Arc::new(
         Registry::new(Arc::new(store))
             .with_cache_entries(args.cache_entries)
+            .with_schema_limits(args.limits.limits())
+            .with_check_budget(args.limits.budget())
             .with_samples(Arc::new(samples)),
     );
     let follower = Arc::downgrade(&registry);

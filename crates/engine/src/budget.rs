@@ -10,7 +10,8 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Limits for one request. `None` fields are unlimited.
@@ -50,15 +51,16 @@ impl fmt::Display for BudgetExceeded {
 
 impl std::error::Error for BudgetExceeded {}
 
+/// The state of one installed budget, shared with threads a walk spawns ([`inherit`]).
 struct Active {
     budget: Budget,
     started: Instant,
-    work: u64,
-    exceeded: Option<BudgetExceeded>,
+    work: AtomicU64,
+    exceeded: Mutex<Option<BudgetExceeded>>,
 }
 
 thread_local! {
-    static ACTIVE: RefCell<Vec<Active>> = const { RefCell::new(Vec::new()) };
+    static ACTIVE: RefCell<Vec<Arc<Active>>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Budget {
@@ -78,60 +80,106 @@ impl Budget {
     }
 
     /// Runs `f` under this budget on the current thread. Budgets nest: an inner budget is
-    /// checked first, and spending it does not spend the outer one.
+    /// checked first, and spending it does not spend the outer one. An inner budget without a
+    /// cancel flag takes the enclosing one's: when the caller stops waiting, everything
+    /// running for it stops, whatever time or work it was allowed.
     pub fn run<T>(&self, f: impl FnOnce() -> T) -> Result<T, BudgetExceeded> {
-        ACTIVE.with(|a| {
-            a.borrow_mut().push(Active {
-                budget: self.clone(),
-                started: Instant::now(),
-                work: 0,
-                exceeded: None,
-            })
-        });
-        struct Pop;
-        impl Drop for Pop {
-            fn drop(&mut self) {
-                ACTIVE.with(|a| {
-                    a.borrow_mut().pop();
-                });
-            }
+        let mut budget = self.clone();
+        if budget.cancelled.is_none() {
+            budget.cancelled = ACTIVE.with(|a| {
+                a.borrow()
+                    .last()
+                    .and_then(|outer| outer.budget.cancelled.clone())
+            });
         }
-        let pop = Pop;
-        let value = f();
-        let exceeded = ACTIVE.with(|a| a.borrow().last().and_then(|b| b.exceeded));
-        drop(pop);
-        match exceeded {
+        let active = Arc::new(Active {
+            budget,
+            started: Instant::now(),
+            work: AtomicU64::new(0),
+            exceeded: Mutex::new(None),
+        });
+        let value = Installed::install(active.clone(), f);
+        match *lock(&active.exceeded) {
             Some(e) => Err(e),
             None => Ok(value),
         }
     }
 }
 
-fn poll(active: &mut Active, units: u64) -> bool {
-    if active.exceeded.is_some() {
+/// Installs a budget on the current thread for the duration of one call, uninstalling it
+/// even when the call unwinds.
+struct Installed;
+
+impl Installed {
+    fn install<T>(active: Arc<Active>, f: impl FnOnce() -> T) -> T {
+        ACTIVE.with(|a| a.borrow_mut().push(active));
+        let _installed = Installed;
+        f()
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        ACTIVE.with(|a| {
+            a.borrow_mut().pop();
+        });
+    }
+}
+
+/// The budget of the current thread, to carry into a thread a walk spawns (a walk that
+/// needs its own stack): [`Inherited::run`] there charges the same budget.
+pub fn inherit() -> Inherited {
+    Inherited(ACTIVE.with(|a| a.borrow().last().cloned()))
+}
+
+/// A handle on the current budget (or on none), see [`inherit`].
+#[derive(Clone)]
+pub struct Inherited(Option<Arc<Active>>);
+
+impl Inherited {
+    /// Runs `f` on this thread under the inherited budget.
+    pub fn run<T>(&self, f: impl FnOnce() -> T) -> T {
+        match &self.0 {
+            Some(active) => Installed::install(active.clone(), f),
+            None => f(),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn poll(active: &Active, units: u64) -> bool {
+    let mut exceeded = lock(&active.exceeded);
+    if exceeded.is_some() {
         return true;
     }
-    active.work = active.work.saturating_add(units);
+    let work = active
+        .work
+        .fetch_add(units, Ordering::Relaxed)
+        .saturating_add(units);
     if let Some(max) = active.budget.max_work
-        && active.work > max
+        && work > max
     {
-        active.exceeded = Some(BudgetExceeded::Work(max));
+        *exceeded = Some(BudgetExceeded::Work(max));
     } else if let Some(flag) = &active.budget.cancelled
         && flag.load(Ordering::Relaxed)
     {
-        active.exceeded = Some(BudgetExceeded::Cancelled);
+        *exceeded = Some(BudgetExceeded::Cancelled);
     } else if let Some(deadline) = active.budget.deadline
         && Instant::now() >= deadline
     {
-        active.exceeded = Some(BudgetExceeded::Time(deadline - active.started));
+        *exceeded = Some(BudgetExceeded::Time(deadline - active.started));
     }
-    active.exceeded.is_some()
+    exceeded.is_some()
 }
 
 /// Charges `units` of work to the current budget; true when the budget is spent and the
 /// caller should stop. Without a budget installed it is always false.
 pub fn charge(units: u64) -> bool {
-    ACTIVE.with(|a| a.borrow_mut().last_mut().is_some_and(|b| poll(b, units)))
+    let active = ACTIVE.with(|a| a.borrow().last().cloned());
+    active.is_some_and(|b| poll(&b, units))
 }
 
 /// True when the current budget is spent (polls the clock and the cancel flag).
@@ -175,6 +223,39 @@ mod tests {
             spent()
         });
         assert_eq!(r, Err(BudgetExceeded::Cancelled));
+    }
+
+    #[test]
+    fn an_inherited_budget_is_charged_from_another_thread() {
+        let r = Budget::new(None, Some(10)).run(|| {
+            let inherited = inherit();
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| inherited.run(|| charge(11)))
+                    .join()
+                    .unwrap_or(false)
+            })
+        });
+        assert_eq!(r, Err(BudgetExceeded::Work(10)));
+        assert!(!inherit().run(|| charge(1000)), "nothing installed");
+    }
+
+    #[test]
+    fn an_inner_budget_stops_when_the_outer_one_is_cancelled() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let outer = Budget::default().with_cancel(flag.clone()).run(|| {
+            Budget::new(None, Some(1_000)).run(|| {
+                flag.store(true, Ordering::Relaxed);
+                spent()
+            })
+        });
+        assert_eq!(outer, Ok(Err(BudgetExceeded::Cancelled)));
+        // An inner budget with its own flag keeps it.
+        let own = Arc::new(AtomicBool::new(false));
+        let outer = Budget::default()
+            .with_cancel(flag.clone())
+            .run(|| Budget::default().with_cancel(own.clone()).run(spent));
+        assert_eq!(outer, Ok(Ok(false)));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-use crate::Finding;
+use crate::{Finding, Limits};
 use std::fmt;
 
 /// A schema that another schema refers to, as a registry supplies it: Confluent-style
@@ -75,6 +75,8 @@ pub enum SchemaErrorKind {
     InvalidName,
     /// A structurally invalid construct (bad union, wrong keyword type, ...).
     Invalid,
+    /// Valid, but larger or deeper than a configured [`crate::Limits`] value allows.
+    LimitExceeded,
 }
 
 /// A schema text that cannot be used, with the path of the offending element.
@@ -116,7 +118,19 @@ pub trait Format {
     /// The Confluent `schemaType` name: `AVRO`, `JSON` or `PROTOBUF`.
     const NAME: &'static str;
 
-    fn parse(text: &str, references: &[Reference]) -> Result<Self::Schema, SchemaError>;
+    /// Parses with the default [`Limits`].
+    fn parse(text: &str, references: &[Reference]) -> Result<Self::Schema, SchemaError> {
+        Self::parse_with(text, references, &Limits::default())
+    }
+
+    /// Parses, refusing a schema that exceeds `limits` with a
+    /// [`SchemaErrorKind::LimitExceeded`] error; a schema that parses can be walked by every
+    /// check in bounded stack.
+    fn parse_with(
+        text: &str,
+        references: &[Reference],
+        limits: &Limits,
+    ) -> Result<Self::Schema, SchemaError>;
 
     /// The normalized text used for `normalize=true` lookups and identity.
     fn normalized(schema: &Self::Schema) -> String;

@@ -13,6 +13,7 @@ mod fields;
 mod finding;
 mod format;
 mod level;
+mod limits;
 mod render;
 mod rule;
 
@@ -22,5 +23,6 @@ pub use format::{
     CheckOptions, Format, JsonPolicy, ProtobufStrictness, Reference, SchemaError, SchemaErrorKind,
 };
 pub use level::{Direction, Level, PriorVersion, Report, check_history, check_pair};
+pub use limits::{Counter, Limit, Limits, bracket_depth};
 pub use render::{render_json, render_sarif, render_text};
 pub use rule::{RuleCatalog, RuleSpec, rules_markdown};

@@ -111,6 +111,7 @@ pub fn error_code(e: &RegistryError) -> u32 {
         RegistryError::InvalidSample(_) => 42230,
         RegistryError::SampleLimitReached { .. } => 42231,
         RegistryError::SamplePayloadTooLarge(_) => 41301,
+        RegistryError::CheckBudgetExceeded(_) => 42250,
         _ => 50001,
     }
 }
@@ -187,6 +188,13 @@ mod tests {
             ),
             (RegistryError::InvalidVersion("x".into()), 422, 42202),
             (RegistryError::Referenced("s".into(), 1), 422, 42206),
+            (
+                RegistryError::CheckBudgetExceeded(covenant_engine::budget::BudgetExceeded::Work(
+                    10,
+                )),
+                422,
+                42250,
+            ),
             (RegistryError::Store("x".into()), 500, 50001),
         ];
         for (e, status, code) in cases {

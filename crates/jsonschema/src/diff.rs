@@ -184,6 +184,21 @@ fn value_set(values: &[Value]) -> HashSet<String> {
     values.iter().map(crate::model::canonical).collect()
 }
 
+/// Name to value, for lookups by name in keyword lists (`properties`, dependencies).
+fn index<T>(pairs: &[(String, T)]) -> HashMap<&str, &T> {
+    pairs.iter().map(|(k, v)| (k.as_str(), v)).collect()
+}
+
+/// The names of `a` then those of `b` not in `a`, each once.
+fn all_keys<T>(a: &[(String, T)], b: &[(String, T)]) -> Vec<String> {
+    let mut seen = HashSet::new();
+    a.iter()
+        .chain(b)
+        .filter(|(k, _)| seen.insert(k.as_str()))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
 /// Maximum bipartite matching (augmenting paths); edges are (left, right) indexes.
 fn max_matching(left: usize, right: usize, edges: &[(usize, usize)]) -> Vec<(usize, usize)> {
     let mut adjacency = vec![Vec::new(); left];
@@ -250,6 +265,9 @@ impl Shared<'_> {
         let key = (original, update);
         let relative = if let Some(cached) = self.memo.get(&key) {
             cached.clone()
+        } else if covenant_engine::budget::charge(1) {
+            // The budget is spent: the caller discards this partial result.
+            return;
         } else if !self.in_progress.insert(key) {
             match self.seed.get(&key) {
                 Some(seeded) => seeded.clone(),
@@ -771,11 +789,12 @@ impl Shared<'_> {
                 );
             }
         }
+        let (prematched, rest_o, rest_u) = self.identical_branches(&os, &us);
         let mut edges = Vec::new();
         let mut edge_diffs: HashMap<(usize, usize), Vec<Diff>> = HashMap::new();
-        for (i, &o) in os.iter().enumerate() {
-            ctx.path.push(format!("{}/{}", oc.keyword(), i));
-            for (j, &u) in us.iter().enumerate() {
+        for (i, &(index, o)) in rest_o.iter().enumerate() {
+            ctx.path.push(format!("{}/{}", oc.keyword(), index));
+            for (j, &u) in rest_u.iter().enumerate() {
                 let mut sub = ctx.sub();
                 self.compare(&mut sub, Some(o), Some(u));
                 if sub.compatible(self.policy) {
@@ -785,15 +804,49 @@ impl Shared<'_> {
             }
             ctx.path.pop();
         }
-        let matching = max_matching(os.len(), us.len(), &edges);
+        let matching = max_matching(rest_o.len(), rest_u.len(), &edges);
         for edge in &matching {
             if let Some(d) = edge_diffs.remove(edge) {
                 ctx.diffs.extend(d);
             }
         }
-        if matching.len() < os.len().min(us.len()) {
+        if prematched + matching.len() < os.len().min(us.len()) {
             ctx.add(&combined_type::COMBINED_TYPE_SUBSCHEMAS_CHANGED, format!("Some branches of the '{}' at {} have no compatible counterpart in the new schema.", oc.keyword(), ctx.here()));
         }
+    }
+
+    /// Pairs branches whose text is identical and free of references (so they mean the same
+    /// in both schemas) without comparing them, and returns how many were paired and the
+    /// branches left on each side. Comparing every branch with every other is a product of
+    /// the two sizes; this keeps the common change, a branch added to a large `anyOf`, linear.
+    fn identical_branches(
+        &self,
+        os: &[NodeId],
+        us: &[NodeId],
+    ) -> (usize, Vec<(usize, NodeId)>, Vec<NodeId>) {
+        // `$ref`, `$dynamicRef`, `$recursiveRef`: the same text may point at different targets.
+        let comparable =
+            |text: &str| !text.is_empty() && !text.contains("$ref\"") && !text.contains("Ref\"");
+        let mut by_text: HashMap<&str, Vec<NodeId>> = HashMap::new();
+        for &u in us.iter().rev() {
+            let text = self.r.nodes[u].canonical.as_str();
+            if comparable(text) {
+                by_text.entry(text).or_default().push(u);
+            }
+        }
+        let mut paired = HashSet::new();
+        let mut rest_o = Vec::new();
+        for (index, &o) in os.iter().enumerate() {
+            let text = self.w.nodes[o].canonical.as_str();
+            match by_text.get_mut(text).and_then(Vec::pop) {
+                Some(u) => {
+                    paired.insert(u);
+                }
+                None => rest_o.push((index, o)),
+            }
+        }
+        let rest_u = us.iter().copied().filter(|u| !paired.contains(u)).collect();
+        (paired.len(), rest_o, rest_u)
     }
 
     fn w_open(&self, o: &ObjectNode) -> bool {
@@ -834,14 +887,18 @@ impl Shared<'_> {
     }
 
     fn object(&mut self, ctx: &mut Ctx, o: &ObjectNode, u: &ObjectNode) {
-        let u_has = |k: &str| u.properties.iter().find(|(n, _)| n == k).map(|(_, id)| *id);
-        let o_has = |k: &str| o.properties.iter().find(|(n, _)| n == k).map(|(_, id)| *id);
+        // Indexed once: objects with tens of thousands of properties stay linear.
+        let (u_props, o_props) = (index(&u.properties), index(&o.properties));
+        let u_has = |k: &str| u_props.get(k).map(|id| **id);
+        let o_has = |k: &str| o_props.get(k).map(|id| **id);
+        let o_required: HashSet<&str> = o.required.iter().map(String::as_str).collect();
+        let u_required: HashSet<&str> = u.required.iter().map(String::as_str).collect();
         // required
         ctx.path.push("required".into());
         for (key, _) in &o.properties {
             let Some(uid) = u_has(key) else { continue };
-            let was = o.required.contains(key);
-            let is = u.required.contains(key);
+            let was = o_required.contains(key.as_str());
+            let is = u_required.contains(key.as_str());
             ctx.path.push(key.clone());
             if was && !is {
                 ctx.add(
@@ -868,12 +925,7 @@ impl Shared<'_> {
         ctx.path.pop();
         // properties
         ctx.path.push("properties".into());
-        let mut keys: Vec<String> = o.properties.iter().map(|(k, _)| k.clone()).collect();
-        for (k, _) in &u.properties {
-            if !keys.contains(k) {
-                keys.push(k.clone());
-            }
-        }
+        let keys = all_keys(&o.properties, &u.properties);
         for key in keys {
             ctx.path.push(key.clone());
             match (o_has(&key), u_has(&key)) {
@@ -905,7 +957,7 @@ impl Shared<'_> {
                     }
                 }
                 (None, Some(us)) => {
-                    let required = u.required.contains(&key);
+                    let required = u_required.contains(key.as_str());
                     let has_default = self.r.nodes[us].default.is_some();
                     if self.w_open(o) {
                         if self.is_empty_r(us) {
@@ -963,27 +1015,18 @@ impl Shared<'_> {
         ctx.path.pop();
         // dependencies
         ctx.path.push("dependencies".into());
-        let mut keys: Vec<String> = o
-            .property_dependencies
-            .iter()
-            .map(|(k, _)| k.clone())
-            .collect();
-        for (k, _) in &u.property_dependencies {
-            if !keys.contains(k) {
-                keys.push(k.clone());
-            }
-        }
+        let keys = all_keys(&o.property_dependencies, &u.property_dependencies);
+        let (o_index, u_index) = (
+            index(&o.property_dependencies),
+            index(&u.property_dependencies),
+        );
         for key in keys {
-            let od = o
-                .property_dependencies
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| v.iter().cloned().collect::<HashSet<_>>());
-            let ud = u
-                .property_dependencies
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| v.iter().cloned().collect::<HashSet<_>>());
+            let od = o_index
+                .get(key.as_str())
+                .map(|v| v.iter().cloned().collect::<HashSet<_>>());
+            let ud = u_index
+                .get(key.as_str())
+                .map(|v| v.iter().cloned().collect::<HashSet<_>>());
             ctx.path.push(key.clone());
             match (od, ud) {
                 (_, None) => ctx.add(
@@ -1016,27 +1059,11 @@ impl Shared<'_> {
             }
             ctx.path.pop();
         }
-        let mut keys: Vec<String> = o
-            .schema_dependencies
-            .iter()
-            .map(|(k, _)| k.clone())
-            .collect();
-        for (k, _) in &u.schema_dependencies {
-            if !keys.contains(k) {
-                keys.push(k.clone());
-            }
-        }
+        let keys = all_keys(&o.schema_dependencies, &u.schema_dependencies);
+        let (o_index, u_index) = (index(&o.schema_dependencies), index(&u.schema_dependencies));
         for key in keys {
-            let od = o
-                .schema_dependencies
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| *v);
-            let ud = u
-                .schema_dependencies
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| *v);
+            let od = o_index.get(key.as_str()).map(|id| **id);
+            let ud = u_index.get(key.as_str()).map(|id| **id);
             ctx.path.push(key.clone());
             match (od, ud) {
                 (_, None) => ctx.add(

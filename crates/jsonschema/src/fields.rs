@@ -182,8 +182,17 @@ fn describe(
     } else if node.type_name.split('|').any(|t| t == "array")
         && let Some(items) = effective.get("items").filter(|i| i.is_object())
     {
-        let (items, _) = resolve(doc, items);
-        node.children = properties(doc, items, &format!("{path}/items"), refs, depth);
+        // The items' `$ref` is followed like a property's: a repeated one (`"items":
+        // {"$ref": "#"}`, a tree) stops the descent.
+        let (items, item_ref) = resolve(doc, items);
+        let repeated = item_ref.is_some_and(|r| refs.iter().any(|seen| seen == r));
+        if !repeated && depth < MAX_DEPTH {
+            refs.extend(item_ref.map(str::to_string));
+            node.children = properties(doc, items, &format!("{path}/items"), refs, depth + 1);
+            if item_ref.is_some() {
+                refs.pop();
+            }
+        }
     }
     if taken.is_some() {
         refs.pop();
@@ -205,6 +214,12 @@ fn properties(
     let Some(Value::Object(props)) = schema.get("properties") else {
         return Vec::new();
     };
+    // Shared definitions are expanded at every use, so the tree can be far larger than the
+    // text (each level referring twice to the one below doubles it): each node is charged to
+    // the check's budget, which stops the walk when spent.
+    if covenant_engine::budget::charge(8 * props.len() as u64) {
+        return Vec::new();
+    }
     props
         .iter()
         .map(|(name, sub)| {
@@ -219,6 +234,11 @@ fn properties(
 
 /// The non-null types a schema allows, and whether it allows null.
 fn types_of(doc: &Value, schema: &Value) -> (Vec<String>, bool) {
+    types_within(doc, schema, MAX_DEPTH)
+}
+
+/// `types_of` through at most `hops` nullable wrappers (`$ref`s can make them a cycle).
+fn types_within(doc: &Value, schema: &Value, hops: usize) -> (Vec<String>, bool) {
     let listed: Vec<String> = match schema.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
         Some(Value::Array(ts)) => ts
@@ -236,7 +256,8 @@ fn types_of(doc: &Value, schema: &Value) -> (Vec<String>, bool) {
         );
     }
     match nullable_branch(doc, schema) {
-        Some(branch) => (types_of(doc, branch).0, true),
+        Some(branch) if hops > 0 => (types_within(doc, branch, hops - 1).0, true),
+        Some(_) => (Vec::new(), true),
         None => (Vec::new(), false),
     }
 }

@@ -13,7 +13,7 @@ mod model;
 pub mod rules;
 
 use covenant_engine::{
-    CheckOptions, Finding, Format, Reference, RuleSpec, SchemaError, SchemaErrorKind,
+    CheckOptions, Finding, Format, Limits, Reference, RuleSpec, SchemaError, SchemaErrorKind,
 };
 use model::{Dialect, Loader, Model};
 use serde_json::Value;
@@ -150,7 +150,11 @@ impl Format for JsonSchemaFormat {
     type Schema = JsonSchema;
     const NAME: &'static str = "JSON";
 
-    fn parse(text: &str, references: &[Reference]) -> Result<JsonSchema, SchemaError> {
+    fn parse_with(
+        text: &str,
+        references: &[Reference],
+        limits: &Limits,
+    ) -> Result<JsonSchema, SchemaError> {
         let value: Value = serde_json::from_str(text).map_err(|e| {
             SchemaError::new(
                 SchemaErrorKind::Syntax,
@@ -191,7 +195,7 @@ impl Format for JsonSchemaFormat {
             }
         };
         meta_validate(&value, dialect)?;
-        let model = Loader::new(value.clone(), dialect, references)?.load_root()?;
+        let model = Loader::new(value.clone(), dialect, references, limits)?.load_root()?;
         Ok(JsonSchema {
             text: text.to_string(),
             value,
@@ -211,11 +215,13 @@ impl Format for JsonSchemaFormat {
         let policy = options.json_policy;
         // Deeply nested or mutually recursive schemas recurse deeply; give the walk its own
         // generous stack instead of depending on the caller's thread.
+        // The walk charges the caller's budget from its own thread.
+        let budget = covenant_engine::budget::inherit();
         let diffs = std::thread::scope(|scope| {
             std::thread::Builder::new()
                 .stack_size(256 * 1024 * 1024)
                 .spawn_scoped(scope, || {
-                    diff::compare(&writer.model, &reader.model, policy)
+                    budget.run(|| diff::compare(&writer.model, &reader.model, policy))
                 })
                 .ok()
                 .and_then(|handle| handle.join().ok())

@@ -6,7 +6,7 @@
 //! their own nodes, and several of these side by side become a synthetic `allOf`. Matching the
 //! grouping is what makes our verdicts agree with Confluent's on the same pair of texts.
 
-use covenant_engine::{Reference, SchemaError, SchemaErrorKind};
+use covenant_engine::{Counter, Limit, Limits, Reference, SchemaError, SchemaErrorKind};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -284,6 +284,11 @@ pub struct Loader {
     anchors: HashMap<(String, String), Location>,
     loaded: HashMap<Location, NodeId>,
     nodes: Vec<Node>,
+    limits: Limits,
+    /// How many `load`s are in progress: the nesting depth, counting `$ref` hops.
+    depth: usize,
+    fields: Counter,
+    definitions: Counter,
 }
 
 fn err(kind: SchemaErrorKind, path: &str, message: impl Into<String>) -> SchemaError {
@@ -373,6 +378,7 @@ impl Loader {
         root: Value,
         dialect: Dialect,
         references: &[Reference],
+        limits: &Limits,
     ) -> Result<Loader, SchemaError> {
         let mut docs = Vec::new();
         for reference in references {
@@ -408,6 +414,10 @@ impl Loader {
             anchors: HashMap::new(),
             loaded: HashMap::new(),
             nodes: Vec::new(),
+            limits: *limits,
+            depth: 0,
+            fields: Counter::new(limits, Limit::Fields),
+            definitions: Counter::new(limits, Limit::NamedTypes),
         };
         for index in 0..loader.docs.len() {
             let base = loader.docs[index].base.clone();
@@ -603,10 +613,15 @@ impl Loader {
                 "'$ref' points at a location that does not exist.",
             )
         })?;
+        // Loading recurses once per nesting level and `$ref` hop (a location already being
+        // loaded is not entered again, so cycles cost nothing); the limit bounds the stack.
+        self.limits.check(Limit::Depth, self.depth + 1, &path)?;
         let id = self.push(Node::bare(Kind::Pending));
         self.loaded.insert(location.clone(), id);
-        let node = self.build(&location, &value)?;
-        self.nodes[id] = node;
+        self.depth += 1;
+        let node = self.build(&location, &value);
+        self.depth -= 1;
+        self.nodes[id] = node?;
         Ok(id)
     }
 
@@ -664,6 +679,8 @@ impl Loader {
                     "'enum' must be an array.",
                 )
             })?;
+            self.limits
+                .check(Limit::EnumSymbols, values.len(), &format!("{path}/enum"))?;
             parts.push(self.push(Node::bare(Kind::Enum(values.clone()))));
         }
         let mut combined = Vec::new();
@@ -678,6 +695,11 @@ impl Loader {
                     format!("'{}' must be an array of schemas.", criterion.keyword()),
                 )
             })?;
+            self.limits.check(
+                Limit::Branches,
+                items.len(),
+                &format!("{path}/{}", criterion.keyword()),
+            )?;
             let mut subs = Vec::new();
             for i in 0..items.len() {
                 subs.push(self.child(location, &format!("{}/{i}", criterion.keyword()))?);
@@ -742,6 +764,8 @@ impl Loader {
         }
         for defs in ["definitions", "$defs"] {
             if let Some(Value::Object(entries)) = map.get(defs) {
+                self.definitions
+                    .add(entries.len(), &format!("{path}/{defs}"))?;
                 let keys: Vec<String> = entries.keys().cloned().collect();
                 for key in keys {
                     self.child(location, &format!("{defs}/{}", escape(&key)))?;
@@ -956,6 +980,8 @@ impl Loader {
                     "'properties' must be an object.",
                 )
             })?;
+            self.fields
+                .add(props.len(), &format!("{path}/properties"))?;
             let keys: Vec<String> = props.keys().cloned().collect();
             for key in keys {
                 let child = self.child(location, &format!("properties/{}", escape(&key)))?;

@@ -38,6 +38,7 @@ mod builtin;
 mod confluent;
 mod fields;
 pub use fields::field_tree;
+mod limits;
 mod parse;
 mod print;
 pub mod rules;
@@ -47,7 +48,7 @@ pub use wire::{decode_message_indexes, encode_message_indexes};
 
 use base64::Engine;
 use covenant_engine::{
-    CheckOptions, Finding, Format, ProtobufStrictness, Reference, RuleSpec, SchemaError,
+    CheckOptions, Finding, Format, Limits, ProtobufStrictness, Reference, RuleSpec, SchemaError,
     SchemaErrorKind,
 };
 use parse::Source;
@@ -72,6 +73,15 @@ impl ProtobufSchema {
         b64: &str,
         references: &[Reference],
     ) -> Result<ProtobufSchema, SchemaError> {
+        Self::from_descriptor_base64_with(b64, references, &Limits::default())
+    }
+
+    /// [`ProtobufSchema::from_descriptor_base64`] within `limits`.
+    pub fn from_descriptor_base64_with(
+        b64: &str,
+        references: &[Reference],
+        limits: &Limits,
+    ) -> Result<ProtobufSchema, SchemaError> {
         let fd = parse::decode_descriptor(b64).ok_or_else(|| {
             SchemaError::new(
                 SchemaErrorKind::Syntax,
@@ -83,6 +93,7 @@ impl ProtobufSchema {
         let pool = parse::compile(
             &[(name.clone(), Source::Descriptor(Box::new(fd)))],
             references,
+            limits,
         )?;
         let mut schema = ProtobufSchema {
             pool,
@@ -104,7 +115,7 @@ impl ProtobufSchema {
             .iter()
             .map(|(n, t)| (n.clone(), Source::Text(t.clone())))
             .collect();
-        let pool = parse::compile(&own, references)?;
+        let pool = parse::compile(&own, references, &Limits::default())?;
         Ok(ProtobufSchema {
             pool,
             own: files.iter().map(|(n, _)| n.clone()).collect(),
@@ -249,11 +260,16 @@ impl Format for ProtobufFormat {
 
     /// Text first; if that fails and the input is a base64 `FileDescriptorProto` (as Confluent
     /// clients send), the descriptor. The text's error is reported when neither works.
-    fn parse(text: &str, references: &[Reference]) -> Result<ProtobufSchema, SchemaError> {
+    fn parse_with(
+        text: &str,
+        references: &[Reference],
+        limits: &Limits,
+    ) -> Result<ProtobufSchema, SchemaError> {
         let name = parse::main_file_name(references);
         match parse::compile(
             &[(name.clone(), Source::Text(text.to_string()))],
             references,
+            limits,
         ) {
             Ok(pool) => Ok(ProtobufSchema {
                 pool,
@@ -263,7 +279,7 @@ impl Format for ProtobufFormat {
             }),
             Err(text_error) => {
                 if parse::decode_descriptor(text).is_some() {
-                    ProtobufSchema::from_descriptor_base64(text, references)
+                    ProtobufSchema::from_descriptor_base64_with(text, references, limits)
                 } else {
                     Err(text_error)
                 }

@@ -2,7 +2,7 @@
 
 use crate::builtin;
 use base64::Engine;
-use covenant_engine::{Reference, SchemaError, SchemaErrorKind};
+use covenant_engine::{Limits, Reference, SchemaError, SchemaErrorKind};
 use prost::Message;
 use prost_reflect::DescriptorPool;
 use prost_types::FileDescriptorProto;
@@ -70,6 +70,7 @@ pub(crate) fn main_file_name(references: &[Reference]) -> String {
 pub(crate) fn compile(
     own: &[(String, Source)],
     references: &[Reference],
+    limits: &Limits,
 ) -> Result<DescriptorPool, SchemaError> {
     let mut files: HashMap<String, Source> = HashMap::new();
     for r in references {
@@ -81,6 +82,11 @@ pub(crate) fn compile(
     }
     for (name, source) in own {
         files.insert(name.clone(), source.clone());
+    }
+    for (name, source) in &files {
+        if let Source::Text(text) = source {
+            crate::limits::prescan(name, text, limits)?;
+        }
     }
     let builtins: HashMap<String, Source> = builtin::FILES
         .iter()
@@ -97,7 +103,9 @@ pub(crate) fn compile(
             .open_file(name)
             .map_err(|e| to_schema_error(&e, name))?;
     }
-    Ok(compiler.descriptor_pool())
+    let pool = compiler.descriptor_pool();
+    crate::limits::check_pool(&pool, limits)?;
+    Ok(pool)
 }
 
 /// Turns a protox error into a typed error whose path is `file:line:column` where known.
@@ -152,7 +160,7 @@ mod tests {
             "schema.proto".to_string(),
             Source::Text("syntax = \"proto3\";\nmessage A {\n  string a = 1\n}\n".into()),
         )];
-        let err = compile(&own, &[]).unwrap_err();
+        let err = compile(&own, &[], &Limits::default()).unwrap_err();
         assert_eq!(err.kind, SchemaErrorKind::Syntax);
         assert!(err.path.starts_with("schema.proto:"), "{}", err.path);
         assert_eq!(err.path.split(':').count(), 3, "{}", err.path);
@@ -164,7 +172,7 @@ mod tests {
             "schema.proto".to_string(),
             Source::Text("syntax = \"proto3\";\nimport \"nope.proto\";\n".into()),
         )];
-        let err = compile(&own, &[]).unwrap_err();
+        let err = compile(&own, &[], &Limits::default()).unwrap_err();
         assert_eq!(err.kind, SchemaErrorKind::UnknownType);
         assert!(err.message.contains("nope.proto"));
     }
@@ -178,7 +186,7 @@ mod tests {
                     .into(),
             ),
         )];
-        let pool = compile(&own, &[]).unwrap();
+        let pool = compile(&own, &[], &Limits::default()).unwrap();
         assert!(pool.get_message_by_name("A").is_some());
     }
 }

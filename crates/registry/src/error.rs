@@ -74,6 +74,11 @@ pub enum RegistryError {
     SamplePayloadTooLarge(usize),
     #[error("Sample {0} not found.")]
     SampleNotFound(i64),
+    /// Judging the schema needed more time or work than one check may spend.
+    #[error(
+        "The schema is too costly to check: {0}. Simplify the schema (fewer nested or alternative types) or raise the server's check budget."
+    )]
+    CheckBudgetExceeded(covenant_engine::budget::BudgetExceeded),
 }
 
 /// Names the subject, then each finding with its rule id, path and version, so that a 409

@@ -72,6 +72,8 @@ pub(crate) struct Evolution {
     pub samples: Vec<SampleRecord>,
     pub budget: Duration,
     pub options: CheckOptions,
+    /// The bound on judging, see [`crate::CheckBudget`].
+    pub check_budget: crate::CheckBudget,
 }
 
 /// One earlier version as a verdict sees it.
@@ -280,6 +282,7 @@ impl Registry {
             samples,
             budget: self.limits.budget,
             options: check_options(extra),
+            check_budget: self.check_budget,
         })
     }
 
@@ -304,13 +307,15 @@ impl Registry {
         let evolution = self.evolution(subject, &config.extra, metadata).await?;
         let mut context = evolution.context;
         context.previous_metadata = Some(subject_metadata(latest.schema.metadata.as_ref()));
-        Ok(covenant_policy::rollout(
-            &candidate,
-            (latest.version, prior.as_ref()),
-            &evolution.options,
-            &context,
-            &evolution.settings,
-        ))
+        evolution.check_budget.run(|| {
+            covenant_policy::rollout(
+                &candidate,
+                (latest.version, prior.as_ref()),
+                &evolution.options,
+                &context,
+                &evolution.settings,
+            )
+        })
     }
 
     /// The live version `spec` names, or the 404 Confluent gives.
@@ -471,16 +476,18 @@ impl Registry {
         }
     }
 
-    /// Runs a verdict and records its metrics.
+    /// Runs a verdict within the check budget and records its metrics.
     pub(crate) fn judge_and_count(
         evolution: &Evolution,
         level: Level,
         candidate: &ParsedSchema,
         priors: &[Prior<'_>],
         only: Option<i64>,
-    ) -> Report {
-        let report = evolution.verdict(level, candidate, priors, only);
+    ) -> RegistryResult<Report> {
+        let report = evolution
+            .check_budget
+            .run(|| evolution.verdict(level, candidate, priors, only))?;
         record_check_metrics(&report);
-        report
+        Ok(report)
     }
 }

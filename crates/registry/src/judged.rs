@@ -4,7 +4,8 @@
 use crate::evolution::{self, Evolution};
 use crate::removal::{RemovalVerdict, removed_fields};
 use crate::{
-    GuardRefusal, Mode, Registration, Registry, RegistryError, RegistryResult, group_value,
+    CheckBudget, GuardRefusal, Mode, Registration, Registry, RegistryError, RegistryResult,
+    group_value,
 };
 use covenant_engine::Level;
 use covenant_engine::budget::Budget;
@@ -42,6 +43,8 @@ pub(crate) struct Judged {
     pub versions: Arc<Vec<StoredVersion>>,
     /// Parsed priors of the snapshot, by schema id.
     pub prepared: HashMap<i64, Arc<ParsedSchema>>,
+    /// The bound on the removal gate's field diff (the verdict's is in `evolution`).
+    pub check_budget: CheckBudget,
 }
 
 impl Judged {
@@ -92,7 +95,8 @@ impl Judged {
             })
             .collect();
         let report =
-            Registry::judge_and_count(evolution, self.level, &self.candidate, &priors, None);
+            Registry::judge_and_count(evolution, self.level, &self.candidate, &priors, None)
+                .map_err(GuardRefusal::Domain)?;
         if report.compatible {
             return Ok(());
         }
@@ -114,7 +118,10 @@ impl Judged {
             .prepared
             .get(&latest.schema.id)
             .ok_or(GuardRefusal::Retry)?;
-        let removed = removed_fields(old, &self.candidate);
+        let removed = self
+            .check_budget
+            .run(|| removed_fields(old, &self.candidate))
+            .map_err(GuardRefusal::Domain)?;
         if removed.is_empty() {
             return Ok(removed);
         }
@@ -197,5 +204,75 @@ where
         Ok(Ok(value)) => Ok(value),
         Ok(Err(stopped)) => Err(RegistryError::Store(format!("checking: {stopped}"))),
         Err(failed) => Err(RegistryError::Store(format!("checking: {failed}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use covenant_engine::budget::spent;
+    use std::time::Instant;
+
+    #[tokio::test]
+    async fn dropping_the_caller_cancels_the_work() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let work = off_runtime(move || {
+            let started = Instant::now();
+            while !spent() && started.elapsed() < Duration::from_secs(20) {
+                std::thread::yield_now();
+            }
+            let _ = tx.send((spent(), started.elapsed()));
+        });
+        // The caller gives up after 100 ms, dropping the future.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), work)
+                .await
+                .is_err()
+        );
+        let (stopped, after) = tokio::task::spawn_blocking(move || {
+            rx.recv_timeout(Duration::from_secs(10))
+                .expect("the work ended")
+        })
+        .await
+        .expect("join");
+        assert!(stopped, "the work ended without seeing the cancellation");
+        assert!(
+            after < Duration::from_secs(5),
+            "cancelled only after {after:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn work_nobody_abandons_runs_to_the_end() {
+        assert_eq!(off_runtime(spent).await.ok(), Some(false));
+    }
+
+    #[test]
+    fn a_changed_snapshot_is_noticed() {
+        let version = |v: i64, id: i64, deleted: bool| StoredVersion {
+            subject: "s".into(),
+            version: v,
+            deleted,
+            created_at: 0,
+            schema: covenant_store::SchemaRecord {
+                id,
+                schema_type: "AVRO".into(),
+                schema: "\"int\"".into(),
+                references: Vec::new(),
+                metadata: None,
+                rule_set: None,
+                content_key: String::new(),
+            },
+        };
+        let judged = vec![version(1, 1, false), version(2, 2, false)];
+        assert!(same_versions(&judged.clone(), &judged));
+        assert!(!same_versions(&[version(1, 1, false)], &judged), "a purge");
+        assert!(
+            !same_versions(&[version(1, 1, false), version(2, 2, true)], &judged),
+            "a soft delete"
+        );
+        let mut added = judged.clone();
+        added.push(version(3, 3, false));
+        assert!(!same_versions(&added, &judged), "a new version");
     }
 }

@@ -12,6 +12,7 @@
 //! [`Registry::with_cache_entries`]): the least recently used ids are read from the store again.
 
 mod cache;
+mod check_budget;
 mod contract;
 mod error;
 mod evolution;
@@ -19,6 +20,7 @@ mod judged;
 mod removal;
 
 pub use cache::DEFAULT_CACHE_ENTRIES;
+pub use check_budget::CheckBudget;
 pub use contract::{Contract, merge_metadata, merge_rule_sets};
 pub use covenant_policy::RolloutPlan;
 pub use covenant_store::SampleRecord;
@@ -28,7 +30,9 @@ pub use removal::{
     HookFuture, RemovalCheck, RemovalVerdict, field_paths as schema_field_paths_of, removed_fields,
 };
 
-use covenant_engine::{CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, Report};
+use covenant_engine::{
+    CheckOptions, JsonPolicy, Level, Limits, ProtobufStrictness, Reference, Report,
+};
 use covenant_schema::{ParsedSchema, SchemaType};
 use covenant_store::{
     ConfigRecord, Dedupe, NewSchema, Placement, Rejection, SchemaRecord, SchemaRef, Scope, Store,
@@ -203,6 +207,8 @@ pub struct Registry {
     usage: RwLock<Option<Arc<dyn UsageEvidence>>>,
     limits: ReplayLimits,
     registering: SubjectTurns,
+    check_budget: CheckBudget,
+    schema_limits: Limits,
 }
 
 /// Whether a guarded delete found every version it was asked to delete.
@@ -299,23 +305,35 @@ fn parse_type(text: Option<&str>) -> RegistryResult<SchemaType> {
     }
 }
 
-/// Parses schema text of any format; Protobuf also accepts a base64 `FileDescriptorProto`.
+/// Parses schema text of any format within the default [`Limits`]; Protobuf also accepts a
+/// base64 `FileDescriptorProto`.
 pub fn parse_schema(
     schema_type: SchemaType,
     text: &str,
     references: &[Reference],
 ) -> RegistryResult<ParsedSchema> {
+    parse_schema_with(schema_type, text, references, &Limits::default())
+}
+
+/// [`parse_schema`] within `limits`: a schema beyond them is a 42201 naming the limit.
+pub fn parse_schema_with(
+    schema_type: SchemaType,
+    text: &str,
+    references: &[Reference],
+    limits: &Limits,
+) -> RegistryResult<ParsedSchema> {
     if text.trim().is_empty() {
         return Err(RegistryError::InvalidSchema("Empty schema".into()));
     }
-    match ParsedSchema::parse(schema_type, text, references) {
+    match ParsedSchema::parse_with(schema_type, text, references, limits) {
         Ok(p) => Ok(p),
         Err(text_error) => {
             if schema_type == SchemaType::Protobuf
                 && looks_like_base64(text)
-                && let Ok(p) = covenant_protobuf::ProtobufSchema::from_descriptor_base64(
+                && let Ok(p) = covenant_protobuf::ProtobufSchema::from_descriptor_base64_with(
                     text.trim(),
                     references,
+                    limits,
                 )
             {
                 return Ok(ParsedSchema::Protobuf(p));
@@ -460,6 +478,8 @@ impl Registry {
             usage: RwLock::new(None),
             limits: ReplayLimits::default(),
             registering: SubjectTurns::default(),
+            check_budget: CheckBudget::default(),
+            schema_limits: Limits::default(),
         }
     }
 
@@ -800,7 +820,12 @@ impl Registry {
         }
         let (_, refs) = self.resolve_references(&record.references, true).await?;
         let schema_type = parse_type(Some(&record.schema_type))?;
-        let parsed = Arc::new(parse_schema(schema_type, &record.schema, &refs)?);
+        let parsed = Arc::new(parse_schema_with(
+            schema_type,
+            &record.schema,
+            &refs,
+            &self.schema_limits,
+        )?);
         self.parsed.insert(record.id, parsed.clone());
         Ok(parsed)
     }
@@ -1043,7 +1068,8 @@ impl Registry {
         let (references, resolved) = self
             .resolve_references(&request.references, allow_deleted_refs)
             .await?;
-        let parsed = parse_schema(schema_type, &request.schema, &resolved)?;
+        let parsed =
+            parse_schema_with(schema_type, &request.schema, &resolved, &self.schema_limits)?;
         let text = stored_text(schema_type, &request.schema, &parsed, normalize);
         let metadata = request.metadata.clone().filter(|m| !m.is_null());
         let rule_set = request.rule_set.clone().filter(|r| !r.is_null());
@@ -1254,6 +1280,7 @@ impl Registry {
             metadata: new_schema.metadata.clone(),
             versions: versions.clone(),
             prepared,
+            check_budget: self.check_budget,
         };
         // The expensive part: outside the store's write lock and off the async workers.
         let dropped = match off_runtime(move || judged.verdict()).await? {
@@ -1457,7 +1484,7 @@ impl Registry {
                 .collect();
             Registry::judge_and_count(&evolution, level, &candidate, &priors, only)
         })
-        .await
+        .await?
     }
 
     // ----- deletes -----------------------------------------------------------------------

@@ -77,7 +77,8 @@ impl Registry {
     pub async fn schema_field_paths(&self, id: i64) -> RegistryResult<Vec<String>> {
         let record = self.schema_by_id(id).await?;
         let parsed = self.parse_record(&record).await?;
-        Ok(field_paths(&parsed).into_iter().collect())
+        self.check_budget
+            .run(|| field_paths(&parsed).into_iter().collect())
     }
 
     /// The fields a candidate would drop from the subject's latest live version (empty for a
@@ -94,7 +95,7 @@ impl Registry {
         };
         let (candidate, _) = self.prepare(request, normalize, true).await?;
         let old = self.parse_record(&latest.schema).await?;
-        Ok(removed_fields(&old, &candidate))
+        self.check_budget.run(|| removed_fields(&old, &candidate))
     }
 
     /// The verdict for a candidate, gathered before the write when it drops fields from the
@@ -112,7 +113,11 @@ impl Registry {
             return Ok(None);
         };
         let old = self.parse_record(&latest.schema).await?;
-        if removed_fields(&old, candidate).is_empty() {
+        if self
+            .check_budget
+            .run(|| removed_fields(&old, candidate))?
+            .is_empty()
+        {
             return Ok(None);
         }
         check

@@ -3,8 +3,8 @@
 
 use covenant_avro::{AvroFormat, AvroSchema};
 use covenant_engine::{
-    CheckOptions, Finding, Format, Level, PriorVersion, Reference, Report, RuleSpec, SchemaError,
-    Severity, check_history,
+    CheckOptions, Finding, Format, Level, Limits, PriorVersion, Reference, Report, RuleSpec,
+    SchemaError, Severity, check_history,
 };
 use covenant_jsonschema::{JsonSchema, JsonSchemaFormat};
 use covenant_protobuf::{ProtobufFormat, ProtobufSchema};
@@ -62,16 +62,31 @@ pub enum ParsedSchema {
 }
 
 impl ParsedSchema {
+    /// Parses within the default [`Limits`].
     pub fn parse(
         schema_type: SchemaType,
         text: &str,
         references: &[Reference],
     ) -> Result<ParsedSchema, SchemaError> {
+        Self::parse_with(schema_type, text, references, &Limits::default())
+    }
+
+    /// Parses, refusing a schema beyond `limits` (a `LimitExceeded` error naming the limit).
+    pub fn parse_with(
+        schema_type: SchemaType,
+        text: &str,
+        references: &[Reference],
+        limits: &Limits,
+    ) -> Result<ParsedSchema, SchemaError> {
         Ok(match schema_type {
-            SchemaType::Avro => ParsedSchema::Avro(AvroFormat::parse(text, references)?),
-            SchemaType::Json => ParsedSchema::Json(JsonSchemaFormat::parse(text, references)?),
+            SchemaType::Avro => {
+                ParsedSchema::Avro(AvroFormat::parse_with(text, references, limits)?)
+            }
+            SchemaType::Json => {
+                ParsedSchema::Json(JsonSchemaFormat::parse_with(text, references, limits)?)
+            }
             SchemaType::Protobuf => {
-                ParsedSchema::Protobuf(ProtobufFormat::parse(text, references)?)
+                ParsedSchema::Protobuf(ProtobufFormat::parse_with(text, references, limits)?)
             }
         })
     }

@@ -3,6 +3,7 @@
 
 use crate::pair::{Located, Pair};
 use covenant_engine::{Finding, Node, NodeKind, RuleSpec, Severity};
+use std::collections::{HashMap, HashSet};
 
 pub static RULE: RuleSpec = RuleSpec {
     id: "LIKELY_RENAME",
@@ -32,43 +33,76 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
     for (old_parent, new_parent) in pair.matched() {
         let old_children = fields(old_parent);
         let new_children = fields(new_parent);
+        // Sets, not scans: a record of many thousand fields must stay linear.
+        let old_names: HashSet<&str> = old_children.iter().map(|o| o.name.as_str()).collect();
+        let new_names: HashSet<&str> = new_children.iter().map(|n| n.name.as_str()).collect();
         let mut removed: Vec<_> = old_children
             .iter()
-            .filter(|o| !new_children.iter().any(|n| n.name == o.name))
+            .filter(|o| !new_names.contains(o.name.as_str()))
             .copied()
             .collect();
-        let mut added: Vec<_> = new_children
+        let added: Vec<_> = new_children
             .iter()
-            .filter(|n| !old_children.iter().any(|o| o.name == n.name))
+            .filter(|n| !old_names.contains(n.name.as_str()))
             .copied()
             .collect();
         let same_type =
             |a: &Node, b: &Node| a.type_name == b.type_name && a.logical_type == b.logical_type;
+        let mut by_alias: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_number: HashMap<i64, Vec<usize>> = HashMap::new();
+        for (i, n) in added.iter().enumerate() {
+            for alias in &n.aliases {
+                by_alias.entry(alias.as_str()).or_default().push(i);
+            }
+            if let Some(number) = n.number {
+                by_number.entry(number).or_default().push(i);
+            }
+        }
+        let mut taken = vec![false; added.len()];
         let mut pairs = Vec::new();
         removed.retain(|old| {
-            let by_alias = added.iter().position(|n| n.aliases.contains(&old.name));
+            let free = |ids: Option<&Vec<usize>>, ok: &dyn Fn(usize) -> bool| {
+                ids.into_iter()
+                    .flatten()
+                    .copied()
+                    .find(|i| !taken[*i] && ok(*i))
+            };
+            let by_alias = free(by_alias.get(old.name.as_str()), &|_| true);
             // A number taken over by another type is reuse, not a rename.
             let by_number = || {
-                added.iter().position(|n| {
-                    old.number.is_some() && n.number == old.number && same_type(n, old)
-                })
+                old.number
+                    .and_then(|number| free(by_number.get(&number), &|i| same_type(added[i], old)))
             };
             match by_alias.or_else(by_number) {
                 Some(i) => {
-                    pairs.push((*old, added.remove(i)));
+                    taken[i] = true;
+                    pairs.push((*old, added[i]));
                     false
                 }
                 None => true,
             }
         });
+        let added: Vec<&Node> = added
+            .iter()
+            .zip(&taken)
+            .filter(|(_, taken)| !**taken)
+            .map(|(n, _)| *n)
+            .collect();
+        let type_of = |n: &'_ Node| (n.type_name.clone(), n.logical_type.clone());
+        let mut removed_by_type: HashMap<_, usize> = HashMap::new();
         for old in &removed {
-            let removed_of_type = removed.iter().filter(|o| same_type(o, old)).count();
-            let added_of_type: Vec<&Node> = added
-                .iter()
-                .copied()
-                .filter(|n| same_type(n, old))
-                .collect();
-            if let ([new], 1) = (added_of_type.as_slice(), removed_of_type) {
+            *removed_by_type.entry(type_of(old)).or_default() += 1;
+        }
+        let mut added_by_type: HashMap<_, Vec<&Node>> = HashMap::new();
+        for new in &added {
+            added_by_type.entry(type_of(new)).or_default().push(new);
+        }
+        for old in &removed {
+            let key = type_of(old);
+            if let (Some(1), Some([new])) = (
+                removed_by_type.get(&key),
+                added_by_type.get(&key).map(Vec::as_slice),
+            ) {
                 pairs.push((*old, *new));
             }
         }
