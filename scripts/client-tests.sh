@@ -7,6 +7,10 @@
 #   - schemathesis: generated requests for every operation of /openapi.json (bounded by
 #     SCHEMATHESIS_MAX_TIME seconds, default 120), asserting that none is answered with a 5xx.
 #     It runs last because it changes global config and mode.
+# A second server runs with `--auth-file` (made here with `covenant auth`) for the suites'
+# credential tests (test_auth.py, auth.test.js), at COVENANT_AUTH_URL; a third serves HTTPS
+# with a certificate authority made here (make_pki.py) and client certificates (test_tls.py,
+# tls.test.js), at COVENANT_TLS_URL.
 # All suites always run; the exit status is non-zero when either fails. Missing Node or npm,
 # or a failed install, is an error, not a skip.
 #
@@ -18,9 +22,10 @@ VENV="$ROOT/.venv-clients"
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import confluent_kafka.schema_registry, fastavro, pytest, google.protobuf, jsonschema" 2>/dev/null; then
+# cryptography makes the test certificate authority (tests/clients/make_pki.py).
+if ! "$VENV/bin/python" -c "import confluent_kafka.schema_registry, fastavro, pytest, google.protobuf, jsonschema, cryptography" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check \
-    "confluent-kafka[schemaregistry,avro,json,protobuf]" pytest
+    "confluent-kafka[schemaregistry,avro,json,protobuf]" pytest cryptography
 fi
 if [ ! -x "$VENV/bin/schemathesis" ]; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis>=4,<5"
@@ -50,28 +55,59 @@ BIN="$ROOT/target/debug/covenant"
 PORT=$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 DATA=$(mktemp -d -t covenant-clients.XXXXXX)
 LOG="$DATA/server.log"
+free_port() {
+  "$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+AUTH_PORT=$(free_port)
+AUTH_FILE="$DATA/auth.json"
+AUTH_LOG="$DATA/server-auth.log"
+printf 'w-pass\n' | "$BIN" auth add-user "$AUTH_FILE" writer --password-stdin 2>/dev/null
+printf 'r-pass\n' | "$BIN" auth add-user "$AUTH_FILE" reader --password-stdin 2>/dev/null
+"$BIN" auth grant "$AUTH_FILE" writer Write 'Subject:orders-.*'
+"$BIN" auth grant "$AUTH_FILE" reader Read 'SubjectPrefix:orders-'
+"$BIN" auth grant "$AUTH_FILE" reader Read 'Config:'
+"$BIN" auth grant "$AUTH_FILE" svc-orders Write 'Subject:orders-.*'
+TLS_PORT=$(free_port)
+TLS_DIR="$DATA/pki"
+TLS_LOG="$DATA/server-tls.log"
+mkdir -p "$TLS_DIR"
+"$VENV/bin/python" "$ROOT/tests/clients/make_pki.py" "$TLS_DIR"
+
 "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$DATA/store" >"$LOG" 2>&1 &
 PID=$!
+"$BIN" serve --listen "127.0.0.1:$AUTH_PORT" --data-dir "$DATA/store-auth" --auth-file "$AUTH_FILE" >"$AUTH_LOG" 2>&1 &
+AUTH_PID=$!
+"$BIN" serve --listen "127.0.0.1:$TLS_PORT" --data-dir "$DATA/store-tls" --auth-file "$AUTH_FILE" \
+  --tls-cert "$TLS_DIR/server.pem" --tls-key "$TLS_DIR/server.key" --tls-client-ca "$TLS_DIR/ca.pem" >"$TLS_LOG" 2>&1 &
+TLS_PID=$!
 cleanup() {
-  kill "$PID" 2>/dev/null || true
-  wait "$PID" 2>/dev/null || true
+  kill "$PID" "$AUTH_PID" "$TLS_PID" 2>/dev/null || true
+  wait "$PID" "$AUTH_PID" "$TLS_PID" 2>/dev/null || true
   rm -rf "$DATA"
 }
 trap cleanup EXIT
 
-for _ in $(seq 1 100); do
-  if "$VENV/bin/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health/live')" 2>/dev/null; then
-    break
-  fi
-  if ! kill -0 "$PID" 2>/dev/null; then
-    echo "covenant serve exited early:" >&2
-    cat "$LOG" >&2
-    exit 2
-  fi
-  sleep 0.1
-done
+wait_up() { # pid port log [scheme]
+  for _ in $(seq 1 100); do
+    if "$VENV/bin/python" -c "import ssl, urllib.request; urllib.request.urlopen('${4:-http}://localhost:$2/health/live', context=ssl.create_default_context(cafile='$TLS_DIR/ca.pem'))" 2>/dev/null; then
+      return 0
+    fi
+    if ! kill -0 "$1" 2>/dev/null; then
+      echo "covenant serve exited early:" >&2
+      cat "$3" >&2
+      exit 2
+    fi
+    sleep 0.1
+  done
+}
+wait_up "$PID" "$PORT" "$LOG"
+wait_up "$AUTH_PID" "$AUTH_PORT" "$AUTH_LOG"
+wait_up "$TLS_PID" "$TLS_PORT" "$TLS_LOG" https
 
 export COVENANT_URL="http://127.0.0.1:$PORT"
+export COVENANT_AUTH_URL="http://127.0.0.1:$AUTH_PORT"
+export COVENANT_TLS_URL="https://localhost:$TLS_PORT"
+export COVENANT_TLS_DIR="$TLS_DIR"
 set +e
 "$VENV/bin/python" -m pytest -q "$ROOT/tests/clients" "$@"
 PY_STATUS=$?
@@ -92,5 +128,9 @@ if [ "$PY_STATUS" -ne 0 ] || [ "$NODE_STATUS" -ne 0 ] || [ "$FUZZ_STATUS" -ne 0 
   STATUS=1
   echo "--- server log (last 40 lines) ---" >&2
   tail -n 40 "$LOG" >&2
+  echo "--- authenticating server log (last 20 lines) ---" >&2
+  tail -n 20 "$AUTH_LOG" >&2
+  echo "--- TLS server log (last 20 lines) ---" >&2
+  tail -n 20 "$TLS_LOG" >&2
 fi
 exit "$STATUS"

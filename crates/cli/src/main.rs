@@ -2,6 +2,7 @@
 //! documents, 2 invalid input or usage.
 
 mod audit;
+mod auth;
 mod check;
 mod governance;
 mod limits;
@@ -51,6 +52,8 @@ enum Command {
     Export(transfer::ExportArgs),
     /// Load a dump written by `covenant export`, keeping ids and versions.
     Import(transfer::ImportArgs),
+    /// Manage an auth file: add-user, grant, revoke, check.
+    Auth(auth::AuthArgs),
     /// Manage the sample payloads a running registry replays on every check (add, list, rm).
     Samples(samples::SamplesArgs),
     /// Read the audit trail of a running registry: who changed what, and denied attempts.
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
         Command::Import(args) => transfer::run_import(args),
         Command::Samples(args) => samples::run(args),
         Command::Audit(args) => audit::run(args),
+        Command::Auth(args) => auth::run(args),
         Command::Rules(args) => {
             print_rules(args.markdown);
             Ok(ExitCode::SUCCESS)

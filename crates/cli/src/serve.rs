@@ -60,6 +60,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 365, env = "COVENANT_AUDIT_RETENTION_DAYS")]
     pub audit_retention_days: u64,
     #[command(flatten)]
+    pub auth: crate::auth::ServeAuthArgs,
+    #[command(flatten)]
     pub limits: crate::limits::LimitArgs,
 }
 
@@ -121,6 +123,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // Bound and checked first: a refused configuration touches no store.
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let address = listener.local_addr().context("reading the bound address")?;
+    let auth = crate::auth::layer(&args.auth, address).await?;
+    let tls = args.auth.tls()?;
     let (registry, governance_store) = open_registry(&args).await?;
     spawn_audit_pruning(registry.store().clone(), args.audit_retention_days);
     let governance = covenant_http::governance::enable(
@@ -129,12 +138,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         crate::governance::clock(args.clock_file.as_deref()),
     );
     let reads = Arc::new(covenant_http::reads::ReadTally::default());
+    // Every refusal of the authorization layer is recorded in the audit trail.
+    let audit = covenant_http::audit::AuditSink::new(registry.store().clone());
+    let auth = Arc::new(auth.with_denial_hook(Arc::new(audit)));
     let app = covenant_http::router_counting_into(
         registry.clone(),
         Some(governance.clone()),
         HttpConfig {
             max_body_bytes: args.max_body_bytes,
         },
+        auth,
         reads.clone(),
     );
     // Histogram samples pile up in the recorder until drained; without a scrape of /metrics
@@ -147,15 +160,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             metrics.run_upkeep();
         }
     });
-    let listener = tokio::net::TcpListener::bind(&args.listen)
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    let address = listener.local_addr().context("reading the bound address")?;
-    tracing::info!(%address, "covenant registry listening");
-    // The accept loop inserts each connection's peer address (the audit trail's source).
-    covenant_http::server::serve(listener, app, server_limits(&args), shutdown_signal())
-        .await
-        .context("serving HTTP")?;
+    tracing::info!(%address, tls = tls.is_some(), "covenant registry listening");
+    // The accept loop puts the peer address into each request: failed logins are limited per source.
+    covenant_http::server::serve_with_tls(
+        listener,
+        app,
+        server_limits(&args),
+        tls,
+        shutdown_signal(),
+    )
+    .await
+    .context("serving HTTP")?;
     // Schema fetches counted since the last periodic flush.
     if let Err(e) = reads.flush(&registry, &governance).await {
         tracing::warn!(error = %e, "could not record the last schema reads");

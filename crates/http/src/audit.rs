@@ -126,6 +126,28 @@ impl AuditSink {
     }
 }
 
+/// The authorization layer's refusals, recorded as `denied` entries: the operation refused
+/// (`authenticate` when the credentials themselves failed) on the subject or `Config:`.
+#[async_trait::async_trait]
+impl crate::auth::DenialHook for AuditSink {
+    async fn on_denied(&self, denial: &crate::auth::Denial, request: &Parts) {
+        let operation = denial
+            .operation
+            .map_or("authenticate", |o| o.name())
+            .to_string();
+        let mut target = match &denial.resource {
+            Some(crate::auth::Resource::Subject(s)) => AuditTarget::subject(Some(s)),
+            Some(crate::auth::Resource::Global) => AuditTarget {
+                config_key: Some("Config:".into()),
+                ..AuditTarget::default()
+            },
+            None => AuditTarget::default(),
+        };
+        target.detail = Some(format!("{:?}", denial.reason));
+        self.record_denied(request, &operation, target).await;
+    }
+}
+
 /// Governance and policy writes with their audit operation names; reads and previews are not
 /// listed (they change nothing).
 const GOVERNANCE_WRITES: &[(&str, &str, &str)] = &[

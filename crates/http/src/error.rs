@@ -45,6 +45,18 @@ impl ApiError {
     pub fn payload_too_large(limit: usize) -> ApiError {
         ApiError::new(413, format!("Request body is larger than {limit} bytes"))
     }
+    /// No credentials, or credentials that do not verify (sent with `WWW-Authenticate`).
+    pub fn unauthorized() -> ApiError {
+        ApiError::new(40101, "Unauthorized")
+    }
+    /// An authenticated caller without the operation on the resource.
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(40301, message)
+    }
+    /// Too many failed logins from one address.
+    pub fn too_many_failed_logins() -> ApiError {
+        ApiError::new(42901, "Too many failed login attempts; try again later")
+    }
     /// Malformed JSON or a field of the wrong JSON type.
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(400, message)

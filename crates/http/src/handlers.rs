@@ -2,6 +2,7 @@
 
 use crate::AppState;
 use crate::audit::Audited;
+use crate::auth::{Access, Operation, Resource};
 use crate::error::{ApiError, CONTENT_TYPE};
 use crate::extract::{ConfluentJson, Params, SafePath};
 use crate::principal::Principal;
@@ -107,10 +108,12 @@ async fn requested_text(
 /// The id in the path, the schema registered under it and its requested text.
 async fn schema_with_text(
     state: &AppState,
+    access: &Access,
     id: &str,
     params: &Params,
 ) -> Result<(i64, Arc<Schema>, String), ApiError> {
     let id = parse_id(id)?;
+    ensure_id_readable(state, access, id).await?;
     let record = state.registry.schema_by_id(id).await?;
     let text = requested_text(state, &record, params).await?;
     Ok((id, record, text))
@@ -132,13 +135,52 @@ async fn version_with_text(
     Ok((v, text))
 }
 
-/// The (subject, version) pairs carrying the id in the path, narrowed to `?subject=`.
+/// Whether the caller may read schema `id`: through any subject it may read that uses it
+/// (soft-deleted versions included). An unreadable id is answered as a missing one.
+async fn id_readable(state: &AppState, access: &Access, id: i64) -> Result<bool, ApiError> {
+    if access.allows_everywhere(Operation::Read) {
+        return Ok(true);
+    }
+    let pairs = match state.registry.versions_with_id(id, true).await {
+        Ok(pairs) => pairs,
+        Err(RegistryError::SchemaIdNotFound(_)) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(pairs.iter().any(|(s, _)| access.can_read(s)))
+}
+
+async fn ensure_id_readable(state: &AppState, access: &Access, id: i64) -> Result<(), ApiError> {
+    if id_readable(state, access, id).await? {
+        Ok(())
+    } else {
+        Err(RegistryError::SchemaIdNotFound(id).into())
+    }
+}
+
+/// Refuses a schema whose references name a subject the caller may not read, so a
+/// register, lookup or compatibility test cannot probe another subject's schemas.
+fn ensure_references_readable(access: &Access, body: &SchemaBody) -> Result<(), ApiError> {
+    for r in body.references.iter().flatten() {
+        if !access.can_read(&r.subject) {
+            let resource = Resource::Subject(r.subject.clone());
+            return Err(ApiError::forbidden(format!(
+                "User is denied operation Read on {resource}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The (subject, version) pairs carrying the id in the path that the caller may read,
+/// narrowed to `?subject=`.
 async fn usages_of_id(
     state: &AppState,
+    access: &Access,
     id: &str,
     params: &Params,
 ) -> Result<Vec<(String, i64)>, ApiError> {
     let id = parse_id(id)?;
+    ensure_id_readable(state, access, id).await?;
     let pairs = state
         .registry
         .versions_with_id(id, params.flag("deleted"))
@@ -146,7 +188,7 @@ async fn usages_of_id(
     let filter = params.get("subject").filter(|s| !s.is_empty());
     Ok(pairs
         .into_iter()
-        .filter(|(s, _)| filter.is_none_or(|f| f == s))
+        .filter(|(s, _)| filter.is_none_or(|f| f == s) && access.can_read(s))
         .collect())
 }
 
@@ -211,12 +253,13 @@ pub async fn schema_types() -> Response {
     ok(json!(["JSON", "PROTOBUF", "AVRO"]))
 }
 
-pub async fn schemas(State(state): State<AppState>, params: Params) -> ApiResult {
+pub async fn schemas(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
     let prefix = params.get("subjectPrefix").unwrap_or("");
-    let versions = state
+    let mut versions = state
         .registry
         .list_schemas(prefix, params.flag("deleted"), params.flag("latestOnly"))
         .await?;
+    versions.retain(|v| access.can_read(&v.subject));
     let versions = page(versions, &params, Some(1000));
     let mut out = Vec::with_capacity(versions.len());
     for v in &versions {
@@ -228,13 +271,16 @@ pub async fn schemas(State(state): State<AppState>, params: Params) -> ApiResult
 pub async fn schema_by_id(
     State(state): State<AppState>,
     principal: Principal,
+    access: Access,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let (id, record, text) = schema_with_text(&state, &id, &params).await?;
+    let (id, record, text) = schema_with_text(&state, &access, &id, &params).await?;
     state.count_read(&principal, ReadTarget::Id(id));
     let mut m = schema_fields(&record, text);
-    if let Some(subject) = params.get("subject").filter(|s| !s.is_empty())
+    if let Some(subject) = params
+        .get("subject")
+        .filter(|s| !s.is_empty() && access.can_read(s))
         && let Ok(pairs) = state.registry.versions_with_id(id, true).await
         && let Some((s, v)) = pairs.iter().rev().find(|(s, _)| s == subject)
     {
@@ -250,20 +296,22 @@ pub async fn schema_by_id(
 pub async fn schema_text_by_id(
     State(state): State<AppState>,
     principal: Principal,
+    access: Access,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let (id, _, text) = schema_with_text(&state, &id, &params).await?;
+    let (id, _, text) = schema_with_text(&state, &access, &id, &params).await?;
     state.count_read(&principal, ReadTarget::Id(id));
     Ok(raw(text))
 }
 
 pub async fn subjects_by_id(
     State(state): State<AppState>,
+    access: Access,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let pairs = usages_of_id(&state, &id, &params).await?;
+    let pairs = usages_of_id(&state, &access, &id, &params).await?;
     let mut subjects: Vec<String> = pairs.into_iter().map(|(s, _)| s).collect();
     subjects.dedup();
     Ok(ok(json!(page(subjects, &params, None))))
@@ -271,10 +319,11 @@ pub async fn subjects_by_id(
 
 pub async fn versions_by_id(
     State(state): State<AppState>,
+    access: Access,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let pairs = usages_of_id(&state, &id, &params).await?;
+    let pairs = usages_of_id(&state, &access, &id, &params).await?;
     let out: Vec<Value> = pairs
         .into_iter()
         .map(|(s, v)| json!({"subject": s, "version": v}))
@@ -284,15 +333,16 @@ pub async fn versions_by_id(
 
 // ----- /subjects -------------------------------------------------------------------------
 
-pub async fn subjects(State(state): State<AppState>, params: Params) -> ApiResult {
+pub async fn subjects(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
     let prefix = params
         .get("subjectPrefix")
         .filter(|p| *p != ":*:")
         .unwrap_or("");
-    let list = state
+    let mut list = state
         .registry
         .subjects(prefix, params.flag("deleted"), params.flag("deletedOnly"))
         .await?;
+    list.retain(|s| access.can_read(s));
     Ok(ok(json!(page(list, &params, None))))
 }
 
@@ -325,10 +375,12 @@ pub async fn versions(
 pub async fn register(
     State(state): State<AppState>,
     Audited(audit): Audited,
+    access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
+    ensure_references_readable(&access, &body)?;
     let options = RegisterOptions {
         normalize: params.flag("normalize"),
         force: params.flag("force"),
@@ -368,10 +420,12 @@ pub async fn register(
 pub async fn lookup(
     State(state): State<AppState>,
     principal: Principal,
+    access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
+    ensure_references_readable(&access, &body)?;
     let format = response_format(&params, &body);
     let v = state
         .registry
@@ -435,14 +489,21 @@ pub async fn version_schema(
 
 pub async fn referenced_by(
     State(state): State<AppState>,
+    access: Access,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
     let spec = version_spec(&version)?;
-    let ids = state
+    let all = state
         .registry
         .referenced_by(&subject, spec, params.flag("deleted"))
         .await?;
+    let mut ids = Vec::with_capacity(all.len());
+    for id in all {
+        if id_readable(&state, &access, id).await? {
+            ids.push(id);
+        }
+    }
     Ok(ok(json!(page(ids, &params, Some(1000)))))
 }
 
@@ -512,11 +573,13 @@ pub async fn delete_version(
 
 async fn compatibility(
     state: &AppState,
+    access: &Access,
     subject: &str,
     against: Option<VersionSpec>,
     params: &Params,
     body: SchemaBody,
 ) -> ApiResult {
+    ensure_references_readable(access, &body)?;
     let verbose = params.flag("verbose");
     let request = body.into_request();
     match state
@@ -547,21 +610,23 @@ async fn compatibility(
 
 pub async fn compatibility_all(
     State(state): State<AppState>,
+    access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
-    compatibility(&state, &subject, None, &params, body).await
+    compatibility(&state, &access, &subject, None, &params, body).await
 }
 
 pub async fn compatibility_version(
     State(state): State<AppState>,
+    access: Access,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
     let spec = version_spec(&version)?;
-    compatibility(&state, &subject, Some(spec), &params, body).await
+    compatibility(&state, &access, &subject, Some(spec), &params, body).await
 }
 
 // ----- /config and /mode -----------------------------------------------------------------
@@ -674,14 +739,26 @@ pub struct ModeBody {
     mode: String,
 }
 
-/// Sets the global mode (`subject` `None`) or a subject's.
+/// Sets the global mode (`subject` `None`) or a subject's. IMPORT lets a caller choose ids
+/// and versions, so on a subject it needs `Admin` there, not only `Write`.
 async fn update_mode(
     state: &AppState,
     audit: &AuditContext,
+    access: &Access,
     subject: Option<&str>,
     params: &Params,
     body: ModeBody,
 ) -> ApiResult {
+    if let Some(subject) = subject {
+        let resource = Resource::Subject(subject.to_string());
+        if body.mode.trim().eq_ignore_ascii_case("IMPORT")
+            && !access.allows(Operation::Admin, &resource)
+        {
+            return Err(ApiError::forbidden(format!(
+                "User is denied operation Admin on {resource}"
+            )));
+        }
+    }
     let m = state
         .registry
         .set_mode(subject, &body.mode, params.flag("force"), Some(audit))
@@ -696,10 +773,11 @@ pub async fn get_mode(State(state): State<AppState>) -> ApiResult {
 pub async fn put_mode(
     State(state): State<AppState>,
     Audited(audit): Audited,
+    access: Access,
     params: Params,
     ConfluentJson(body): ConfluentJson<ModeBody>,
 ) -> ApiResult {
-    update_mode(&state, &audit, None, &params, body).await
+    update_mode(&state, &audit, &access, None, &params, body).await
 }
 
 pub async fn delete_mode(State(state): State<AppState>, Audited(audit): Audited) -> ApiResult {
@@ -723,11 +801,12 @@ pub async fn get_subject_mode(
 pub async fn put_subject_mode(
     State(state): State<AppState>,
     Audited(audit): Audited,
+    access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<ModeBody>,
 ) -> ApiResult {
-    update_mode(&state, &audit, Some(&subject), &params, body).await
+    update_mode(&state, &audit, &access, Some(&subject), &params, body).await
 }
 
 pub async fn delete_subject_mode(

@@ -6,6 +6,7 @@
 //! paths, wrong methods and panics, is answered as `{"error_code", "message"}`.
 
 pub mod audit;
+pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod governance;
@@ -15,6 +16,7 @@ mod policy_routes;
 pub mod principal;
 pub mod reads;
 pub mod server;
+pub mod tls;
 mod views;
 
 use axum::Router;
@@ -252,7 +254,7 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 }
 
 /// The API routes with their state, before the outer layers.
-fn api(state: AppState) -> Router {
+fn api(state: AppState, auth: Arc<auth::Auth>) -> Router {
     use handlers as h;
     Router::new()
         .route("/", get(h::root).post(h::root_post))
@@ -330,6 +332,9 @@ fn api(state: AppState) -> Router {
         ))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        // Authorization runs after routing (it needs the route template and the decoded
+        // subject) and inside `track`, so refusals are counted too.
+        .layer(middleware::from_fn_with_state(auth, auth::guard))
         .layer(middleware::from_fn(track))
         .with_state(state)
 }
@@ -425,16 +430,32 @@ pub fn router_with(
     governance: Option<Arc<covenant_governance::Governance>>,
     config: HttpConfig,
 ) -> Router {
-    let reads = Arc::new(reads::ReadTally::default());
-    router_counting_into(registry, governance, config, reads)
+    router_with_auth(
+        registry,
+        governance,
+        config,
+        Arc::new(auth::Auth::disabled()),
+    )
 }
 
-/// [`router_with`] counting schema fetches into `reads`, which the caller keeps to flush what
-/// is still pending once the server has stopped.
+/// [`router_with`] behind the authentication and authorization layer ([`auth`]).
+pub fn router_with_auth(
+    registry: Arc<Registry>,
+    governance: Option<Arc<covenant_governance::Governance>>,
+    config: HttpConfig,
+    auth: Arc<auth::Auth>,
+) -> Router {
+    let reads = Arc::new(reads::ReadTally::default());
+    router_counting_into(registry, governance, config, auth, reads)
+}
+
+/// [`router_with_auth`] counting schema fetches into `reads`, which the caller keeps to flush
+/// what is still pending once the server has stopped.
 pub fn router_counting_into(
     registry: Arc<Registry>,
     governance: Option<Arc<covenant_governance::Governance>>,
     config: HttpConfig,
+    auth: Arc<auth::Auth>,
     reads: Arc<reads::ReadTally>,
 ) -> Router {
     if let Some(gov) = &governance {
@@ -449,7 +470,7 @@ pub fn router_counting_into(
     };
     let normalized = ServiceBuilder::new()
         .map_request(strip_trailing_slash)
-        .service(api(state));
+        .service(api(state, auth));
     Router::new()
         .fallback_service(normalized)
         .layer(axum::Extension(BodyLimit(config.max_body_bytes)))

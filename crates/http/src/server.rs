@@ -18,6 +18,7 @@
 //! how long to wait for them.
 
 use crate::error::ApiError;
+use crate::tls::{ClientCertificate, Tls};
 use axum::Router;
 use axum::extract::ConnectInfo;
 use axum::extract::Request;
@@ -76,6 +77,21 @@ pub async fn serve<F>(
 where
     F: Future<Output = ()> + Send,
 {
+    serve_with_tls(listener, app, limits, None, shutdown).await
+}
+
+/// [`serve`], over TLS when `tls` is given: the handshake runs in the connection's own task,
+/// under its permit and within the header timeout.
+pub async fn serve_with_tls<F>(
+    listener: TcpListener,
+    app: Router,
+    limits: ServerLimits,
+    tls: Option<Arc<Tls>>,
+    shutdown: F,
+) -> std::io::Result<()>
+where
+    F: Future<Output = ()> + Send,
+{
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let refusals = Arc::new(Semaphore::new(REFUSAL_SLOTS));
     let graceful = GracefulShutdown::new();
@@ -99,16 +115,50 @@ where
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let watcher = graceful.watcher();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            // A TLS handshake, when configured, goes here: it turns `stream` into the I/O
-            // served below, inside the connection's own task and under its permit.
-            serve_connection(stream, peer, app, limits, watcher).await;
+            match tls {
+                None => serve_connection(stream, peer, app, limits, watcher).await,
+                Some(tls) => serve_tls_connection(&tls, stream, peer, app, limits, watcher).await,
+            }
         });
     }
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// The TLS handshake, then the connection, with the client certificate's principal (when
+/// one was presented and verified) in each of its requests.
+async fn serve_tls_connection(
+    tls: &Tls,
+    stream: TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    limits: ServerLimits,
+    watcher: Watcher,
+) {
+    let handshake = tokio::time::timeout(limits.header_timeout, tls.acceptor().accept(stream));
+    let stream = match handshake.await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            return;
+        }
+    };
+    let identity = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .and_then(|certificate| tls.principal(certificate))
+        .map(|common_name| ClientCertificate { common_name });
+    serve_identified(stream, peer, identity, app, limits, watcher).await;
 }
 
 /// Serves one accepted connection until the client closes it, a timeout ends it or
@@ -122,10 +172,26 @@ pub async fn serve_connection<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    serve_identified(io, peer, None, app, limits, watcher).await;
+}
+
+async fn serve_identified<I>(
+    io: I,
+    peer: SocketAddr,
+    identity: Option<ClientCertificate>,
+    app: Router,
+    limits: ServerLimits,
+    watcher: Watcher,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let service = ServiceBuilder::new()
         .layer(RequestBodyDeadlineLayer::new(limits.body_timeout))
         .map_request(move |mut request: Request<_>| {
             request.extensions_mut().insert(ConnectInfo(peer));
+            if let Some(identity) = &identity {
+                request.extensions_mut().insert(identity.clone());
+            }
             request
         })
         .service(app);

@@ -71,7 +71,7 @@ impl Serve {
         killed
     }
 
-    /// The process id, e.g. to read its memory from `/proc`.
+    /// The process id, for signals or to read its memory from `/proc`.
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -1,0 +1,291 @@
+//! What each route asks of its caller: one table, consulted by the authorization layer
+//! before any handler runs. A test fails when a route of [`crate::ROUTES`] is missing here.
+
+use super::Operation::{self, Admin, Delete, Govern, Read, Write};
+
+/// What a route's operation applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Open to everyone, authenticated or not: health, discovery and the API description.
+    Public,
+    /// The registry as a whole (`Config:` in the auth file): global config and mode,
+    /// metrics, and governance records, which span subjects (consumers, usage, deprecations:
+    /// read and written with `Govern`, so a plain reader learns no subject names from them).
+    Global,
+    /// The `{subject}` path parameter.
+    Subject,
+    /// Any caller may ask; the handler answers only what the caller may read (listings,
+    /// schema ids readable through some permitted subject).
+    Filtered,
+}
+
+/// `(method, route template, operation, target)` for every route served.
+pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
+    ("GET", "/", Read, Target::Public),
+    ("POST", "/", Read, Target::Public),
+    ("GET", "/v1/metadata/id", Read, Target::Public),
+    ("GET", "/v1/metadata/version", Read, Target::Public),
+    ("GET", "/contexts", Read, Target::Public),
+    ("GET", "/schemas", Read, Target::Filtered),
+    ("GET", "/schemas/types", Read, Target::Public),
+    ("GET", "/schemas/ids/{id}", Read, Target::Filtered),
+    ("GET", "/schemas/ids/{id}/schema", Read, Target::Filtered),
+    ("GET", "/schemas/ids/{id}/subjects", Read, Target::Filtered),
+    ("GET", "/schemas/ids/{id}/versions", Read, Target::Filtered),
+    ("GET", "/subjects", Read, Target::Filtered),
+    ("POST", "/subjects/{subject}", Read, Target::Subject),
+    ("DELETE", "/subjects/{subject}", Delete, Target::Subject),
+    ("GET", "/subjects/{subject}/metadata", Read, Target::Subject),
+    ("GET", "/subjects/{subject}/versions", Read, Target::Subject),
+    (
+        "POST",
+        "/subjects/{subject}/versions",
+        Write,
+        Target::Subject,
+    ),
+    (
+        "GET",
+        "/subjects/{subject}/versions/{version}",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "DELETE",
+        "/subjects/{subject}/versions/{version}",
+        Delete,
+        Target::Subject,
+    ),
+    (
+        "GET",
+        "/subjects/{subject}/versions/{version}/schema",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "GET",
+        "/subjects/{subject}/versions/{version}/referencedby",
+        Read,
+        Target::Subject,
+    ),
+    ("GET", "/config", Read, Target::Global),
+    ("PUT", "/config", Admin, Target::Global),
+    ("DELETE", "/config", Admin, Target::Global),
+    ("GET", "/config/{subject}", Read, Target::Subject),
+    ("PUT", "/config/{subject}", Write, Target::Subject),
+    ("DELETE", "/config/{subject}", Write, Target::Subject),
+    ("GET", "/mode", Read, Target::Global),
+    ("PUT", "/mode", Admin, Target::Global),
+    ("DELETE", "/mode", Admin, Target::Global),
+    ("GET", "/mode/{subject}", Read, Target::Subject),
+    ("PUT", "/mode/{subject}", Write, Target::Subject),
+    ("DELETE", "/mode/{subject}", Write, Target::Subject),
+    (
+        "POST",
+        "/compatibility/subjects/{subject}/versions",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "POST",
+        "/compatibility/subjects/{subject}/versions/{version}",
+        Read,
+        Target::Subject,
+    ),
+    ("GET", "/metrics", Read, Target::Global),
+    ("GET", "/health/live", Read, Target::Public),
+    ("GET", "/health/ready", Read, Target::Public),
+    ("GET", "/openapi.json", Read, Target::Public),
+    ("GET", "/covenant/v1/consumers", Govern, Target::Global),
+    ("POST", "/covenant/v1/consumers", Govern, Target::Global),
+    (
+        "GET",
+        "/covenant/v1/consumers/{consumer}",
+        Govern,
+        Target::Global,
+    ),
+    (
+        "PUT",
+        "/covenant/v1/consumers/{consumer}",
+        Govern,
+        Target::Global,
+    ),
+    (
+        "POST",
+        "/covenant/v1/consumers/{consumer}/retire",
+        Govern,
+        Target::Global,
+    ),
+    ("POST", "/covenant/v1/usage", Govern, Target::Global),
+    ("GET", "/covenant/v1/usage", Govern, Target::Global),
+    ("GET", "/covenant/v1/usage/readers", Govern, Target::Global),
+    ("GET", "/covenant/v1/usage/counts", Govern, Target::Global),
+    ("GET", "/covenant/v1/findings", Govern, Target::Global),
+    ("GET", "/covenant/v1/deprecations", Govern, Target::Global),
+    ("POST", "/covenant/v1/deprecations", Govern, Target::Global),
+    (
+        "GET",
+        "/covenant/v1/deprecations/{id}",
+        Govern,
+        Target::Global,
+    ),
+    (
+        "GET",
+        "/covenant/v1/deprecations/{id}/record",
+        Govern,
+        Target::Global,
+    ),
+    (
+        "POST",
+        "/covenant/v1/deprecations/{id}/stage",
+        Govern,
+        Target::Global,
+    ),
+    (
+        "POST",
+        "/covenant/v1/deprecations/{id}/evidence",
+        Govern,
+        Target::Global,
+    ),
+    (
+        "POST",
+        "/covenant/v1/deprecations/{id}/exceptions",
+        Govern,
+        Target::Global,
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/removal-gate",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/plan",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/samples",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+        Govern,
+        Target::Subject,
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
+        Govern,
+        Target::Subject,
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/samples/{sampleId}",
+        Govern,
+        Target::Subject,
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/versions/{version}/live",
+        Govern,
+        Target::Subject,
+    ),
+    (
+        "DELETE",
+        "/covenant/v1/subjects/{subject}/versions/{version}/live",
+        Govern,
+        Target::Subject,
+    ),
+];
+
+/// The operation and target of a matched route; unmatched requests (404, 405) are public.
+pub fn route_access(method: &str, template: &str) -> (Operation, Target) {
+    ROUTE_ACCESS
+        .iter()
+        .find(|(m, t, _, _)| *m == method && *t == template)
+        .map(|(_, _, op, target)| (*op, *target))
+        .unwrap_or((Read, Target::Public))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_has_exactly_one_entry() {
+        for (method, template) in crate::ROUTES {
+            let n = ROUTE_ACCESS
+                .iter()
+                .filter(|(m, t, _, _)| m == method && t == template)
+                .count();
+            assert_eq!(n, 1, "{method} {template} has {n} access entries");
+        }
+        for (method, template, _, _) in ROUTE_ACCESS {
+            assert!(
+                crate::ROUTES.contains(&(*method, *template)),
+                "{method} {template} is in the access table but not served"
+            );
+        }
+    }
+
+    /// Requests that change state need more than `Read`; the only exceptions are the POSTs
+    /// that only ask a question (lookup, compatibility test, gate preview, rollout plan).
+    #[test]
+    fn changes_need_more_than_read() {
+        const QUESTIONS: &[&str] = &[
+            "/",
+            "/subjects/{subject}",
+            "/compatibility/subjects/{subject}/versions",
+            "/compatibility/subjects/{subject}/versions/{version}",
+            "/covenant/v1/subjects/{subject}/removal-gate",
+            "/covenant/v1/subjects/{subject}/plan",
+        ];
+        for (method, template, op, target) in ROUTE_ACCESS {
+            let changes = *method != "GET" && !(*method == "POST" && QUESTIONS.contains(template));
+            // Governance records span subjects, so even reading them takes `Govern`.
+            let governance_read = *method == "GET"
+                && *target == Target::Global
+                && template.starts_with("/covenant/v1/");
+            assert_eq!(
+                changes || governance_read,
+                *op != Read,
+                "{method} {template} asks for {op}"
+            );
+        }
+        // Karapace's table, where it applies, and Covenant's split of its `Write`.
+        for (method, template, op) in [
+            ("PUT", "/config", Admin),
+            ("PUT", "/config/{subject}", Write),
+            ("POST", "/subjects/{subject}/versions", Write),
+            ("DELETE", "/subjects/{subject}", Delete),
+            ("DELETE", "/subjects/{subject}/versions/{version}", Delete),
+            ("POST", "/covenant/v1/deprecations", Govern),
+            ("GET", "/covenant/v1/consumers", Govern),
+        ] {
+            assert_eq!(route_access(method, template).0, op, "{method} {template}");
+        }
+    }
+
+    #[test]
+    fn every_subject_route_names_a_subject_and_changes_are_never_public() {
+        for (method, template, op, target) in ROUTE_ACCESS {
+            if *target == Target::Subject {
+                assert!(template.contains("{subject}"), "{template}");
+            }
+            if *op != Read {
+                assert_ne!(*target, Target::Public, "{method} {template}");
+                assert_ne!(*target, Target::Filtered, "{method} {template}");
+            }
+        }
+    }
+}
