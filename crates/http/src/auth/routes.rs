@@ -120,7 +120,14 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
     ("GET", "/covenant/v1/usage/readers", Govern, Target::Global),
     ("GET", "/covenant/v1/usage/counts", Govern, Target::Global),
     ("GET", "/covenant/v1/findings", Govern, Target::Global),
+    ("GET", "/covenant/v1/audit", Admin, Target::Global),
     ("GET", "/covenant/v1/deprecations", Govern, Target::Global),
+    (
+        "PATCH",
+        "/covenant/v1/deprecations/{id}",
+        Govern,
+        Target::Global,
+    ),
     ("POST", "/covenant/v1/deprecations", Govern, Target::Global),
     (
         "GET",
@@ -155,6 +162,12 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
     (
         "POST",
         "/covenant/v1/subjects/{subject}/removal-gate",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/readers",
         Read,
         Target::Subject,
     ),
