@@ -24,11 +24,40 @@ pub fn clock(clock_file: Option<&Path>) -> Arc<dyn Clock> {
     }
 }
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct Server {
     /// The registry's base URL.
     #[arg(long, global = true, default_value = DEFAULT_URL, env = "COVENANT_URL")]
     pub(crate) url: String,
+    /// HTTP Basic credentials for a registry with an auth file.
+    #[arg(
+        long,
+        global = true,
+        value_name = "USER:PASSWORD",
+        env = "COVENANT_BASIC_AUTH",
+        hide_env_values = true
+    )]
+    pub(crate) basic_auth: Option<String>,
+    /// A bearer token (JWT) for a registry that validates tokens.
+    #[arg(long, global = true, env = "COVENANT_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+}
+
+impl Server {
+    /// `request` with this caller's credentials, if any were given.
+    pub(crate) fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let request = match self.basic_auth.as_deref().map(|c| c.split_once(':')) {
+            Some(Some((user, password))) => request.basic_auth(user, Some(password)),
+            Some(None) => {
+                request.basic_auth(self.basic_auth.as_deref().unwrap_or(""), None::<&str>)
+            }
+            None => request,
+        };
+        match &self.token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+    }
 }
 
 // ----- consumers ---------------------------------------------------------------------------
@@ -160,7 +189,7 @@ impl Declaration {
 }
 
 pub fn run_consumers(args: ConsumersArgs) -> anyhow::Result<ExitCode> {
-    let api = Api::new(&args.server.url);
+    let api = Api::new(&args.server);
     match args.command {
         ConsumersCommand::Add { name, declaration } => {
             let mut body = Map::new();
@@ -501,7 +530,7 @@ fn evidence_body(args: &EvidenceArgs) -> anyhow::Result<Value> {
 }
 
 pub fn run_deprecations(args: DeprecationsArgs) -> anyhow::Result<ExitCode> {
-    let api = Api::new(&args.server.url);
+    let api = Api::new(&args.server);
     match args.command {
         DeprecationsCommand::Create(create) => {
             let body = create_body(create)?;
@@ -707,7 +736,7 @@ enum UsageCommand {
 }
 
 pub fn run_usage(args: UsageArgs) -> anyhow::Result<ExitCode> {
-    let api = Api::new(&args.server.url);
+    let api = Api::new(&args.server);
     match args.command {
         UsageCommand::Report {
             subject,
@@ -802,14 +831,16 @@ pub(crate) fn segment(text: &str) -> String {
 
 pub(crate) struct Api {
     base: String,
+    server: Server,
     runtime: Option<tokio::runtime::Runtime>,
     client: reqwest::Client,
 }
 
 impl Api {
-    pub(crate) fn new(url: &str) -> Api {
+    pub(crate) fn new(server: &Server) -> Api {
         Api {
-            base: url.trim_end_matches('/').to_string(),
+            base: server.url.trim_end_matches('/').to_string(),
+            server: server.clone(),
             runtime: tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -856,7 +887,7 @@ impl Api {
         let url = format!("{}{path}", self.base);
         let method = reqwest::Method::from_bytes(method.as_bytes()).context("HTTP method")?;
         runtime.block_on(async {
-            let mut request = self.client.request(method, &url);
+            let mut request = self.server.authorize(self.client.request(method, &url));
             if let Some(body) = body {
                 request = request
                     .header("content-type", "application/json")

@@ -11,14 +11,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct SamplesArgs {
-    /// The registry's base URL.
-    #[arg(
-        long,
-        global = true,
-        default_value = "http://127.0.0.1:8081",
-        env = "COVENANT_URL"
-    )]
-    pub url: String,
+    #[command(flatten)]
+    pub server: crate::governance::Server,
     #[command(subcommand)]
     pub command: SamplesCommand,
 }
@@ -66,9 +60,14 @@ fn encode_segment(text: &str) -> String {
 }
 
 /// Sends one request; a registry error becomes a one-line message with its code (exit 2).
-async fn call(method: reqwest::Method, url: String, body: Option<Value>) -> Result<Value> {
+async fn call(
+    server: &crate::governance::Server,
+    method: reqwest::Method,
+    url: String,
+    body: Option<Value>,
+) -> Result<Value> {
     let client = reqwest::Client::new();
-    let mut request = client.request(method, &url);
+    let mut request = server.authorize(client.request(method, &url));
     if let Some(body) = body {
         request = request
             .header("content-type", "application/vnd.schemaregistry.v1+json")
@@ -116,7 +115,10 @@ pub fn run(args: SamplesArgs) -> Result<ExitCode> {
 }
 
 async fn run_async(args: SamplesArgs) -> Result<ExitCode> {
-    let base = format!("{}/covenant/v1/subjects", args.url.trim_end_matches('/'));
+    let base = format!(
+        "{}/covenant/v1/subjects",
+        args.server.url.trim_end_matches('/')
+    );
     match args.command {
         SamplesCommand::Add {
             subject,
@@ -139,7 +141,7 @@ async fn run_async(args: SamplesArgs) -> Result<ExitCode> {
                 encode_segment(&subject),
                 encode_segment(&version)
             );
-            let stored = call(reqwest::Method::POST, url, Some(body)).await?;
+            let stored = call(&args.server, reqwest::Method::POST, url, Some(body)).await?;
             outln!("stored sample {}", line(&stored).trim_start());
         }
         SamplesCommand::List { subject, version } => {
@@ -151,7 +153,7 @@ async fn run_async(args: SamplesArgs) -> Result<ExitCode> {
                 ),
                 None => format!("{base}/{}/samples", encode_segment(&subject)),
             };
-            let list = call(reqwest::Method::GET, url, None).await?;
+            let list = call(&args.server, reqwest::Method::GET, url, None).await?;
             let list = list.as_array().cloned().unwrap_or_default();
             if list.is_empty() {
                 outln!("no samples");
@@ -178,7 +180,7 @@ async fn run_async(args: SamplesArgs) -> Result<ExitCode> {
                     return Err(InvalidInput("give a sample id or --all".into()).into());
                 }
             }
-            let removed = call(reqwest::Method::DELETE, url, None).await?;
+            let removed = call(&args.server, reqwest::Method::DELETE, url, None).await?;
             outln!("removed {removed}");
         }
     }

@@ -141,16 +141,46 @@ async fn scripted_run(base: &str) {
         )
         .await;
     let dep = record["id"].as_i64().expect("deprecation id");
-    for to in ["frozen", "enforcing", "removable"] {
+    let stage = format!("/covenant/v1/deprecations/{dep}/stage");
+    for to in ["frozen", "enforcing"] {
         admin
             .ok(
                 base,
                 "POST",
-                &format!("/covenant/v1/deprecations/{dep}/stage"),
+                &stage,
                 Some(json!({"to": to, "by": "orders-team"})),
             )
             .await;
     }
+    // Removable needs evidence and, before the window ends, a named exception.
+    admin
+        .ok(
+            base,
+            "POST",
+            &format!("/covenant/v1/deprecations/{dep}/evidence"),
+            Some(json!({"claim": "no reader left", "by": "orders-team",
+                "body": {"kind": "replay_result", "sample": "orders.avro", "passed": true}})),
+        )
+        .await;
+    admin
+        .ok(
+            base,
+            "POST",
+            &format!("/covenant/v1/deprecations/{dep}/exceptions"),
+            Some(
+                json!({"approver": "risk-approver", "overrides": "window_open",
+                "reason": "the field was never read outside the old system"}),
+            ),
+        )
+        .await;
+    admin
+        .ok(
+            base,
+            "POST",
+            &stage,
+            Some(json!({"to": "removable", "by": "orders-team"})),
+        )
+        .await;
 
     // An undeclared job fetches the schema by id and by version.
     reader
@@ -263,6 +293,8 @@ async fn scripted_run(base: &str) {
             "deprecation.create ok",
             "deprecation.stage ok",
             "deprecation.stage ok",
+            "deprecation.evidence ok",
+            "deprecation.exception ok",
             "deprecation.stage ok",
             "consumer.create ok",
             "register ok",
@@ -280,7 +312,7 @@ async fn scripted_run(base: &str) {
         ),
         (json!(1), json!(id))
     );
-    assert_eq!(entries[6]["request_id"], json!(second_request));
+    assert_eq!(entries[8]["request_id"], json!(second_request));
     assert!(
         entries.iter().all(|e| e["source"]
             .as_str()

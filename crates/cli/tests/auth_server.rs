@@ -585,3 +585,147 @@ async fn passwords_and_tokens_never_reach_the_log() {
         assert!(!text.contains(secret), "{secret} is in the log");
     }
 }
+
+/// A scripted session against `serve --auth-file`: the audit trail names the principal of every
+/// change and of every refused attempt, only an admin may read it, and schema fetches are
+/// attributed to the authenticated reader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_trail_names_each_principal_including_refusals() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let auth = dir.path().join("auth.json");
+    make_auth_file(&auth);
+    let file = auth.to_str().expect("utf-8");
+    ok(
+        &["auth", "add-user", file, "auditor", "--password-stdin"],
+        Some("a-pass\n"),
+    );
+    ok(
+        &["auth", "grant", file, "auditor", "Admin", "Config:"],
+        None,
+    );
+    let server = Serve::spawn(&dir.path().join("data"), |c| {
+        c.arg("--auth-file").arg(&auth);
+    });
+    wait_ready(&server.base).await;
+    let http = reqwest::Client::new();
+    let base = &server.base;
+    let send = |req: reqwest::RequestBuilder| async move {
+        let r = req.send().await.expect("request");
+        let status = r.status().as_u16();
+        (status, r.text().await.expect("body"))
+    };
+    let body = serde_json::json!({ "schema": ORDER }).to_string();
+    let (status, text) = send(
+        http.post(format!("{base}/subjects/orders-value/versions"))
+            .basic_auth("writer", Some("w-pass"))
+            .header("content-type", "application/json")
+            .body(body.clone()),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let (status, _) = send(
+        http.put(format!("{base}/config/orders-value"))
+            .basic_auth("writer", Some("w-pass"))
+            .header("content-type", "application/json")
+            .body(r#"{"compatibility":"FULL"}"#),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _) = send(
+        http.delete(format!("{base}/subjects/orders-value"))
+            .basic_auth("reader", Some("r-pass")),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, _) = send(
+        http.post(format!("{base}/subjects/payments-value/versions"))
+            .basic_auth("writer", Some("w-pass"))
+            .header("content-type", "application/json")
+            .body(body),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, _) = send(
+        http.get(format!("{base}/subjects/orders-value/versions/1"))
+            .basic_auth("reader", Some("r-pass")),
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    // Only an admin reads the trail.
+    let (status, _) = send(
+        http.get(format!("{base}/covenant/v1/audit"))
+            .basic_auth("reader", Some("r-pass")),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, text) = send(
+        http.get(format!("{base}/covenant/v1/audit?limit=100"))
+            .basic_auth("auditor", Some("a-pass")),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let trail: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let seen: Vec<(String, String, String, String)> = trail["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
+            (s("principal"), s("operation"), s("subject"), s("outcome"))
+        })
+        .collect();
+    let expect = |p: &str, op: &str, subject: &str, outcome: &str| {
+        assert!(
+            seen.iter()
+                .any(|e| e == &(p.into(), op.into(), subject.into(), outcome.into())),
+            "no {p} {op} {subject} {outcome} in {seen:?}"
+        );
+    };
+    expect("writer", "register", "orders-value", "ok");
+    expect("writer", "config.set", "orders-value", "ok");
+    expect("reader", "Delete", "orders-value", "denied");
+    expect("writer", "Write", "payments-value", "denied");
+    assert!(
+        !text.contains("r-pass") && !text.contains("w-pass"),
+        "no secret in the trail"
+    );
+    // The trail is readable from the command line too.
+    let out = covenant(
+        &[
+            "audit",
+            "--url",
+            base,
+            "--outcome",
+            "denied",
+            "--basic-auth",
+            "auditor:a-pass",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains("reader"), "{listed}");
+    assert!(!listed.contains("register"), "only refusals: {listed}");
+
+    // The fetch above is attributed to the authenticated reader.
+    let (status, text) = send(
+        http.get(format!("{base}/covenant/v1/subjects/orders-value/readers"))
+            .basic_auth("reader", Some("r-pass")),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let readers: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert!(
+        readers["readers"]
+            .as_array()
+            .expect("readers")
+            .iter()
+            .any(|r| r.to_string().contains("\"reader\"")),
+        "{readers}"
+    );
+}

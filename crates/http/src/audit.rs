@@ -165,6 +165,11 @@ const GOVERNANCE_WRITES: &[(&str, &str, &str)] = &[
     ("POST", "/covenant/v1/usage", "usage.report"),
     ("POST", "/covenant/v1/deprecations", "deprecation.create"),
     (
+        "PATCH",
+        "/covenant/v1/deprecations/{id}",
+        "deprecation.update",
+    ),
+    (
         "POST",
         "/covenant/v1/deprecations/{id}/stage",
         "deprecation.stage",
