@@ -137,7 +137,9 @@ fn every_output_in_the_governance_walkthrough_is_real() {
             continue;
         }
         let command = step.command.replace(DOC_PORT, &port);
-        let out = shell(&command, dir.path(), &port)
+        // Both streams into one pipe, in the order a terminal shows them.
+        let merged = format!("{{ {command}\n}} 2>&1");
+        let out = shell(&merged, dir.path(), &port)
             .output()
             .expect("run a documented command");
         let text = format!(
