@@ -1,25 +1,9 @@
 //! The offline commands, run as a user runs them: the real binary on files in a temp folder.
 
+mod support;
+use support::{covenant, s, write};
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn covenant(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_covenant"))
-        .args(args)
-        .output()
-        .expect("run covenant")
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write file");
-    path
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().expect("utf-8 path")
-}
 
 const V1: &str = r#"{"type":"record","name":"Case","namespace":"court","fields":[
   {"name":"id","type":"string"},

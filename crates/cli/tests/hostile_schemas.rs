@@ -2,27 +2,12 @@
 //! recursive, deep and nested inputs, unbounded memory on products of sizes): every one now
 //! ends with exit 0, 1 or 2 and a message, within seconds.
 
+mod support;
+use support::{covenant, s, write};
+
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn covenant(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_covenant"))
-        .args(args)
-        .output()
-        .expect("run covenant")
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write file");
-    path
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().expect("utf-8 path")
-}
 
 /// Runs `covenant check` and returns its exit code and output; asserts it ended normally
 /// (not by a signal such as the abort of a stack overflow) and quickly.

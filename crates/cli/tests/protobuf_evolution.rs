@@ -4,11 +4,11 @@
 //! registration on a running `covenant serve`.
 
 mod support;
+use std::time::Duration;
+use support::{covenant, s, write};
 
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::process::Output;
 use support::Serve;
 
 const SWAP_V1: &str = "syntax = \"proto3\";\npackage acme;\nmessage CaseEvent {\n  string event_id = 1;\n  string case_id = 2;\n}\n";
@@ -19,23 +19,6 @@ const RESERVE_V1: &str = "syntax = \"proto3\";\npackage acme;\nmessage CaseEvent
 /// §9.2 and §9.3: `legacy_owner` removed and reserved, `closure_reason_code` added with a new
 /// number.
 const RESERVE_V2: &str = "syntax = \"proto3\";\npackage acme;\nmessage CaseEvent {\n  string event_id = 1;\n  string case_id = 2;\n  string closure_reason_code = 5;\n  reserved 7;\n  reserved \"legacy_owner\";\n}\n";
-
-fn covenant(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_covenant"))
-        .args(args)
-        .output()
-        .expect("run covenant")
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write file");
-    path
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().expect("utf-8 path")
-}
 
 fn findings(out: &Output) -> Vec<Value> {
     let json: Value = serde_json::from_slice(&out.stdout)

@@ -2,28 +2,10 @@
 //! compatibility scope, and `covenant samples` against a running server.
 
 mod support;
+use support::Serve;
+use support::{covenant, s, write};
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use support::Serve;
-
-fn covenant(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_covenant"))
-        .args(args)
-        .output()
-        .expect("run covenant")
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write");
-    path
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
 
 struct Case {
     name: &'static str,

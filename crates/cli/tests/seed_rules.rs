@@ -4,29 +4,11 @@
 //! subjects, and rollout plans over every version with the seed's steps.
 
 mod support;
+use std::time::Duration;
+use support::{covenant, s, write};
 
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::Duration;
 use support::Serve;
-
-fn covenant(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_covenant"))
-        .args(args)
-        .output()
-        .expect("run covenant")
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write");
-    path
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
 
 /// `covenant check --output json` with `args`: the exit code and the findings of `rule`.
 fn check(args: &[&str], rule: &str) -> (Option<i32>, Vec<Value>) {

@@ -1,5 +1,6 @@
 //! Plumbing shared by the tests that drive a running `covenant serve`: free ports, the
-//! process itself, health polling, JSON calls and throwaway PostgreSQL databases.
+//! process itself, health polling, JSON calls and throwaway PostgreSQL databases; and the
+//! `covenant` binary run on files.
 //!
 //! Each test file compiles its own copy and uses only part of it.
 #![allow(dead_code)]
@@ -12,6 +13,26 @@ use std::time::{Duration, Instant};
 
 /// The variable holding a PostgreSQL admin URL (see `scripts/with-postgres.sh`).
 pub const POSTGRES_ENV: &str = "COVENANT_TEST_POSTGRES";
+
+/// Runs the `covenant` binary as a user would, to completion.
+pub fn covenant(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args(args)
+        .output()
+        .expect("run covenant")
+}
+
+/// Writes `text` to `dir/name` and answers the path.
+pub fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write file");
+    path
+}
+
+/// A path as a command-line argument.
+pub fn s(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
 
 /// The Confluent content type.
 pub const V1: &str = "application/vnd.schemaregistry.v1+json";
