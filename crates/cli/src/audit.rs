@@ -102,7 +102,7 @@ fn line(entry: &Value) -> String {
 }
 
 pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
-    let api = Api::new(&args.server);
+    let api = Api::new(&args.server)?;
     let query = filters(&args);
     let mut entries: Vec<Value> = Vec::new();
     let mut after = 0;

@@ -119,8 +119,7 @@ pub struct ServeAuthArgs {
     /// Bearer JWTs verified against this JWKS file (re-read every --jwks-refresh-seconds).
     #[arg(long, value_name = "FILE", env = "COVENANT_JWKS_FILE")]
     pub jwks_file: Option<PathBuf>,
-    /// Bearer JWTs verified against the JWKS at this http:// URL (the HTTP client here has no
-    /// TLS; for an https identity provider, fetch it to a file for --jwks-file), fetched at
+    /// Bearer JWTs verified against the JWKS at this http:// or https:// URL, fetched at
     /// start and every --jwks-refresh-seconds (never per request).
     #[arg(
         long,

@@ -41,9 +41,25 @@ pub struct Server {
     /// A bearer token (JWT) for a registry that validates tokens.
     #[arg(long, global = true, env = "COVENANT_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
+    /// Trust this certificate authority (PEM) for an https registry, besides the system's.
+    #[arg(long, global = true, value_name = "FILE", env = "COVENANT_CA_CERT")]
+    pub(crate) ca_cert: Option<std::path::PathBuf>,
 }
 
 impl Server {
+    /// An HTTP client trusting `--ca-cert` when given.
+    pub(crate) fn client(&self) -> anyhow::Result<reqwest::Client> {
+        let mut builder = reqwest::Client::builder();
+        if let Some(path) = &self.ca_cert {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("reading --ca-cert {}", path.display()))?;
+            let certificate = reqwest::Certificate::from_pem(&pem)
+                .with_context(|| format!("{}: not a PEM certificate", path.display()))?;
+            builder = builder.add_root_certificate(certificate);
+        }
+        builder.build().context("building the HTTP client")
+    }
+
     /// `request` with this caller's credentials, if any were given.
     pub(crate) fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         let request = match self.basic_auth.as_deref().map(|c| c.split_once(':')) {
@@ -189,7 +205,7 @@ impl Declaration {
 }
 
 pub fn run_consumers(args: ConsumersArgs) -> anyhow::Result<ExitCode> {
-    let api = Api::new(&args.server);
+    let api = Api::new(&args.server)?;
     match args.command {
         ConsumersCommand::Add { name, declaration } => {
             let mut body = Map::new();
@@ -530,7 +546,7 @@ fn evidence_body(args: &EvidenceArgs) -> anyhow::Result<Value> {
 }
 
 pub fn run_deprecations(args: DeprecationsArgs) -> anyhow::Result<ExitCode> {
-    let api = Api::new(&args.server);
+    let api = Api::new(&args.server)?;
     match args.command {
         DeprecationsCommand::Create(create) => {
             let body = create_body(create)?;
@@ -736,7 +752,7 @@ enum UsageCommand {
 }
 
 pub fn run_usage(args: UsageArgs) -> anyhow::Result<ExitCode> {
-    let api = Api::new(&args.server);
+    let api = Api::new(&args.server)?;
     match args.command {
         UsageCommand::Report {
             subject,
@@ -837,16 +853,16 @@ pub(crate) struct Api {
 }
 
 impl Api {
-    pub(crate) fn new(server: &Server) -> Api {
-        Api {
+    pub(crate) fn new(server: &Server) -> anyhow::Result<Api> {
+        Ok(Api {
             base: server.url.trim_end_matches('/').to_string(),
             server: server.clone(),
             runtime: tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .ok(),
-            client: reqwest::Client::new(),
-        }
+            client: server.client()?,
+        })
     }
 
     /// `Ok(Ok(json))` on success; `Ok(Err(exit))` after printing the server's refusal;

@@ -66,7 +66,7 @@ async fn call(
     url: String,
     body: Option<Value>,
 ) -> Result<Value> {
-    let client = reqwest::Client::new();
+    let client = server.client()?;
     let mut request = server.authorize(client.request(method, &url));
     if let Some(body) = body {
         request = request

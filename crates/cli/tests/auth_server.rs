@@ -729,3 +729,108 @@ async fn the_audit_trail_names_each_principal_including_refusals() {
         "{readers}"
     );
 }
+
+/// The Rust client over TLS with Basic credentials: it trusts the authority made here and
+/// registers, encodes and decodes through `serve --tls-cert --auth-file`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_client_over_tls() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca = Authority::new();
+    ca.server_certificate(dir.path());
+    let auth = dir.path().join("auth.json");
+    make_auth_file(&auth);
+    let server = Serve::spawn(&dir.path().join("data"), |c| {
+        c.arg("--auth-file").arg(&auth);
+        c.arg("--tls-cert").arg(dir.path().join("server.pem"));
+        c.arg("--tls-key").arg(dir.path().join("server.key"));
+    });
+    server.wait_listening();
+    let base = format!("https://localhost:{}", server.port);
+    let trusting = || {
+        reqwest::Client::builder().add_root_certificate(
+            reqwest::Certificate::from_pem(ca.pem().as_bytes()).expect("CA certificate"),
+        )
+    };
+    let client = |user: &str, password: &str| {
+        SrSettings::new_builder(base.clone())
+            .set_basic_authorization(user, Some(password))
+            .build_with(trusting())
+            .expect("client settings")
+    };
+    let writer = client("writer", "w-pass");
+    let schema = SuppliedSchema::new(
+        Some("acme.auth.Order".into()),
+        SchemaType::Avro,
+        ORDER.into(),
+    );
+    let registered = post_schema(&writer, "orders-value".into(), schema)
+        .await
+        .expect("register over TLS");
+    let bytes = AvroEncoder::new(writer)
+        .encode(
+            vec![("id", AvroValue::String("o-tls".into()))],
+            SubjectNameStrategy::TopicNameStrategy("orders".into(), false),
+        )
+        .await
+        .expect("encode over TLS");
+    assert_eq!(
+        u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]),
+        registered.id
+    );
+    let decoded = AvroDecoder::new(client("reader", "r-pass"))
+        .decode(Some(&bytes))
+        .await
+        .expect("decode over TLS");
+    assert_eq!(
+        decoded.value,
+        AvroValue::Record(vec![("id".into(), AvroValue::String("o-tls".into()))])
+    );
+    // The command line reaches the same registry over TLS with --ca-cert.
+    let file = auth.to_str().expect("utf-8");
+    ok(
+        &["auth", "add-user", file, "steward", "--password-stdin"],
+        Some("s-pass\n"),
+    );
+    ok(
+        &["auth", "grant", file, "steward", "Govern", "Config:"],
+        None,
+    );
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).expect("write CA");
+    let listed = ok(
+        &[
+            "consumers",
+            "list",
+            "--url",
+            &base,
+            "--basic-auth",
+            "steward:s-pass",
+            "--ca-cert",
+            ca_file.to_str().expect("utf-8"),
+        ],
+        None,
+    );
+    assert!(listed.contains("no consumers declared"), "{listed}");
+    let refused = covenant(
+        &[
+            "consumers",
+            "list",
+            "--url",
+            &base,
+            "--basic-auth",
+            "steward:s-pass",
+        ],
+        None,
+    );
+    assert!(
+        !refused.status.success(),
+        "an unknown authority is not trusted"
+    );
+    // A client that does not trust the authority gets no answer.
+    let untrusting = SrSettings::new_builder(base.clone())
+        .set_basic_authorization("reader", Some("r-pass"))
+        .build()
+        .expect("client settings");
+    assert!(get_all_subjects(&untrusting).await.is_err());
+}
