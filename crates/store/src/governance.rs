@@ -688,6 +688,9 @@ pub struct NewDeprecation {
     pub owners: Vec<Owner>,
     pub window_start: i64,
     pub window_end: i64,
+    /// When the deprecated thing stops being served (ms), announced in `Sunset` headers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sunset: Option<i64>,
     #[serde(default)]
     pub notes: RecordNotes,
     /// Who announced it.
@@ -707,6 +710,10 @@ pub struct Deprecation {
     pub owners: Vec<Owner>,
     pub window_start: i64,
     pub window_end: i64,
+    /// When the deprecated thing stops being served (ms); records written before it existed
+    /// read as having none.
+    #[serde(default)]
+    pub sunset: Option<i64>,
     pub stage: Stage,
     pub notes: RecordNotes,
     pub history: Vec<StageChange>,
@@ -743,6 +750,7 @@ impl Deprecation {
             owners: new.owners,
             window_start: new.window_start,
             window_end: new.window_end,
+            sunset: new.sunset,
             stage: Stage::Announced,
             notes: new.notes,
             history: vec![StageChange {
