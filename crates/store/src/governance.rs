@@ -906,6 +906,31 @@ pub struct SchemaRead {
 mod tests {
     use super::*;
 
+    /// Records written before deprecations had a sunset are stored without the key.
+    #[test]
+    fn a_record_without_a_sunset_still_reads() {
+        let new = NewDeprecation {
+            target: DeprecationTarget::Subject {
+                subject: "s".into(),
+            },
+            contract: String::new(),
+            old_promise: "old".into(),
+            new_promise: "new".into(),
+            replacement: None,
+            owners: Vec::new(),
+            window_start: 1,
+            window_end: 2,
+            sunset: Some(3),
+            notes: RecordNotes::default(),
+            announced_by: "a".into(),
+        };
+        let mut body = serde_json::to_value(Deprecation::from_new(7, new, 1)).expect("json");
+        assert_eq!(body["sunset"], 3);
+        body.as_object_mut().expect("object").remove("sunset");
+        let old: Deprecation = serde_json::from_value(body).expect("an old record reads");
+        assert_eq!((old.id, old.sunset), (7, None));
+    }
+
     #[test]
     fn field_paths_normalize_to_dotted_names() {
         assert_eq!(
