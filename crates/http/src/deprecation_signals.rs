@@ -248,8 +248,15 @@ async fn compute(
     })
 }
 
-/// An instant in ms as an IMF-fixdate; `None` before the epoch, which HTTP-dates cannot say.
+/// The first instant (ms) an HTTP-date's four-digit year cannot say: 10000-01-01.
+const HTTP_DATE_END_MS: i64 = 253_402_300_800_000;
+
+/// An instant in ms as an IMF-fixdate; `None` outside the years 1970 to 9999 that an
+/// HTTP-date can say (`httpdate` panics past them, so they are refused here).
 fn http_date(ms: i64) -> Option<HeaderValue> {
+    if ms >= HTTP_DATE_END_MS {
+        return None;
+    }
     let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).ok()?);
     HeaderValue::from_str(&httpdate::fmt_http_date(at)).ok()
 }
@@ -263,6 +270,9 @@ mod tests {
         let value = http_date(1_798_761_600_000).expect("a date");
         assert_eq!(value, "Fri, 01 Jan 2027 00:00:00 GMT");
         assert_eq!(http_date(-1), None);
+        assert_eq!(http_date(HTTP_DATE_END_MS), None);
+        assert_eq!(http_date(i64::MAX), None);
+        assert!(http_date(HTTP_DATE_END_MS - 1).is_some());
     }
 
     #[test]
