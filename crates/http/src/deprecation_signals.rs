@@ -15,6 +15,7 @@ use covenant_governance::{Deprecation, DeprecationTarget, Governance, Stage};
 use covenant_registry::{Registry, VersionSpec};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
@@ -57,11 +58,15 @@ struct Snapshot {
 #[derive(Default)]
 pub struct DeprecationSignals {
     snapshot: Mutex<Snapshot>,
+    /// Bumped by every invalidation, so a reload that read the store before a write does not
+    /// install what it read after the write invalidated it.
+    generation: AtomicU64,
 }
 
 impl DeprecationSignals {
     /// Drops the snapshot, so the next read sees a change this server just made.
     pub fn invalidate(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
         if let Ok(mut s) = self.snapshot.lock() {
             *s = Snapshot::default();
         }
@@ -107,6 +112,7 @@ impl DeprecationSignals {
     }
 
     async fn reload(&self, gov: &Governance) -> Option<Arc<HashMap<String, Vec<Deprecation>>>> {
+        let generation = self.generation.load(Ordering::SeqCst);
         let all = match gov.deprecations(None).await {
             Ok(all) => all,
             Err(e) => {
@@ -122,7 +128,9 @@ impl DeprecationSignals {
                 .push(d);
         }
         let by_subject = Arc::new(by_subject);
-        if let Ok(mut s) = self.snapshot.lock() {
+        if let Ok(mut s) = self.snapshot.lock()
+            && self.generation.load(Ordering::SeqCst) == generation
+        {
             *s = Snapshot {
                 loaded: Some(Instant::now()),
                 by_subject: by_subject.clone(),
