@@ -406,6 +406,9 @@ struct CreateArgs {
     /// Window end (RFC 3339 or epoch ms); default 90 days after the start.
     #[arg(long = "window-end")]
     window_end: Option<String>,
+    /// When the field stops being served (RFC 3339 or epoch ms), sent in `Sunset` headers.
+    #[arg(long)]
+    sunset: Option<String>,
     /// Who announces it.
     #[arg(long, default_value = "")]
     by: String,
@@ -494,6 +497,9 @@ fn create_body(args: CreateArgs) -> anyhow::Result<Value> {
         }
         if let Some(end) = args.window_end {
             m.insert("window_end".into(), time_value(&end));
+        }
+        if let Some(sunset) = args.sunset {
+            m.insert("sunset".into(), time_value(&sunset));
         }
     }
     Ok(body)

@@ -517,6 +517,7 @@ mod tests {
                 owners: vec![],
                 window_start: 0,
                 window_end: DAY,
+                sunset: None,
                 notes: RecordNotes::default(),
                 announced_by: "x".into(),
             },

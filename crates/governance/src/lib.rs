@@ -111,6 +111,9 @@ pub struct DeprecationUpdate {
     pub window_start: Option<i64>,
     #[serde(default)]
     pub window_end: Option<i64>,
+    /// A new sunset time (ms).
+    #[serde(default)]
+    pub sunset: Option<i64>,
     #[serde(default)]
     pub notes: Option<NotesUpdate>,
 }
@@ -201,7 +204,24 @@ fn apply_update(d: &mut Deprecation, update: &DeprecationUpdate) -> Vec<String> 
             *slot = v;
         }
     }
+    if let Some(v) = update.sunset
+        && Some(v) != d.sunset
+    {
+        let show = |x: Option<i64>| x.map_or_else(|| "none".to_string(), format_day);
+        changes.push(format!("sunset: {} -> {}", show(d.sunset), show(Some(v))));
+        d.sunset = Some(v);
+    }
     changes
+}
+
+/// RFC 9745 §4: a sunset may not come before the deprecation it ends.
+fn check_sunset(window_start: i64, sunset: Option<i64>) -> GovernanceResult<()> {
+    match sunset {
+        Some(s) if s < window_start => Err(GovernanceError::Invalid(
+            "the sunset comes before the deprecation window starts".to_string(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// An exception as requested (id and time are assigned).
@@ -860,6 +880,7 @@ impl Governance {
                 "the deprecation window ends before it starts".to_string(),
             ));
         }
+        check_sunset(new.window_start, new.sunset)?;
         if let DeprecationTarget::Field { path, .. } | DeprecationTarget::EnumValue { path, .. } =
             &mut new.target
         {
@@ -1058,6 +1079,7 @@ impl Governance {
                         "the deprecation window ends before it starts".to_string(),
                     ));
                 }
+                check_sunset(d.window_start, d.sunset)?;
                 d.updates.push(RecordUpdate {
                     at,
                     by: update.by.trim().to_string(),

@@ -112,6 +112,9 @@ pub fn render_text(record: &Deprecation, gate: Option<&GateReport>) -> String {
             format_day(record.window_end)
         ),
     );
+    if let Some(sunset) = record.sunset {
+        field(&mut out, "sunset", &format_time(sunset));
+    }
     field(&mut out, "contract", &record.contract);
     field(&mut out, "old promise", &record.old_promise);
     field(&mut out, "new promise", &record.new_promise);

@@ -140,6 +140,7 @@ fn plan_name_deprecation() -> NewDeprecation {
         ],
         window_start: T0,
         window_end: T0 + 120 * DAY,
+        sunset: None,
         notes: RecordNotes {
             freeze: "old field absent from new examples; new warehouse dependencies denied".into(),
             ..RecordNotes::default()

@@ -513,7 +513,7 @@ pub async fn create_deprecation(
     let gov = governance(&state)?;
     let mut map = object(body, "a deprecation")?;
     actor_field(&mut map, "announced_by", &principal)?;
-    times_to_ms(&mut map, &["window_start", "window_end"])?;
+    times_to_ms(&mut map, &["window_start", "window_end", "sunset"])?;
     let start = map
         .get("window_start")
         .and_then(Value::as_i64)
@@ -523,6 +523,7 @@ pub async fn create_deprecation(
         .or_insert(json!(start + DEFAULT_WINDOW_MS));
     let new: NewDeprecation = typed(map, "deprecation")?;
     let created = gov.create_deprecation(new).await?;
+    state.signals.invalidate();
     Ok(ok(gov.render_deprecation_json(created.id).await?))
 }
 
@@ -568,7 +569,7 @@ fn deprecation_change<'a, T: DeserializeOwned>(
 }
 
 /// Updates a record's content: `{"by", "note"?, "contract"?, "replacement"?, "owners"?,
-/// "window_start"?, "window_end"?, "notes"?: {...}}` (times as ms or RFC 3339); the change is
+/// "window_start"?, "window_end"?, "sunset"?, "notes"?: {...}}` (times as ms or RFC 3339); the change is
 /// kept in the record's `updates`.
 pub async fn update_deprecation(
     State(state): State<AppState>,
@@ -578,9 +579,10 @@ pub async fn update_deprecation(
     let gov = governance(&state)?;
     let id = deprecation_id(&id)?;
     let mut map = object(body, "a deprecation update")?;
-    times_to_ms(&mut map, &["window_start", "window_end"])?;
+    times_to_ms(&mut map, &["window_start", "window_end", "sunset"])?;
     let update: DeprecationUpdate = typed(map, "deprecation update")?;
     gov.update_deprecation(id, update).await?;
+    state.signals.invalidate();
     Ok(ok(gov.render_deprecation_json(id).await?))
 }
 
@@ -594,6 +596,7 @@ pub async fn change_stage(
     let (gov, id, request): (_, _, StageRequest) =
         deprecation_change(&state, &id, body, ("a stage change", "stage change"))?;
     gov.change_stage(id, request).await?;
+    state.signals.invalidate();
     Ok(ok(gov.render_deprecation_json(id).await?))
 }
 

@@ -276,7 +276,6 @@ pub async fn schema_by_id(
     params: Params,
 ) -> ApiResult {
     let (id, record, text) = schema_with_text(&state, &access, &id, &params).await?;
-    state.count_read(&principal, ReadTarget::Id(id));
     let mut m = schema_fields(&record, text);
     if let Some(subject) = params
         .get("subject")
@@ -290,7 +289,10 @@ pub async fn schema_by_id(
     if params.flag("fetchMaxId") {
         m.insert("maxId".into(), json!(state.registry.max_id().await?));
     }
-    Ok(ok(Value::Object(m)))
+    let answer = ok(Value::Object(m));
+    Ok(state
+        .answer_read(&principal, ReadTarget::Id(id), answer)
+        .await)
 }
 
 pub async fn schema_text_by_id(
@@ -301,8 +303,9 @@ pub async fn schema_text_by_id(
     params: Params,
 ) -> ApiResult {
     let (id, _, text) = schema_with_text(&state, &access, &id, &params).await?;
-    state.count_read(&principal, ReadTarget::Id(id));
-    Ok(raw(text))
+    Ok(state
+        .answer_read(&principal, ReadTarget::Id(id), raw(text))
+        .await)
 }
 
 pub async fn subjects_by_id(
@@ -391,6 +394,8 @@ pub async fn register(
     // The removal gate inside the registration must see every read counted so far.
     state.flush_reads().await;
     let reg = state.registry.register(&subject, request, options).await?;
+    // What versions exist decides which ones a deprecation covers and what succeeds them.
+    state.signals.invalidate();
     // Protobuf sent as a base64 descriptor is stored as .proto text; without an explicit
     // format the answer echoes the descriptor as sent, since clients cache the answer by id
     // and later parse it as a descriptor.
@@ -437,8 +442,10 @@ pub async fn lookup(
         )
         .await?;
     let text = state.registry.schema_text(&v.schema, format).await?;
-    state.count_read(&principal, version_read(&v));
-    Ok(ok(version_view(&v, text)))
+    let answer = ok(version_view(&v, text));
+    Ok(state
+        .answer_read(&principal, version_read(&v), answer)
+        .await)
 }
 
 /// The read of one subject version, for consumer discovery.
@@ -472,8 +479,10 @@ pub async fn version(
     params: Params,
 ) -> ApiResult {
     let (v, text) = version_with_text(&state, &subject, &version, &params).await?;
-    state.count_read(&principal, version_read(&v));
-    Ok(ok(version_view(&v, text)))
+    let answer = ok(version_view(&v, text));
+    Ok(state
+        .answer_read(&principal, version_read(&v), answer)
+        .await)
 }
 
 pub async fn version_schema(
@@ -483,8 +492,9 @@ pub async fn version_schema(
     params: Params,
 ) -> ApiResult {
     let (v, text) = version_with_text(&state, &subject, &version, &params).await?;
-    state.count_read(&principal, version_read(&v));
-    Ok(raw(text))
+    Ok(state
+        .answer_read(&principal, version_read(&v), raw(text))
+        .await)
 }
 
 pub async fn referenced_by(
@@ -535,8 +545,10 @@ pub async fn latest_with_metadata(
             .all(|(k, val)| props.get(*k).and_then(Value::as_str) == Some(*val));
         if matches {
             let text = requested_text(&state, &v.schema, &params).await?;
-            state.count_read(&principal, version_read(&v));
-            return Ok(ok(version_view(&v, text)));
+            let answer = ok(version_view(&v, text));
+            return Ok(state
+                .answer_read(&principal, version_read(&v), answer)
+                .await);
         }
     }
     Err(RegistryError::SchemaNotFound.into())
@@ -552,6 +564,7 @@ pub async fn delete_subject(
         .registry
         .delete_subject(&subject, params.flag("permanent"), Some(&audit))
         .await?;
+    state.signals.invalidate();
     Ok(ok(json!(versions)))
 }
 
@@ -566,6 +579,7 @@ pub async fn delete_version(
         .registry
         .delete_version(&subject, spec, params.flag("permanent"), Some(&audit))
         .await?;
+    state.signals.invalidate();
     Ok(ok(json!(v)))
 }
 

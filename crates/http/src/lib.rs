@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod deprecation_signals;
 pub mod error;
 pub mod extract;
 pub mod governance;
@@ -47,14 +48,26 @@ pub struct AppState {
     pub audit: audit::AuditSink,
     /// Schema fetches counted since the last flush to governance.
     pub reads: Arc<reads::ReadTally>,
+    /// Live deprecation records as read handlers see them, for their response headers.
+    pub signals: Arc<deprecation_signals::DeprecationSignals>,
 }
 
 impl AppState {
-    /// Counts a schema fetch by the request's principal, when governance is on.
-    pub fn count_read(&self, principal: &principal::Principal, target: reads::ReadTarget) {
-        if self.governance.is_some() {
+    /// Answers a schema fetch: counts it (when governance is on) and adds the deprecation
+    /// headers of what it read, so every read route signals deprecation the same way.
+    pub async fn answer_read(
+        &self,
+        principal: &principal::Principal,
+        target: reads::ReadTarget,
+        mut response: Response,
+    ) -> Response {
+        if let Some(gov) = &self.governance {
+            if let Some(signal) = self.signals.signal(&self.registry, gov, &target).await {
+                signal.apply(response.headers_mut());
+            }
             self.reads.count(reads::reader_of(principal), target);
         }
+        response
     }
 
     /// Writes counted reads now, so that what is decided next sees them.
@@ -467,6 +480,7 @@ pub fn router_counting_into(
         metrics: prometheus(),
         governance,
         reads,
+        signals: Arc::default(),
     };
     let normalized = ServiceBuilder::new()
         .map_request(strip_trailing_slash)

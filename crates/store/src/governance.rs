@@ -688,6 +688,9 @@ pub struct NewDeprecation {
     pub owners: Vec<Owner>,
     pub window_start: i64,
     pub window_end: i64,
+    /// When the deprecated thing stops being served (ms), announced in `Sunset` headers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sunset: Option<i64>,
     #[serde(default)]
     pub notes: RecordNotes,
     /// Who announced it.
@@ -707,6 +710,10 @@ pub struct Deprecation {
     pub owners: Vec<Owner>,
     pub window_start: i64,
     pub window_end: i64,
+    /// When the deprecated thing stops being served (ms); records written before it existed
+    /// read as having none.
+    #[serde(default)]
+    pub sunset: Option<i64>,
     pub stage: Stage,
     pub notes: RecordNotes,
     pub history: Vec<StageChange>,
@@ -743,6 +750,7 @@ impl Deprecation {
             owners: new.owners,
             window_start: new.window_start,
             window_end: new.window_end,
+            sunset: new.sunset,
             stage: Stage::Announced,
             notes: new.notes,
             history: vec![StageChange {
@@ -897,6 +905,31 @@ pub struct SchemaRead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records written before deprecations had a sunset are stored without the key.
+    #[test]
+    fn a_record_without_a_sunset_still_reads() {
+        let new = NewDeprecation {
+            target: DeprecationTarget::Subject {
+                subject: "s".into(),
+            },
+            contract: String::new(),
+            old_promise: "old".into(),
+            new_promise: "new".into(),
+            replacement: None,
+            owners: Vec::new(),
+            window_start: 1,
+            window_end: 2,
+            sunset: Some(3),
+            notes: RecordNotes::default(),
+            announced_by: "a".into(),
+        };
+        let mut body = serde_json::to_value(Deprecation::from_new(7, new, 1)).expect("json");
+        assert_eq!(body["sunset"], 3);
+        body.as_object_mut().expect("object").remove("sunset");
+        let old: Deprecation = serde_json::from_value(body).expect("an old record reads");
+        assert_eq!((old.id, old.sunset), (7, None));
+    }
 
     #[test]
     fn field_paths_normalize_to_dotted_names() {

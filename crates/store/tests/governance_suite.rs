@@ -335,11 +335,19 @@ pub async fn deprecations_round_trip(store: &dyn GovernanceStore) {
         }],
         window_start: T0,
         window_end: T0 + 90 * DAY,
+        sunset: Some(T0 + 120 * DAY),
         notes: RecordNotes::default(),
         announced_by: "billing".into(),
     };
     let first = store.create_deprecation(&new, T0).await.expect("create");
+    let stored = store
+        .deprecation(first.id)
+        .await
+        .expect("read")
+        .expect("present");
+    assert_eq!(stored.sunset, Some(T0 + 120 * DAY), "the sunset is stored");
     let mut other = new.clone();
+    other.sunset = None;
     other.target = DeprecationTarget::Subject {
         subject: "old-subject".into(),
     };
