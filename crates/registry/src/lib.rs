@@ -240,8 +240,51 @@ impl std::fmt::Display for GuardRefusal {
 
 impl std::error::Error for GuardRefusal {}
 
-fn invalid_subject(subject: &str) -> bool {
-    subject.chars().any(char::is_control) || subject == "__GLOBAL" || subject == "__EMPTY"
+/// The longest subject name accepted, in characters. Confluent sets no bound; one keeps names
+/// usable as URL path segments and index keys, and fits Kafka's 249-character topic names with
+/// a `-value` suffix or a fully qualified record name (`TopicRecordNameStrategy`) to spare.
+pub const MAX_SUBJECT_CHARS: usize = 1024;
+
+/// What a subject name addresses: config and mode may also name a context (`:.ctx:`) or the
+/// global context (`:.__GLOBAL:`), which hold no schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubjectUse {
+    ConfigOrMode,
+    Schemas,
+}
+
+/// Confluent's subject validation (no ISO control characters, not `__GLOBAL` or `__EMPTY`, the
+/// global context only for config and mode) plus what Covenant adds so that every stored name
+/// can be addressed again: not empty, not a URL dot segment (`.`, `..`), which clients and
+/// proxies rewrite away, and at most [`MAX_SUBJECT_CHARS`] characters.
+pub fn validate_subject(subject: &str, using: SubjectUse) -> RegistryResult<()> {
+    let (context, name) = split_qualified(subject);
+    let config_or_mode = using == SubjectUse::ConfigOrMode;
+    let invalid = subject.is_empty()
+        || subject.chars().any(char::is_control)
+        || subject.chars().count() > MAX_SUBJECT_CHARS
+        || matches!(name, "__GLOBAL" | "__EMPTY" | "." | "..")
+        || (name.is_empty() && !(config_or_mode && context.is_some()))
+        || (context == Some(".__GLOBAL") && !config_or_mode);
+    if invalid {
+        return Err(RegistryError::InvalidSubject(subject.to_string()));
+    }
+    Ok(())
+}
+
+/// Splits `:.ctx:name` into its context and name, as Confluent reads a qualified subject
+/// (`:.ctx` with no second colon is a context with an empty name; `:*:` is the wildcard).
+fn split_qualified(subject: &str) -> (Option<&str>, &str) {
+    if let Some(rest) = subject.strip_prefix(":.") {
+        return match rest.find(':') {
+            Some(ix) => (Some(&subject[1..ix + 2]), &rest[ix + 1..]),
+            None => (Some(&subject[1..]), ""),
+        };
+    }
+    match subject.strip_prefix(":*:") {
+        Some(name) => (Some("*"), name),
+        None => (None, subject),
+    }
 }
 
 fn content_key(
@@ -931,9 +974,7 @@ impl Registry {
     ) -> RegistryResult<ConfigRecord> {
         let scope = match subject {
             Some(s) => {
-                if invalid_subject(s) {
-                    return Err(RegistryError::InvalidSubject(s.to_string()));
-                }
+                validate_subject(s, SubjectUse::ConfigOrMode)?;
                 Scope::Subject(s)
             }
             None => Scope::Global,
@@ -1026,9 +1067,7 @@ impl Registry {
     ) -> RegistryResult<Mode> {
         let mode = Mode::parse(mode)?;
         if let Some(s) = subject {
-            if invalid_subject(s) {
-                return Err(RegistryError::InvalidSubject(s.to_string()));
-            }
+            validate_subject(s, SubjectUse::ConfigOrMode)?;
             if mode == Mode::Forward {
                 return Err(RegistryError::ForwardModeOnSubject);
             }
@@ -1148,9 +1187,7 @@ impl Registry {
         mut request: SchemaRequest,
         options: RegisterOptions<'_>,
     ) -> RegistryResult<Attempt> {
-        if invalid_subject(subject) {
-            return Err(RegistryError::InvalidSubject(subject.to_string()));
-        }
+        validate_subject(subject, SubjectUse::Schemas)?;
         validate_rule_set(&request.rule_set)?;
         let config = self.effective_config(subject).await?;
         let normalize = options.normalize
