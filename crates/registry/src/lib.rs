@@ -287,6 +287,19 @@ fn split_qualified(subject: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// Whether a stored schema is the candidate (whose key is `key`). Records stored before the
+/// identity last changed carry an older key, so theirs is derived again from their text.
+fn same_identity(stored: &covenant_store::SchemaRecord, key: &str) -> bool {
+    stored.content_key == key
+        || content_key(
+            &stored.schema_type,
+            &stored.schema,
+            &stored.references,
+            &stored.metadata,
+            &stored.rule_set,
+        ) == key
+}
+
 fn content_key(
     schema_type: &str,
     text: &str,
@@ -294,6 +307,11 @@ fn content_key(
     metadata: &Option<Value>,
     rule_set: &Option<Value>,
 ) -> String {
+    // Avro compares as Confluent does: the schema as the Avro library prints it.
+    let avro = (schema_type == SchemaType::Avro.as_str())
+        .then(|| covenant_avro::identity_string(text))
+        .flatten();
+    let text = avro.as_deref().unwrap_or(text);
     let identity = serde_json::json!([schema_type, text, references, metadata, rule_set]);
     let digest = sha2::Sha256::digest(identity.to_string().as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
@@ -1237,9 +1255,9 @@ impl Registry {
         let existing = match dedupe {
             Dedupe::AnyLive => versions
                 .iter()
-                .find(|v| !v.deleted && v.schema.content_key == new_schema.content_key),
+                .find(|v| !v.deleted && same_identity(&v.schema, &new_schema.content_key)),
             Dedupe::LatestOnly => {
-                latest_live.filter(|v| v.schema.content_key == new_schema.content_key)
+                latest_live.filter(|v| same_identity(&v.schema, &new_schema.content_key))
             }
             Dedupe::Never => None,
         };
@@ -1441,7 +1459,7 @@ impl Registry {
         let found = visible
             .iter()
             .rev()
-            .find(|v| v.schema.content_key == candidate.content_key)
+            .find(|v| same_identity(&v.schema, &candidate.content_key))
             .or_else(|| visible.iter().rev().find(same_text));
         if let Some(v) = found {
             return Ok((*v).clone());
