@@ -5,7 +5,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{Serve, V1};
+use support::{Serve, TestDb, V1};
 
 const ORDERS: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"long"},{"name":"note","type":["null","string"],"default":null}]}"#;
 const ORDERS_REORDERED: &str = r#"{
@@ -27,9 +27,27 @@ fn avro(text: &str) -> Option<Value> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reordered_avro_is_the_registered_version() {
+async fn reordered_avro_is_the_registered_version_on_sqlite() {
+    reordered_avro_is_the_registered_version(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reordered_avro_is_the_registered_version_on_postgres() {
+    let Some(db) = TestDb::create("covenant_identity").await else {
+        eprintln!("skipped: {} is not set", support::POSTGRES_ENV);
+        return;
+    };
+    reordered_avro_is_the_registered_version(Some(&db.url)).await;
+    db.drop_db().await;
+}
+
+async fn reordered_avro_is_the_registered_version(store: Option<&str>) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::spawn(&dir.path().join("data"), |_| {});
+    let serve = Serve::spawn(&dir.path().join("data"), |command| {
+        if let Some(url) = store {
+            command.args(["--store", url]);
+        }
+    });
     support::wait_ready(&reqwest::Client::new(), &serve.base).await;
 
     let (status, first) = call(&serve, "POST", "/subjects/orders/versions", avro(ORDERS)).await;
