@@ -949,6 +949,20 @@ impl Registry {
         Ok(())
     }
 
+    /// The subject that reads of `subject` go to: the `alias` of its own config (one step, so
+    /// aliases cannot loop), as in Confluent, or `None` when it names no other subject.
+    pub async fn alias_target(&self, subject: &str) -> RegistryResult<Option<String>> {
+        let config = self.store.config(Scope::Subject(subject)).await?;
+        Ok(config
+            .and_then(|c| {
+                c.extra
+                    .get("alias")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .filter(|target| !target.is_empty() && target != subject))
+    }
+
     /// `GET /config[/{s}]`.
     pub async fn config(
         &self,
