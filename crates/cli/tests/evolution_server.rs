@@ -489,6 +489,63 @@ async fn replay_refuses_a_version_that_cannot_read_old_samples() {
     assert_eq!((status, body["error_code"].as_i64()), (404, Some(40430)));
 }
 
+/// "NONE skips checks": at NONE a sample that no longer decodes is a warning in the dry run,
+/// and the dry run agrees with the registration that follows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_none_the_dry_run_and_registration_agree_on_replay() {
+    let server = Server::start().await;
+    let s = "events-none";
+    server.registered(s, "AVRO", E1).await;
+    let mut v1 = Vec::new();
+    avro_long(7, &mut v1);
+    avro_long(6, &mut v1);
+    v1.extend_from_slice(b"refund");
+    let (status, added) = server
+        .call(
+            "POST",
+            &format!("/covenant/v1/subjects/{s}/versions/1/samples"),
+            Some(json!({"payload": b64(&v1), "encoding": "avro"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{added}");
+    server.registered(s, "AVRO", E3).await;
+
+    // Under a checking level the stored sample refuses v4 in both paths.
+    server
+        .config(
+            s,
+            json!({"compatibility": "BACKWARD", "compatibilityScope": {"kind": "all"}}),
+        )
+        .await;
+    let verbose = server.verbose(s, "AVRO", E4).await;
+    assert_eq!(verbose["is_compatible"], false, "{verbose}");
+    assert_eq!(
+        finding(&verbose, "SAMPLE_REPLAY_FAILED")["severity"],
+        "error"
+    );
+
+    server.config(s, json!({"compatibility": "NONE"})).await;
+    let verbose = server.verbose(s, "AVRO", E4).await;
+    assert_eq!(verbose["is_compatible"], true, "{verbose}");
+    let f = finding(&verbose, "SAMPLE_REPLAY_FAILED");
+    assert_eq!(f["severity"], "warning", "{verbose}");
+    assert_eq!(f["version"], 1);
+    let (status, plain) = server
+        .call(
+            "POST",
+            &format!("/compatibility/subjects/{s}/versions"),
+            Some(json!({"schemaType": "AVRO", "schema": E4})),
+        )
+        .await;
+    assert_eq!(
+        (status, &plain["is_compatible"]),
+        (200, &json!(true)),
+        "{plain}"
+    );
+    let (status, body) = server.register(s, "AVRO", E4).await;
+    assert_eq!((status, &body["version"]), (200, &json!(3)), "{body}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plans_and_protobuf_descriptors() {
     let server = Server::start().await;

@@ -119,6 +119,15 @@ async fn schema_with_text(
     Ok((id, record, text))
 }
 
+/// The subject a read of `subject` is answered from: its config's `alias`, when the caller may
+/// read that subject too (an alias must not open a subject its caller cannot read).
+async fn followed(state: &AppState, access: &Access, subject: String) -> Result<String, ApiError> {
+    Ok(match state.registry.alias_target(&subject).await? {
+        Some(target) if access.can_read(&target) => target,
+        _ => subject,
+    })
+}
+
 /// The subject version named in the path (`?deleted` included) and its requested text.
 async fn version_with_text(
     state: &AppState,
@@ -351,9 +360,11 @@ pub async fn subjects(State(state): State<AppState>, access: Access, params: Par
 
 pub async fn versions(
     State(state): State<AppState>,
+    access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
+    let subject = followed(&state, &access, subject).await?;
     let negative = params.flag("deletedAsNegative");
     let deleted = params.flag("deleted") || negative;
     let list = state
@@ -431,6 +442,7 @@ pub async fn lookup(
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
     ensure_references_readable(&access, &body)?;
+    let subject = followed(&state, &access, subject).await?;
     let format = response_format(&params, &body);
     let v = state
         .registry
@@ -475,9 +487,11 @@ fn response_format(params: &Params, body: &SchemaBody) -> TextFormat {
 pub async fn version(
     State(state): State<AppState>,
     principal: Principal,
+    access: Access,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
+    let subject = followed(&state, &access, subject).await?;
     let (v, text) = version_with_text(&state, &subject, &version, &params).await?;
     let answer = ok(version_view(&v, text));
     Ok(state
@@ -488,9 +502,11 @@ pub async fn version(
 pub async fn version_schema(
     State(state): State<AppState>,
     principal: Principal,
+    access: Access,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
+    let subject = followed(&state, &access, subject).await?;
     let (v, text) = version_with_text(&state, &subject, &version, &params).await?;
     Ok(state
         .answer_read(&principal, version_read(&v), raw(text))

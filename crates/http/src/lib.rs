@@ -17,6 +17,7 @@ mod policy_routes;
 pub mod principal;
 pub mod reads;
 pub mod server;
+mod subject_names;
 pub mod tls;
 mod views;
 
@@ -345,6 +346,9 @@ fn api(state: AppState, auth: Arc<auth::Auth>) -> Router {
         ))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        // Subject names are checked after routing (the layer needs the route template), for
+        // authorized callers only.
+        .layer(middleware::from_fn(subject_names::check))
         // Authorization runs after routing (it needs the route template and the decoded
         // subject) and inside `track`, so refusals are counted too.
         .layer(middleware::from_fn_with_state(auth, auth::guard))

@@ -11,7 +11,7 @@ use crate::{
     BoxFuture, Registry, RegistryError, RegistryResult, SchemaRequest, VersionSpec, check_options,
     record_check_metrics,
 };
-use covenant_engine::{CheckOptions, Level, Report};
+use covenant_engine::{CheckOptions, Level, Report, Severity};
 use covenant_policy::replay::{Sample, SampleEncoding};
 use covenant_policy::scope::is_transitive;
 use covenant_policy::{
@@ -217,6 +217,15 @@ impl Evolution {
             &replayable,
             self.budget,
         ));
+        if level == Level::None {
+            // NONE skips checks: a registration at NONE judges nothing, so the dry run must
+            // not refuse what it would accept. Its findings stay visible, as warnings.
+            for f in &mut findings {
+                if f.severity == Severity::Error {
+                    f.severity = Severity::Warning;
+                }
+            }
+        }
         Report::from_findings(findings)
     }
 }

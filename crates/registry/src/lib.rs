@@ -240,8 +240,64 @@ impl std::fmt::Display for GuardRefusal {
 
 impl std::error::Error for GuardRefusal {}
 
-fn invalid_subject(subject: &str) -> bool {
-    subject.chars().any(char::is_control) || subject == "__GLOBAL" || subject == "__EMPTY"
+/// The longest subject name accepted, in characters. Confluent sets no bound; one keeps names
+/// usable as URL path segments and index keys, and fits Kafka's 249-character topic names with
+/// a `-value` suffix or a fully qualified record name (`TopicRecordNameStrategy`) to spare.
+pub const MAX_SUBJECT_CHARS: usize = 1024;
+
+/// What a subject name addresses: config and mode may also name a context (`:.ctx:`) or the
+/// global context (`:.__GLOBAL:`), which hold no schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubjectUse {
+    ConfigOrMode,
+    Schemas,
+}
+
+/// Confluent's subject validation (no ISO control characters, not `__GLOBAL` or `__EMPTY`, the
+/// global context only for config and mode) plus what Covenant adds so that every stored name
+/// can be addressed again: not empty, not a URL dot segment (`.`, `..`), which clients and
+/// proxies rewrite away, and at most [`MAX_SUBJECT_CHARS`] characters.
+pub fn validate_subject(subject: &str, using: SubjectUse) -> RegistryResult<()> {
+    let (context, name) = split_qualified(subject);
+    let config_or_mode = using == SubjectUse::ConfigOrMode;
+    let invalid = subject.is_empty()
+        || subject.chars().any(char::is_control)
+        || subject.chars().count() > MAX_SUBJECT_CHARS
+        || matches!(name, "__GLOBAL" | "__EMPTY" | "." | "..")
+        || (name.is_empty() && !(config_or_mode && context.is_some()))
+        || (context == Some(".__GLOBAL") && !config_or_mode);
+    if invalid {
+        return Err(RegistryError::InvalidSubject(subject.to_string()));
+    }
+    Ok(())
+}
+
+/// Splits `:.ctx:name` into its context and name, as Confluent reads a qualified subject
+/// (`:.ctx` with no second colon is a context with an empty name; `:*:` is the wildcard).
+fn split_qualified(subject: &str) -> (Option<&str>, &str) {
+    if let Some(rest) = subject.strip_prefix(":.") {
+        return match rest.find(':') {
+            Some(ix) => (Some(&subject[1..ix + 2]), &rest[ix + 1..]),
+            None => (Some(&subject[1..]), ""),
+        };
+    }
+    match subject.strip_prefix(":*:") {
+        Some(name) => (Some("*"), name),
+        None => (None, subject),
+    }
+}
+
+/// Whether a stored schema is the candidate (whose key is `key`). Records stored before the
+/// identity last changed carry an older key, so theirs is derived again from their text.
+fn same_identity(stored: &covenant_store::SchemaRecord, key: &str) -> bool {
+    stored.content_key == key
+        || content_key(
+            &stored.schema_type,
+            &stored.schema,
+            &stored.references,
+            &stored.metadata,
+            &stored.rule_set,
+        ) == key
 }
 
 fn content_key(
@@ -251,6 +307,11 @@ fn content_key(
     metadata: &Option<Value>,
     rule_set: &Option<Value>,
 ) -> String {
+    // Avro compares as Confluent does: the schema as the Avro library prints it.
+    let avro = (schema_type == SchemaType::Avro.as_str())
+        .then(|| covenant_avro::identity_string(text))
+        .flatten();
+    let text = avro.as_deref().unwrap_or(text);
     let identity = serde_json::json!([schema_type, text, references, metadata, rule_set]);
     let digest = sha2::Sha256::digest(identity.to_string().as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
@@ -888,6 +949,20 @@ impl Registry {
         Ok(())
     }
 
+    /// The subject that reads of `subject` go to: the `alias` of its own config (one step, so
+    /// aliases cannot loop), as in Confluent, or `None` when it names no other subject.
+    pub async fn alias_target(&self, subject: &str) -> RegistryResult<Option<String>> {
+        let config = self.store.config(Scope::Subject(subject)).await?;
+        Ok(config
+            .and_then(|c| {
+                c.extra
+                    .get("alias")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .filter(|target| !target.is_empty() && target != subject))
+    }
+
     /// `GET /config[/{s}]`.
     pub async fn config(
         &self,
@@ -931,9 +1006,7 @@ impl Registry {
     ) -> RegistryResult<ConfigRecord> {
         let scope = match subject {
             Some(s) => {
-                if invalid_subject(s) {
-                    return Err(RegistryError::InvalidSubject(s.to_string()));
-                }
+                validate_subject(s, SubjectUse::ConfigOrMode)?;
                 Scope::Subject(s)
             }
             None => Scope::Global,
@@ -1026,9 +1099,7 @@ impl Registry {
     ) -> RegistryResult<Mode> {
         let mode = Mode::parse(mode)?;
         if let Some(s) = subject {
-            if invalid_subject(s) {
-                return Err(RegistryError::InvalidSubject(s.to_string()));
-            }
+            validate_subject(s, SubjectUse::ConfigOrMode)?;
             if mode == Mode::Forward {
                 return Err(RegistryError::ForwardModeOnSubject);
             }
@@ -1148,9 +1219,7 @@ impl Registry {
         mut request: SchemaRequest,
         options: RegisterOptions<'_>,
     ) -> RegistryResult<Attempt> {
-        if invalid_subject(subject) {
-            return Err(RegistryError::InvalidSubject(subject.to_string()));
-        }
+        validate_subject(subject, SubjectUse::Schemas)?;
         validate_rule_set(&request.rule_set)?;
         let config = self.effective_config(subject).await?;
         let normalize = options.normalize
@@ -1200,9 +1269,9 @@ impl Registry {
         let existing = match dedupe {
             Dedupe::AnyLive => versions
                 .iter()
-                .find(|v| !v.deleted && v.schema.content_key == new_schema.content_key),
+                .find(|v| !v.deleted && same_identity(&v.schema, &new_schema.content_key)),
             Dedupe::LatestOnly => {
-                latest_live.filter(|v| v.schema.content_key == new_schema.content_key)
+                latest_live.filter(|v| same_identity(&v.schema, &new_schema.content_key))
             }
             Dedupe::Never => None,
         };
@@ -1404,7 +1473,7 @@ impl Registry {
         let found = visible
             .iter()
             .rev()
-            .find(|v| v.schema.content_key == candidate.content_key)
+            .find(|v| same_identity(&v.schema, &candidate.content_key))
             .or_else(|| visible.iter().rev().find(same_text));
         if let Some(v) = found {
             return Ok((*v).clone());

@@ -865,3 +865,38 @@ async fn two_registries_racing_incompatible_candidates_land_exactly_one() {
         assert_eq!(versions.len(), 2, "round {round}");
     }
 }
+
+#[test]
+fn subject_names_follow_confluent_and_the_documented_limit() {
+    use crate::{MAX_SUBJECT_CHARS, SubjectUse, validate_subject};
+    let ok = |s: &str, using| validate_subject(s, using).is_ok();
+    for s in [
+        "orders-value",
+        "../x",
+        "...",
+        " ",
+        ":.ctx:orders",
+        ":*:orders",
+        "\u{2603}",
+    ] {
+        assert!(ok(s, SubjectUse::Schemas), "{s}");
+    }
+    assert!(ok(&"s".repeat(MAX_SUBJECT_CHARS), SubjectUse::Schemas));
+    for s in [
+        "",
+        ".",
+        "..",
+        ":.ctx:..",
+        "__GLOBAL",
+        ":.ctx:__EMPTY",
+        "a\u{7f}",
+        ":.ctx:",
+    ] {
+        assert!(!ok(s, SubjectUse::Schemas), "{s:?}");
+    }
+    assert!(!ok(&"s".repeat(MAX_SUBJECT_CHARS + 1), SubjectUse::Schemas));
+    assert!(!ok(":.__GLOBAL:orders", SubjectUse::Schemas));
+    assert!(ok(":.__GLOBAL:", SubjectUse::ConfigOrMode));
+    assert!(ok(":.ctx", SubjectUse::ConfigOrMode));
+    assert!(!ok("__GLOBAL", SubjectUse::ConfigOrMode));
+}

@@ -1,0 +1,154 @@
+//! The identity of an Avro schema without `normalize`, as Confluent compares it: the parsed
+//! schema printed back by the Avro library, so whitespace, the order of the attributes Avro
+//! knows, `{"type":"int"}` for `"int"`, a namespace equal to the enclosing one and an explicit
+//! ascending field order do not make a schema new. Docs, defaults, aliases, custom properties
+//! (in their order) and field order still do.
+//!
+//! Written over the JSON rather than a parsed schema so that it also applies to schemas whose
+//! named types come from references; defaults and custom properties are copied untouched.
+
+use serde_json::{Map, Value};
+
+const PRIMITIVES: [&str; 8] = [
+    "null", "boolean", "int", "long", "float", "double", "bytes", "string",
+];
+
+/// Attributes of a schema in the order Avro prints them; others follow in their own order.
+const SCHEMA_ORDER: [&str; 10] = [
+    "type",
+    "name",
+    "namespace",
+    "doc",
+    "fields",
+    "symbols",
+    "items",
+    "values",
+    "size",
+    "default",
+];
+
+/// Attributes of a record field in the order Avro prints them.
+const FIELD_ORDER: [&str; 6] = ["name", "type", "doc", "default", "order", "aliases"];
+
+/// The identity string of Avro schema text, or `None` when the text is not JSON.
+pub fn identity_string(text: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    Some(schema(&value, None).to_string())
+}
+
+fn schema(value: &Value, enclosing: Option<&str>) -> Value {
+    match value {
+        Value::Array(branches) => {
+            Value::Array(branches.iter().map(|b| schema(b, enclosing)).collect())
+        }
+        Value::Object(map) => object(map, enclosing),
+        other => other.clone(),
+    }
+}
+
+fn object(map: &Map<String, Value>, enclosing: Option<&str>) -> Value {
+    let name = map.get("name").and_then(Value::as_str);
+    let declared = map.get("namespace").and_then(Value::as_str);
+    // The namespace named types inside this one inherit.
+    let inner = match name.and_then(|n| n.rsplit_once('.')) {
+        Some((ns, _)) => Some(ns),
+        None => declared.or(enclosing),
+    };
+    let mut out = Map::new();
+    for (key, v) in ordered(map, &SCHEMA_ORDER) {
+        let v = match key {
+            "type" | "items" | "values" => schema(v, inner),
+            "fields" => match v {
+                Value::Array(fields) => {
+                    Value::Array(fields.iter().map(|f| field(f, inner)).collect())
+                }
+                other => other.clone(),
+            },
+            "namespace" if name.is_some_and(|n| !n.contains('.')) && declared == enclosing => {
+                continue;
+            }
+            _ => v.clone(),
+        };
+        out.insert(key.to_string(), v);
+    }
+    match (out.len(), out.get("type")) {
+        (1, Some(Value::String(t))) if PRIMITIVES.contains(&t.as_str()) => Value::String(t.clone()),
+        (1, Some(nested @ (Value::Object(_) | Value::Array(_)))) => nested.clone(),
+        _ => Value::Object(out),
+    }
+}
+
+fn field(value: &Value, enclosing: Option<&str>) -> Value {
+    let Value::Object(map) = value else {
+        return value.clone();
+    };
+    let mut out = Map::new();
+    for (key, v) in ordered(map, &FIELD_ORDER) {
+        let v = match key {
+            "type" => schema(v, enclosing),
+            "order" if v == "ascending" => continue,
+            _ => v.clone(),
+        };
+        out.insert(key.to_string(), v);
+    }
+    Value::Object(out)
+}
+
+/// The entries of `map`: the `known` keys first in that order, then the rest as written.
+fn ordered<'a>(
+    map: &'a Map<String, Value>,
+    known: &'a [&'a str],
+) -> impl Iterator<Item = (&'a str, &'a Value)> {
+    let first = known
+        .iter()
+        .filter_map(|k| map.get_key_value(*k))
+        .map(|(k, v)| (k.as_str(), v));
+    let rest = map
+        .iter()
+        .filter(|(k, _)| !known.contains(&k.as_str()))
+        .map(|(k, v)| (k.as_str(), v));
+    first.chain(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::identity_string;
+
+    fn same(a: &str, b: &str) -> bool {
+        identity_string(a) == identity_string(b)
+    }
+
+    #[test]
+    fn attribute_order_whitespace_and_redundant_forms_are_ignored() {
+        let a =
+            r#"{"type":"record","name":"E","namespace":"n","fields":[{"name":"id","type":"int"}]}"#;
+        let b = r#"{ "fields": [ {"type": {"type": "int"}, "order": "ascending", "name": "id"} ],
+                   "namespace": "n", "name": "E", "type": "record" }"#;
+        assert!(same(a, b));
+        assert!(same(r#""int""#, r#"{"type":{"type":"int"}}"#));
+        let inner = r#"{"type":"record","name":"O","namespace":"n","fields":[{"name":"i","type":{"type":"record","name":"I","namespace":"n","fields":[]}}]}"#;
+        let plain = r#"{"type":"record","name":"O","namespace":"n","fields":[{"name":"i","type":{"type":"record","name":"I","fields":[]}}]}"#;
+        assert!(same(inner, plain));
+    }
+
+    #[test]
+    fn what_avro_prints_still_tells_schemas_apart() {
+        let base = r#"{"type":"record","name":"E","fields":[{"name":"a","type":"int"},{"name":"b","type":"int"}]}"#;
+        let swapped = r#"{"type":"record","name":"E","fields":[{"name":"b","type":"int"},{"name":"a","type":"int"}]}"#;
+        assert!(!same(base, swapped), "field order");
+        let doc = r#"{"type":"record","name":"E","doc":"d","fields":[{"name":"a","type":"int"},{"name":"b","type":"int"}]}"#;
+        assert!(!same(base, doc), "docs");
+        assert!(!same(
+            r#"{"type":"int","x":1,"y":2}"#,
+            r#"{"type":"int","y":2,"x":1}"#
+        ));
+        assert!(!same(r#""int""#, r#"{"type":"int","logicalType":"date"}"#));
+        let other_ns = r#"{"type":"record","name":"O","namespace":"n","fields":[{"name":"i","type":{"type":"record","name":"I","namespace":"m","fields":[]}}]}"#;
+        let plain = r#"{"type":"record","name":"O","namespace":"n","fields":[{"name":"i","type":{"type":"record","name":"I","fields":[]}}]}"#;
+        assert!(!same(other_ns, plain));
+        // A default is data: an object in it is never read as a schema.
+        let d1 = r#"{"type":"record","name":"E","fields":[{"name":"m","type":{"type":"map","values":"int"},"default":{"type":"int"}}]}"#;
+        let d2 = r#"{"type":"record","name":"E","fields":[{"name":"m","type":{"type":"map","values":"int"},"default":{}}]}"#;
+        assert!(!same(d1, d2));
+    }
+}
