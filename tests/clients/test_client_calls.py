@@ -110,21 +110,30 @@ def test_delete_version_soft_then_permanent(client, subject, url):
     assert client.get_versions(subject) == [1, 2]
 
 
-def test_lookup_with_normalize(client, subject):
+def test_lookup_and_register_ignore_key_order_like_confluent(client, subject):
     sid = client.register_schema(subject, avro(V1))
-    # Same schema, other key order and the long form of a primitive.
+    # Same schema, other key order and the long form of a primitive: Confluent compares the
+    # schema as Avro prints it, so it is the same schema with or without normalize.
     reordered = json.dumps({
         "fields": [{"type": {"type": "string"}, "name": "sku"}],
         "namespace": "acme.calls", "name": "Item", "type": "record",
     })
-    with pytest.raises(SchemaRegistryError) as e:
-        client.lookup_schema(subject, avro(reordered))
-    assert e.value.error_code == 40403
+    found = client.lookup_schema(subject, avro(reordered))
+    assert (found.schema_id, found.version, found.subject) == (sid, 1, subject)
     found = client.lookup_schema(subject, avro(reordered), normalize_schemas=True)
     assert (found.schema_id, found.version, found.subject) == (sid, 1, subject)
-    # Registering with normalize finds the same version instead of adding one.
+    # Registering it finds the same version instead of adding one.
+    assert client.register_schema(subject, avro(reordered)) == sid
     assert client.register_schema(subject, avro(reordered), normalize_schemas=True) == sid
     assert client.get_versions(subject) == [1]
+    # Another field is another schema.
+    widened = json.dumps({
+        "type": "record", "name": "Item", "namespace": "acme.calls",
+        "fields": [{"name": "sku", "type": "string"}, {"name": "note", "type": ["null", "string"], "default": None}],
+    })
+    with pytest.raises(SchemaRegistryError) as e:
+        client.lookup_schema(subject, avro(widened))
+    assert e.value.error_code == 40403
 
 
 def test_lookup_of_soft_deleted_version_needs_deleted(client, subject):
