@@ -4,11 +4,10 @@
 //! subjects, and rollout plans over every version with the seed's steps.
 
 mod support;
-use std::time::Duration;
 use support::{covenant, s, write};
 
 use serde_json::{Value, json};
-use support::Serve;
+use support::TestServer as Server;
 
 /// `covenant check --output json` with `args`: the exit code and the findings of `rule`.
 fn check(args: &[&str], rule: &str) -> (Option<i32>, Vec<Value>) {
@@ -24,57 +23,10 @@ fn check(args: &[&str], rule: &str) -> (Option<i32>, Vec<Value>) {
     (out.status.code(), findings)
 }
 
-struct Server {
-    _serve: Serve,
-    base: String,
-    client: reqwest::Client,
-    _dir: tempfile::TempDir,
-}
-
 impl Server {
-    async fn start() -> Server {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let serve = Serve::spawn(&dir.path().join("data"), |_| {});
-        let server = Server {
-            base: serve.base.clone(),
-            _serve: serve,
-            client: reqwest::Client::new(),
-            _dir: dir,
-        };
-        support::wait_health(
-            &server.client,
-            &server.base,
-            "/health/live",
-            200,
-            Duration::from_secs(10),
-        )
-        .await;
-        server
-    }
-
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        support::call(&self.client, &self.base, method, path, support::V1, body).await
-    }
-
-    async fn register(&self, subject: &str, schema_type: &str, schema: &str) -> (u16, Value) {
-        self.call(
-            "POST",
-            &format!("/subjects/{subject}/versions"),
-            Some(json!({"schemaType": schema_type, "schema": schema})),
-        )
-        .await
-    }
-
     async fn registered(&self, subject: &str, schema_type: &str, schema: &str) {
         let (status, body) = self.register(subject, schema_type, schema).await;
         assert_eq!(status, 200, "{subject}: {body}");
-    }
-
-    async fn config(&self, subject: &str, body: Value) {
-        let (status, answer) = self
-            .call("PUT", &format!("/config/{subject}"), Some(body))
-            .await;
-        assert_eq!(status, 200, "{answer}");
     }
 }
 

@@ -227,3 +227,54 @@ impl TestDb {
         }
     }
 }
+
+/// A `covenant serve` on a fresh embedded store, live, with a client for JSON calls.
+pub struct TestServer {
+    pub serve: Serve,
+    pub base: String,
+    pub client: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let serve = Serve::spawn(&dir.path().join("data"), |_| {});
+        let server = TestServer {
+            base: serve.base.clone(),
+            serve,
+            client: reqwest::Client::new(),
+            _dir: dir,
+        };
+        wait_health(
+            &server.client,
+            &server.base,
+            "/health/live",
+            200,
+            Duration::from_secs(10),
+        )
+        .await;
+        server
+    }
+
+    /// Status and JSON answer of one call with Confluent's content type.
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        call(&self.client, &self.base, method, path, V1, body).await
+    }
+
+    pub async fn register(&self, subject: &str, schema_type: &str, schema: &str) -> (u16, Value) {
+        self.call(
+            "POST",
+            &format!("/subjects/{subject}/versions"),
+            Some(serde_json::json!({"schemaType": schema_type, "schema": schema})),
+        )
+        .await
+    }
+
+    pub async fn config(&self, subject: &str, body: Value) {
+        let (status, answer) = self
+            .call("PUT", &format!("/config/{subject}"), Some(body))
+            .await;
+        assert_eq!(status, 200, "{answer}");
+    }
+}
