@@ -192,3 +192,28 @@ def test_serializer_lookup_without_auto_register(client, topic):
     latest = AvroSerializer(client, None, conf={"auto.register.schemas": False,
                                                  "use.latest.version": True})
     assert AvroDeserializer(client)(latest({"name": "cy"}, ctx), ctx) == {"name": "cy"}
+
+
+def test_guid_framing_through_kafka_headers(url, topic):
+    """Confluent 8 framing: the schema's guid in the `__value_schema_id` header, the payload
+    unframed; a fresh client resolves the guid through GET /schemas/guids/{guid}."""
+    from confluent_kafka.schema_registry import (
+        SchemaRegistryClient, dual_schema_id_deserializer, header_schema_id_serializer)
+    headers = []
+    ctx = SerializationContext(topic, MessageField.VALUE, headers)
+    writer = SchemaRegistryClient({"url": url})
+    ser = AvroSerializer(writer, V1, conf={"auto.register.schemas": True,
+                                            "schema.id.serializer": header_schema_id_serializer})
+    # (The deserializer insists on more than 5 bytes before it looks at the headers.)
+    data = ser({"name": "gilbert the reader"}, ctx)
+    (key, guid_bytes), = headers
+    assert key == "__value_schema_id" and guid_bytes[0] == 1 and len(guid_bytes) == 17
+    registered = writer.get_latest_version(f"{topic}-value")
+    assert registered.guid is not None
+    import uuid as _uuid
+    assert _uuid.UUID(bytes=guid_bytes[1:]) == _uuid.UUID(registered.guid)
+    reader = SchemaRegistryClient({"url": url})
+    de = AvroDeserializer(reader, conf={"schema.id.deserializer": dual_schema_id_deserializer})
+    assert de(data, SerializationContext(topic, MessageField.VALUE, headers)) == {"name": "gilbert the reader"}
+    by_guid = reader.get_schema_by_guid(registered.guid)
+    assert json.loads(by_guid.schema_str) == json.loads(V1)

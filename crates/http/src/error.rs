@@ -91,7 +91,9 @@ pub fn error_code(e: &RegistryError) -> u32 {
     match e {
         RegistryError::SubjectNotFound(_) => 40401,
         RegistryError::VersionNotFound(_) => 40402,
-        RegistryError::SchemaIdNotFound(_) | RegistryError::SchemaNotFound => 40403,
+        RegistryError::SchemaIdNotFound(_)
+        | RegistryError::SchemaNotFound
+        | RegistryError::SchemaGuidNotFound(_) => 40403,
         RegistryError::SubjectSoftDeleted(_) => 40404,
         RegistryError::SubjectNotSoftDeleted(_) => 40405,
         RegistryError::VersionSoftDeleted(..) => 40406,

@@ -269,6 +269,9 @@ pub async fn schemas(State(state): State<AppState>, access: Access, params: Para
         .list_schemas(prefix, params.flag("deleted"), params.flag("latestOnly"))
         .await?;
     versions.retain(|v| access.can_read(&v.subject));
+    if let Some(rule_type) = params.get("ruleType").filter(|t| !t.is_empty()) {
+        versions.retain(|v| v.schema.has_rules_of_type(rule_type));
+    }
     let versions = page(versions, &params, Some(1000));
     let mut out = Vec::with_capacity(versions.len());
     for v in &versions {
@@ -302,6 +305,56 @@ pub async fn schema_by_id(
     Ok(state
         .answer_read(&principal, ReadTarget::Id(id), answer)
         .await)
+}
+
+/// `GET /schemas/guids/{guid}`: the schema of the lowest readable id with that guid, without
+/// subject or version (a guid names content, not a place).
+pub async fn schema_by_guid(
+    State(state): State<AppState>,
+    principal: Principal,
+    access: Access,
+    SafePath(guid): SafePath<String>,
+    params: Params,
+) -> ApiResult {
+    let id = readable_ids_by_guid(&state, &access, &guid)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or(RegistryError::SchemaGuidNotFound(guid))?;
+    let record = state.registry.schema_by_id(id).await?;
+    let text = requested_text(&state, &record, &params).await?;
+    let answer = ok(Value::Object(schema_fields(&record, text)));
+    Ok(state
+        .answer_read(&principal, ReadTarget::Id(id), answer)
+        .await)
+}
+
+/// `GET /schemas/guids/{guid}/ids`: `[{"context": ".", "id": n}]` for each readable id.
+pub async fn ids_by_guid(
+    State(state): State<AppState>,
+    access: Access,
+    SafePath(guid): SafePath<String>,
+) -> ApiResult {
+    let ids = readable_ids_by_guid(&state, &access, &guid).await?;
+    let listed: Vec<Value> = ids
+        .into_iter()
+        .map(|id| json!({"context": ".", "id": id}))
+        .collect();
+    Ok(ok(json!(listed)))
+}
+
+async fn readable_ids_by_guid(
+    state: &AppState,
+    access: &Access,
+    guid: &str,
+) -> Result<Vec<i64>, ApiError> {
+    let mut readable = Vec::new();
+    for id in state.registry.ids_by_guid(guid).await? {
+        if id_readable(state, access, id).await? {
+            readable.push(id);
+        }
+    }
+    Ok(readable)
 }
 
 pub async fn schema_text_by_id(

@@ -109,6 +109,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/schemas/ids/{id}/schema"),
     ("GET", "/schemas/ids/{id}/subjects"),
     ("GET", "/schemas/ids/{id}/versions"),
+    ("GET", "/schemas/guids/{guid}"),
+    ("GET", "/schemas/guids/{guid}/ids"),
     ("GET", "/subjects"),
     ("POST", "/subjects/{subject}"),
     ("DELETE", "/subjects/{subject}"),
@@ -281,6 +283,8 @@ fn api(state: AppState, auth: Arc<auth::Auth>) -> Router {
         .route("/schemas/ids/{id}/schema", get(h::schema_text_by_id))
         .route("/schemas/ids/{id}/subjects", get(h::subjects_by_id))
         .route("/schemas/ids/{id}/versions", get(h::versions_by_id))
+        .route("/schemas/guids/{guid}", get(h::schema_by_guid))
+        .route("/schemas/guids/{guid}/ids", get(h::ids_by_guid))
         .route("/subjects", get(h::subjects))
         .route(
             "/subjects/{subject}",

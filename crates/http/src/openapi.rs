@@ -25,7 +25,7 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "GET",
         "/schemas",
-        "Every subject version, filtered by subjectPrefix, deleted and latestOnly.",
+        "Every subject version, filtered by subjectPrefix, deleted, latestOnly and ruleType.",
     ),
     ("GET", "/schemas/types", "The schema types supported."),
     (
@@ -47,6 +47,16 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
         "GET",
         "/schemas/ids/{id}/versions",
         "Subject-version pairs holding this id.",
+    ),
+    (
+        "GET",
+        "/schemas/guids/{guid}",
+        "The schema with a guid (MD5 of the stored record, as Confluent 8 frames messages).",
+    ),
+    (
+        "GET",
+        "/schemas/guids/{guid}/ids",
+        "The ids holding a guid, as [{context, id}].",
     ),
     (
         "GET",

@@ -19,6 +19,7 @@ fn put_non_empty(map: &mut Map<String, Value>, key: &str, value: Option<Value>) 
 /// The fields every schema-carrying response shares.
 pub fn schema_fields(record: &Schema, text: String) -> Map<String, Value> {
     let mut m = Map::new();
+    m.insert("guid".into(), json!(record.guid()));
     m.insert("schemaType".into(), json!(record.schema_type));
     put_non_empty(
         &mut m,

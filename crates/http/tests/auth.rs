@@ -63,6 +63,8 @@ struct Fixture {
     router: Router,
     allowed_id: i64,
     secret_id: i64,
+    allowed_guid: String,
+    secret_guid: String,
     dir: tempfile::TempDir,
 }
 
@@ -109,11 +111,15 @@ async fn fixture_in(dir: tempfile::TempDir, auth: Arc<Auth>) -> Fixture {
         json!({"type": "record", "name": "V", "fields": [{"name": "visible", "type": "string"}]});
     let secret_id = register(&registry, SECRET_SUBJECT, &secret).await;
     let allowed_id = register(&registry, ALLOWED_SUBJECT, &visible).await;
+    let allowed_guid = registry.schema_by_id(allowed_id).await.unwrap().guid();
+    let secret_guid = registry.schema_by_id(secret_id).await.unwrap().guid();
     let router = router_with_auth(registry, Some(governance), HttpConfig::default(), auth);
     Fixture {
         router,
         allowed_id,
         secret_id,
+        allowed_guid,
+        secret_guid,
         dir,
     }
 }
@@ -214,11 +220,12 @@ impl Fixture {
 }
 
 /// A concrete path for a route template.
-fn concrete(template: &str, subject: &str, id: i64) -> String {
+fn concrete(template: &str, subject: &str, id: i64, guid: &str) -> String {
     template
         .replace("{subject}", subject)
         .replace("{version}", "1")
         .replace("{id}", &id.to_string())
+        .replace("{guid}", guid)
         .replace("{consumer}", "c1")
         .replace("{sampleId}", "1")
 }
@@ -277,7 +284,7 @@ async fn permission_matrix_over_every_route() {
                     .send(
                         Who::Anonymous,
                         method,
-                        &concrete(template, ALLOWED_SUBJECT, f.allowed_id),
+                        &concrete(template, ALLOWED_SUBJECT, f.allowed_id, &f.allowed_guid),
                         body,
                     )
                     .await;
@@ -289,7 +296,7 @@ async fn permission_matrix_over_every_route() {
                 checked += 1;
             }
             Target::Filtered => {
-                let uri = concrete(template, ALLOWED_SUBJECT, f.allowed_id);
+                let uri = concrete(template, ALLOWED_SUBJECT, f.allowed_id, &f.allowed_guid);
                 for who in ["u-read", "outsider", "team-member"] {
                     let a = f.send(Who::Basic(who, "pw"), method, &uri, body).await;
                     assert!(
@@ -307,8 +314,18 @@ async fn permission_matrix_over_every_route() {
                 }
                 // The secret schema's id reads as missing, for every principal but one that
                 // may read its subject.
-                let secret_uri = concrete(template, ALLOWED_SUBJECT, f.secret_id);
-                if template.contains("{id}") {
+                let secret_uri = concrete(template, ALLOWED_SUBJECT, f.secret_id, &f.secret_guid);
+                if template.ends_with("/ids") {
+                    // Ids of a guid: the secret one is simply not listed.
+                    let a = f
+                        .send(Who::Basic("u-read", "pw"), method, &secret_uri, body)
+                        .await;
+                    assert_eq!(
+                        (a.status, a.text.as_str()),
+                        (200, "[]"),
+                        "{label} secret guid"
+                    );
+                } else if template.contains("{id}") || template.contains("{guid}") {
                     let a = f
                         .send(Who::Basic("u-read", "pw"), method, &secret_uri, body)
                         .await;
@@ -325,7 +342,7 @@ async fn permission_matrix_over_every_route() {
                 checked += 3;
             }
             Target::Global | Target::Subject => {
-                let uri = concrete(template, ALLOWED_SUBJECT, f.allowed_id);
+                let uri = concrete(template, ALLOWED_SUBJECT, f.allowed_id, &f.allowed_guid);
                 let a = f.send(Who::Anonymous, method, &uri, body).await;
                 assert_eq!(
                     (a.status, a.code()),
@@ -350,7 +367,7 @@ async fn permission_matrix_over_every_route() {
                     // The allowed user, on a subject outside its grant.
                     denied.push((
                         allowed_user.clone(),
-                        concrete(template, SECRET_SUBJECT, f.allowed_id),
+                        concrete(template, SECRET_SUBJECT, f.allowed_id, &f.allowed_guid),
                     ));
                 }
                 for (who, uri) in &denied {

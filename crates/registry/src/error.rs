@@ -14,6 +14,8 @@ pub enum RegistryError {
     SchemaIdNotFound(i64),
     #[error("Schema not found")]
     SchemaNotFound,
+    #[error("Schema {0} not found")]
+    SchemaGuidNotFound(String),
     #[error("Subject '{0}' was soft deleted.Set permanent=true to delete permanently")]
     SubjectSoftDeleted(String),
     #[error("Subject '{0}' was not deleted first before being permanently deleted")]

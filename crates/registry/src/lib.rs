@@ -619,6 +619,15 @@ impl Registry {
     }
 
     /// The highest id allocated so far.
+    /// The ids whose record has this guid (UUID form or 32 hex digits), lowest first; none
+    /// for a text that is not a guid.
+    pub async fn ids_by_guid(&self, guid: &str) -> RegistryResult<Vec<i64>> {
+        match covenant_store::guid::parse_guid(guid) {
+            Some(guid) => Ok(self.store.schema_ids_by_guid(&guid).await?),
+            None => Ok(Vec::new()),
+        }
+    }
+
     pub async fn max_id(&self) -> RegistryResult<i64> {
         Ok(self.store.max_schema_id().await?)
     }

@@ -122,6 +122,22 @@ pub async fn ids_and_dedupe(store: &dyn Store) {
             .map(|r| r.id),
         Some(second.id)
     );
+    assert_eq!(
+        store
+            .schema_ids_by_guid(&record.guid())
+            .await
+            .expect("by guid"),
+        vec![a.id],
+        "the stored guid finds the id"
+    );
+    assert!(
+        store
+            .schema_ids_by_guid("00000000-0000-0000-0000-000000000000")
+            .await
+            .expect("by guid")
+            .is_empty(),
+        "an unknown guid finds nothing"
+    );
     assert!(
         store
             .schema_by_id(base + 1000)

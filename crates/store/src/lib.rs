@@ -15,6 +15,7 @@ pub mod conformance;
 pub mod governance;
 pub mod governance_postgres;
 pub mod governance_sqlite;
+pub mod guid;
 mod pg_pool;
 pub mod postgres;
 pub mod samples;
@@ -59,6 +60,31 @@ pub struct SchemaRecord {
     pub content_key: String,
 }
 
+impl SchemaRecord {
+    /// Whether the rule set has a migration, domain or encoding rule of this `type` (the
+    /// `ruleType` filter of `GET /schemas`).
+    pub fn has_rules_of_type(&self, rule_type: &str) -> bool {
+        let Some(rule_set) = &self.rule_set else {
+            return false;
+        };
+        ["migrationRules", "domainRules", "encodingRules"]
+            .iter()
+            .filter_map(|kind| rule_set.get(kind).and_then(serde_json::Value::as_array))
+            .flatten()
+            .any(|rule| rule.get("type").and_then(serde_json::Value::as_str) == Some(rule_type))
+    }
+
+    /// Confluent's guid of this record (see [`guid`]).
+    pub fn guid(&self) -> String {
+        guid::guid_of(
+            &self.schema,
+            &self.references,
+            self.metadata.as_ref(),
+            self.rule_set.as_ref(),
+        )
+    }
+}
+
 /// One version of a subject with the schema it carries.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredVersion {
@@ -79,6 +105,18 @@ pub struct NewSchema {
     pub metadata: Option<serde_json::Value>,
     pub rule_set: Option<serde_json::Value>,
     pub content_key: String,
+}
+
+impl NewSchema {
+    /// The guid the stored row will carry (see [`guid`]).
+    pub fn guid(&self) -> String {
+        guid::guid_of(
+            &self.schema,
+            &self.references,
+            self.metadata.as_ref(),
+            self.rule_set.as_ref(),
+        )
+    }
 }
 
 /// When registration returns an existing version instead of writing a new one.
@@ -308,6 +346,9 @@ pub trait Store: Send + Sync {
 
     /// The lowest id carrying this content key, if any.
     async fn schema_by_key(&self, content_key: &str) -> StoreResult<Option<SchemaRecord>>;
+
+    /// The ids whose record has this guid (in its printed UUID form), lowest first.
+    async fn schema_ids_by_guid(&self, guid: &str) -> StoreResult<Vec<i64>>;
 
     /// The highest id ever allocated (0 when none).
     async fn max_schema_id(&self) -> StoreResult<i64>;

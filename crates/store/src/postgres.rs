@@ -110,6 +110,11 @@ const MIGRATIONS: &[(i64, &str)] = &[
     CREATE INDEX audit_log_at ON audit_log(at);
     CREATE INDEX audit_log_subject ON audit_log(subject, seq);"#,
     ),
+    (
+        3,
+        r#"ALTER TABLE schemas ADD COLUMN guid TEXT;
+    CREATE INDEX schemas_guid ON schemas(guid);"#,
+    ),
 ];
 
 /// The key under which global config and mode are kept; not a valid subject name.
@@ -387,7 +392,24 @@ async fn migrate(pool: &Pool, target: &str) -> StoreResult<()> {
         MIGRATIONS,
     )
     .await
-    .map_err(pg_err)
+    .map_err(pg_err)?;
+    fill_missing_guids(&client).await
+}
+
+/// Gives rows written before guids existed their guid; a no-op once every row has one, and
+/// safe when several nodes run it at once (each writes the same derived value).
+async fn fill_missing_guids(client: &deadpool_postgres::Client) -> StoreResult<()> {
+    let sql = format!("SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.guid IS NULL");
+    for row in query(client, &sql, &[]).await? {
+        let record = schema_record(&row, 0)?;
+        exec(
+            client,
+            "UPDATE schemas SET guid = $1 WHERE id = $2",
+            &[&record.guid(), &record.id],
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 fn pool_err(e: PoolError, target: &str) -> StoreError {
@@ -718,7 +740,8 @@ async fn insert_schema(
         .map(serde_json::to_string)
         .transpose()
         .map_err(other_err)?;
-    let args: [&(dyn ToSql + Sync); 7] = [
+    let guid = candidate.guid();
+    let args: [&(dyn ToSql + Sync); 8] = [
         &id,
         &candidate.schema_type,
         &candidate.schema,
@@ -726,12 +749,13 @@ async fn insert_schema(
         &metadata,
         &rule_set,
         &candidate.content_key,
+        &guid,
     ];
     let id = loop {
         let row = query_opt(
             tx,
-            "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, content_key) \
-             VALUES (COALESCE($1, nextval('schema_ids')), $2, $3, $4, $5, $6, $7) \
+            "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, content_key, guid) \
+             VALUES (COALESCE($1, nextval('schema_ids')), $2, $3, $4, $5, $6, $7, $8) \
              ON CONFLICT (id) DO NOTHING RETURNING id",
             &args,
         )
@@ -1036,6 +1060,17 @@ impl Store for PostgresStore {
         );
         let row = query_opt(&client, &sql, &[&content_key]).await?;
         row.map(|r| schema_record(&r, 0)).transpose()
+    }
+
+    async fn schema_ids_by_guid(&self, guid: &str) -> StoreResult<Vec<i64>> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            "SELECT id FROM schemas WHERE guid = $1 ORDER BY id",
+            &[&guid],
+        )
+        .await?;
+        rows.iter().map(|row| col(row, 0)).collect()
     }
 
     async fn max_schema_id(&self) -> StoreResult<i64> {

@@ -260,7 +260,7 @@ mod tests {
         let samples = SqliteSampleStore::open(registry.path()).expect("open samples");
         assert_eq!(
             registry.applied_migrations().expect("migrations"),
-            [1, 2],
+            [1, 2, 3],
             "the registry's ledger is untouched"
         );
         assert!(samples.samples("s", None).await.expect("list").is_empty());

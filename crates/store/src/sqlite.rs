@@ -79,6 +79,11 @@ const MIGRATIONS: &[(i64, &str)] = &[
     CREATE INDEX audit_log_at ON audit_log(at);
     CREATE INDEX audit_log_subject ON audit_log(subject, seq);",
     ),
+    (
+        3,
+        "ALTER TABLE schemas ADD COLUMN guid TEXT;
+    CREATE INDEX schemas_guid ON schemas(guid);",
+    ),
 ];
 
 /// The key under which global config and mode are kept; not a valid subject name.
@@ -117,7 +122,34 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
 }
 
 fn migrate(conn: &mut Connection) -> StoreResult<()> {
-    sqlite_conn::migrate(conn, "schema_migrations", MIGRATIONS).map_err(backend)
+    sqlite_conn::migrate(conn, "schema_migrations", MIGRATIONS).map_err(backend)?;
+    fill_missing_guids(conn)
+}
+
+/// Gives rows written before guids existed their guid, in one transaction; a no-op once
+/// every row has one.
+fn fill_missing_guids(conn: &mut Connection) -> StoreResult<()> {
+    let tx = conn.transaction().map_err(backend)?;
+    let rows = {
+        let mut stmt = tx
+            .prepare(&format!(
+                "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.guid IS NULL"
+            ))
+            .map_err(backend)?;
+        stmt.query_map([], |r| schema_row(r, 0))
+            .map_err(backend)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(backend)?
+    };
+    for row in rows {
+        let record = schema_record(row)?;
+        tx.execute(
+            "UPDATE schemas SET guid = ?1 WHERE id = ?2",
+            params![record.guid(), record.id],
+        )
+        .map_err(backend)?;
+    }
+    tx.commit().map_err(backend)
 }
 
 fn json_or_none(text: Option<String>) -> StoreResult<Option<serde_json::Value>> {
@@ -367,8 +399,8 @@ fn insert_schema(
         .transpose()
         .map_err(backend)?;
     tx.execute(
-        "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, content_key) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, content_key, guid) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
             id,
             candidate.schema_type,
@@ -376,7 +408,8 @@ fn insert_schema(
             refs,
             metadata,
             rule_set,
-            candidate.content_key
+            candidate.content_key,
+            candidate.guid()
         ],
     )
     .map_err(backend)?;
@@ -639,6 +672,18 @@ impl Store for SqliteStore {
                 .optional()
                 .map_err(backend)?;
             row.map(schema_record).transpose()
+        })
+    }
+
+    async fn schema_ids_by_guid(&self, guid: &str) -> StoreResult<Vec<i64>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT id FROM schemas WHERE guid = ?1 ORDER BY id")
+                .map_err(backend)?;
+            stmt.query_map([guid], |r| r.get(0))
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<i64>>>()
+                .map_err(backend)
         })
     }
 

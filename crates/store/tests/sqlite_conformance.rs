@@ -23,7 +23,10 @@ async fn migrations_apply_once_and_data_survives_reopen() {
     let allow = |_: &[covenant_store::StoredVersion]| Ok(());
     let id = {
         let store = SqliteStore::open(dir.path()).expect("open");
-        assert_eq!(store.applied_migrations().expect("migrations"), vec![1, 2]);
+        assert_eq!(
+            store.applied_migrations().expect("migrations"),
+            vec![1, 2, 3]
+        );
         let schema = covenant_store::NewSchema {
             schema_type: "AVRO".into(),
             schema: "\"string\"".into(),
@@ -39,11 +42,46 @@ async fn migrations_apply_once_and_data_survives_reopen() {
             .id
     };
     let store = SqliteStore::open(dir.path()).expect("reopen");
-    assert_eq!(store.applied_migrations().expect("migrations"), vec![1, 2]);
+    assert_eq!(
+        store.applied_migrations().expect("migrations"),
+        vec![1, 2, 3]
+    );
     let record = store
         .schema_by_id(id)
         .await
         .expect("read")
         .expect("present");
     assert_eq!(record.schema, "\"string\"");
+}
+
+#[tokio::test]
+async fn rows_written_before_guids_get_one_on_reopen() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let allow = |_: &[covenant_store::StoredVersion]| Ok(());
+    let (id, guid) = {
+        let store = SqliteStore::open(dir.path()).expect("open");
+        let schema = covenant_store::NewSchema {
+            schema_type: "AVRO".into(),
+            schema: "\"long\"".into(),
+            references: vec![],
+            metadata: None,
+            rule_set: None,
+            content_key: "k".into(),
+        };
+        let id = store
+            .register("s", &schema, Placement::default(), &allow, None)
+            .await
+            .expect("register")
+            .id;
+        (id, schema.guid())
+    };
+    let conn = rusqlite::Connection::open(dir.path().join("covenant.sqlite3")).expect("file");
+    conn.execute("UPDATE schemas SET guid = NULL", [])
+        .expect("forget guids");
+    drop(conn);
+    let store = SqliteStore::open(dir.path()).expect("reopen");
+    assert_eq!(
+        store.schema_ids_by_guid(&guid).await.expect("by guid"),
+        vec![id]
+    );
 }

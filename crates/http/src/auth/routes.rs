@@ -32,6 +32,8 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
     ("GET", "/schemas/ids/{id}/schema", Read, Target::Filtered),
     ("GET", "/schemas/ids/{id}/subjects", Read, Target::Filtered),
     ("GET", "/schemas/ids/{id}/versions", Read, Target::Filtered),
+    ("GET", "/schemas/guids/{guid}", Read, Target::Filtered),
+    ("GET", "/schemas/guids/{guid}/ids", Read, Target::Filtered),
     ("GET", "/subjects", Read, Target::Filtered),
     ("POST", "/subjects/{subject}", Read, Target::Subject),
     ("DELETE", "/subjects/{subject}", Delete, Target::Subject),
