@@ -1,0 +1,581 @@
+//! The profile document and the walker that fills it, one record at a time.
+//!
+//! Memory grows with the number of distinct paths (bounded by [`ProfileOptions::max_paths`]),
+//! never with the number of records: each path keeps counters, a fixed-size sketch and at
+//! most [`EXAMPLES`] example values.
+
+use crate::sketch::DistinctSketch;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The `format` of every profile document.
+pub const FORMAT: &str = "covenant-profile";
+/// The document version this release writes; it reads this one and refuses newer ones.
+pub const FORMAT_VERSION: u32 = 1;
+/// Example values kept per path.
+pub const EXAMPLES: usize = 3;
+/// The default bound on distinct paths.
+pub const DEFAULT_MAX_PATHS: usize = 100_000;
+/// The group of a record that lacks the group-by field.
+pub const NO_GROUP: &str = "(none)";
+
+/// Why a profile could not be built, read or merged.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("{0}")]
+    Input(String),
+    #[error(
+        "this profile has format version {found}; this release reads version {FORMAT_VERSION} and older"
+    )]
+    NewerFormat { found: u32 },
+    #[error("not a profile document: {0}")]
+    NotAProfile(String),
+    #[error("profiles differ in {what} ({left} vs {right}) and cannot be merged")]
+    Mismatch {
+        what: &'static str,
+        left: String,
+        right: String,
+    },
+}
+
+/// How records are profiled.
+#[derive(Debug, Clone)]
+pub struct ProfileOptions {
+    /// A top-level field (or a `/`-separated path) whose value names each record's group,
+    /// e.g. the source exchange.
+    pub group_by: Option<String>,
+    /// Top-level fields holding vendor-specific extras: a JSON object or a JSON string that
+    /// holds one; their keys are profiled one by one and may become promotion candidates.
+    pub escape_hatches: Vec<String>,
+    pub max_paths: usize,
+}
+
+impl Default for ProfileOptions {
+    fn default() -> Self {
+        ProfileOptions {
+            group_by: None,
+            escape_hatches: Vec::new(),
+            max_paths: DEFAULT_MAX_PATHS,
+        }
+    }
+}
+
+/// What the data at one path carried.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PathStats {
+    /// Records in which the path occurs at all.
+    pub present: u64,
+    /// Records in which it occurs with a value other than `null`.
+    pub non_null: u64,
+    /// Occurrences per JSON type (`null`, `boolean`, `integer`, `number`, `string`, `array`,
+    /// `object`).
+    pub types: BTreeMap<String, u64>,
+    /// Distinct scalar values (approximate).
+    pub distinct: DistinctSketch,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Value>,
+    /// A key directly inside an escape hatch: a candidate for promotion to a real field.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub escape_hatch_key: bool,
+    #[serde(skip)]
+    last_present: Mark,
+    #[serde(skip)]
+    last_non_null: Mark,
+}
+
+/// The last record that counted at a path: bookkeeping of the walk, not part of the
+/// profile, so it never makes two profiles differ.
+#[derive(Debug, Clone, Copy, Default)]
+struct Mark(u64);
+
+impl PartialEq for Mark {
+    fn eq(&self, _: &Mark) -> bool {
+        true
+    }
+}
+
+/// Per-group prevalence: records of the group and, per path, records where it is present.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupStats {
+    pub records: u64,
+    pub present: BTreeMap<String, u64>,
+}
+
+/// A versioned, mergeable profile of a set of records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Profile {
+    pub format: String,
+    pub version: u32,
+    pub records: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escape_hatches: Vec<String>,
+    pub paths: BTreeMap<String, PathStats>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, GroupStats>,
+    /// Occurrences of paths not kept because `max_paths` distinct paths were already known.
+    #[serde(default)]
+    pub paths_dropped: u64,
+}
+
+impl Profile {
+    pub fn empty(options: &ProfileOptions) -> Profile {
+        Profile {
+            format: FORMAT.into(),
+            version: FORMAT_VERSION,
+            records: 0,
+            group_by: options.group_by.clone(),
+            escape_hatches: options.escape_hatches.clone(),
+            paths: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            paths_dropped: 0,
+        }
+    }
+
+    /// Reads a profile document, refusing one written by a newer release.
+    pub fn from_json(text: &str) -> Result<Profile, ProfileError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| ProfileError::NotAProfile(e.to_string()))?;
+        if value.get("format").and_then(Value::as_str) != Some(FORMAT) {
+            return Err(ProfileError::NotAProfile(format!(
+                "its \"format\" is not \"{FORMAT}\""
+            )));
+        }
+        let found = value.get("version").and_then(Value::as_u64).unwrap_or(0);
+        if found > u64::from(FORMAT_VERSION) {
+            return Err(ProfileError::NewerFormat {
+                found: u32::try_from(found).unwrap_or(u32::MAX),
+            });
+        }
+        serde_json::from_value(value).map_err(|e| ProfileError::NotAProfile(e.to_string()))
+    }
+
+    /// The share of records in which `path` is present with a value.
+    pub fn population(&self, path: &str) -> f64 {
+        match (self.paths.get(path), self.records) {
+            (Some(stats), records) if records > 0 => stats.non_null as f64 / records as f64,
+            _ => 0.0,
+        }
+    }
+
+    /// Adds `other`: exact for counts, types, ranges and groups; the union of the sketches
+    /// for distinct counts; examples kept in order, this profile's first.
+    pub fn merge(&mut self, other: &Profile) -> Result<(), ProfileError> {
+        if self.group_by != other.group_by {
+            return Err(mismatch("--group-by", &self.group_by, &other.group_by));
+        }
+        if self.escape_hatches != other.escape_hatches {
+            return Err(mismatch(
+                "--escape-hatch",
+                &self.escape_hatches,
+                &other.escape_hatches,
+            ));
+        }
+        self.records += other.records;
+        self.paths_dropped += other.paths_dropped;
+        for (path, theirs) in &other.paths {
+            self.paths.entry(path.clone()).or_default().merge(theirs);
+        }
+        for (group, theirs) in &other.groups {
+            let mine = self.groups.entry(group.clone()).or_default();
+            mine.records += theirs.records;
+            for (path, count) in &theirs.present {
+                *mine.present.entry(path.clone()).or_default() += count;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn mismatch<T: std::fmt::Debug>(what: &'static str, left: &T, right: &T) -> ProfileError {
+    ProfileError::Mismatch {
+        what,
+        left: format!("{left:?}"),
+        right: format!("{right:?}"),
+    }
+}
+
+impl PathStats {
+    fn merge(&mut self, other: &PathStats) {
+        self.present += other.present;
+        self.non_null += other.non_null;
+        for (kind, count) in &other.types {
+            *self.types.entry(kind.clone()).or_default() += count;
+        }
+        self.distinct.merge(&other.distinct);
+        self.min = min_of(self.min, other.min);
+        self.max = max_of(self.max, other.max);
+        self.min_length = min_of(self.min_length, other.min_length);
+        self.max_length = max_of(self.max_length, other.max_length);
+        for example in &other.examples {
+            self.add_example(example);
+        }
+        self.escape_hatch_key |= other.escape_hatch_key;
+    }
+
+    fn add_example(&mut self, value: &Value) {
+        if self.examples.len() < EXAMPLES && !self.examples.contains(value) {
+            self.examples.push(value.clone());
+        }
+    }
+
+    /// One occurrence of a scalar (or the type of a container) at this path.
+    fn observe(&mut self, value: &Value) {
+        let kind = json_type(value);
+        *self.types.entry(kind.to_string()).or_default() += 1;
+        match value {
+            Value::Number(n) => {
+                let x = n.as_f64().unwrap_or(0.0);
+                self.min = min_of(self.min, Some(x));
+                self.max = max_of(self.max, Some(x));
+                self.distinct.insert(n.to_string().as_bytes());
+                self.add_example(value);
+            }
+            Value::String(s) => {
+                let length = s.chars().count() as u64;
+                self.min_length = min_of(self.min_length, Some(length));
+                self.max_length = max_of(self.max_length, Some(length));
+                self.distinct.insert(s.as_bytes());
+                if s.len() <= 200 {
+                    self.add_example(value);
+                }
+            }
+            Value::Bool(b) => {
+                self.distinct.insert(if *b { b"true" } else { b"false" });
+                self.add_example(value);
+            }
+            Value::Null | Value::Array(_) | Value::Object(_) => {}
+        }
+    }
+}
+
+fn min_of<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+fn max_of<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b > a { b } else { a }),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// JSON's type names, with whole numbers told apart from others (an Avro `long` column and a
+/// `double` one differ).
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A path segment for an object key, escaped as in JSON Pointer so that paths split back
+/// unambiguously.
+pub fn segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// Builds a [`Profile`] one record at a time.
+pub struct Profiler {
+    options: ProfileOptions,
+    profile: Profile,
+    hatch_paths: Vec<String>,
+}
+
+impl Profiler {
+    pub fn new(options: ProfileOptions) -> Profiler {
+        let hatch_paths = options
+            .escape_hatches
+            .iter()
+            .map(|h| format!("/{}", segment(h)))
+            .collect();
+        Profiler {
+            profile: Profile::empty(&options),
+            options,
+            hatch_paths,
+        }
+    }
+
+    pub fn records(&self) -> u64 {
+        self.profile.records
+    }
+
+    pub fn finish(self) -> Profile {
+        self.profile
+    }
+
+    /// Profiles one record.
+    pub fn observe(&mut self, record: &Value) {
+        self.profile.records += 1;
+        let group = self
+            .options
+            .group_by
+            .as_deref()
+            .map(|g| group_of(record, g));
+        if let Some(group) = &group {
+            self.profile
+                .groups
+                .entry(group.clone())
+                .or_default()
+                .records += 1;
+        }
+        self.walk(record, "", false, group.as_deref());
+    }
+
+    /// Visits every path under `root` without recursion (nesting depth costs heap, not
+    /// stack). An escape hatch holding a JSON string is parsed and walked in its place.
+    fn walk(&mut self, root: &Value, base: &str, in_hatch: bool, group: Option<&str>) {
+        let mut stack: Vec<(String, &Value, bool)> = Vec::new();
+        push_children(&mut stack, base, root, in_hatch);
+        while let Some((path, value, hatch_key)) = stack.pop() {
+            let is_hatch = self.hatch_paths.contains(&path);
+            if !self.record_occurrence(&path, value, hatch_key, group) {
+                continue;
+            }
+            match value {
+                Value::String(text) if is_hatch => {
+                    if let Ok(parsed @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
+                        self.walk(&parsed, &path, true, group);
+                    }
+                }
+                _ => push_children(&mut stack, &path, value, is_hatch),
+            }
+        }
+    }
+
+    /// Counts one occurrence; false when the path is new and the path bound is reached.
+    fn record_occurrence(
+        &mut self,
+        path: &str,
+        value: &Value,
+        hatch_key: bool,
+        group: Option<&str>,
+    ) -> bool {
+        let n = self.profile.records;
+        let known = self.profile.paths.contains_key(path);
+        if !known && self.profile.paths.len() >= self.options.max_paths {
+            self.profile.paths_dropped += 1;
+            return false;
+        }
+        let stats = self.profile.paths.entry(path.to_string()).or_default();
+        stats.escape_hatch_key |= hatch_key;
+        if stats.last_present.0 != n {
+            stats.last_present = Mark(n);
+            stats.present += 1;
+            if let Some(group) = group {
+                let g = self.profile.groups.entry(group.to_string()).or_default();
+                *g.present.entry(path.to_string()).or_default() += 1;
+            }
+        }
+        if !value.is_null() && stats.last_non_null.0 != n {
+            stats.last_non_null = Mark(n);
+            stats.non_null += 1;
+        }
+        stats.observe(value);
+        true
+    }
+}
+
+fn push_children<'a>(
+    stack: &mut Vec<(String, &'a Value, bool)>,
+    base: &str,
+    value: &'a Value,
+    hatch: bool,
+) {
+    match value {
+        // Reversed so that paths pop in document order (examples then follow the input).
+        Value::Object(map) => {
+            for (key, child) in map.iter().rev() {
+                stack.push((format!("{base}/{}", segment(key)), child, hatch));
+            }
+        }
+        Value::Array(items) => {
+            for child in items.iter().rev() {
+                stack.push((format!("{base}[]"), child, false));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The group a record belongs to: the text of its group-by field.
+fn group_of(record: &Value, group_by: &str) -> String {
+    let value = if group_by.starts_with('/') {
+        record.pointer(group_by)
+    } else {
+        record.get(group_by)
+    };
+    match value {
+        None | Some(Value::Null) => NO_GROUP.to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn profile(records: &[Value], options: ProfileOptions) -> Profile {
+        let mut profiler = Profiler::new(options);
+        for record in records {
+            profiler.observe(record);
+        }
+        profiler.finish()
+    }
+
+    #[test]
+    fn counts_presence_per_record_and_types_per_occurrence() {
+        let p = profile(
+            &[
+                json!({"id": 1, "tags": ["a", "b"], "price": 1.5}),
+                json!({"id": 2, "tags": [], "price": null}),
+                json!({"id": 3}),
+            ],
+            ProfileOptions::default(),
+        );
+        assert_eq!(p.records, 3);
+        let id = &p.paths["/id"];
+        assert_eq!((id.present, id.non_null), (3, 3));
+        assert_eq!((id.min, id.max), (Some(1.0), Some(3.0)));
+        assert_eq!(id.distinct.estimate(), 3);
+        let tag = &p.paths["/tags[]"];
+        assert_eq!((tag.present, tag.types["string"]), (1, 2));
+        let price = &p.paths["/price"];
+        assert_eq!((price.present, price.non_null), (2, 1));
+        assert_eq!(price.types["null"], 1);
+        assert_eq!(p.population("/price"), 1.0 / 3.0);
+    }
+
+    #[test]
+    fn escape_hatches_are_profiled_key_by_key_even_as_json_text() {
+        let options = ProfileOptions {
+            escape_hatches: vec!["vendor_data".into()],
+            group_by: Some("exchange".into()),
+            ..ProfileOptions::default()
+        };
+        let p = profile(
+            &[
+                json!({"exchange": "binance", "vendor_data": "{\"marginTradingAllowed\": true}"}),
+                json!({"exchange": "kraken", "vendor_data": {"marginTradingAllowed": false}}),
+                json!({"exchange": "kraken"}),
+            ],
+            options,
+        );
+        let key = &p.paths["/vendor_data/marginTradingAllowed"];
+        assert!(key.escape_hatch_key);
+        assert_eq!(key.present, 2);
+        assert_eq!(p.groups["kraken"].records, 2);
+        assert_eq!(
+            p.groups["kraken"].present["/vendor_data/marginTradingAllowed"],
+            1
+        );
+        assert_eq!(
+            p.groups["binance"].present["/vendor_data/marginTradingAllowed"],
+            1
+        );
+    }
+
+    #[test]
+    fn deep_nesting_walks_without_recursion() {
+        // (Parsed input is at most 128 levels deep; this is deeper than any input.)
+        let mut value = json!(1);
+        for _ in 0..1_000 {
+            value = json!([value]);
+        }
+        let p = profile(&[value], ProfileOptions::default());
+        assert_eq!(p.paths.len(), 1_000);
+    }
+
+    #[test]
+    fn paths_beyond_the_bound_are_counted_not_kept() {
+        let record: Value = (0..50)
+            .map(|i| (format!("k{i}"), json!(i)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        let options = ProfileOptions {
+            max_paths: 10,
+            ..ProfileOptions::default()
+        };
+        let p = profile(&[record], options);
+        assert_eq!((p.paths.len(), p.paths_dropped), (10, 40));
+    }
+
+    #[test]
+    fn keys_with_slashes_stay_apart() {
+        let p = profile(
+            &[json!({"a/b": 1, "a": {"b": 2}})],
+            ProfileOptions::default(),
+        );
+        assert!(p.paths.contains_key("/a~1b") && p.paths.contains_key("/a/b"));
+    }
+
+    #[test]
+    fn merged_parts_equal_the_whole() {
+        let records: Vec<Value> = (0..400)
+            .map(|i| json!({"n": i, "s": format!("v{}", i % 37), "opt": if i % 3 == 0 { json!(null) } else { json!(i) }, "g": i % 4}))
+            .collect();
+        let options = ProfileOptions {
+            group_by: Some("g".into()),
+            ..ProfileOptions::default()
+        };
+        let whole = profile(&records, options.clone());
+        let mut merged = profile(&records[..150], options.clone());
+        merged
+            .merge(&profile(&records[150..], options))
+            .expect("same options");
+        assert_eq!(merged, whole);
+    }
+
+    #[test]
+    fn documents_round_trip_and_newer_ones_are_refused() {
+        let p = profile(&[json!({"a": 1})], ProfileOptions::default());
+        let text = serde_json::to_string(&p).expect("serialize");
+        assert_eq!(Profile::from_json(&text).expect("read"), p);
+        let newer = text.replace("\"version\":1", "\"version\":2");
+        assert!(matches!(
+            Profile::from_json(&newer),
+            Err(ProfileError::NewerFormat { found: 2 })
+        ));
+        assert!(matches!(
+            Profile::from_json("{\"format\":\"other\"}"),
+            Err(ProfileError::NotAProfile(_))
+        ));
+    }
+
+    #[test]
+    fn profiles_with_other_options_do_not_merge() {
+        let mut a = profile(&[json!({})], ProfileOptions::default());
+        let b = profile(
+            &[json!({})],
+            ProfileOptions {
+                group_by: Some("x".into()),
+                ..ProfileOptions::default()
+            },
+        );
+        assert!(matches!(a.merge(&b), Err(ProfileError::Mismatch { .. })));
+    }
+}

@@ -1,0 +1,209 @@
+//! Records from files: JSON Lines (plain or gzip), a JSON array, or an Avro object container
+//! file, told apart by their first bytes. Records are streamed: a JSON array is read element
+//! by element and an Avro file block by block, so memory does not grow with the input.
+
+use crate::ProfileError;
+use serde::de::{DeserializeSeed, SeqAccess, Visitor};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+
+/// The layout of an input, as detected from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    JsonLines,
+    GzipJsonLines,
+    JsonArray,
+    AvroContainer,
+}
+
+const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
+const AVRO_MAGIC: &[u8] = b"Obj\x01";
+
+fn input_err(name: &str, message: impl std::fmt::Display) -> ProfileError {
+    ProfileError::Input(format!("{name}: {message}"))
+}
+
+/// Detects the layout of `reader` without consuming it.
+pub fn detect(reader: &mut impl BufRead) -> std::io::Result<InputKind> {
+    let head = reader.fill_buf()?;
+    if head.starts_with(GZIP_MAGIC) {
+        return Ok(InputKind::GzipJsonLines);
+    }
+    if head.starts_with(AVRO_MAGIC) {
+        return Ok(InputKind::AvroContainer);
+    }
+    let first = head.iter().find(|b| !b.is_ascii_whitespace());
+    Ok(match first {
+        Some(b'[') => InputKind::JsonArray,
+        _ => InputKind::JsonLines,
+    })
+}
+
+/// Streams every record of `reader` (named `name` in errors) into `each`.
+pub fn read_records(
+    name: &str,
+    reader: impl Read,
+    each: &mut dyn FnMut(Value),
+) -> Result<InputKind, ProfileError> {
+    let mut reader = BufReader::new(reader);
+    let kind = detect(&mut reader).map_err(|e| input_err(name, e))?;
+    match kind {
+        InputKind::JsonLines => json_lines(name, reader, each)?,
+        InputKind::GzipJsonLines => json_lines(
+            name,
+            BufReader::new(flate2::read::MultiGzDecoder::new(reader)),
+            each,
+        )?,
+        InputKind::JsonArray => json_array(name, reader, each)?,
+        InputKind::AvroContainer => avro_container(name, reader, each)?,
+    }
+    Ok(kind)
+}
+
+fn json_lines(
+    name: &str,
+    reader: impl BufRead,
+    each: &mut dyn FnMut(Value),
+) -> Result<(), ProfileError> {
+    for (index, line) in reader.lines().enumerate() {
+        let line = line.map_err(|e| input_err(name, format!("line {}: {e}", index + 1)))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: Value = serde_json::from_str(&line)
+            .map_err(|e| input_err(name, format!("line {}: invalid JSON: {e}", index + 1)))?;
+        each(record);
+    }
+    Ok(())
+}
+
+/// Hands each element of a top-level JSON array to the callback as it is parsed.
+struct Elements<'a>(&'a mut dyn FnMut(Value));
+
+impl<'de> Visitor<'de> for Elements<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of records")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(record) = seq.next_element::<Value>()? {
+            (self.0)(record);
+        }
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Elements<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+fn json_array(
+    name: &str,
+    reader: impl Read,
+    each: &mut dyn FnMut(Value),
+) -> Result<(), ProfileError> {
+    let mut deserializer = serde_json::Deserializer::from_reader(reader);
+    Elements(each)
+        .deserialize(&mut deserializer)
+        .and_then(|()| deserializer.end())
+        .map_err(|e| input_err(name, format!("invalid JSON: {e}")))
+}
+
+fn avro_container(
+    name: &str,
+    reader: impl Read,
+    each: &mut dyn FnMut(Value),
+) -> Result<(), ProfileError> {
+    let records = apache_avro::Reader::new(reader)
+        .map_err(|e| input_err(name, format!("not a readable Avro container file: {e}")))?;
+    for (index, record) in records.enumerate() {
+        let record =
+            record.map_err(|e| input_err(name, format!("Avro record {}: {e}", index + 1)))?;
+        let json = Value::try_from(record)
+            .map_err(|e| input_err(name, format!("Avro record {} as JSON: {e}", index + 1)))?;
+        each(json);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::io::Write;
+
+    fn collect(bytes: &[u8]) -> Result<(InputKind, Vec<Value>), ProfileError> {
+        let mut out = Vec::new();
+        let kind = read_records("input", bytes, &mut |v| out.push(v))?;
+        Ok((kind, out))
+    }
+
+    #[test]
+    fn json_lines_and_arrays() {
+        let (kind, records) = collect(b"{\"a\":1}\n\n{\"a\":2}\n").expect("lines");
+        assert_eq!((kind, records.len()), (InputKind::JsonLines, 2));
+        let (kind, records) = collect(b"  [{\"a\":1},{\"a\":2},{\"a\":3}]").expect("array");
+        assert_eq!(
+            (kind, records[2].clone()),
+            (InputKind::JsonArray, json!({"a": 3}))
+        );
+    }
+
+    #[test]
+    fn gzip_lines() {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(b"{\"a\":1}\n{\"a\":2}\n").expect("write");
+        let bytes = encoder.finish().expect("finish");
+        let (kind, records) = collect(&bytes).expect("gzip");
+        assert_eq!((kind, records.len()), (InputKind::GzipJsonLines, 2));
+        let truncated = &bytes[..bytes.len() - 12];
+        assert!(
+            collect(truncated).is_err(),
+            "a truncated gzip file is an error"
+        );
+    }
+
+    #[test]
+    fn bad_json_names_its_line() {
+        let error = collect(b"{\"a\":1}\n{\"a\":\n").expect_err("invalid");
+        assert!(
+            error.to_string().contains("input: line 2: invalid JSON"),
+            "{error}"
+        );
+        let error = collect(b"[{\"a\":1},").expect_err("invalid");
+        assert!(error.to_string().contains("invalid JSON"), "{error}");
+    }
+
+    #[test]
+    fn avro_container_files() {
+        let schema = apache_avro::Schema::parse_str(
+            r#"{"type":"record","name":"R","fields":[{"name":"a","type":"long"},{"name":"b","type":["null","string"]}]}"#,
+        )
+        .expect("schema");
+        let mut writer = apache_avro::Writer::new(&schema, Vec::new()).expect("writer");
+        for i in 0..3i64 {
+            let mut record = apache_avro::types::Record::new(&schema).expect("record");
+            record.put("a", i);
+            record.put(
+                "b",
+                apache_avro::types::Value::Union(
+                    1,
+                    Box::new(apache_avro::types::Value::String("x".into())),
+                ),
+            );
+            writer.append_value(record).expect("append");
+        }
+        let bytes = writer.into_inner().expect("file");
+        let (kind, records) = collect(&bytes).expect("avro");
+        assert_eq!(kind, InputKind::AvroContainer);
+        assert_eq!(records[2], json!({"a": 2, "b": "x"}));
+        let error = collect(&bytes[..bytes.len() / 2]).expect_err("truncated");
+        assert!(error.to_string().contains("Avro"), "{error}");
+    }
+}
