@@ -340,10 +340,6 @@ fn api(state: AppState, auth: Arc<auth::Auth>) -> Router {
         .route("/covenant/v1/audit", get(audit::list_audit))
         .merge(governance_routes())
         .merge(policy_router())
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            audit::audit_governance_writes,
-        ))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Subject names are checked after routing (the layer needs the route template), for

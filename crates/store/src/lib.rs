@@ -27,7 +27,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-pub use audit::{AuditContext, AuditEntry, AuditQuery, AuditTarget};
+pub use audit::{AuditContext, AuditEntry, AuditLine, AuditQuery, AuditTarget};
 pub use governance::GovernanceStore;
 pub use governance_postgres::PostgresGovernanceStore;
 pub use governance_sqlite::SqliteGovernanceStore;
