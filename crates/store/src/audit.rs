@@ -4,7 +4,7 @@
 //! transaction as the change, so an entry exists exactly when its change committed. Governance
 //! and sample writes take the finished entry ([`AuditLine`]) and insert it into the same
 //! `audit_log` table, in their own write transaction, for the same reason. Only denied
-//! attempts, which change nothing, are appended on their own with
+//! attempts, which change nothing, and imported trails are appended on their own with
 //! [`crate::Store::record_audit`].
 
 use serde::{Deserialize, Serialize};

@@ -368,7 +368,7 @@ pub trait Store: Send + Sync {
     async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()>;
     async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>>;
 
-    /// Appends one entry on its own (denied attempts, governance writes); returns its `seq`.
+    /// Appends one entry on its own (denied attempts, an imported trail); returns its `seq`.
     async fn record_audit(&self, entry: &AuditEntry) -> StoreResult<i64>;
 
     /// A page of the trail, oldest first.
