@@ -149,8 +149,9 @@ impl crate::auth::DenialHook for AuditSink {
     }
 }
 
-/// Governance and policy writes with their audit operation names; reads and previews are not
-/// listed (they change nothing).
+/// Governance and policy writes with their audit operation names, read by [`AuditedWrite`];
+/// reads and previews are not listed (they change nothing). A handler that takes an
+/// `AuditedWrite` on a route missing here answers 500 rather than write unrecorded.
 const GOVERNANCE_WRITES: &[(&str, &str, &str)] = &[
     ("POST", "/covenant/v1/consumers", "consumer.create"),
     (
@@ -329,4 +330,44 @@ pub async fn list_audit(
         .then(|| entries.last().map(|e| e.seq))
         .flatten();
     Ok(ok(json!({"entries": entries, "next": next})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::body::Body;
+    use axum::http::StatusCode;
+    use axum::routing::post;
+    use tower::ServiceExt;
+
+    async fn echo(AuditedWrite(entry): AuditedWrite) -> String {
+        format!("{} {}", entry.operation, entry.detail.unwrap_or_default())
+    }
+
+    async fn post_to(app: &Router, path: &str) -> (StatusCode, String) {
+        let request = Request::post(path).body(Body::empty()).expect("request");
+        let response = app.clone().oneshot(request).await.expect("answer");
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    #[tokio::test]
+    async fn a_listed_route_names_its_entry_and_an_unlisted_one_writes_nothing() {
+        let app = Router::new()
+            .route("/covenant/v1/deprecations/{id}/stage", post(echo))
+            .route("/covenant/v1/unlisted", post(echo));
+        assert_eq!(
+            post_to(&app, "/covenant/v1/deprecations/7/stage").await,
+            (
+                StatusCode::OK,
+                "deprecation.stage deprecation 7".to_string()
+            )
+        );
+        let (status, _) = post_to(&app, "/covenant/v1/unlisted").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    }
 }
