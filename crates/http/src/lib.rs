@@ -45,8 +45,6 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// Consumer governance (`/covenant/v1/`); its routes answer 503 when absent.
     pub governance: Option<Arc<covenant_governance::Governance>>,
-    /// Where entries outside a registry write's transaction go (denied attempts, governance).
-    pub audit: audit::AuditSink,
     /// Schema fetches counted since the last flush to governance.
     pub reads: Arc<reads::ReadTally>,
     /// Live deprecation records as read handlers see them, for their response headers.
@@ -475,7 +473,6 @@ pub fn router_counting_into(
         reads::ReadTally::spawn_flusher(&reads, registry.clone(), gov.clone());
     }
     let state = AppState {
-        audit: audit::AuditSink::new(registry.store().clone()),
         registry,
         metrics: prometheus(),
         governance,
