@@ -78,23 +78,26 @@ mod tests {
     async fn live_declarations_name_consumers_by_normalized_field() {
         let dir = tempfile::tempdir().expect("dir");
         let gov = governance(&dir, Arc::new(ManualClock::new(T0)));
-        gov.create_consumer(consumer(
-            "dashboard",
-            "case-value",
-            &["status", "/fields/owner/fields/id"],
-        ))
+        gov.create_consumer(
+            consumer(
+                "dashboard",
+                "case-value",
+                &["status", "/fields/owner/fields/id"],
+            ),
+            None,
+        )
         .await
         .expect("dashboard");
-        gov.create_consumer(consumer("export", "case-value", &["status"]))
+        gov.create_consumer(consumer("export", "case-value", &["status"]), None)
             .await
             .expect("export");
-        gov.create_consumer(consumer("elsewhere", "other-value", &["status"]))
+        gov.create_consumer(consumer("elsewhere", "other-value", &["status"]), None)
             .await
             .expect("elsewhere");
-        gov.create_consumer(consumer("gone", "case-value", &["status"]))
+        gov.create_consumer(consumer("gone", "case-value", &["status"]), None)
             .await
             .expect("gone");
-        gov.retire_consumer("gone").await.expect("retire");
+        gov.retire_consumer("gone", None).await.expect("retire");
 
         let by_field = gov.consumers_by_field("case-value").await.expect("fields");
         assert_eq!(
@@ -129,8 +132,10 @@ mod tests {
             interval_end: at,
             ..UsageReport::default()
         };
-        gov.report_usage(report(1, 2, T0)).await.expect("report");
-        gov.report_usage(report(3, 3, T0 + 20 * DAY))
+        gov.report_usage(report(1, 2, T0), None)
+            .await
+            .expect("report");
+        gov.report_usage(report(3, 3, T0 + 20 * DAY), None)
             .await
             .expect("report");
 

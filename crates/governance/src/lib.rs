@@ -16,6 +16,7 @@ pub use clock::{
     Clock, FileClock, ManualClock, SystemClock, format_day, format_span, format_time, parse_instant,
 };
 pub use covenant_store::governance::*;
+pub use covenant_store::{AuditEntry, AuditLine};
 pub use gate::{Blocker, GateEvidence, GateReport, Overridden, removal_blockers, removal_gate};
 pub use metrics::{
     CounterSink, Counters, DEPRECATED_FIELD_USED, DESERIALIZATION_FAILURE, ENUM_UNKNOWN, FAMILIES,
@@ -447,66 +448,90 @@ impl Governance {
     // Consumers.
 
     /// Declares a consumer; refused when it would read a frozen field.
-    pub async fn create_consumer(&self, mut new: NewConsumer) -> GovernanceResult<Consumer> {
+    pub async fn create_consumer(
+        &self,
+        mut new: NewConsumer,
+        audit: AuditLine<'_>,
+    ) -> GovernanceResult<Consumer> {
         validate_consumer(&new)?;
         normalize_reads(&mut new.reads);
         let deprecations = self.store.deprecations(None).await?;
         let consumer = Consumer::from_new(new, self.now());
         self.store
-            .create_consumer(&consumer, &|c, _| {
-                let refusals = freeze_violations(c, None, &deprecations);
-                if refusals.is_empty() {
-                    Ok(())
-                } else {
-                    Err(GovernanceError::Refused(refusals.join("\n")))
-                }
-            })
+            .create_consumer(
+                &consumer,
+                &|c, _| {
+                    let refusals = freeze_violations(c, None, &deprecations);
+                    if refusals.is_empty() {
+                        Ok(())
+                    } else {
+                        Err(GovernanceError::Refused(refusals.join("\n")))
+                    }
+                },
+                audit,
+            )
             .await
     }
 
     /// Replaces a consumer's declaration (its name stays); new reads of frozen fields and new
     /// reader versions that keep them are refused.
-    pub async fn update_consumer(&self, mut new: NewConsumer) -> GovernanceResult<Consumer> {
+    pub async fn update_consumer(
+        &self,
+        mut new: NewConsumer,
+        audit: AuditLine<'_>,
+    ) -> GovernanceResult<Consumer> {
         validate_consumer(&new)?;
         normalize_reads(&mut new.reads);
         let deprecations = self.store.deprecations(None).await?;
         let now = self.now();
         let name = new.name.clone();
         self.store
-            .modify_consumer(&name, &|c, _| {
-                if !c.is_active() {
-                    return Err(GovernanceError::Refused(format!(
-                        "consumer '{}' is retired; declare a new consumer instead",
-                        c.name
-                    )));
-                }
-                let mut next = Consumer::from_new(new.clone(), c.created_at);
-                next.updated_at = now;
-                let refusals = freeze_violations(&next, Some(c), &deprecations);
-                if !refusals.is_empty() {
-                    return Err(GovernanceError::Refused(refusals.join("\n")));
-                }
-                *c = next;
-                Ok(())
-            })
+            .modify_consumer(
+                &name,
+                &|c, _| {
+                    if !c.is_active() {
+                        return Err(GovernanceError::Refused(format!(
+                            "consumer '{}' is retired; declare a new consumer instead",
+                            c.name
+                        )));
+                    }
+                    let mut next = Consumer::from_new(new.clone(), c.created_at);
+                    next.updated_at = now;
+                    let refusals = freeze_violations(&next, Some(c), &deprecations);
+                    if !refusals.is_empty() {
+                        return Err(GovernanceError::Refused(refusals.join("\n")));
+                    }
+                    *c = next;
+                    Ok(())
+                },
+                audit,
+            )
             .await
     }
 
     /// Retires a consumer: its declarations stop counting and its client ids are released.
-    pub async fn retire_consumer(&self, name: &str) -> GovernanceResult<Consumer> {
+    pub async fn retire_consumer(
+        &self,
+        name: &str,
+        audit: AuditLine<'_>,
+    ) -> GovernanceResult<Consumer> {
         let now = self.now();
         self.store
-            .modify_consumer(name, &|c, _| {
-                if c.retired_at.is_some() {
-                    return Err(GovernanceError::Conflict(format!(
-                        "consumer '{}' is already retired",
-                        c.name
-                    )));
-                }
-                c.retired_at = Some(now);
-                c.updated_at = now;
-                Ok(())
-            })
+            .modify_consumer(
+                name,
+                &|c, _| {
+                    if c.retired_at.is_some() {
+                        return Err(GovernanceError::Conflict(format!(
+                            "consumer '{}' is already retired",
+                            c.name
+                        )));
+                    }
+                    c.retired_at = Some(now);
+                    c.updated_at = now;
+                    Ok(())
+                },
+                audit,
+            )
             .await
     }
 
@@ -604,8 +629,12 @@ impl Governance {
     }
 
     /// Records a usage report: attributes it, flags reads of deprecated fields and new reads
-    /// of frozen ones, and counts it.
-    pub async fn report_usage(&self, mut report: UsageReport) -> GovernanceResult<UsageReceipt> {
+    /// of frozen ones, and counts it. The report, its findings and `audit` are one write.
+    pub async fn report_usage(
+        &self,
+        mut report: UsageReport,
+        audit: AuditLine<'_>,
+    ) -> GovernanceResult<UsageReceipt> {
         if report.subject.trim().is_empty() || report.client_id.trim().is_empty() {
             return Err(GovernanceError::Invalid(
                 "a usage report needs a subject and a client id".to_string(),
@@ -755,9 +784,8 @@ impl Governance {
         }
 
         self.store
-            .record_usage(&report, attributed.as_deref())
+            .record_usage(&report, attributed.as_deref(), &findings, audit)
             .await?;
-        self.store.record_findings(&findings).await?;
 
         for (version, n) in &report.records_by_version {
             self.count(
@@ -869,6 +897,7 @@ impl Governance {
     pub async fn create_deprecation(
         &self,
         mut new: NewDeprecation,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
         if new.old_promise.trim().is_empty() || new.new_promise.trim().is_empty() {
             return Err(GovernanceError::Invalid(
@@ -909,7 +938,7 @@ impl Governance {
                 existing.stage
             )));
         }
-        self.store.create_deprecation(&new, self.now()).await
+        self.store.create_deprecation(&new, self.now(), audit).await
     }
 
     pub async fn deprecation(&self, id: i64) -> GovernanceResult<Deprecation> {
@@ -933,6 +962,7 @@ impl Governance {
         &self,
         id: i64,
         request: StageRequest,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
         let current = self.deprecation(id).await?;
         let to = request.to;
@@ -973,24 +1003,28 @@ impl Governance {
         }
         let at = self.now();
         self.store
-            .modify_deprecation(id, &|d| {
-                if d.stage != current.stage {
-                    return Err(GovernanceError::Conflict(format!(
-                        "deprecation #{id} moved to '{}' meanwhile",
-                        d.stage
-                    )));
-                }
-                d.history.push(StageChange {
-                    from: Some(d.stage),
-                    to,
-                    at,
-                    by: request.by.clone(),
-                    note: request.note.clone(),
-                });
-                d.stage = to;
-                d.updated_at = at;
-                Ok(())
-            })
+            .modify_deprecation(
+                id,
+                &|d| {
+                    if d.stage != current.stage {
+                        return Err(GovernanceError::Conflict(format!(
+                            "deprecation #{id} moved to '{}' meanwhile",
+                            d.stage
+                        )));
+                    }
+                    d.history.push(StageChange {
+                        from: Some(d.stage),
+                        to,
+                        at,
+                        by: request.by.clone(),
+                        note: request.note.clone(),
+                    });
+                    d.stage = to;
+                    d.updated_at = at;
+                    Ok(())
+                },
+                audit,
+            )
             .await
     }
 
@@ -1054,6 +1088,7 @@ impl Governance {
         &self,
         id: i64,
         update: DeprecationUpdate,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
         if update.by.trim().is_empty() {
             return Err(GovernanceError::Invalid(
@@ -1062,33 +1097,37 @@ impl Governance {
         }
         let at = self.now();
         self.store
-            .modify_deprecation(id, &|d| {
-                if d.stage == Stage::Removed {
-                    return Err(GovernanceError::Refused(format!(
-                        "deprecation #{id} is removed; its record is closed"
-                    )));
-                }
-                let changes = apply_update(d, &update);
-                if changes.is_empty() {
-                    return Err(GovernanceError::Invalid(format!(
-                        "the update changes nothing in deprecation #{id}"
-                    )));
-                }
-                if d.window_end < d.window_start {
-                    return Err(GovernanceError::Invalid(
-                        "the deprecation window ends before it starts".to_string(),
-                    ));
-                }
-                check_sunset(d.window_start, d.sunset)?;
-                d.updates.push(RecordUpdate {
-                    at,
-                    by: update.by.trim().to_string(),
-                    note: update.note.clone(),
-                    changes,
-                });
-                d.updated_at = at;
-                Ok(())
-            })
+            .modify_deprecation(
+                id,
+                &|d| {
+                    if d.stage == Stage::Removed {
+                        return Err(GovernanceError::Refused(format!(
+                            "deprecation #{id} is removed; its record is closed"
+                        )));
+                    }
+                    let changes = apply_update(d, &update);
+                    if changes.is_empty() {
+                        return Err(GovernanceError::Invalid(format!(
+                            "the update changes nothing in deprecation #{id}"
+                        )));
+                    }
+                    if d.window_end < d.window_start {
+                        return Err(GovernanceError::Invalid(
+                            "the deprecation window ends before it starts".to_string(),
+                        ));
+                    }
+                    check_sunset(d.window_start, d.sunset)?;
+                    d.updates.push(RecordUpdate {
+                        at,
+                        by: update.by.trim().to_string(),
+                        note: update.note.clone(),
+                        changes,
+                    });
+                    d.updated_at = at;
+                    Ok(())
+                },
+                audit,
+            )
             .await
     }
 
@@ -1100,6 +1139,7 @@ impl Governance {
         claim: &str,
         by: &str,
         body: EvidenceBody,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
         if claim.trim().is_empty() || by.trim().is_empty() {
             return Err(GovernanceError::Invalid(
@@ -1135,17 +1175,21 @@ impl Governance {
         };
         let at = self.now();
         self.store
-            .modify_deprecation(id, &|d| {
-                d.evidence.push(Evidence {
-                    id: d.next_evidence_id(),
-                    claim: claim.to_string(),
-                    recorded_at: at,
-                    recorded_by: by.to_string(),
-                    body: body.clone(),
-                });
-                d.updated_at = at;
-                Ok(())
-            })
+            .modify_deprecation(
+                id,
+                &|d| {
+                    d.evidence.push(Evidence {
+                        id: d.next_evidence_id(),
+                        claim: claim.to_string(),
+                        recorded_at: at,
+                        recorded_by: by.to_string(),
+                        body: body.clone(),
+                    });
+                    d.updated_at = at;
+                    Ok(())
+                },
+                audit,
+            )
             .await
     }
 
@@ -1154,6 +1198,7 @@ impl Governance {
         &self,
         id: i64,
         request: ExceptionRequest,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
         if request.approver.trim().is_empty() || request.reason.trim().is_empty() {
             return Err(GovernanceError::Invalid(
@@ -1162,18 +1207,22 @@ impl Governance {
         }
         let at = self.now();
         self.store
-            .modify_deprecation(id, &|d| {
-                d.exceptions.push(Exception {
-                    id: d.next_exception_id(),
-                    approver: request.approver.clone(),
-                    reason: request.reason.clone(),
-                    overrides: request.overrides,
-                    party: request.party.clone(),
-                    approved_at: at,
-                });
-                d.updated_at = at;
-                Ok(())
-            })
+            .modify_deprecation(
+                id,
+                &|d| {
+                    d.exceptions.push(Exception {
+                        id: d.next_exception_id(),
+                        approver: request.approver.clone(),
+                        reason: request.reason.clone(),
+                        overrides: request.overrides,
+                        party: request.party.clone(),
+                        approved_at: at,
+                    });
+                    d.updated_at = at;
+                    Ok(())
+                },
+                audit,
+            )
             .await
     }
 
@@ -1332,7 +1381,9 @@ impl Governance {
 
     /// Closes the deprecations of `fields` after a registered version of `subject` dropped
     /// them (the gate let it through): each moves to `removed`, naming the version. Returns
-    /// the records changed.
+    /// the records changed. These follow-ups add no audit entries of their own: the
+    /// registration that caused them is the audited change, and each record's history names
+    /// the version.
     pub async fn mark_removed(
         &self,
         subject: &str,
@@ -1350,21 +1401,25 @@ impl Governance {
             let note = format!("version {version} of subject '{subject}' no longer has the field");
             let updated = self
                 .store
-                .modify_deprecation(d.id, &|record| {
-                    if record.stage == Stage::Removed {
-                        return Ok(());
-                    }
-                    record.history.push(StageChange {
-                        from: Some(record.stage),
-                        to: Stage::Removed,
-                        at,
-                        by: "registry".to_string(),
-                        note: note.clone(),
-                    });
-                    record.stage = Stage::Removed;
-                    record.updated_at = at;
-                    Ok(())
-                })
+                .modify_deprecation(
+                    d.id,
+                    &|record| {
+                        if record.stage == Stage::Removed {
+                            return Ok(());
+                        }
+                        record.history.push(StageChange {
+                            from: Some(record.stage),
+                            to: Stage::Removed,
+                            at,
+                            by: "registry".to_string(),
+                            note: note.clone(),
+                        });
+                        record.stage = Stage::Removed;
+                        record.updated_at = at;
+                        Ok(())
+                    },
+                    None,
+                )
                 .await?;
             changed.push(updated);
         }

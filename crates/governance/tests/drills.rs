@@ -158,6 +158,7 @@ async fn freeze(w: &World, id: i64) {
                 by: "billing".into(),
                 note: "freeze new use".into(),
             },
+            None,
         )
         .await
         .expect("freeze");
@@ -176,16 +177,16 @@ fn kinds(report: &GateReport) -> Vec<(BlockerKind, Option<String>)> {
 async fn replay_job_with_old_reader_counts_as_use(w: World) {
     let d = w
         .gov
-        .create_deprecation(plan_name_deprecation())
+        .create_deprecation(plan_name_deprecation(), None)
         .await
         .expect("deprecate");
     w.gov
-        .create_consumer(consumer("replayer", Cadence::Weekly, 1, &[]))
+        .create_consumer(consumer("replayer", Cadence::Weekly, 1, &[]), None)
         .await
         .expect("replayer");
     w.at(T0 + HOUR);
     w.gov
-        .report_usage(usage("svc-replayer", 3, &[], T0 + HOUR))
+        .report_usage(usage("svc-replayer", 3, &[], T0 + HOUR), None)
         .await
         .expect("usage");
     freeze(&w, d.id).await;
@@ -194,7 +195,7 @@ async fn replay_job_with_old_reader_counts_as_use(w: World) {
     w.at(T0 + 30 * DAY);
     let receipt = w
         .gov
-        .report_usage(usage("svc-replayer", 1, &[], T0 + 30 * DAY))
+        .report_usage(usage("svc-replayer", 1, &[], T0 + 30 * DAY), None)
         .await
         .expect("usage");
     assert_eq!(receipt.consumer.as_deref(), Some("replayer"));
@@ -232,7 +233,7 @@ async fn replay_job_with_old_reader_counts_as_use(w: World) {
     // one: the usage blocker is gone.
     w.at(T0 + 38 * DAY);
     w.gov
-        .report_usage(usage("svc-replayer", 3, &[], T0 + 38 * DAY))
+        .report_usage(usage("svc-replayer", 3, &[], T0 + 38 * DAY), None)
         .await
         .expect("usage");
     let gate = w
@@ -271,41 +272,43 @@ both_backends!(
 async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
     let d = w
         .gov
-        .create_deprecation(plan_name_deprecation())
+        .create_deprecation(plan_name_deprecation(), None)
         .await
         .expect("deprecate");
     w.gov
-        .create_consumer(consumer(
-            "compliance-export",
-            Cadence::Monthly,
-            2,
-            &["plan_name"],
-        ))
+        .create_consumer(
+            consumer("compliance-export", Cadence::Monthly, 2, &["plan_name"]),
+            None,
+        )
         .await
         .expect("export");
     // Weekly heartbeat reports from the start, with the month-end run reading plan_name.
     w.gov
-        .report_usage(usage("svc-compliance-export", 2, &["subscription_id"], T0))
+        .report_usage(
+            usage("svc-compliance-export", 2, &["subscription_id"], T0),
+            None,
+        )
         .await
         .expect("usage");
     w.at(T0 + 10 * DAY);
     w.gov
-        .report_usage(usage(
-            "svc-compliance-export",
-            2,
-            &["plan_name"],
-            T0 + 10 * DAY,
-        ))
+        .report_usage(
+            usage("svc-compliance-export", 2, &["plan_name"], T0 + 10 * DAY),
+            None,
+        )
         .await
         .expect("usage");
     // The export moves to the replacement and says so.
     w.gov
-        .update_consumer(consumer(
-            "compliance-export",
-            Cadence::Monthly,
-            3,
-            &["billing_plan_id"],
-        ))
+        .update_consumer(
+            consumer(
+                "compliance-export",
+                Cadence::Monthly,
+                3,
+                &["billing_plan_id"],
+            ),
+            None,
+        )
         .await
         .expect("migrate");
     freeze(&w, d.id).await;
@@ -313,7 +316,10 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
         let at = T0 + 10 * DAY + week * 7 * DAY;
         w.at(at);
         w.gov
-            .report_usage(usage("svc-compliance-export", 3, &["billing_plan_id"], at))
+            .report_usage(
+                usage("svc-compliance-export", 3, &["billing_plan_id"], at),
+                None,
+            )
             .await
             .expect("usage");
     }
@@ -347,6 +353,7 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
                 by: "billing".into(),
                 note: String::new(),
             },
+            None,
         )
         .await
         .expect("enforcing");
@@ -360,6 +367,7 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
                 by: "billing".into(),
                 note: String::new(),
             },
+            None,
         )
         .await
         .expect_err("not removable yet");
@@ -369,12 +377,10 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
     let later = T0 + 10 * DAY + 32 * DAY;
     w.at(later);
     w.gov
-        .report_usage(usage(
-            "svc-compliance-export",
-            3,
-            &["billing_plan_id"],
-            later,
-        ))
+        .report_usage(
+            usage("svc-compliance-export", 3, &["billing_plan_id"], later),
+            None,
+        )
         .await
         .expect("usage");
     let gate = w
@@ -395,21 +401,22 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
     // A second monthly consumer that began reporting two weeks ago has not proven a month of
     // silence yet.
     w.gov
-        .create_consumer(consumer(
-            "quarter-close",
-            Cadence::Monthly,
-            3,
-            &["billing_plan_id"],
-        ))
+        .create_consumer(
+            consumer("quarter-close", Cadence::Monthly, 3, &["billing_plan_id"]),
+            None,
+        )
         .await
         .expect("consumer");
     w.gov
-        .report_usage(usage(
-            "svc-quarter-close",
-            3,
-            &["billing_plan_id"],
-            later - 14 * DAY,
-        ))
+        .report_usage(
+            usage(
+                "svc-quarter-close",
+                3,
+                &["billing_plan_id"],
+                later - 14 * DAY,
+            ),
+            None,
+        )
         .await
         .expect("usage");
     let gate = w
@@ -435,6 +442,7 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
                 overrides: BlockerKind::InsufficientEvidence,
                 party: Some("quarter-close".into()),
             },
+            None,
         )
         .await
         .expect("exception");
@@ -449,6 +457,7 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
                 by: "billing".into(),
                 note: String::new(),
             },
+            None,
         )
         .await
         .expect_err("window open, no evidence");
@@ -466,6 +475,7 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
                 signed_at: later,
                 statement: "the monthly export ran on billing_plan_id".into(),
             },
+            None,
         )
         .await
         .expect("evidence");
@@ -478,6 +488,7 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
                 overrides: BlockerKind::WindowOpen,
                 party: None,
             },
+            None,
         )
         .await
         .expect("window exception");
@@ -490,6 +501,7 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
                 by: "billing".into(),
                 note: String::new(),
             },
+            None,
         )
         .await
         .expect("removable");
@@ -513,25 +525,23 @@ both_backends!(
 async fn new_dashboard_cannot_adopt_frozen_field(w: World) {
     let d = w
         .gov
-        .create_deprecation(plan_name_deprecation())
+        .create_deprecation(plan_name_deprecation(), None)
         .await
         .expect("deprecate");
     w.gov
-        .create_consumer(consumer("revenue", Cadence::Daily, 2, &["plan_name"]))
+        .create_consumer(consumer("revenue", Cadence::Daily, 2, &["plan_name"]), None)
         .await
         .expect("revenue");
     w.gov
-        .report_usage(usage("svc-revenue", 2, &["plan_name"], T0))
+        .report_usage(usage("svc-revenue", 2, &["plan_name"], T0), None)
         .await
         .expect("usage");
     // Before the freeze a new reader may still start (announced only).
     w.gov
-        .create_consumer(consumer(
-            "early-dashboard",
-            Cadence::Daily,
-            2,
-            &["plan_name"],
-        ))
+        .create_consumer(
+            consumer("early-dashboard", Cadence::Daily, 2, &["plan_name"]),
+            None,
+        )
         .await
         .expect("announced does not freeze");
     w.at(T0 + DAY);
@@ -540,12 +550,10 @@ async fn new_dashboard_cannot_adopt_frozen_field(w: World) {
     w.at(T0 + 5 * DAY);
     let err = w
         .gov
-        .create_consumer(consumer(
-            "plan-dashboard",
-            Cadence::Daily,
-            2,
-            &["/fields/plan_name"],
-        ))
+        .create_consumer(
+            consumer("plan-dashboard", Cadence::Daily, 2, &["/fields/plan_name"]),
+            None,
+        )
         .await
         .expect_err("a new dependency on a frozen field is refused");
     let message = err.to_string();
@@ -566,36 +574,38 @@ async fn new_dashboard_cannot_adopt_frozen_field(w: World) {
     // An existing consumer cannot add it either, nor adopt a new reader that keeps it.
     let err = w
         .gov
-        .update_consumer(consumer(
-            "early-dashboard",
-            Cadence::Daily,
-            3,
-            &["plan_name"],
-        ))
+        .update_consumer(
+            consumer("early-dashboard", Cadence::Daily, 3, &["plan_name"]),
+            None,
+        )
         .await
         .expect_err("new reader keeping a frozen field");
     assert!(err.to_string().contains("reader schema version 3"), "{err}");
     // Keeping its declaration unchanged is allowed; so is dropping the field.
     w.gov
-        .update_consumer(NewConsumer {
-            owner: "bi-team".into(),
-            ..consumer("early-dashboard", Cadence::Daily, 2, &["plan_name"])
-        })
+        .update_consumer(
+            NewConsumer {
+                owner: "bi-team".into(),
+                ..consumer("early-dashboard", Cadence::Daily, 2, &["plan_name"])
+            },
+            None,
+        )
         .await
         .expect("unchanged reads");
     w.gov
-        .update_consumer(consumer(
-            "early-dashboard",
-            Cadence::Daily,
-            3,
-            &["billing_plan_id"],
-        ))
+        .update_consumer(
+            consumer("early-dashboard", Cadence::Daily, 3, &["billing_plan_id"]),
+            None,
+        )
         .await
         .expect("migration");
     // The same dashboard reading through an undeclared credential is flagged.
     let receipt = w
         .gov
-        .report_usage(usage("bi-shared-account", 2, &["plan_name"], T0 + 5 * DAY))
+        .report_usage(
+            usage("bi-shared-account", 2, &["plan_name"], T0 + 5 * DAY),
+            None,
+        )
         .await
         .expect("usage");
     let found: Vec<FindingKind> = receipt.findings.iter().map(|f| f.kind).collect();
@@ -604,7 +614,7 @@ async fn new_dashboard_cannot_adopt_frozen_field(w: World) {
     // A reader that read it before the freeze is not flagged as new use.
     let receipt = w
         .gov
-        .report_usage(usage("svc-revenue", 2, &["plan_name"], T0 + 5 * DAY))
+        .report_usage(usage("svc-revenue", 2, &["plan_name"], T0 + 5 * DAY), None)
         .await
         .expect("usage");
     assert!(receipt.findings.is_empty(), "{:?}", receipt.findings);
@@ -656,12 +666,15 @@ both_backends!(
 /// Fields nobody deprecated, the record's rendering and the evidence links.
 async fn record_rendering_and_undeprecated_fields(w: World) {
     w.gov
-        .create_consumer(consumer(
-            "support-script",
-            Cadence::Weekly,
-            2,
-            &["plan_name", "subscription_id"],
-        ))
+        .create_consumer(
+            consumer(
+                "support-script",
+                Cadence::Weekly,
+                2,
+                &["plan_name", "subscription_id"],
+            ),
+            None,
+        )
         .await
         .expect("consumer");
     let gate = w
@@ -681,8 +694,15 @@ async fn record_rendering_and_undeprecated_fields(w: World) {
 
     let mut new = plan_name_deprecation();
     new.replacement = None;
-    let d = w.gov.create_deprecation(new).await.expect("deprecate");
-    let dup = w.gov.create_deprecation(plan_name_deprecation()).await;
+    let d = w
+        .gov
+        .create_deprecation(new, None)
+        .await
+        .expect("deprecate");
+    let dup = w
+        .gov
+        .create_deprecation(plan_name_deprecation(), None)
+        .await;
     assert!(matches!(dup, Err(GovernanceError::Conflict(_))), "{dup:?}");
     let gate = w
         .gov
@@ -699,13 +719,17 @@ async fn record_rendering_and_undeprecated_fields(w: World) {
                 by: "billing".into(),
                 note: String::new(),
             },
+            None,
         )
         .await;
     assert!(matches!(skip, Err(GovernanceError::Refused(_))), "{skip:?}");
 
     w.at(T0 + 2 * DAY);
     w.gov
-        .report_usage(usage("svc-support-script", 2, &["plan_name"], T0 + 2 * DAY))
+        .report_usage(
+            usage("svc-support-script", 2, &["plan_name"], T0 + 2 * DAY),
+            None,
+        )
         .await
         .expect("usage");
     let record = w
@@ -724,6 +748,7 @@ async fn record_rendering_and_undeprecated_fields(w: World) {
                 },
                 result: Vec::new(),
             },
+            None,
         )
         .await
         .expect("evidence");
@@ -744,6 +769,7 @@ async fn record_rendering_and_undeprecated_fields(w: World) {
                 signed_at: T0 + 2 * DAY,
                 statement: "display only".into(),
             },
+            None,
         )
         .await
         .expect("sign-off");
@@ -759,6 +785,7 @@ async fn record_rendering_and_undeprecated_fields(w: World) {
                 signed_at: T0,
                 statement: String::new(),
             },
+            None,
         )
         .await;
     assert!(
@@ -775,6 +802,7 @@ async fn record_rendering_and_undeprecated_fields(w: World) {
                 passed: true,
                 detail: "old events decode with reader 3".into(),
             },
+            None,
         )
         .await
         .expect("replay");
@@ -810,7 +838,7 @@ async fn record_rendering_and_undeprecated_fields(w: World) {
 
     // Retiring a consumer drops its declaration from the gate.
     w.gov
-        .retire_consumer("support-script")
+        .retire_consumer("support-script", None)
         .await
         .expect("retire");
     assert!(w.gov.consumers(false).await.expect("list").is_empty());

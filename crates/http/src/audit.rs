@@ -1,7 +1,8 @@
 //! The audit side of the HTTP layer: a request id for every request (echoed as
-//! `X-Request-Id`), the [`AuditContext`] handlers pass into registry writes (which record it in
-//! the write's own transaction), the [`AuditSink`] that appends entries on their own (denied
-//! attempts, governance writes), and `GET /covenant/v1/audit`.
+//! `X-Request-Id`), the [`AuditContext`] handlers pass into registry writes and the
+//! [`AuditedWrite`] entry they pass into governance and policy writes (both recorded by the
+//! store in the write's own transaction), the [`AuditSink`] that appends denied attempts on
+//! their own, and `GET /covenant/v1/audit`.
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -92,8 +93,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Audited {
     }
 }
 
-/// Appends audit entries that do not ride in a registry write's transaction: denied attempts
-/// (called by the authorization layer) and governance writes.
+/// Appends audit entries that ride in no write's transaction: denied attempts (called by the
+/// authorization layer), which change nothing.
 #[derive(Clone)]
 pub struct AuditSink {
     store: Arc<dyn Store>,
@@ -104,7 +105,7 @@ impl AuditSink {
         AuditSink { store }
     }
 
-    /// Appends `entry`. The change it describes has already committed (or was refused), so a
+    /// Appends `entry`. The attempt it describes was refused (and answered as such), so a
     /// failure to record is logged rather than turned into a failed request.
     pub async fn record(&self, entry: AuditEntry) {
         if let Err(e) = self.store.record_audit(&entry).await {
@@ -148,8 +149,9 @@ impl crate::auth::DenialHook for AuditSink {
     }
 }
 
-/// Governance and policy writes with their audit operation names; reads and previews are not
-/// listed (they change nothing).
+/// Governance and policy writes with their audit operation names, read by [`AuditedWrite`];
+/// reads and previews are not listed (they change nothing). A handler that takes an
+/// `AuditedWrite` on a route missing here answers 500 rather than write unrecorded.
 const GOVERNANCE_WRITES: &[(&str, &str, &str)] = &[
     ("POST", "/covenant/v1/consumers", "consumer.create"),
     (
@@ -235,31 +237,31 @@ fn path_target(params: &RawPathParams) -> AuditTarget {
     target
 }
 
-/// Records each successful governance write after it committed. Governance lives in its own
-/// store, so these entries follow their change rather than share its transaction.
-pub async fn audit_governance_writes(
-    State(state): State<AppState>,
-    req: Request,
-    next: Next,
-) -> Response {
-    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str());
-    let Some(operation) = route.and_then(|r| governance_operation(req.method(), r)) else {
-        return next.run(req).await;
-    };
-    let (mut parts, body) = req.into_parts();
-    let target = match RawPathParams::from_request_parts(&mut parts, &state).await {
-        Ok(params) => path_target(&params),
-        Err(_) => AuditTarget::default(),
-    };
-    let principal = Principal::from_request_parts(&mut parts, &state)
-        .await
-        .unwrap_or_else(|never| match never {});
-    let context = context_of(&principal, parts.extensions.get::<RequestId>());
-    let response = next.run(Request::from_parts(parts, body)).await;
-    if response.status().is_success() {
-        state.audit.record(context.entry(operation, target)).await;
+/// The audit entry of a governance or policy write: its operation (from the route, see
+/// [`GOVERNANCE_WRITES`]), its target (from the path parameters) and who asked. Handlers pass
+/// it down to the store, which appends it in the same transaction as the change, so a write
+/// that is refused or fails leaves no entry and a committed one always has its entry.
+pub struct AuditedWrite(pub AuditEntry);
+
+impl<S: Send + Sync> FromRequestParts<S> for AuditedWrite {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let route = parts.extensions.get::<MatchedPath>().cloned();
+        let Some(operation) = route.and_then(|r| governance_operation(&parts.method, r.as_str()))
+        else {
+            tracing::error!(path = %parts.uri.path(), "a write route has no audit operation");
+            return Err(ApiError::internal());
+        };
+        let target = match RawPathParams::from_request_parts(parts, state).await {
+            Ok(params) => path_target(&params),
+            Err(_) => AuditTarget::default(),
+        };
+        let Audited(context) = Audited::from_request_parts(parts, state)
+            .await
+            .unwrap_or_else(|never| match never {});
+        Ok(AuditedWrite(context.entry(operation, target)))
     }
-    response
 }
 
 fn text_param(params: &Params, key: &str) -> Option<String> {
@@ -328,4 +330,44 @@ pub async fn list_audit(
         .then(|| entries.last().map(|e| e.seq))
         .flatten();
     Ok(ok(json!({"entries": entries, "next": next})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::body::Body;
+    use axum::http::StatusCode;
+    use axum::routing::post;
+    use tower::ServiceExt;
+
+    async fn echo(AuditedWrite(entry): AuditedWrite) -> String {
+        format!("{} {}", entry.operation, entry.detail.unwrap_or_default())
+    }
+
+    async fn post_to(app: &Router, path: &str) -> (StatusCode, String) {
+        let request = Request::post(path).body(Body::empty()).expect("request");
+        let response = app.clone().oneshot(request).await.expect("answer");
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    #[tokio::test]
+    async fn a_listed_route_names_its_entry_and_an_unlisted_one_writes_nothing() {
+        let app = Router::new()
+            .route("/covenant/v1/deprecations/{id}/stage", post(echo))
+            .route("/covenant/v1/unlisted", post(echo));
+        assert_eq!(
+            post_to(&app, "/covenant/v1/deprecations/7/stage").await,
+            (
+                StatusCode::OK,
+                "deprecation.stage deprecation 7".to_string()
+            )
+        );
+        let (status, _) = post_to(&app, "/covenant/v1/unlisted").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    }
 }

@@ -6,6 +6,7 @@
 //! [`crate::error`].
 
 use crate::AppState;
+use crate::audit::AuditedWrite;
 use crate::error::ApiError;
 use crate::extract::{ConfluentJson, Params, SafePath};
 use crate::handlers::ok;
@@ -345,11 +346,12 @@ pub async fn list_consumers(State(state): State<AppState>, params: Params) -> Ap
 
 pub async fn create_consumer(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
     let gov = governance(&state)?;
     let new: NewConsumer = typed(object(body, "a consumer")?, "consumer")?;
-    let created = gov.create_consumer(new).await?;
+    let created = gov.create_consumer(new, Some(&audit)).await?;
     Ok(ok(to_json(&created)))
 }
 
@@ -364,6 +366,7 @@ pub async fn get_consumer(
 /// Replaces a declaration; the name comes from the path.
 pub async fn update_consumer(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     SafePath(name): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
@@ -379,15 +382,18 @@ pub async fn update_consumer(
     }
     map.insert("name".into(), json!(name));
     let new: NewConsumer = typed(map, "consumer")?;
-    Ok(ok(to_json(&gov.update_consumer(new).await?)))
+    Ok(ok(to_json(&gov.update_consumer(new, Some(&audit)).await?)))
 }
 
 pub async fn retire_consumer(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     SafePath(name): SafePath<String>,
 ) -> ApiResult {
     let gov = governance(&state)?;
-    Ok(ok(to_json(&gov.retire_consumer(&name).await?)))
+    Ok(ok(to_json(
+        &gov.retire_consumer(&name, Some(&audit)).await?,
+    )))
 }
 
 // ----- usage -------------------------------------------------------------------------------
@@ -395,6 +401,7 @@ pub async fn retire_consumer(
 /// Records a usage report. Without an interval the report covers the current instant.
 pub async fn report_usage(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     principal: Principal,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
@@ -410,7 +417,7 @@ pub async fn report_usage(
     map.entry("interval_end").or_insert(json!(end));
     map.entry("interval_start").or_insert(json!(end));
     let report: UsageReport = typed(map, "usage report")?;
-    let receipt = gov.report_usage(report).await?;
+    let receipt = gov.report_usage(report, Some(&audit)).await?;
     for f in &receipt.findings {
         metrics::counter!("covenant_governance_findings_total", "kind" => f.kind.as_str())
             .increment(1);
@@ -507,6 +514,7 @@ pub async fn list_deprecations(State(state): State<AppState>, params: Params) ->
 /// Announces a deprecation. The window defaults to 90 days from now.
 pub async fn create_deprecation(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     principal: Principal,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
@@ -522,7 +530,7 @@ pub async fn create_deprecation(
     map.entry("window_end")
         .or_insert(json!(start + DEFAULT_WINDOW_MS));
     let new: NewDeprecation = typed(map, "deprecation")?;
-    let created = gov.create_deprecation(new).await?;
+    let created = gov.create_deprecation(new, Some(&audit)).await?;
     state.signals.invalidate();
     Ok(ok(gov.render_deprecation_json(created.id).await?))
 }
@@ -573,6 +581,7 @@ fn deprecation_change<'a, T: DeserializeOwned>(
 /// kept in the record's `updates`.
 pub async fn update_deprecation(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
@@ -581,13 +590,14 @@ pub async fn update_deprecation(
     let mut map = object(body, "a deprecation update")?;
     times_to_ms(&mut map, &["window_start", "window_end", "sunset"])?;
     let update: DeprecationUpdate = typed(map, "deprecation update")?;
-    gov.update_deprecation(id, update).await?;
+    gov.update_deprecation(id, update, Some(&audit)).await?;
     state.signals.invalidate();
     Ok(ok(gov.render_deprecation_json(id).await?))
 }
 
 pub async fn change_stage(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     principal: Principal,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
@@ -595,7 +605,7 @@ pub async fn change_stage(
     let body = with_actor(body, "by", &principal)?;
     let (gov, id, request): (_, _, StageRequest) =
         deprecation_change(&state, &id, body, ("a stage change", "stage change"))?;
-    gov.change_stage(id, request).await?;
+    gov.change_stage(id, request, Some(&audit)).await?;
     state.signals.invalidate();
     Ok(ok(gov.render_deprecation_json(id).await?))
 }
@@ -605,6 +615,7 @@ pub async fn change_stage(
 /// defaults to now.
 pub async fn add_evidence(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     principal: Principal,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
@@ -642,12 +653,14 @@ pub async fn add_evidence(
         _ => {}
     }
     let body = typed(evidence, "evidence body")?;
-    gov.add_evidence(id, &claim, &by, body).await?;
+    gov.add_evidence(id, &claim, &by, body, Some(&audit))
+        .await?;
     Ok(ok(gov.render_deprecation_json(id).await?))
 }
 
 pub async fn add_exception(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     principal: Principal,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
@@ -655,7 +668,7 @@ pub async fn add_exception(
     let body = with_actor(body, "approver", &principal)?;
     let (gov, id, request): (_, _, ExceptionRequest) =
         deprecation_change(&state, &id, body, ("an exception", "exception"))?;
-    gov.add_exception(id, request).await?;
+    gov.add_exception(id, request, Some(&audit)).await?;
     Ok(ok(gov.render_deprecation_json(id).await?))
 }
 
@@ -817,16 +830,16 @@ mod tests {
                 ..UsageReport::default()
             };
         governance
-            .report_usage(report(Some(ids[0]), vec![ids[1]], &[], now - 2 * DAY))
+            .report_usage(report(Some(ids[0]), vec![ids[1]], &[], now - 2 * DAY), None)
             .await
             .expect("report");
         governance
-            .report_usage(report(None, vec![], &[3], now - DAY))
+            .report_usage(report(None, vec![], &[3], now - DAY), None)
             .await
             .expect("report");
         // Past the retention (400 days): not evidence any more.
         governance
-            .report_usage(report(None, vec![ids[3]], &[], now - 500 * DAY))
+            .report_usage(report(None, vec![ids[3]], &[], now - 500 * DAY), None)
             .await
             .expect("report");
 

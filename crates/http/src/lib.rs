@@ -45,8 +45,6 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// Consumer governance (`/covenant/v1/`); its routes answer 503 when absent.
     pub governance: Option<Arc<covenant_governance::Governance>>,
-    /// Where entries outside a registry write's transaction go (denied attempts, governance).
-    pub audit: audit::AuditSink,
     /// Schema fetches counted since the last flush to governance.
     pub reads: Arc<reads::ReadTally>,
     /// Live deprecation records as read handlers see them, for their response headers.
@@ -344,10 +342,6 @@ fn api(state: AppState, auth: Arc<auth::Auth>) -> Router {
         .route("/covenant/v1/audit", get(audit::list_audit))
         .merge(governance_routes())
         .merge(policy_router())
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            audit::audit_governance_writes,
-        ))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Subject names are checked after routing (the layer needs the route template), for
@@ -483,7 +477,6 @@ pub fn router_counting_into(
         reads::ReadTally::spawn_flusher(&reads, registry.clone(), gov.clone());
     }
     let state = AppState {
-        audit: audit::AuditSink::new(registry.store().clone()),
         registry,
         metrics: prometheus(),
         governance,

@@ -2,6 +2,7 @@
 //! sample payloads (replayed on every check) and explicit live marks for `live` scopes.
 
 use crate::AppState;
+use crate::audit::AuditedWrite;
 use crate::error::ApiError;
 use crate::extract::{ConfluentJson, Params, SafePath};
 use crate::handlers::{SchemaBody, ok};
@@ -139,6 +140,7 @@ pub struct SampleBody {
 
 pub async fn add_sample(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     SafePath((subject, version)): SafePath<(String, String)>,
     ConfluentJson(body): ConfluentJson<SampleBody>,
 ) -> ApiResult {
@@ -154,24 +156,33 @@ pub async fn add_sample(
         })?;
     let record = state
         .registry
-        .add_sample(&subject, spec, &body.encoding, body.message_name, payload)
+        .add_sample(
+            &subject,
+            spec,
+            &body.encoding,
+            body.message_name,
+            payload,
+            Some(&audit),
+        )
         .await?;
     Ok(ok(sample_view(&record, false)))
 }
 
 pub async fn delete_version_samples(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     SafePath((subject, version)): SafePath<(String, String)>,
 ) -> ApiResult {
     let removed = state
         .registry
-        .delete_samples(&subject, spec(&version)?, None)
+        .delete_samples(&subject, spec(&version)?, None, Some(&audit))
         .await?;
     Ok(ok(json!(removed)))
 }
 
 pub async fn delete_sample(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     SafePath((subject, version, id)): SafePath<(String, String, String)>,
 ) -> ApiResult {
     let id: i64 = id.trim().parse().map_err(|_| {
@@ -181,16 +192,20 @@ pub async fn delete_sample(
     })?;
     let removed = state
         .registry
-        .delete_samples(&subject, spec(&version)?, Some(id))
+        .delete_samples(&subject, spec(&version)?, Some(id), Some(&audit))
         .await?;
     Ok(ok(json!(removed)))
 }
 
 pub async fn mark_live(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     SafePath((subject, version)): SafePath<(String, String)>,
 ) -> ApiResult {
-    let (version, at) = state.registry.mark_live(&subject, spec(&version)?).await?;
+    let (version, at) = state
+        .registry
+        .mark_live(&subject, spec(&version)?, Some(&audit))
+        .await?;
     Ok(ok(
         json!({"subject": subject, "version": version, "markedAt": at}),
     ))
@@ -198,11 +213,12 @@ pub async fn mark_live(
 
 pub async fn unmark_live(
     State(state): State<AppState>,
+    AuditedWrite(audit): AuditedWrite,
     SafePath((subject, version)): SafePath<(String, String)>,
 ) -> ApiResult {
     let version = state
         .registry
-        .unmark_live(&subject, spec(&version)?)
+        .unmark_live(&subject, spec(&version)?, Some(&audit))
         .await?;
     Ok(ok(json!({"subject": subject, "version": version})))
 }

@@ -276,3 +276,216 @@ async fn governance_actions_are_recorded_under_the_authenticated_principal() {
         .collect();
     assert_eq!(ops, ["register", "deprecation.create", "deprecation.stage"]);
 }
+
+/// The trail's `(operation, subject, version, detail)` rows of `principal`, oldest first.
+async fn rows_of(app: &Router, principal: &str) -> Vec<(String, Value, Value, Value)> {
+    let page = send(
+        app,
+        principal,
+        "GET",
+        &format!("/covenant/v1/audit?principal={principal}"),
+        None,
+    )
+    .await;
+    page.body["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let op = e["operation"].as_str().unwrap_or_default().to_string();
+            (
+                op,
+                e["subject"].clone(),
+                e["version"].clone(),
+                e["detail"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Every governance and policy write route records one entry when it succeeds, named by its
+/// operation and the target in its path, and none when it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_governance_write_records_one_entry_and_a_refused_one_none() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("store");
+    let samples = covenant_store::SqliteSampleStore::open(store.path()).expect("samples");
+    let registry = Arc::new(Registry::new(Arc::new(store)).with_samples(Arc::new(samples)));
+    let gov = governance::enable(
+        &registry,
+        Arc::new(covenant_store::SqliteGovernanceStore::open(dir.path()).expect("governance")),
+        Arc::new(covenant_governance::SystemClock),
+    );
+    let sink = AuditSink::new(registry.store().clone());
+    let app = router_with(registry, Some(gov), HttpConfig::default()).layer(middleware::from_fn(
+        move |req, next| authorize(sink.clone(), req, next),
+    ));
+    let schema = json!({"schema": "{\"type\":\"string\"}"});
+    let registered = send(&app, "setup", "POST", "/subjects/s/versions", Some(schema)).await;
+    assert_eq!(registered.status, StatusCode::OK, "{:?}", registered.body);
+    let consumer = json!({"name": "c", "owner": "o", "purpose": "p", "cadence": "daily",
+        "criticality": "low", "contact": "c@example.com", "clients": ["svc"], "reads": []});
+    let deprecation = json!({"target": {"kind": "field", "subject": "s", "path": "f"},
+        "old_promise": "a", "new_promise": "b", "replacement": "g"});
+    let sample = json!({"payload": "AmE=", "encoding": "avro"});
+    let calls: Vec<(&str, &str, Option<Value>, StatusCode)> = vec![
+        (
+            "POST",
+            "/covenant/v1/consumers",
+            Some(consumer.clone()),
+            StatusCode::OK,
+        ),
+        (
+            "POST",
+            "/covenant/v1/consumers",
+            Some(consumer.clone()),
+            StatusCode::CONFLICT,
+        ),
+        (
+            "PUT",
+            "/covenant/v1/consumers/c",
+            Some(consumer),
+            StatusCode::OK,
+        ),
+        (
+            "POST",
+            "/covenant/v1/consumers/c/retire",
+            None,
+            StatusCode::OK,
+        ),
+        (
+            "POST",
+            "/covenant/v1/consumers/c/retire",
+            None,
+            StatusCode::CONFLICT,
+        ),
+        (
+            "POST",
+            "/covenant/v1/usage",
+            Some(json!({"subject": "s"})),
+            StatusCode::OK,
+        ),
+        (
+            "POST",
+            "/covenant/v1/deprecations",
+            Some(deprecation),
+            StatusCode::OK,
+        ),
+        (
+            "PATCH",
+            "/covenant/v1/deprecations/1",
+            Some(json!({"replacement": "h", "by": "alice"})),
+            StatusCode::OK,
+        ),
+        (
+            "POST",
+            "/covenant/v1/deprecations/1/stage",
+            Some(json!({"to": "frozen"})),
+            StatusCode::OK,
+        ),
+        (
+            "POST",
+            "/covenant/v1/deprecations/1/stage",
+            Some(json!({"to": "frozen"})),
+            StatusCode::CONFLICT,
+        ),
+        (
+            "POST",
+            "/covenant/v1/deprecations/1/evidence",
+            Some(
+                json!({"claim": "moved", "body": {"kind": "replay_result", "sample": "x", "passed": true}}),
+            ),
+            StatusCode::OK,
+        ),
+        (
+            "POST",
+            "/covenant/v1/deprecations/1/exceptions",
+            Some(json!({"reason": "accepted", "overrides": "window_open"})),
+            StatusCode::OK,
+        ),
+        (
+            "POST",
+            "/covenant/v1/subjects/s/versions/1/samples",
+            Some(sample.clone()),
+            StatusCode::OK,
+        ),
+        (
+            "POST",
+            "/covenant/v1/subjects/s/versions/1/samples",
+            Some(sample),
+            StatusCode::OK,
+        ),
+        (
+            "DELETE",
+            "/covenant/v1/subjects/s/versions/1/samples/1",
+            None,
+            StatusCode::OK,
+        ),
+        (
+            "DELETE",
+            "/covenant/v1/subjects/s/versions/1/samples/1",
+            None,
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "DELETE",
+            "/covenant/v1/subjects/s/versions/1/samples",
+            None,
+            StatusCode::OK,
+        ),
+        (
+            "POST",
+            "/covenant/v1/subjects/s/versions/1/live",
+            None,
+            StatusCode::OK,
+        ),
+        (
+            "DELETE",
+            "/covenant/v1/subjects/s/versions/1/live",
+            None,
+            StatusCode::OK,
+        ),
+        (
+            "DELETE",
+            "/covenant/v1/subjects/s/versions/1/live",
+            None,
+            StatusCode::NOT_FOUND,
+        ),
+    ];
+    for (method, path, body, want) in calls {
+        let reply = send(&app, "alice", method, path, body).await;
+        assert_eq!(reply.status, want, "{method} {path}: {:?}", reply.body);
+    }
+    let none = Value::Null;
+    let row = |op: &str, subject: Value, version: Value, detail: Value| {
+        (op.to_string(), subject, version, detail)
+    };
+    let consumer_c = || json!("consumer c");
+    let dep_1 = || json!("deprecation 1");
+    let (s, v1) = (|| json!("s"), || json!(1));
+    assert_eq!(
+        rows_of(&app, "alice").await,
+        [
+            row("consumer.create", none.clone(), none.clone(), none.clone()),
+            row("consumer.update", none.clone(), none.clone(), consumer_c()),
+            row("consumer.retire", none.clone(), none.clone(), consumer_c()),
+            row("usage.report", none.clone(), none.clone(), none.clone()),
+            row(
+                "deprecation.create",
+                none.clone(),
+                none.clone(),
+                none.clone()
+            ),
+            row("deprecation.update", none.clone(), none.clone(), dep_1()),
+            row("deprecation.stage", none.clone(), none.clone(), dep_1()),
+            row("deprecation.evidence", none.clone(), none.clone(), dep_1()),
+            row("deprecation.exception", none.clone(), none.clone(), dep_1()),
+            row("sample.add", s(), v1(), none.clone()),
+            row("sample.add", s(), v1(), none.clone()),
+            row("sample.delete", s(), v1(), json!("sample 1")),
+            row("sample.delete", s(), v1(), none.clone()),
+            row("live.mark", s(), v1(), none.clone()),
+            row("live.unmark", s(), v1(), none.clone()),
+        ]
+    );
+}

@@ -18,7 +18,9 @@ use covenant_policy::{
     CompatibilityScope, PolicyContext, PolicySettings, RolloutPlan, SubjectMetadata, VersionFacts,
 };
 use covenant_schema::ParsedSchema;
-use covenant_store::{NewSample, SampleAdded, SampleRecord, SampleStore, Scope, StoredVersion};
+use covenant_store::{
+    AuditLine, NewSample, SampleAdded, SampleRecord, SampleStore, Scope, StoredVersion,
+};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -402,6 +404,7 @@ impl Registry {
         encoding: &str,
         message_name: Option<String>,
         payload: Vec<u8>,
+        audit: AuditLine<'_>,
     ) -> RegistryResult<SampleRecord> {
         let store = self.sample_store()?;
         self.ensure_writable(Scope::Subject(subject)).await?;
@@ -451,7 +454,7 @@ impl Registry {
             payload,
         };
         match store
-            .add_sample(&new, self.limits.max_samples_per_subject)
+            .add_sample(&new, self.limits.max_samples_per_subject, audit)
             .await?
         {
             SampleAdded::Stored(record) => Ok(record),
@@ -479,12 +482,14 @@ impl Registry {
         Ok(store.samples(subject, version).await?)
     }
 
-    /// Removes one sample of a version (`Some(id)`) or all of them; returns the ids removed.
+    /// Removes one sample of a version (`Some(id)`) or all of them, in one write; returns the
+    /// ids removed.
     pub async fn delete_samples(
         &self,
         subject: &str,
         spec: VersionSpec,
         id: Option<i64>,
+        audit: AuditLine<'_>,
     ) -> RegistryResult<Vec<i64>> {
         let store = self.sample_store()?;
         self.ensure_writable(Scope::Subject(subject)).await?;
@@ -499,32 +504,36 @@ impl Registry {
             }
             None => existing.iter().map(|s| s.id).collect(),
         };
-        let mut removed = Vec::new();
-        for t in targets {
-            if store.delete_sample(subject, t).await? {
-                removed.push(t);
-            }
-        }
-        Ok(removed)
+        Ok(store.delete_samples(subject, &targets, audit).await?)
     }
 
     /// Marks a version live now (its data is still replayable), for `live` scopes; returns
     /// the time recorded.
-    pub async fn mark_live(&self, subject: &str, spec: VersionSpec) -> RegistryResult<(i64, i64)> {
+    pub async fn mark_live(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        audit: AuditLine<'_>,
+    ) -> RegistryResult<(i64, i64)> {
         let store = self.sample_store()?;
         self.ensure_writable(Scope::Subject(subject)).await?;
         let version = self.live_version(subject, spec).await?.version;
         let at = now_millis();
-        store.mark_live(subject, version, at).await?;
+        store.mark_live(subject, version, at, audit).await?;
         Ok((version, at))
     }
 
     /// Removes a version's live mark.
-    pub async fn unmark_live(&self, subject: &str, spec: VersionSpec) -> RegistryResult<i64> {
+    pub async fn unmark_live(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        audit: AuditLine<'_>,
+    ) -> RegistryResult<i64> {
         let store = self.sample_store()?;
         self.ensure_writable(Scope::Subject(subject)).await?;
         let version = self.version(subject, spec, true).await?.version;
-        if !store.unmark_live(subject, version).await? {
+        if !store.unmark_live(subject, version, audit).await? {
             return Err(RegistryError::VersionNotFound(version.to_string()));
         }
         Ok(version)

@@ -1,8 +1,11 @@
 //! The audit trail: who changed what, when, from where, and with what outcome.
 //!
 //! Registry writes take an [`AuditContext`] and record their [`AuditEntry`] inside the same
-//! transaction as the change, so an entry exists exactly when its change committed. Denied
-//! attempts and governance writes are appended on their own with [`crate::Store::record_audit`].
+//! transaction as the change, so an entry exists exactly when its change committed. Governance
+//! and sample writes take the finished entry ([`AuditLine`]) and insert it into the same
+//! `audit_log` table, in their own write transaction, for the same reason. Only denied
+//! attempts, which change nothing, and imported trails are appended on their own with
+//! [`crate::Store::record_audit`].
 
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +44,11 @@ impl AuditContext {
         }
     }
 }
+
+/// The entry a governance or sample write appends to `audit_log` inside its own transaction,
+/// and only when that transaction commits; `None` records nothing (tests, internal
+/// follow-ups of a registry write).
+pub type AuditLine<'a> = Option<&'a AuditEntry>;
 
 /// What an operation touched.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -88,6 +96,17 @@ pub struct AuditEntry {
     /// The new value of a config or mode write, the versions of a multi-version delete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+}
+
+impl AuditEntry {
+    /// This entry timed now: a write stamps the entry it was handed when it commits, so the
+    /// trail's times follow its order rather than when the request was read.
+    pub fn stamped_now(&self) -> AuditEntry {
+        AuditEntry {
+            at: chrono::Utc::now().timestamp_millis(),
+            ..self.clone()
+        }
+    }
 }
 
 /// A page of the trail: entries with `seq > after`, oldest first, at most `limit`.

@@ -8,6 +8,7 @@
 //!
 //! Times are milliseconds since the Unix epoch, like the main store's `created_at`.
 
+use crate::audit::AuditLine;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -811,6 +812,10 @@ pub type ConsumerCheck<'a> =
 
 /// Everything consumer governance persists. Implementations must make an acknowledged write
 /// durable, and run check/edit closures inside the write transaction.
+///
+/// Writes that take an [`AuditLine`] append it to the registry's `audit_log` inside that same
+/// transaction, so the trail holds an entry exactly when its change committed: a refused edit
+/// or a failed write leaves none. The backends share the registry's database for this.
 #[async_trait]
 pub trait GovernanceStore: Send + Sync {
     /// Writes a new consumer after `check` accepted it. Names and client ids are unique.
@@ -818,6 +823,7 @@ pub trait GovernanceStore: Send + Sync {
         &self,
         consumer: &Consumer,
         check: ConsumerCheck<'_>,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Consumer>;
 
     /// Applies `edit` to the named consumer (the slice holds every other consumer).
@@ -825,6 +831,7 @@ pub trait GovernanceStore: Send + Sync {
         &self,
         name: &str,
         edit: ConsumerEdit<'_>,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Consumer>;
 
     async fn consumer(&self, name: &str) -> GovernanceResult<Option<Consumer>>;
@@ -835,11 +842,14 @@ pub trait GovernanceStore: Send + Sync {
     /// The live consumer a client id belongs to.
     async fn consumer_for_client(&self, client_id: &str) -> GovernanceResult<Option<String>>;
 
-    /// Adds a report to its bucket, attributed to `consumer` (None: unattributed).
+    /// Adds a report to its bucket, attributed to `consumer` (None: unattributed), with the
+    /// findings it raised, in one transaction.
     async fn record_usage(
         &self,
         report: &UsageReport,
         consumer: Option<&str>,
+        findings: &[UsageFinding],
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<()>;
 
     async fn field_usage(&self, query: &UsageQuery) -> GovernanceResult<Vec<FieldUsage>>;
@@ -867,6 +877,7 @@ pub trait GovernanceStore: Send + Sync {
         &self,
         new: &NewDeprecation,
         at: i64,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation>;
 
     async fn deprecation(&self, id: i64) -> GovernanceResult<Option<Deprecation>>;
@@ -878,6 +889,7 @@ pub trait GovernanceStore: Send + Sync {
         &self,
         id: i64,
         edit: DeprecationEdit<'_>,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation>;
 
     /// Adds a batch of schema fetches to their hourly buckets (`first_at` picks the bucket).

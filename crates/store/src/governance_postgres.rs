@@ -5,6 +5,7 @@
 //! take a transaction-scoped advisory lock, so concurrent servers on one database serialize
 //! them; deprecation edits lock their row with `SELECT ... FOR UPDATE`.
 
+use crate::audit::AuditLine;
 use crate::governance::{
     Attribution, Consumer, ConsumerCheck, ConsumerEdit, Deprecation, DeprecationEdit, FieldUsage,
     GovernanceError, GovernanceResult, GovernanceStore, NewDeprecation, ReaderUsage,
@@ -233,6 +234,32 @@ async fn bind_clients(
     Ok(())
 }
 
+/// Appends a write's audit entry inside its transaction (the registry's `audit_log`, same
+/// database and schema).
+async fn append(
+    tx: &deadpool_postgres::Transaction<'_>,
+    audit: AuditLine<'_>,
+) -> GovernanceResult<()> {
+    crate::postgres::append_line(tx, audit)
+        .await
+        .map_err(backend)
+}
+
+async fn insert_findings(
+    tx: &deadpool_postgres::Transaction<'_>,
+    findings: &[UsageFinding],
+) -> GovernanceResult<()> {
+    for finding in findings {
+        tx.execute(
+            "INSERT INTO gov_findings(at, body) VALUES ($1, $2)",
+            &[&finding.at, &to_json(finding)?],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
 impl PostgresGovernanceStore {
     /// Connects to `url` (`postgres://...`) and applies pending governance migrations.
     pub async fn connect(url: &str) -> GovernanceResult<PostgresGovernanceStore> {
@@ -366,6 +393,7 @@ impl GovernanceStore for PostgresGovernanceStore {
         &self,
         consumer: &Consumer,
         check: ConsumerCheck<'_>,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Consumer> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(backend)?;
@@ -387,6 +415,7 @@ impl GovernanceStore for PostgresGovernanceStore {
         .await
         .map_err(backend)?;
         bind_clients(&tx, consumer).await?;
+        append(&tx, audit).await?;
         tx.commit().await.map_err(backend)?;
         Ok(consumer.clone())
     }
@@ -395,6 +424,7 @@ impl GovernanceStore for PostgresGovernanceStore {
         &self,
         name: &str,
         edit: ConsumerEdit<'_>,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Consumer> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(backend)?;
@@ -423,6 +453,7 @@ impl GovernanceStore for PostgresGovernanceStore {
         .await
         .map_err(backend)?;
         bind_clients(&tx, &consumer).await?;
+        append(&tx, audit).await?;
         tx.commit().await.map_err(backend)?;
         Ok(consumer)
     }
@@ -457,6 +488,8 @@ impl GovernanceStore for PostgresGovernanceStore {
         &self,
         report: &UsageReport,
         consumer: Option<&str>,
+        findings: &[UsageFinding],
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<()> {
         let bucket = bucket_start(report.interval_end);
         let who = consumer.unwrap_or(NO_CONSUMER);
@@ -518,6 +551,8 @@ impl GovernanceStore for PostgresGovernanceStore {
             .await
             .map_err(backend)?;
         }
+        insert_findings(&tx, findings).await?;
+        append(&tx, audit).await?;
         tx.commit().await.map_err(backend)
     }
 
@@ -687,14 +722,7 @@ impl GovernanceStore for PostgresGovernanceStore {
     async fn record_findings(&self, findings: &[UsageFinding]) -> GovernanceResult<()> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(backend)?;
-        for finding in findings {
-            tx.execute(
-                "INSERT INTO gov_findings(at, body) VALUES ($1, $2)",
-                &[&finding.at, &to_json(finding)?],
-            )
-            .await
-            .map_err(backend)?;
-        }
+        insert_findings(&tx, findings).await?;
         tx.commit().await.map_err(backend)
     }
 
@@ -716,6 +744,7 @@ impl GovernanceStore for PostgresGovernanceStore {
         &self,
         new: &NewDeprecation,
         at: i64,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(backend)?;
@@ -734,6 +763,7 @@ impl GovernanceStore for PostgresGovernanceStore {
         )
         .await
         .map_err(backend)?;
+        append(&tx, audit).await?;
         tx.commit().await.map_err(backend)?;
         Ok(record)
     }
@@ -761,6 +791,7 @@ impl GovernanceStore for PostgresGovernanceStore {
         &self,
         id: i64,
         edit: DeprecationEdit<'_>,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(backend)?;
@@ -783,6 +814,7 @@ impl GovernanceStore for PostgresGovernanceStore {
         )
         .await
         .map_err(backend)?;
+        append(&tx, audit).await?;
         tx.commit().await.map_err(backend)?;
         Ok(record)
     }

@@ -5,6 +5,7 @@
 //! Consumers and deprecation records are JSON documents edited inside an immediate
 //! transaction; usage evidence is counters upserted into hourly buckets.
 
+use crate::audit::AuditLine;
 use crate::governance::{
     Attribution, Consumer, ConsumerCheck, ConsumerEdit, Deprecation, DeprecationEdit, FieldUsage,
     GovernanceError, GovernanceResult, GovernanceStore, NewDeprecation, ReaderUsage,
@@ -213,6 +214,22 @@ fn bind_clients(tx: &rusqlite::Transaction<'_>, consumer: &Consumer) -> Governan
     Ok(())
 }
 
+/// Appends a write's audit entry inside its transaction (the registry's `audit_log`, same file).
+fn append(tx: &Connection, audit: AuditLine<'_>) -> GovernanceResult<()> {
+    crate::sqlite::append_line(tx, audit).map_err(backend)
+}
+
+fn insert_findings(tx: &Connection, findings: &[UsageFinding]) -> GovernanceResult<()> {
+    for finding in findings {
+        tx.execute(
+            "INSERT INTO gov_findings(at, body) VALUES (?1, ?2)",
+            params![finding.at, to_json(finding)?],
+        )
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
 fn read_deprecation(conn: &Connection, id: i64) -> GovernanceResult<Option<Deprecation>> {
     let body: Option<String> = conn
         .query_row(
@@ -299,6 +316,7 @@ impl GovernanceStore for SqliteGovernanceStore {
         &self,
         consumer: &Consumer,
         check: ConsumerCheck<'_>,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Consumer> {
         self.write(|tx| {
             let others = all_consumers(tx)?;
@@ -315,6 +333,7 @@ impl GovernanceStore for SqliteGovernanceStore {
             )
             .map_err(backend)?;
             bind_clients(tx, consumer)?;
+            append(tx, audit)?;
             Ok(consumer.clone())
         })
     }
@@ -323,6 +342,7 @@ impl GovernanceStore for SqliteGovernanceStore {
         &self,
         name: &str,
         edit: ConsumerEdit<'_>,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Consumer> {
         self.write(|tx| {
             let mut all = all_consumers(tx)?;
@@ -345,6 +365,7 @@ impl GovernanceStore for SqliteGovernanceStore {
             )
             .map_err(backend)?;
             bind_clients(tx, &consumer)?;
+            append(tx, audit)?;
             Ok(consumer)
         })
     }
@@ -383,6 +404,8 @@ impl GovernanceStore for SqliteGovernanceStore {
         &self,
         report: &UsageReport,
         consumer: Option<&str>,
+        findings: &[UsageFinding],
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<()> {
         let bucket = bucket_start(report.interval_end);
         let who = consumer.unwrap_or(NO_CONSUMER);
@@ -438,7 +461,8 @@ impl GovernanceStore for SqliteGovernanceStore {
                 )
                 .map_err(backend)?;
             }
-            Ok(())
+            insert_findings(tx, findings)?;
+            append(tx, audit)
         })
     }
 
@@ -631,16 +655,7 @@ impl GovernanceStore for SqliteGovernanceStore {
     }
 
     async fn record_findings(&self, findings: &[UsageFinding]) -> GovernanceResult<()> {
-        self.write(|tx| {
-            for finding in findings {
-                tx.execute(
-                    "INSERT INTO gov_findings(at, body) VALUES (?1, ?2)",
-                    params![finding.at, to_json(finding)?],
-                )
-                .map_err(backend)?;
-            }
-            Ok(())
-        })
+        self.write(|tx| insert_findings(tx, findings))
     }
 
     async fn findings(&self, from: i64, to: i64) -> GovernanceResult<Vec<UsageFinding>> {
@@ -663,6 +678,7 @@ impl GovernanceStore for SqliteGovernanceStore {
         &self,
         new: &NewDeprecation,
         at: i64,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
         self.write(|tx| {
             let id: i64 = tx
@@ -678,6 +694,7 @@ impl GovernanceStore for SqliteGovernanceStore {
                 params![id, record.target.subject(), to_json(&record)?],
             )
             .map_err(backend)?;
+            append(tx, audit)?;
             Ok(record)
         })
     }
@@ -706,6 +723,7 @@ impl GovernanceStore for SqliteGovernanceStore {
         &self,
         id: i64,
         edit: DeprecationEdit<'_>,
+        audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
         self.write(|tx| {
             let mut record =
@@ -725,6 +743,7 @@ impl GovernanceStore for SqliteGovernanceStore {
                 params![id, to_json(&record)?],
             )
             .map_err(backend)?;
+            append(tx, audit)?;
             Ok(record)
         })
     }

@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-pub use audit::{AuditContext, AuditEntry, AuditQuery, AuditTarget};
+pub use audit::{AuditContext, AuditEntry, AuditLine, AuditQuery, AuditTarget};
 pub use governance::GovernanceStore;
 pub use governance_postgres::PostgresGovernanceStore;
 pub use governance_sqlite::SqliteGovernanceStore;
@@ -409,7 +409,7 @@ pub trait Store: Send + Sync {
     async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()>;
     async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>>;
 
-    /// Appends one entry on its own (denied attempts, governance writes); returns its `seq`.
+    /// Appends one entry on its own (denied attempts, an imported trail); returns its `seq`.
     async fn record_audit(&self, entry: &AuditEntry) -> StoreResult<i64>;
 
     /// A page of the trail, oldest first.

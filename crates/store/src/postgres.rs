@@ -26,7 +26,7 @@
 //! Every write also sends `NOTIFY covenant_changes` inside its transaction, so listeners hear
 //! of exactly the committed writes; see [`PostgresStore::subscribe_changes`].
 
-use crate::audit::{AUDIT_COLUMNS, audit_filter};
+use crate::audit::{AUDIT_COLUMNS, AuditLine, audit_filter};
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::{
     Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
@@ -947,7 +947,10 @@ async fn lock_scope(client: &impl GenericClient, scope: Scope<'_>) -> StoreResul
     }
 }
 
-async fn insert_audit(client: &impl GenericClient, entry: &AuditEntry) -> StoreResult<i64> {
+pub(crate) async fn insert_audit(
+    client: &impl GenericClient,
+    entry: &AuditEntry,
+) -> StoreResult<i64> {
     let row = query_opt(
         client,
         "INSERT INTO audit_log(at, principal, source, operation, subject, version, schema_id, \
@@ -971,6 +974,18 @@ async fn insert_audit(client: &impl GenericClient, entry: &AuditEntry) -> StoreR
     match row {
         Some(r) => col(&r, 0),
         None => Err(other_err("the audit insert returned no sequence number")),
+    }
+}
+
+/// Appends `line`, stamped now, inside the caller's transaction: how governance and sample
+/// writes, which share this database, record themselves.
+pub(crate) async fn append_line(
+    client: &impl GenericClient,
+    line: AuditLine<'_>,
+) -> StoreResult<()> {
+    match line {
+        Some(entry) => insert_audit(client, &entry.stamped_now()).await.map(|_| ()),
+        None => Ok(()),
     }
 }
 

@@ -4,8 +4,13 @@
 //! SQL-free like the rest of the interface; [`crate::samples_sqlite`] and
 //! [`crate::samples_postgres`] implement it. Payloads are opaque bytes: the registry checks
 //! that a sample decodes with its version before storing it.
+//!
+//! Writes that take an [`AuditLine`] append it to the registry's `audit_log` in their own
+//! transaction, and only when they change something (a refused add or a missing live mark
+//! records nothing).
 
 use crate::StoreResult;
+use crate::audit::AuditLine;
 use async_trait::async_trait;
 
 /// A payload to store.
@@ -48,22 +53,44 @@ pub enum SampleAdded {
 pub trait SampleStore: Send + Sync {
     /// Stores a sample unless the subject already holds `limit` samples; the count and the
     /// insert are one transaction, so concurrent adds cannot overshoot.
-    async fn add_sample(&self, sample: &NewSample, limit: usize) -> StoreResult<SampleAdded>;
+    async fn add_sample(
+        &self,
+        sample: &NewSample,
+        limit: usize,
+        audit: AuditLine<'_>,
+    ) -> StoreResult<SampleAdded>;
 
     /// A subject's samples (of one version when given), oldest first.
     async fn samples(&self, subject: &str, version: Option<i64>) -> StoreResult<Vec<SampleRecord>>;
 
-    /// Removes one sample of a subject; false when there was none with that id.
-    async fn delete_sample(&self, subject: &str, id: i64) -> StoreResult<bool>;
+    /// Removes the samples of a subject with the given ids, in one transaction; returns the
+    /// ids that existed (and are now gone).
+    async fn delete_samples(
+        &self,
+        subject: &str,
+        ids: &[i64],
+        audit: AuditLine<'_>,
+    ) -> StoreResult<Vec<i64>>;
 
     /// Removes every sample of the given versions (for permanent deletes); returns how many.
     async fn delete_version_samples(&self, subject: &str, versions: &[i64]) -> StoreResult<usize>;
 
     /// Marks a version live at `at_ms` (a later mark replaces an earlier one).
-    async fn mark_live(&self, subject: &str, version: i64, at_ms: i64) -> StoreResult<()>;
+    async fn mark_live(
+        &self,
+        subject: &str,
+        version: i64,
+        at_ms: i64,
+        audit: AuditLine<'_>,
+    ) -> StoreResult<()>;
 
     /// Removes a version's live mark; false when it had none.
-    async fn unmark_live(&self, subject: &str, version: i64) -> StoreResult<bool>;
+    async fn unmark_live(
+        &self,
+        subject: &str,
+        version: i64,
+        audit: AuditLine<'_>,
+    ) -> StoreResult<bool>;
 
     /// `(version, marked_at)` of a subject's live marks, by version.
     async fn live_marks(&self, subject: &str) -> StoreResult<Vec<(i64, i64)>>;
@@ -86,7 +113,7 @@ pub mod suite {
     /// Runs every check; panics with a description on the first failure.
     pub async fn run(store: &dyn SampleStore) {
         let SampleAdded::Stored(first) = store
-            .add_sample(&sample("s", 1, &[0, 1, 255]), 3)
+            .add_sample(&sample("s", 1, &[0, 1, 255]), 3, None)
             .await
             .expect("add")
         else {
@@ -97,22 +124,23 @@ pub mod suite {
         let mut proto = sample("s", 2, b"\x0a\x01x");
         proto.encoding = "protobuf".into();
         proto.message_name = Some("acme.Case".into());
-        let SampleAdded::Stored(second) = store.add_sample(&proto, 3).await.expect("add") else {
+        let SampleAdded::Stored(second) = store.add_sample(&proto, 3, None).await.expect("add")
+        else {
             panic!("second sample refused");
         };
         assert!(second.id > first.id, "ids grow");
         assert_eq!(second.message_name.as_deref(), Some("acme.Case"));
         store
-            .add_sample(&sample("other", 1, b"o"), 3)
+            .add_sample(&sample("other", 1, b"o"), 3, None)
             .await
             .expect("add");
         store
-            .add_sample(&sample("s", 2, b"3"), 3)
+            .add_sample(&sample("s", 2, b"3"), 3, None)
             .await
             .expect("add");
         assert_eq!(
             store
-                .add_sample(&sample("s", 3, b"4"), 3)
+                .add_sample(&sample("s", 3, b"4"), 3, None)
                 .await
                 .expect("add"),
             SampleAdded::LimitReached { limit: 3 },
@@ -125,14 +153,28 @@ pub mod suite {
         assert!(store.samples("none", None).await.expect("list").is_empty());
 
         assert!(
-            !store
-                .delete_sample("other", first.id)
+            store
+                .delete_samples("other", &[first.id], None)
                 .await
-                .expect("delete"),
+                .expect("delete")
+                .is_empty(),
             "ids are scoped to their subject"
         );
-        assert!(store.delete_sample("s", first.id).await.expect("delete"));
-        assert!(!store.delete_sample("s", first.id).await.expect("delete"));
+        assert_eq!(
+            store
+                .delete_samples("s", &[first.id, 9999], None)
+                .await
+                .expect("delete"),
+            [first.id],
+            "only the ids that existed are reported"
+        );
+        assert!(
+            store
+                .delete_samples("s", &[first.id], None)
+                .await
+                .expect("delete")
+                .is_empty()
+        );
         assert_eq!(
             store
                 .delete_version_samples("s", &[2])
@@ -143,15 +185,15 @@ pub mod suite {
         assert!(store.samples("s", None).await.expect("list").is_empty());
         assert_eq!(store.samples("other", None).await.expect("list").len(), 1);
 
-        store.mark_live("s", 2, 100).await.expect("mark");
-        store.mark_live("s", 1, 50).await.expect("mark");
-        store.mark_live("s", 2, 200).await.expect("mark");
+        store.mark_live("s", 2, 100, None).await.expect("mark");
+        store.mark_live("s", 1, 50, None).await.expect("mark");
+        store.mark_live("s", 2, 200, None).await.expect("mark");
         assert_eq!(
             store.live_marks("s").await.expect("marks"),
             [(1, 50), (2, 200)]
         );
-        assert!(store.unmark_live("s", 1).await.expect("unmark"));
-        assert!(!store.unmark_live("s", 1).await.expect("unmark"));
+        assert!(store.unmark_live("s", 1, None).await.expect("unmark"));
+        assert!(!store.unmark_live("s", 1, None).await.expect("unmark"));
         assert_eq!(store.live_marks("s").await.expect("marks"), [(2, 200)]);
         assert!(store.live_marks("other").await.expect("marks").is_empty());
     }

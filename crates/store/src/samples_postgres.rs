@@ -4,7 +4,9 @@
 //! An add counts the subject's samples and inserts under a transaction-scoped advisory lock
 //! on the subject, so two nodes adding at once cannot overshoot the limit.
 
+use crate::audit::AuditLine;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
+use crate::postgres::append_line;
 use crate::samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
@@ -113,7 +115,12 @@ const COLUMNS: &str = "id, subject, version, encoding, message_name, payload, cr
 
 #[async_trait]
 impl SampleStore for PostgresSampleStore {
-    async fn add_sample(&self, sample: &NewSample, limit: usize) -> StoreResult<SampleAdded> {
+    async fn add_sample(
+        &self,
+        sample: &NewSample,
+        limit: usize,
+        audit: AuditLine<'_>,
+    ) -> StoreResult<SampleAdded> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(backend)?;
         tx.execute(
@@ -152,6 +159,7 @@ impl SampleStore for PostgresSampleStore {
             .await
             .map_err(backend)?;
         let stored = record(&row)?;
+        append_line(&tx, audit).await?;
         tx.commit().await.map_err(backend)?;
         Ok(SampleAdded::Stored(stored))
     }
@@ -171,16 +179,29 @@ impl SampleStore for PostgresSampleStore {
         rows.iter().map(record).collect()
     }
 
-    async fn delete_sample(&self, subject: &str, id: i64) -> StoreResult<bool> {
-        let client = self.client().await?;
-        let n = client
-            .execute(
-                "DELETE FROM smp_samples WHERE subject = $1 AND id = $2",
-                &[&subject, &id],
+    async fn delete_samples(
+        &self,
+        subject: &str,
+        ids: &[i64],
+        audit: AuditLine<'_>,
+    ) -> StoreResult<Vec<i64>> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let rows = tx
+            .query(
+                "DELETE FROM smp_samples WHERE subject = $1 AND id = ANY($2) RETURNING id",
+                &[&subject, &ids],
             )
             .await
             .map_err(backend)?;
-        Ok(n > 0)
+        let mut removed = rows
+            .iter()
+            .map(|r| r.try_get(0).map_err(backend))
+            .collect::<StoreResult<Vec<i64>>>()?;
+        removed.sort_unstable();
+        append_line(&tx, audit).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(removed)
     }
 
     async fn delete_version_samples(&self, subject: &str, versions: &[i64]) -> StoreResult<usize> {
@@ -204,28 +225,45 @@ impl SampleStore for PostgresSampleStore {
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
-    async fn mark_live(&self, subject: &str, version: i64, at_ms: i64) -> StoreResult<()> {
-        let client = self.client().await?;
-        client
-            .execute(
-                "INSERT INTO smp_live_versions(subject, version, marked_at) VALUES ($1, $2, $3)
-                 ON CONFLICT (subject, version) DO UPDATE SET marked_at = EXCLUDED.marked_at",
-                &[&subject, &version, &at_ms],
-            )
-            .await
-            .map_err(backend)?;
-        Ok(())
+    async fn mark_live(
+        &self,
+        subject: &str,
+        version: i64,
+        at_ms: i64,
+        audit: AuditLine<'_>,
+    ) -> StoreResult<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute(
+            "INSERT INTO smp_live_versions(subject, version, marked_at) VALUES ($1, $2, $3)
+             ON CONFLICT (subject, version) DO UPDATE SET marked_at = EXCLUDED.marked_at",
+            &[&subject, &version, &at_ms],
+        )
+        .await
+        .map_err(backend)?;
+        append_line(&tx, audit).await?;
+        tx.commit().await.map_err(backend)
     }
 
-    async fn unmark_live(&self, subject: &str, version: i64) -> StoreResult<bool> {
-        let client = self.client().await?;
-        let n = client
+    async fn unmark_live(
+        &self,
+        subject: &str,
+        version: i64,
+        audit: AuditLine<'_>,
+    ) -> StoreResult<bool> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let n = tx
             .execute(
                 "DELETE FROM smp_live_versions WHERE subject = $1 AND version = $2",
                 &[&subject, &version],
             )
             .await
             .map_err(backend)?;
+        if n > 0 {
+            append_line(&tx, audit).await?;
+        }
+        tx.commit().await.map_err(backend)?;
         Ok(n > 0)
     }
 

@@ -2,6 +2,7 @@
 //! `synchronous=FULL`) with its own tables, prefixed `smp_`, and its own migration ledger,
 //! `samples_migrations`, so the two evolve independently.
 
+use crate::audit::AuditLine;
 use crate::samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
@@ -60,6 +61,22 @@ impl SqliteSampleStore {
             .lock()
             .map_err(|_| backend("the sample store connection was poisoned"))
     }
+
+    /// Runs `work` in an immediate transaction that commits when it returns `Ok`.
+    fn write<T>(
+        &self,
+        work: impl FnOnce(&rusqlite::Transaction<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        blocking(|| {
+            let mut conn = self.conn()?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let out = work(&tx)?;
+            tx.commit().map_err(backend)?;
+            Ok(out)
+        })
+    }
 }
 
 type Row = (i64, String, i64, String, Option<String>, Vec<u8>, i64);
@@ -93,7 +110,12 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
 
 #[async_trait]
 impl SampleStore for SqliteSampleStore {
-    async fn add_sample(&self, sample: &NewSample, limit: usize) -> StoreResult<SampleAdded> {
+    async fn add_sample(
+        &self,
+        sample: &NewSample,
+        limit: usize,
+        audit: AuditLine<'_>,
+    ) -> StoreResult<SampleAdded> {
         blocking(|| {
             let mut conn = self.conn()?;
             let tx = conn
@@ -124,6 +146,7 @@ impl SampleStore for SqliteSampleStore {
             )
             .map_err(backend)?;
             let id = tx.last_insert_rowid();
+            crate::sqlite::append_line(&tx, audit)?;
             tx.commit().map_err(backend)?;
             Ok(SampleAdded::Stored(SampleRecord {
                 id,
@@ -155,16 +178,27 @@ impl SampleStore for SqliteSampleStore {
         })
     }
 
-    async fn delete_sample(&self, subject: &str, id: i64) -> StoreResult<bool> {
-        blocking(|| {
-            let conn = self.conn()?;
-            let n = conn
-                .execute(
-                    "DELETE FROM smp_samples WHERE subject = ?1 AND id = ?2",
-                    params![subject, id],
-                )
-                .map_err(backend)?;
-            Ok(n > 0)
+    async fn delete_samples(
+        &self,
+        subject: &str,
+        ids: &[i64],
+        audit: AuditLine<'_>,
+    ) -> StoreResult<Vec<i64>> {
+        self.write(|tx| {
+            let mut removed = Vec::new();
+            for id in ids {
+                let n = tx
+                    .execute(
+                        "DELETE FROM smp_samples WHERE subject = ?1 AND id = ?2",
+                        params![subject, id],
+                    )
+                    .map_err(backend)?;
+                if n > 0 {
+                    removed.push(*id);
+                }
+            }
+            crate::sqlite::append_line(tx, audit)?;
+            Ok(removed)
         })
     }
 
@@ -191,28 +225,40 @@ impl SampleStore for SqliteSampleStore {
         })
     }
 
-    async fn mark_live(&self, subject: &str, version: i64, at_ms: i64) -> StoreResult<()> {
-        blocking(|| {
-            let conn = self.conn()?;
-            conn.execute(
+    async fn mark_live(
+        &self,
+        subject: &str,
+        version: i64,
+        at_ms: i64,
+        audit: AuditLine<'_>,
+    ) -> StoreResult<()> {
+        self.write(|tx| {
+            tx.execute(
                 "INSERT INTO smp_live_versions(subject, version, marked_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT(subject, version) DO UPDATE SET marked_at = excluded.marked_at",
                 params![subject, version, at_ms],
             )
             .map_err(backend)?;
-            Ok(())
+            crate::sqlite::append_line(tx, audit)
         })
     }
 
-    async fn unmark_live(&self, subject: &str, version: i64) -> StoreResult<bool> {
-        blocking(|| {
-            let conn = self.conn()?;
-            let n = conn
+    async fn unmark_live(
+        &self,
+        subject: &str,
+        version: i64,
+        audit: AuditLine<'_>,
+    ) -> StoreResult<bool> {
+        self.write(|tx| {
+            let n = tx
                 .execute(
                     "DELETE FROM smp_live_versions WHERE subject = ?1 AND version = ?2",
                     params![subject, version],
                 )
                 .map_err(backend)?;
+            if n > 0 {
+                crate::sqlite::append_line(tx, audit)?;
+            }
             Ok(n > 0)
         })
     }

@@ -3,7 +3,7 @@
 //! registration guard inside its transaction); a few reader connections serve lookups
 //! concurrently, which WAL allows.
 
-use crate::audit::{AUDIT_COLUMNS, audit_filter};
+use crate::audit::{AUDIT_COLUMNS, AuditLine, audit_filter};
 use crate::sqlite_conn::{self, blocking};
 use crate::{
     Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
@@ -566,7 +566,7 @@ fn read_mode(conn: &Connection, key: &str) -> StoreResult<Option<String>> {
     .map_err(backend)
 }
 
-fn insert_audit(conn: &Connection, entry: &AuditEntry) -> StoreResult<i64> {
+pub(crate) fn insert_audit(conn: &Connection, entry: &AuditEntry) -> StoreResult<i64> {
     conn.prepare_cached(
         "INSERT INTO audit_log(at, principal, source, operation, subject, version, schema_id, \
          config_key, outcome, request_id, detail) \
@@ -588,6 +588,15 @@ fn insert_audit(conn: &Connection, entry: &AuditEntry) -> StoreResult<i64> {
     ])
     .map_err(backend)?;
     Ok(conn.last_insert_rowid())
+}
+
+/// Appends `line`, stamped now, inside the caller's transaction: how governance and sample
+/// writes, which share this database file, record themselves.
+pub(crate) fn append_line(conn: &Connection, line: AuditLine<'_>) -> StoreResult<()> {
+    match line {
+        Some(entry) => insert_audit(conn, &entry.stamped_now()).map(|_| ()),
+        None => Ok(()),
+    }
 }
 
 /// Records `operation` on `target` for `audit`, inside the caller's transaction.

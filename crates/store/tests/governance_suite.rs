@@ -63,6 +63,7 @@ pub async fn consumers_crud(store: &dyn GovernanceStore) {
         .create_consumer(
             &Consumer::from_new(consumer("entitlements", &["svc-ent"], &["plan_id"]), T0),
             &accept,
+            None,
         )
         .await
         .expect("create");
@@ -71,6 +72,7 @@ pub async fn consumers_crud(store: &dyn GovernanceStore) {
         .create_consumer(
             &Consumer::from_new(consumer("entitlements", &[], &[]), T0),
             &accept,
+            None,
         )
         .await;
     assert!(
@@ -82,6 +84,7 @@ pub async fn consumers_crud(store: &dyn GovernanceStore) {
         .create_consumer(
             &Consumer::from_new(consumer("thief", &["svc-ent"], &[]), T0),
             &accept,
+            None,
         )
         .await;
     assert!(
@@ -98,6 +101,7 @@ pub async fn consumers_crud(store: &dyn GovernanceStore) {
         .create_consumer(
             &Consumer::from_new(consumer("dashboard", &["svc-dash"], &[]), T0),
             &refuse,
+            None,
         )
         .await;
     assert!(matches!(refused, Err(GovernanceError::Refused(_))));
@@ -111,12 +115,16 @@ pub async fn consumers_crud(store: &dyn GovernanceStore) {
         Some("entitlements".to_string())
     );
     let updated = store
-        .modify_consumer("entitlements", &|c, others| {
-            assert!(others.iter().all(|o| o.name != "entitlements"));
-            c.owner = "platform".to_string();
-            c.clients.push("svc-ent-2".to_string());
-            Ok(())
-        })
+        .modify_consumer(
+            "entitlements",
+            &|c, others| {
+                assert!(others.iter().all(|o| o.name != "entitlements"));
+                c.owner = "platform".to_string();
+                c.clients.push("svc-ent-2".to_string());
+                Ok(())
+            },
+            None,
+        )
         .await
         .expect("modify");
     assert_eq!(updated.owner, "platform");
@@ -133,14 +141,18 @@ pub async fn consumers_crud(store: &dyn GovernanceStore) {
             .expect("client"),
         Some("entitlements".to_string())
     );
-    let missing = store.modify_consumer("nobody", &|_, _| Ok(())).await;
+    let missing = store.modify_consumer("nobody", &|_, _| Ok(()), None).await;
     assert!(matches!(missing, Err(GovernanceError::NotFound { .. })));
     // Retiring releases the client ids.
     store
-        .modify_consumer("entitlements", &|c, _| {
-            c.retired_at = Some(T0 + DAY);
-            Ok(())
-        })
+        .modify_consumer(
+            "entitlements",
+            &|c, _| {
+                c.retired_at = Some(T0 + DAY);
+                Ok(())
+            },
+            None,
+        )
         .await
         .expect("retire");
     assert_eq!(
@@ -158,6 +170,8 @@ pub async fn usage_buckets_and_queries(store: &dyn GovernanceStore) {
         .record_usage(
             &report("svc-exp", Some("export"), &["plan_name"], t),
             Some("export"),
+            &[],
+            None,
         )
         .await
         .expect("usage");
@@ -170,6 +184,8 @@ pub async fn usage_buckets_and_queries(store: &dyn GovernanceStore) {
                 t + 60_000,
             ),
             Some("export"),
+            &[],
+            None,
         )
         .await
         .expect("usage");
@@ -177,12 +193,16 @@ pub async fn usage_buckets_and_queries(store: &dyn GovernanceStore) {
         .record_usage(
             &report("svc-exp", Some("export"), &["plan_id"], t + 3 * DAY),
             Some("export"),
+            &[],
+            None,
         )
         .await
         .expect("usage");
     store
         .record_usage(
             &report("legacy-client", None, &["plan_name"], t + 2 * DAY),
+            None,
+            &[],
             None,
         )
         .await
@@ -339,7 +359,10 @@ pub async fn deprecations_round_trip(store: &dyn GovernanceStore) {
         notes: RecordNotes::default(),
         announced_by: "billing".into(),
     };
-    let first = store.create_deprecation(&new, T0).await.expect("create");
+    let first = store
+        .create_deprecation(&new, T0, None)
+        .await
+        .expect("create");
     let stored = store
         .deprecation(first.id)
         .await
@@ -351,23 +374,30 @@ pub async fn deprecations_round_trip(store: &dyn GovernanceStore) {
     other.target = DeprecationTarget::Subject {
         subject: "old-subject".into(),
     };
-    let second = store.create_deprecation(&other, T0).await.expect("create");
+    let second = store
+        .create_deprecation(&other, T0, None)
+        .await
+        .expect("create");
     assert_ne!(first.id, second.id);
     assert_eq!(first.stage, Stage::Announced);
     assert_eq!(first.history.len(), 1);
 
     let changed = store
-        .modify_deprecation(first.id, &|d| {
-            d.history.push(StageChange {
-                from: Some(d.stage),
-                to: Stage::Frozen,
-                at: T0 + DAY,
-                by: "billing".into(),
-                note: String::new(),
-            });
-            d.stage = Stage::Frozen;
-            Ok(())
-        })
+        .modify_deprecation(
+            first.id,
+            &|d| {
+                d.history.push(StageChange {
+                    from: Some(d.stage),
+                    to: Stage::Frozen,
+                    at: T0 + DAY,
+                    by: "billing".into(),
+                    note: String::new(),
+                });
+                d.stage = Stage::Frozen;
+                Ok(())
+            },
+            None,
+        )
         .await
         .expect("modify");
     assert_eq!(changed.frozen_at(), Some(T0 + DAY));
@@ -378,10 +408,14 @@ pub async fn deprecations_round_trip(store: &dyn GovernanceStore) {
 
     // A refused edit changes nothing.
     let refused = store
-        .modify_deprecation(first.id, &|d| {
-            d.stage = Stage::Removed;
-            Err(GovernanceError::Refused("not yet".into()))
-        })
+        .modify_deprecation(
+            first.id,
+            &|d| {
+                d.stage = Stage::Removed;
+                Err(GovernanceError::Refused("not yet".into()))
+            },
+            None,
+        )
         .await;
     assert!(matches!(refused, Err(GovernanceError::Refused(_))));
     assert_eq!(
@@ -394,12 +428,16 @@ pub async fn deprecations_round_trip(store: &dyn GovernanceStore) {
     );
     // The target is fixed.
     let retarget = store
-        .modify_deprecation(first.id, &|d| {
-            d.target = DeprecationTarget::Subject {
-                subject: "x".into(),
-            };
-            Ok(())
-        })
+        .modify_deprecation(
+            first.id,
+            &|d| {
+                d.target = DeprecationTarget::Subject {
+                    subject: "x".into(),
+                };
+                Ok(())
+            },
+            None,
+        )
         .await;
     assert!(matches!(retarget, Err(GovernanceError::Invalid(_))));
 
@@ -410,7 +448,7 @@ pub async fn deprecations_round_trip(store: &dyn GovernanceStore) {
     assert_eq!(of_subject.len(), 1);
     assert_eq!(store.deprecations(None).await.expect("list").len(), 2);
     assert!(store.deprecation(9999).await.expect("read").is_none());
-    let missing = store.modify_deprecation(9999, &|_| Ok(())).await;
+    let missing = store.modify_deprecation(9999, &|_| Ok(()), None).await;
     assert!(matches!(missing, Err(GovernanceError::NotFound { .. })));
 }
 
@@ -437,11 +475,17 @@ pub async fn schema_sightings(store: &dyn GovernanceStore) {
         (sighting("s-b", None, &[23], early), Some("reader-b")),
         (sighting("s-c", Some(12), &[24], old), None),
     ] {
-        store.record_usage(&report, consumer).await.expect("record");
+        store
+            .record_usage(&report, consumer, &[], None)
+            .await
+            .expect("record");
     }
     let mut elsewhere = sighting("s-a", Some(13), &[25], late);
     elsewhere.subject = "another-value".to_string();
-    store.record_usage(&elsewhere, None).await.expect("record");
+    store
+        .record_usage(&elsewhere, None, &[], None)
+        .await
+        .expect("record");
 
     let seen = store
         .schema_sightings(subject, T0 + 5 * DAY)

@@ -21,5 +21,5 @@ async fn the_shared_suite_passes_on_postgres() {
         .await
         .expect("purge");
     assert_eq!(removed, 1);
-    assert!(again.unmark_live("s", 2).await.expect("unmark"));
+    assert!(again.unmark_live("s", 2, None).await.expect("unmark"));
 }
