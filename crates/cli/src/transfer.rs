@@ -122,7 +122,7 @@ pub struct DumpMode {
 }
 
 /// What an import did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ImportCounts {
     pub versions_written: usize,
     pub versions_present: usize,
@@ -130,6 +130,9 @@ pub struct ImportCounts {
     pub configs: usize,
     pub modes: usize,
     pub audit_entries: usize,
+    /// Versions the store already holds with another schema, or ids it holds with other
+    /// content: left as they are and reported, never overwritten.
+    pub conflicts: Vec<String>,
 }
 
 /// Opens the store the flags name: PostgreSQL for `--store`, else the embedded one.
@@ -322,63 +325,33 @@ pub fn validate(dump: &Dump) -> Result<()> {
 /// Writes `dump` into `store`. Versions already present with the same id are left alone, so an
 /// interrupted import can be run again; a version present with another id is an error.
 pub async fn import(store: &dyn Store, dump: &Dump) -> Result<ImportCounts> {
+    let counts = apply(store, dump, &mut |_| {}).await?;
+    match counts.conflicts.first() {
+        Some(conflict) => bail!("{conflict}"),
+        None => Ok(counts),
+    }
+}
+
+/// Writes `dump` into `store` in [`write_order`], then configs, modes and the audit trail.
+/// An identical (subject, version, id) already there is skipped; a conflicting one is left
+/// alone and listed in [`ImportCounts::conflicts`]. `progress` hears the number of versions
+/// handled so far after each one.
+pub async fn apply(
+    store: &dyn Store,
+    dump: &Dump,
+    progress: &mut dyn FnMut(usize),
+) -> Result<ImportCounts> {
     validate(dump)?;
     let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
-    let allow = |_: &[StoredVersion]| Ok(());
     let mut counts = ImportCounts::default();
-    for subject in &dump.subjects {
-        let existing = store.subject_versions(&subject.name).await?;
-        for v in &subject.versions {
-            let schema = schemas
-                .get(&v.id)
-                .with_context(|| format!("schema id {} is missing from the dump", v.id))?;
-            let present = existing.iter().find(|e| e.version == v.version);
-            match present {
-                Some(e) if e.schema.id == v.id => {
-                    counts.versions_present += 1;
-                    if v.deleted && !e.deleted {
-                        store.soft_delete(&subject.name, &[v.version]).await?;
-                        counts.soft_deleted += 1;
-                    }
-                    continue;
-                }
-                Some(e) => bail!(
-                    "version {} of subject '{}' already exists with schema id {} (the dump has {})",
-                    v.version,
-                    subject.name,
-                    e.schema.id,
-                    v.id
-                ),
-                None => {}
-            }
-            let candidate = NewSchema {
-                schema_type: schema.schema_type.clone(),
-                schema: schema.schema.clone(),
-                references: schema.references.clone(),
-                metadata: schema.metadata.clone(),
-                rule_set: schema.rule_set.clone(),
-                content_key: schema.content_key.clone(),
-            };
-            let placement = Placement {
-                id: Some(v.id),
-                version: Some(v.version),
-                dedupe: Dedupe::Never,
-            };
-            store
-                .register(&subject.name, &candidate, placement, &allow, None)
-                .await
-                .with_context(|| {
-                    format!(
-                        "cannot import version {} of subject '{}' (id {})",
-                        v.version, subject.name, v.id
-                    )
-                })?;
-            counts.versions_written += 1;
-            if v.deleted {
-                store.soft_delete(&subject.name, &[v.version]).await?;
-                counts.soft_deleted += 1;
-            }
+    let mut existing: BTreeMap<&str, Vec<StoredVersion>> = BTreeMap::new();
+    for (done, (subject, v)) in write_order(dump).into_iter().enumerate() {
+        if !existing.contains_key(subject) {
+            existing.insert(subject, store.subject_versions(subject).await?);
         }
+        let present = existing[subject].iter().find(|e| e.version == v.version);
+        apply_version(store, subject, v, schemas[&v.id], present, &mut counts).await?;
+        progress(done + 1);
     }
     for c in &dump.configs {
         let scope = match &c.subject {
@@ -402,6 +375,315 @@ pub async fn import(store: &dyn Store, dump: &Dump) -> Result<ImportCounts> {
     }
     counts.audit_entries = import_trail(store, &dump.audit).await?;
     Ok(counts)
+}
+
+/// Writes one version unless `present` already holds it.
+async fn apply_version(
+    store: &dyn Store,
+    subject: &str,
+    v: &DumpVersion,
+    schema: &DumpSchema,
+    present: Option<&StoredVersion>,
+    counts: &mut ImportCounts,
+) -> Result<()> {
+    match present {
+        Some(e) if e.schema.id == v.id => {
+            counts.versions_present += 1;
+            if v.deleted && !e.deleted {
+                store.soft_delete(subject, &[v.version]).await?;
+                counts.soft_deleted += 1;
+            }
+            return Ok(());
+        }
+        Some(e) => {
+            counts.conflicts.push(format!(
+                "version {} of subject '{subject}' already exists with schema id {} (the source has {})",
+                v.version, e.schema.id, v.id
+            ));
+            return Ok(());
+        }
+        None => {}
+    }
+    if let Some(held) = store.schema_by_id(v.id).await?
+        && identity(
+            &held.schema_type,
+            &held.schema,
+            &held.references,
+            &held.metadata,
+            &held.rule_set,
+        ) != schema_identity(schema)
+    {
+        counts.conflicts.push(format!(
+            "schema id {} already exists with other content (wanted by version {} of subject '{subject}')",
+            v.id, v.version
+        ));
+        return Ok(());
+    }
+    let candidate = NewSchema {
+        schema_type: schema.schema_type.clone(),
+        schema: schema.schema.clone(),
+        references: schema.references.clone(),
+        metadata: schema.metadata.clone(),
+        rule_set: schema.rule_set.clone(),
+        content_key: schema.content_key.clone(),
+    };
+    let placement = Placement {
+        id: Some(v.id),
+        version: Some(v.version),
+        dedupe: Dedupe::Never,
+    };
+    let allow = |_: &[StoredVersion]| Ok(());
+    store
+        .register(subject, &candidate, placement, &allow, None)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot import version {} of subject '{subject}' (id {})",
+                v.version, v.id
+            )
+        })?;
+    counts.versions_written += 1;
+    if v.deleted {
+        store.soft_delete(subject, &[v.version]).await?;
+        counts.soft_deleted += 1;
+    }
+    Ok(())
+}
+
+/// Every version of the dump, each schema's references before the version that carries it
+/// (a registry refuses a reference to a version it does not hold), otherwise in dump order.
+pub fn write_order(dump: &Dump) -> Vec<(&str, &DumpVersion)> {
+    let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
+    let mut index: BTreeMap<(&str, i64), &DumpVersion> = BTreeMap::new();
+    for subject in &dump.subjects {
+        for v in &subject.versions {
+            index.insert((subject.name.as_str(), v.version), v);
+        }
+    }
+    let mut placed = std::collections::BTreeSet::new();
+    let mut order = Vec::with_capacity(index.len());
+    for subject in &dump.subjects {
+        for v in &subject.versions {
+            place(&subject.name, v, &schemas, &index, &mut placed, &mut order);
+        }
+    }
+    order
+}
+
+/// Depth-first placement of one version after its references; `placed` also breaks cycles.
+fn place<'a>(
+    subject: &'a str,
+    v: &'a DumpVersion,
+    schemas: &BTreeMap<i64, &'a DumpSchema>,
+    index: &BTreeMap<(&'a str, i64), &'a DumpVersion>,
+    placed: &mut std::collections::BTreeSet<(&'a str, i64)>,
+    order: &mut Vec<(&'a str, &'a DumpVersion)>,
+) {
+    if !placed.insert((subject, v.version)) {
+        return;
+    }
+    for r in schemas
+        .get(&v.id)
+        .map(|s| s.references.as_slice())
+        .unwrap_or(&[])
+    {
+        if let Some((&(name, _), target)) = index.get_key_value(&(r.subject.as_str(), r.version)) {
+            place(name, target, schemas, index, placed, order);
+        }
+    }
+    order.push((subject, v));
+}
+
+/// What makes two stored schemas the same schema, on either side of a transfer: the
+/// registry's identity over a canonical text (Avro as the Avro library prints it, JSON
+/// Schema compacted with key order kept, Protobuf trimmed), references, metadata and rules.
+pub fn identity(
+    schema_type: &str,
+    text: &str,
+    references: &[SchemaRef],
+    metadata: &Option<serde_json::Value>,
+    rule_set: &Option<serde_json::Value>,
+) -> String {
+    let compact = (schema_type == "JSON")
+        .then(|| serde_json::from_str::<serde_json::Value>(text).ok())
+        .flatten()
+        .map(|v| v.to_string());
+    let text = compact.as_deref().unwrap_or(text.trim());
+    let metadata = metadata.clone().filter(|m| !m.is_null());
+    let rule_set = rule_set.clone().filter(|r| !r.is_null());
+    covenant_registry::content_key(schema_type, text, references, &metadata, &rule_set)
+}
+
+fn schema_identity(s: &DumpSchema) -> String {
+    identity(
+        &s.schema_type,
+        &s.schema,
+        &s.references,
+        &s.metadata,
+        &s.rule_set,
+    )
+}
+
+/// How much of each kind one side holds.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tally {
+    pub subjects: usize,
+    pub versions: usize,
+    pub soft_deleted: usize,
+    pub schemas: usize,
+    pub configs: usize,
+    pub modes: usize,
+}
+
+impl Tally {
+    pub fn of(dump: &Dump) -> Tally {
+        let versions = dump.subjects.iter().flat_map(|s| &s.versions);
+        Tally {
+            subjects: dump.subjects.len(),
+            versions: versions.clone().count(),
+            soft_deleted: versions.filter(|v| v.deleted).count(),
+            schemas: dump.schemas.len(),
+            configs: dump.configs.len(),
+            modes: dump.modes.len(),
+        }
+    }
+
+    fn rows(&self) -> [(&'static str, usize); 6] {
+        [
+            ("subjects", self.subjects),
+            ("versions", self.versions),
+            ("soft-deleted versions", self.soft_deleted),
+            ("schema ids", self.schemas),
+            ("subject and global configs", self.configs),
+            ("subject and global modes", self.modes),
+        ]
+    }
+}
+
+/// One way the destination does not hold what the source does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Difference {
+    /// Absent on the destination (a transfer would write it).
+    Missing(String),
+    /// Present on the destination with other content (a transfer leaves it alone).
+    Conflict(String),
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Difference::Missing(what) => write!(f, "missing: {what}"),
+            Difference::Conflict(what) => write!(f, "different: {what}"),
+        }
+    }
+}
+
+/// The outcome of comparing a source with a destination after (or before) a transfer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verification {
+    pub source: Tally,
+    pub destination: Tally,
+    pub differences: Vec<Difference>,
+}
+
+impl Verification {
+    pub fn is_clean(&self) -> bool {
+        self.differences.is_empty()
+    }
+
+    /// The report: a count table, then every difference, then a verdict line.
+    pub fn report(&self) -> String {
+        let mut out = format!("{:<28} {:>8} {:>12}\n", "kind", "source", "destination");
+        let rows = self.source.rows().into_iter().zip(self.destination.rows());
+        for ((kind, s), (_, d)) in rows {
+            out.push_str(&format!("{kind:<28} {s:>8} {d:>12}\n"));
+        }
+        for d in &self.differences {
+            out.push_str(&format!("{d}\n"));
+        }
+        out.push_str(&match self.differences.len() {
+            0 => "verified: every source id has the same canonical schema on the destination\n"
+                .to_string(),
+            n => format!("{n} differences\n"),
+        });
+        out
+    }
+}
+
+/// Checks that `destination` holds everything `source` does: every (subject, version) with the
+/// same id and soft-delete flag, every id with an equal canonical schema, every config and mode.
+/// The destination may hold more.
+pub fn verify(source: &Dump, destination: &Dump) -> Verification {
+    let mut differences = Vec::new();
+    let held: BTreeMap<(&str, i64), &DumpVersion> = destination
+        .subjects
+        .iter()
+        .flat_map(|s| {
+            s.versions
+                .iter()
+                .map(move |v| ((s.name.as_str(), v.version), v))
+        })
+        .collect();
+    for subject in &source.subjects {
+        for v in &subject.versions {
+            let what = format!(
+                "version {} of subject '{}' (id {})",
+                v.version, subject.name, v.id
+            );
+            match held.get(&(subject.name.as_str(), v.version)) {
+                None => differences.push(Difference::Missing(what)),
+                Some(d) if d.id != v.id => {
+                    differences.push(Difference::Conflict(format!("{what} has id {}", d.id)))
+                }
+                Some(d) if d.deleted != v.deleted => differences.push(Difference::Conflict(
+                    format!("{what} is soft-deleted on one side only"),
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    let ids: BTreeMap<i64, &DumpSchema> = destination.schemas.iter().map(|s| (s.id, s)).collect();
+    for s in &source.schemas {
+        match ids.get(&s.id) {
+            None => differences.push(Difference::Missing(format!("schema id {}", s.id))),
+            Some(d) if schema_identity(d) != schema_identity(s) => differences.push(
+                Difference::Conflict(format!("schema id {}: the canonical forms differ", s.id)),
+            ),
+            Some(_) => {}
+        }
+    }
+    verify_settings(source, destination, &mut differences);
+    Verification {
+        source: Tally::of(source),
+        destination: Tally::of(destination),
+        differences,
+    }
+}
+
+/// Configs and modes, by scope.
+fn verify_settings(source: &Dump, destination: &Dump, differences: &mut Vec<Difference>) {
+    let scope = |s: &Option<String>| match s {
+        Some(s) => format!("subject '{s}'"),
+        None => "the global scope".to_string(),
+    };
+    for c in &source.configs {
+        let what = format!("config of {}", scope(&c.subject));
+        match destination.configs.iter().find(|d| d.subject == c.subject) {
+            None => differences.push(Difference::Missing(what)),
+            Some(d) if d.compatibility != c.compatibility || d.extra != c.extra => {
+                differences.push(Difference::Conflict(what))
+            }
+            Some(_) => {}
+        }
+    }
+    for m in &source.modes {
+        let what = format!("mode {} of {}", m.mode, scope(&m.subject));
+        match destination.modes.iter().find(|d| d.subject == m.subject) {
+            None => differences.push(Difference::Missing(what)),
+            Some(d) if d.mode != m.mode => differences.push(Difference::Conflict(what)),
+            Some(_) => {}
+        }
+    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -593,6 +875,108 @@ mod tests {
         let counts = import(&dst, &dump).await.expect("re-import");
         assert_eq!((counts.versions_written, counts.versions_present), (0, 3));
         assert_eq!(counts.audit_entries, 0, "the trail is not repeated");
+    }
+
+    fn schema(id: i64, text: &str, references: Vec<SchemaRef>) -> DumpSchema {
+        DumpSchema {
+            id,
+            schema_type: "JSON".into(),
+            schema: text.into(),
+            references,
+            metadata: None,
+            rule_set: None,
+            content_key: format!("k{id}"),
+        }
+    }
+
+    fn version(version: i64, id: i64) -> DumpVersion {
+        DumpVersion {
+            version,
+            id,
+            deleted: false,
+            created_at: None,
+        }
+    }
+
+    fn dump_of(schemas: Vec<DumpSchema>, subjects: Vec<(&str, Vec<DumpVersion>)>) -> Dump {
+        Dump {
+            format: FORMAT.into(),
+            format_version: FORMAT_VERSION,
+            exported_at: None,
+            schemas,
+            subjects: subjects
+                .into_iter()
+                .map(|(name, versions)| DumpSubject {
+                    name: name.into(),
+                    versions,
+                })
+                .collect(),
+            configs: vec![],
+            modes: vec![],
+            audit: vec![],
+        }
+    }
+
+    fn to(subject: &str, version: i64) -> SchemaRef {
+        SchemaRef {
+            name: format!("{subject}.json"),
+            subject: subject.into(),
+            version,
+        }
+    }
+
+    #[test]
+    fn references_are_written_before_their_referrers() {
+        // a@1 refers to c@2, which refers to b@1; c@1 refers to nothing.
+        let dump = dump_of(
+            vec![
+                schema(1, "{}", vec![to("c", 2)]),
+                schema(2, "{\"a\":1}", vec![]),
+                schema(3, "{\"b\":1}", vec![]),
+                schema(4, "{\"c\":1}", vec![to("b", 1)]),
+            ],
+            vec![
+                ("a", vec![version(1, 1)]),
+                ("b", vec![version(1, 2)]),
+                ("c", vec![version(1, 3), version(2, 4)]),
+            ],
+        );
+        let order: Vec<(&str, i64)> = write_order(&dump)
+            .into_iter()
+            .map(|(s, v)| (s, v.version))
+            .collect();
+        assert_eq!(order, [("b", 1), ("c", 2), ("a", 1), ("c", 1)]);
+    }
+
+    #[test]
+    fn verification_finds_missing_and_different_things_only() {
+        let source = dump_of(
+            vec![schema(1, "{\"x\": 1}", vec![]), schema(2, "{}", vec![])],
+            vec![("s", vec![version(1, 1), version(2, 2)])],
+        );
+        let mut same = dump_of(
+            vec![schema(1, "{\"x\":1}", vec![]), schema(2, "{ }", vec![])],
+            vec![("s", vec![version(1, 1), version(2, 2)]), ("extra", vec![])],
+        );
+        let verification = verify(&source, &same);
+        assert!(verification.is_clean(), "{}", verification.report());
+        assert_eq!(verification.destination.subjects, 2);
+        same.schemas[1].schema = "{\"y\":true}".into();
+        same.subjects[0].versions[0].deleted = true;
+        same.subjects[0].versions.pop();
+        let differences: Vec<String> = verify(&source, &same)
+            .differences
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            differences,
+            [
+                "different: version 1 of subject 's' (id 1) is soft-deleted on one side only",
+                "missing: version 2 of subject 's' (id 2)",
+                "different: schema id 2: the canonical forms differ",
+            ]
+        );
     }
 
     fn strip_times(subjects: &[DumpSubject]) -> Vec<DumpSubject> {
