@@ -308,7 +308,21 @@ impl Remote {
             (status, body) => bail!(
                 "{}{path} answered HTTP {status}: {}",
                 self.server.url,
-                body.get("message").and_then(Value::as_str).unwrap_or("")
+                message(&body)
+            ),
+        }
+    }
+
+    /// A setting (config or mode) that a registry may not offer: answered `None` when the
+    /// registry says it has none, or has no such endpoint (Karapace has no subject modes).
+    async fn get_setting(&self, path: &str) -> Result<Option<Value>> {
+        match self.send(reqwest::Method::GET, path, None).await? {
+            (200, body) => Ok(Some(body)),
+            (404 | 405 | 501, _) => Ok(None),
+            (status, body) => bail!(
+                "{}{path} answered HTTP {status}: {}",
+                self.server.url,
+                message(&body)
             ),
         }
     }
@@ -392,10 +406,10 @@ async fn assemble(remote: &Remote, reads: Vec<SubjectRead>) -> Result<Dump> {
         dump.subjects.push(read.subject);
     }
     dump.schemas = schemas.into_values().map(|(_, s)| s).collect();
-    if let Some(global) = remote.get("/config").await? {
+    if let Some(global) = remote.get_setting("/config").await? {
         dump.configs.insert(0, config_from(None, &global));
     }
-    let global_mode = remote.get("/mode").await?.unwrap_or_default();
+    let global_mode = remote.get_setting("/mode").await?.unwrap_or_default();
     match global_mode.get("mode").and_then(Value::as_str) {
         Some(mode) if mode != "READWRITE" => dump.modes.insert(
             0,
@@ -477,15 +491,18 @@ async fn read_subject(remote: &Remote, name: String) -> Result<SubjectRead> {
         schemas.push(schema);
     }
     let config = remote
-        .get(&format!("/config/{e}"))
+        .get_setting(&format!("/config/{e}"))
         .await?
         .map(|c| config_from(Some(&name), &c));
-    let mode = remote.get(&format!("/mode/{e}")).await?.and_then(|m| {
-        m.get("mode").and_then(Value::as_str).map(|mode| DumpMode {
-            subject: Some(name.clone()),
-            mode: mode.to_string(),
-        })
-    });
+    let mode = remote
+        .get_setting(&format!("/mode/{e}"))
+        .await?
+        .and_then(|m| {
+            m.get("mode").and_then(Value::as_str).map(|mode| DumpMode {
+                subject: Some(name.clone()),
+                mode: mode.to_string(),
+            })
+        });
     Ok(SubjectRead {
         subject,
         schemas,

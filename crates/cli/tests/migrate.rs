@@ -70,7 +70,13 @@ async fn fill(source: &TestServer) {
     let reference = json!([{"name": "money.proto", "subject": "types.money", "version": 1}]);
     let body = json!({"schemaType": "PROTOBUF", "schema": PRICE_PROTO, "references": reference});
     post(source, "price-value", body).await;
-    post(source, "retired-value", json!({"schema": "\"long\""})).await;
+    let metadata = json!({"properties": {"owner": "payments"}});
+    post(
+        source,
+        "retired-value",
+        json!({"schema": "\"long\"", "metadata": metadata}),
+    )
+    .await;
     delete(source, "/subjects/retired-value").await;
     put(
         source,
@@ -176,6 +182,10 @@ async fn migrate_to_a_running_registry_and_to_a_store_keeps_everything() {
         assert_eq!((status, body[key].as_str()), (200, Some(want)), "{path}");
     }
 
+    let path = "/subjects/retired-value/versions/1?deleted=true";
+    let (_, retired) = destination.call("GET", path, None).await;
+    assert_eq!(retired["metadata"]["properties"]["owner"], "payments");
+
     let again = covenant(&to);
     assert_clean(&again);
     assert!(
@@ -200,6 +210,26 @@ async fn migrate_to_a_running_registry_and_to_a_store_keeps_everything() {
     }
     let (_, deleted) = get(&client, &serve.base, "/subjects/events-value/versions").await;
     assert_eq!(deleted, json!([1, 3]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_into_postgres_verifies_and_runs_again_without_duplicates() {
+    let Some(db) = support::TestDb::create("covenant_migrate").await else {
+        eprintln!("skipped: {} is not set", support::POSTGRES_ENV);
+        return;
+    };
+    let source = TestServer::start().await;
+    fill(&source).await;
+    let args = ["migrate", "--from", &source.base, "--store", &db.url];
+    assert_clean(&covenant(&args));
+    let again = covenant(&args);
+    assert_clean(&again);
+    let stderr = text(&again.stderr);
+    assert!(
+        stderr.contains("wrote 0 versions (8 already present"),
+        "{stderr}"
+    );
+    db.drop_db().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
