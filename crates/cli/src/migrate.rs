@@ -9,6 +9,7 @@
 //! identity and verification.
 
 use crate::governance::Server;
+use crate::output::{out, outln};
 use crate::topic_dump;
 use crate::transfer::{
     self, Difference, Dump, DumpConfig, DumpMode, DumpSchema, DumpSubject, DumpVersion, StoreArgs,
@@ -34,6 +35,9 @@ one named), tombstones; NOOP, CLEAR_SUBJECT and CONTEXT change nothing.
 
 Exit status: 0 when the verification is clean, 1 on any difference, 2 on usage or connection
 errors.";
+
+/// The longest one request to either registry may take.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 #[derive(clap::Args)]
 #[command(after_help = TOPIC_DUMP_HELP)]
@@ -118,7 +122,7 @@ async fn migrate(args: MigrateArgs) -> Result<ExitCode> {
     for conflict in &conflicts {
         eprintln!("covenant: left as it was: {conflict}");
     }
-    print!("{}", verification.report());
+    out!("{}", verification.report());
     Ok(if verification.is_clean() && conflicts.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -134,8 +138,8 @@ fn dry_run(source: &Dump, destination: &Dump) -> ExitCode {
         .iter()
         .filter(|d| matches!(d, Difference::Missing(_)))
         .count();
-    println!("dry run: nothing written; {missing} items would be written");
-    print!("{}", verification.report());
+    outln!("dry run: nothing written; {missing} items would be written");
+    out!("{}", verification.report());
     let conflicting = verification.differences.len() - missing;
     ExitCode::from(u8::from(conflicting > 0))
 }
@@ -282,7 +286,9 @@ impl Remote {
         body: Option<Value>,
     ) -> Result<(u16, Value)> {
         let url = format!("{}{path}", self.server.url);
-        let mut request = self.server.authorize(self.http.request(method, &url));
+        // A registry that stops answering ends the migration instead of hanging it.
+        let request = self.http.request(method, &url).timeout(REQUEST_TIMEOUT);
+        let mut request = self.server.authorize(request);
         if let Some(body) = body {
             request = request
                 .header("content-type", "application/vnd.schemaregistry.v1+json")
