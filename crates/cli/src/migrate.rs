@@ -108,6 +108,10 @@ enum Destination {
 async fn migrate(args: MigrateArgs) -> Result<ExitCode> {
     let parallel = usize::from(args.parallel);
     let source = read_source(&args, parallel).await?;
+    if args.dry_run && args.data_dir.as_deref().is_some_and(|d| !d.exists()) {
+        // A store that does not exist yet holds nothing, and a dry run does not create it.
+        return Ok(dry_run(&source, &empty_dump()));
+    }
     let destination = open_destination(&args).await?;
     let before = read_destination(&destination, &args.subjects, parallel).await?;
     if args.dry_run {

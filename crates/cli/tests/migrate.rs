@@ -280,6 +280,116 @@ async fn dry_runs_write_nothing_and_conflicts_are_reported_not_overwritten() {
     }
 }
 
+/// An auth file whose `admin` (password `pw`) may do everything, and `reader` only read.
+fn admin_auth_file(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("auth.json");
+    let file = s(&path);
+    for (user, password) in [("admin", "pw\n"), ("reader", "rd\n")] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_covenant"))
+            .args(["auth", "add-user", file, user, "--password-stdin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn auth");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), password.as_bytes())
+            .expect("password");
+        assert!(child.wait().expect("auth").success());
+    }
+    let grants = [
+        ("admin", "Read", "Subject:.*"),
+        ("admin", "Write", "Subject:.*"),
+        ("admin", "Delete", "Subject:.*"),
+        ("admin", "Admin", "Subject:.*"),
+        ("admin", "Read", "Config:"),
+        ("admin", "Admin", "Config:"),
+        ("reader", "Read", "Subject:.*"),
+        ("reader", "Read", "Config:"),
+    ];
+    for (user, operation, resource) in grants {
+        let out = covenant(&["auth", "grant", file, user, operation, resource]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_reach_both_registries() {
+    let dir = tempfile::tempdir().expect("dir");
+    let auth = admin_auth_file(dir.path());
+    let with_auth = |c: &mut Command| {
+        c.arg("--auth-file").arg(&auth);
+    };
+    let source = Serve::spawn(&dir.path().join("source"), with_auth);
+    let destination = Serve::spawn(&dir.path().join("destination"), with_auth);
+    let client = reqwest::Client::new();
+    support::wait_ready(&client, &source.base).await;
+    support::wait_ready(&client, &destination.base).await;
+    let registered = client
+        .post(format!("{}/subjects/orders-value/versions", source.base))
+        .basic_auth("admin", Some("pw"))
+        .header("content-type", support::V1)
+        .body(json!({"schema": ORDER.replace("com.example.Address", "string")}).to_string())
+        .send()
+        .await
+        .expect("register");
+    assert_eq!(registered.status(), 200);
+
+    let anonymous = covenant(&["migrate", "--from", &source.base, "--to", &destination.base]);
+    assert_eq!(anonymous.status.code(), Some(2));
+    assert!(
+        text(&anonymous.stderr).contains("HTTP 401"),
+        "{}",
+        text(&anonymous.stderr)
+    );
+
+    let from = [
+        "migrate",
+        "--from",
+        &source.base,
+        "--basic-auth",
+        "admin:pw",
+    ];
+    let read_only = covenant(
+        &[
+            &from[..],
+            &["--to", &destination.base, "--to-basic-auth", "reader:rd"],
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        read_only.status.code(),
+        Some(2),
+        "{}",
+        text(&read_only.stderr)
+    );
+    assert!(
+        text(&read_only.stderr).contains("HTTP 403"),
+        "{}",
+        text(&read_only.stderr)
+    );
+
+    let admin = covenant(
+        &[
+            &from[..],
+            &["--to", &destination.base, "--to-basic-auth", "admin:pw"],
+        ]
+        .concat(),
+    );
+    assert_clean(&admin);
+    let copied = client
+        .get(format!(
+            "{}/subjects/orders-value/versions/1",
+            destination.base
+        ))
+        .basic_auth("reader", Some("rd"))
+        .send()
+        .await
+        .expect("read");
+    let copied: Value = copied.json().await.expect("json");
+    assert_eq!(copied["id"], 1);
+}
+
 #[test]
 fn usage_and_connection_errors_exit_2_with_one_line() {
     let no_target = covenant(&["migrate", "--from", "http://127.0.0.1:9"]);
@@ -423,6 +533,17 @@ async fn a_topic_dump_restores_the_state_its_records_leave() {
     ];
     let dump = write(dir.path(), "schemas.tsv", &(lines.join("\n") + "\n"));
     let data = dir.path().join("data");
+    let dry = covenant(&[
+        "migrate",
+        "--from-topic-dump",
+        s(&dump),
+        "--data-dir",
+        s(&data),
+        "--dry-run",
+    ]);
+    assert_eq!(dry.status.code(), Some(0), "{}", text(&dry.stderr));
+    assert!(text(&dry.stdout).contains("missing: version 2 of subject 'users-value' (id 12)"));
+    assert!(!data.exists(), "a dry run creates no store");
     let run = covenant(&[
         "migrate",
         "--from-topic-dump",
@@ -459,6 +580,31 @@ async fn a_topic_dump_restores_the_state_its_records_leave() {
     ] {
         let (status, body) = get(&client, &base, path).await;
         assert_eq!((status, body[key].as_str()), (200, Some(want)), "{path}");
+    }
+
+    // The same dump into a running registry gives the same ids. A registration there stores
+    // .proto text trimmed, while a store keeps the record's text as it was.
+    let running = TestServer::start().await;
+    assert_clean(&covenant(&[
+        "migrate",
+        "--from-topic-dump",
+        s(&dump),
+        "--to",
+        &running.base,
+    ]));
+    let trimmed = |(status, mut body): (u16, Value)| {
+        let text = body["schema"].as_str().map(|t| t.trim_end().to_string());
+        body["schema"] = json!(text);
+        (status, body)
+    };
+    for id in [11, 12, 20, 21, 40, 41] {
+        let path = format!("/schemas/ids/{id}");
+        let over_rest = trimmed(running.call("GET", &path, None).await);
+        assert_eq!(
+            over_rest,
+            trimmed(get(&client, &base, &path).await),
+            "id {id}"
+        );
     }
 
     let bad = write(
