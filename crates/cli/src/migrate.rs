@@ -662,63 +662,92 @@ async fn held_versions(remote: &Remote, subject: &str) -> Result<BTreeMap<i64, (
     Ok(held)
 }
 
+/// Writes every version in [`transfer::write_order`], then the soft deletes, referrers first
+/// (a registry refuses to delete a version a live one refers to).
 async fn write_versions(remote: &Remote, dump: &Dump) -> Result<Vec<String>> {
     let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
     let order = transfer::write_order(dump);
     let progress = Progress::new("wrote versions", order.len());
     let mut held: BTreeMap<&str, BTreeMap<i64, (i64, bool)>> = BTreeMap::new();
-    let mut conflicts = Vec::new();
-    let (mut written, mut present) = (0, 0);
+    let mut tally = RemoteTally::default();
+    let mut to_delete = Vec::new();
     for (subject, v) in order {
         if !held.contains_key(subject) {
             held.insert(subject, held_versions(remote, subject).await?);
         }
-        let what = format!("version {} of subject '{subject}' (id {})", v.version, v.id);
-        let live = match held[subject].get(&v.version) {
-            Some((id, _)) if *id != v.id => {
-                conflicts.push(format!("{what} already exists with schema id {id}"));
-                None
-            }
-            Some((_, deleted)) => {
-                present += 1;
-                Some(!deleted)
-            }
-            None => {
-                let path = format!("/subjects/{}/versions", enc(subject));
-                let body = register_body(schemas[&v.id], v);
-                match remote
-                    .send(reqwest::Method::POST, &path, Some(body))
-                    .await?
-                {
-                    (200, _) => {
-                        written += 1;
-                        Some(true)
-                    }
-                    (status, answer) => {
-                        conflicts.push(format!(
-                            "{what} was refused: HTTP {status}: {}",
-                            message(&answer)
-                        ));
-                        None
-                    }
-                }
-            }
-        };
-        if v.deleted && live == Some(true) {
-            let path = format!("/subjects/{}/versions/{}", enc(subject), v.version);
-            if let (status @ 300.., answer) =
-                remote.send(reqwest::Method::DELETE, &path, None).await?
-            {
-                conflicts.push(format!(
-                    "soft delete of {what}: HTTP {status}: {}",
-                    message(&answer)
-                ));
-            }
+        let present = held[subject].get(&v.version).copied();
+        let live = write_version(remote, subject, v, schemas[&v.id], present, &mut tally).await?;
+        if v.deleted && live {
+            to_delete.push((subject, v));
         }
         progress.step();
     }
-    eprintln!("wrote {written} versions ({present} already present)");
-    Ok(conflicts)
+    for (subject, v) in to_delete.into_iter().rev() {
+        let path = format!("/subjects/{}/versions/{}", enc(subject), v.version);
+        if let (status @ 300.., answer) = remote.send(reqwest::Method::DELETE, &path, None).await? {
+            let what = format!("version {} of subject '{subject}'", v.version);
+            let why = message(&answer);
+            tally
+                .conflicts
+                .push(format!("soft delete of {what}: HTTP {status}: {why}"));
+        }
+    }
+    eprintln!(
+        "wrote {} versions ({} already present)",
+        tally.written, tally.present
+    );
+    Ok(tally.conflicts)
+}
+
+#[derive(Default)]
+struct RemoteTally {
+    written: usize,
+    present: usize,
+    conflicts: Vec<String>,
+}
+
+/// Registers one version unless the destination holds it (`present`: its id and whether it is
+/// soft-deleted); answers whether the version is now held and live.
+async fn write_version(
+    remote: &Remote,
+    subject: &str,
+    v: &DumpVersion,
+    schema: &DumpSchema,
+    present: Option<(i64, bool)>,
+    tally: &mut RemoteTally,
+) -> Result<bool> {
+    let what = format!("version {} of subject '{subject}' (id {})", v.version, v.id);
+    match present {
+        Some((id, _)) if id != v.id => {
+            tally
+                .conflicts
+                .push(format!("{what} already exists with schema id {id}"));
+            return Ok(false);
+        }
+        Some((_, deleted)) => {
+            tally.present += 1;
+            return Ok(!deleted);
+        }
+        None => {}
+    }
+    let path = format!("/subjects/{}/versions", enc(subject));
+    let body = register_body(schema, v);
+    match remote
+        .send(reqwest::Method::POST, &path, Some(body))
+        .await?
+    {
+        (200, _) => {
+            tally.written += 1;
+            Ok(true)
+        }
+        (status, answer) => {
+            let why = message(&answer);
+            tally
+                .conflicts
+                .push(format!("{what} was refused: HTTP {status}: {why}"));
+            Ok(false)
+        }
+    }
 }
 
 /// `POST /subjects/{s}/versions` in IMPORT mode: the schema with its id and version.

@@ -5,7 +5,7 @@
 use anyhow::{Context, Result, bail};
 use covenant_store::{
     AuditEntry, AuditQuery, ConfigRecord, Dedupe, NewSchema, Placement, PostgresStore, SchemaRef,
-    Scope, SqliteStore, Store, StoredVersion,
+    Scope, SqliteStore, Store, StoreError, StoredVersion,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -332,10 +332,11 @@ pub async fn import(store: &dyn Store, dump: &Dump) -> Result<ImportCounts> {
     }
 }
 
-/// Writes `dump` into `store` in [`write_order`], then configs, modes and the audit trail.
-/// An identical (subject, version, id) already there is skipped; a conflicting one is left
-/// alone and listed in [`ImportCounts::conflicts`]. `progress` hears the number of versions
-/// handled so far after each one.
+/// Writes `dump` into `store` in [`write_order`], then the soft deletes (referrers first, so a
+/// reference never names a version deleted before its referrer was written), then configs,
+/// modes and the audit trail. An identical (subject, version, id) already there is skipped; a
+/// conflicting one, or one the store refuses, is left alone and listed in
+/// [`ImportCounts::conflicts`]. `progress` hears the number of versions handled so far.
 pub async fn apply(
     store: &dyn Store,
     dump: &Dump,
@@ -345,39 +346,48 @@ pub async fn apply(
     let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
     let mut counts = ImportCounts::default();
     let mut existing: BTreeMap<&str, Vec<StoredVersion>> = BTreeMap::new();
+    let mut to_delete = Vec::new();
     for (done, (subject, v)) in write_order(dump).into_iter().enumerate() {
         if !existing.contains_key(subject) {
             existing.insert(subject, store.subject_versions(subject).await?);
         }
         let present = existing[subject].iter().find(|e| e.version == v.version);
-        apply_version(store, subject, v, schemas[&v.id], present, &mut counts).await?;
+        let live = apply_version(store, subject, v, schemas[&v.id], present, &mut counts).await?;
+        if v.deleted && live {
+            to_delete.push((subject, v.version));
+        }
         progress(done + 1);
     }
-    for c in &dump.configs {
-        let scope = match &c.subject {
-            Some(s) => Scope::Subject(s),
-            None => Scope::Global,
-        };
-        let record = ConfigRecord {
-            compatibility: c.compatibility.clone(),
-            extra: c.extra.clone(),
-        };
-        store.set_config(scope, &record, None).await?;
-        counts.configs += 1;
+    for (subject, version) in to_delete.into_iter().rev() {
+        store.soft_delete(subject, &[version]).await?;
+        counts.soft_deleted += 1;
     }
-    for m in &dump.modes {
-        let scope = match &m.subject {
-            Some(s) => Scope::Subject(s),
-            None => Scope::Global,
-        };
-        store.set_mode(scope, &m.mode, None).await?;
-        counts.modes += 1;
-    }
+    apply_settings(store, dump, &mut counts).await?;
     counts.audit_entries = import_trail(store, &dump.audit).await?;
     Ok(counts)
 }
 
-/// Writes one version unless `present` already holds it.
+async fn apply_settings(store: &dyn Store, dump: &Dump, counts: &mut ImportCounts) -> Result<()> {
+    fn scope(subject: &Option<String>) -> Scope<'_> {
+        subject.as_deref().map_or(Scope::Global, Scope::Subject)
+    }
+    for c in &dump.configs {
+        let record = ConfigRecord {
+            compatibility: c.compatibility.clone(),
+            extra: c.extra.clone(),
+        };
+        store.set_config(scope(&c.subject), &record, None).await?;
+        counts.configs += 1;
+    }
+    for m in &dump.modes {
+        store.set_mode(scope(&m.subject), &m.mode, None).await?;
+        counts.modes += 1;
+    }
+    Ok(())
+}
+
+/// Writes one version unless `present` already holds it; answers whether the version is now
+/// held and live (so a soft delete is still due).
 async fn apply_version(
     store: &dyn Store,
     subject: &str,
@@ -385,41 +395,23 @@ async fn apply_version(
     schema: &DumpSchema,
     present: Option<&StoredVersion>,
     counts: &mut ImportCounts,
-) -> Result<()> {
+) -> Result<bool> {
+    let what = format!("version {} of subject '{subject}' (id {})", v.version, v.id);
     match present {
         Some(e) if e.schema.id == v.id => {
             counts.versions_present += 1;
-            if v.deleted && !e.deleted {
-                store.soft_delete(subject, &[v.version]).await?;
-                counts.soft_deleted += 1;
-            }
-            return Ok(());
+            return Ok(!e.deleted);
         }
         Some(e) => {
-            counts.conflicts.push(format!(
-                "version {} of subject '{subject}' already exists with schema id {} (the source has {})",
-                v.version, e.schema.id, v.id
-            ));
-            return Ok(());
+            let id = e.schema.id;
+            counts
+                .conflicts
+                .push(format!("{what} already exists with schema id {id}"));
+            return Ok(false);
         }
         None => {}
     }
-    if let Some(held) = store.schema_by_id(v.id).await?
-        && identity(
-            &held.schema_type,
-            &held.schema,
-            &held.references,
-            &held.metadata,
-            &held.rule_set,
-        ) != schema_identity(schema)
-    {
-        counts.conflicts.push(format!(
-            "schema id {} already exists with other content (wanted by version {} of subject '{subject}')",
-            v.id, v.version
-        ));
-        return Ok(());
-    }
-    let candidate = NewSchema {
+    let mut candidate = NewSchema {
         schema_type: schema.schema_type.clone(),
         schema: schema.schema.clone(),
         references: schema.references.clone(),
@@ -427,27 +419,47 @@ async fn apply_version(
         rule_set: schema.rule_set.clone(),
         content_key: schema.content_key.clone(),
     };
+    if let Some(held) = store.schema_by_id(v.id).await? {
+        let same = identity(
+            &held.schema_type,
+            &held.schema,
+            &held.references,
+            &held.metadata,
+            &held.rule_set,
+        ) == schema_identity(schema);
+        if !same {
+            let id = v.id;
+            counts
+                .conflicts
+                .push(format!("{what}: schema id {id} holds other content"));
+            return Ok(false);
+        }
+        // The id already holds this schema (perhaps spelled differently): bind to it as it is.
+        candidate.schema = held.schema;
+        candidate.content_key = held.content_key;
+    }
     let placement = Placement {
         id: Some(v.id),
         version: Some(v.version),
         dedupe: Dedupe::Never,
     };
     let allow = |_: &[StoredVersion]| Ok(());
-    store
+    match store
         .register(subject, &candidate, placement, &allow, None)
         .await
-        .with_context(|| {
-            format!(
-                "cannot import version {} of subject '{subject}' (id {})",
-                v.version, v.id
-            )
-        })?;
-    counts.versions_written += 1;
-    if v.deleted {
-        store.soft_delete(subject, &[v.version]).await?;
-        counts.soft_deleted += 1;
+    {
+        Ok(_) => {
+            counts.versions_written += 1;
+            Ok(true)
+        }
+        Err(StoreError::Backend(e)) => Err(anyhow::anyhow!("cannot import {what}: {e}")),
+        Err(refused) => {
+            counts
+                .conflicts
+                .push(format!("{what} was refused: {refused}"));
+            Ok(false)
+        }
     }
-    Ok(())
 }
 
 /// Every version of the dump, each schema's references before the version that carries it

@@ -13,6 +13,9 @@ use support::{Serve, TestServer, covenant, s, write};
 
 const ADDRESS: &str = r#"{"type":"record","name":"Address","namespace":"com.example","fields":[{"name":"city","type":"string"}]}"#;
 const ORDER: &str = r#"{"type":"record","name":"Order","namespace":"com.example","fields":[{"name":"id","type":"long"},{"name":"ship_to","type":"com.example.Address"}]}"#;
+const CURRENCY: &str =
+    r#"{"type":"enum","name":"Currency","namespace":"com.example","symbols":["EUR","USD"]}"#;
+const INVOICE: &str = r#"{"type":"record","name":"Invoice","namespace":"com.example","fields":[{"name":"currency","type":"com.example.Currency"}]}"#;
 const COMMON_PROTO: &str =
     "syntax = \"proto3\";\npackage shop;\nmessage Money {\n  int64 cents = 1;\n}\n";
 const PRICE_PROTO: &str = "syntax = \"proto3\";\npackage shop;\nimport \"money.proto\";\nmessage Price {\n  shop.Money amount = 1;\n}\n";
@@ -78,6 +81,19 @@ async fn fill(source: &TestServer) {
     )
     .await;
     delete(source, "/subjects/retired-value").await;
+    // A soft-deleted version referred to by another soft-deleted one: the referrer must be
+    // written while its reference is still live, and deleted first.
+    post(source, "types.currency", json!({"schema": CURRENCY})).await;
+    let reference =
+        json!([{"name": "com.example.Currency", "subject": "types.currency", "version": 1}]);
+    post(
+        source,
+        "invoices-value",
+        json!({"schema": INVOICE, "references": reference}),
+    )
+    .await;
+    delete(source, "/subjects/invoices-value/versions/1").await;
+    delete(source, "/subjects/types.currency/versions/1").await;
     put(
         source,
         "/config/orders-value",
@@ -226,7 +242,7 @@ async fn migrate_into_postgres_verifies_and_runs_again_without_duplicates() {
     assert_clean(&again);
     let stderr = text(&again.stderr);
     assert!(
-        stderr.contains("wrote 0 versions (8 already present"),
+        stderr.contains("wrote 0 versions (10 already present"),
         "{stderr}"
     );
     db.drop_db().await;
