@@ -62,7 +62,8 @@ pub struct MigrateArgs {
     /// Trust this certificate authority (PEM) for https registries, besides the system's.
     #[arg(long, value_name = "FILE")]
     ca_cert: Option<PathBuf>,
-    /// Only subjects whose name starts with this prefix.
+    /// Only subjects whose name starts with this prefix (the global config and mode are then
+    /// left as the destination has them).
     #[arg(long, value_name = "PREFIX", default_value = "")]
     subjects: String,
     /// Read both sides and report what would be written; write nothing.
@@ -107,14 +108,16 @@ enum Destination {
 
 async fn migrate(args: MigrateArgs) -> Result<ExitCode> {
     let parallel = usize::from(args.parallel);
-    let source = read_source(&args, parallel).await?;
     if args.dry_run && args.data_dir.as_deref().is_some_and(|d| !d.exists()) {
         // A store that does not exist yet holds nothing, and a dry run does not create it.
+        let source = read_source(&args, parallel).await?;
         return Ok(dry_run(&source, &empty_dump()));
     }
+    // The destination first, so that an unreachable one fails before a long read.
     let destination = open_destination(&args).await?;
-    let before = read_destination(&destination, &args.subjects, parallel).await?;
+    let source = read_source(&args, parallel).await?;
     if args.dry_run {
+        let before = read_destination(&destination, &args.subjects, parallel).await?;
         return Ok(dry_run(&source, &before));
     }
     let conflicts = match &destination {
@@ -166,7 +169,8 @@ async fn read_source(args: &MigrateArgs, parallel: usize) -> Result<Dump> {
         .as_deref()
         .context("--from or --from-topic-dump is needed")?;
     let remote = Remote::new(url, args.basic_auth.clone(), args.bearer.clone(), args)?;
-    read_registry(Arc::new(remote), &args.subjects, parallel, true).await
+    let dump = read_registry(Arc::new(remote), &args.subjects, parallel, true).await?;
+    Ok(restrict(dump, &args.subjects))
 }
 
 async fn open_destination(args: &MigrateArgs) -> Result<Destination> {
@@ -193,15 +197,20 @@ async fn read_destination(
 ) -> Result<Dump> {
     match destination {
         Destination::Store(store) => Ok(restrict(transfer::export(store.as_ref()).await?, prefix)),
-        Destination::Registry(remote) => {
-            read_registry(remote.clone(), prefix, parallel, false).await
-        }
+        Destination::Registry(remote) => Ok(restrict(
+            read_registry(remote.clone(), prefix, parallel, false).await?,
+            prefix,
+        )),
     }
 }
 
-/// Only the subjects under `prefix` (and the global config and mode), and the ids they carry.
+/// Only the subjects under `prefix`, their configs and modes, and the ids they carry; the global
+/// config and mode only without a prefix (moving some subjects leaves the destination's own).
 fn restrict(mut dump: Dump, prefix: &str) -> Dump {
-    let under = |s: &Option<String>| s.as_deref().is_none_or(|s| s.starts_with(prefix));
+    let under = |s: &Option<String>| match s {
+        Some(s) => s.starts_with(prefix),
+        None => prefix.is_empty(),
+    };
     dump.subjects.retain(|s| s.name.starts_with(prefix));
     dump.configs.retain(|c| under(&c.subject));
     dump.modes.retain(|m| under(&m.subject));

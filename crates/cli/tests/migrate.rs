@@ -296,6 +296,37 @@ async fn dry_runs_write_nothing_and_conflicts_are_reported_not_overwritten() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefix_moves_only_its_subjects_and_leaves_the_global_settings() {
+    let source = TestServer::start().await;
+    let destination = TestServer::start().await;
+    for (subject, schema) in [
+        ("keep-1", "\"int\""),
+        ("keep-2", "\"long\""),
+        ("other", "\"string\""),
+    ] {
+        post(&source, subject, json!({"schema": schema})).await;
+    }
+    put(&source, "/config", json!({"compatibility": "NONE"})).await;
+    put(&source, "/config/keep-2", json!({"compatibility": "FULL"})).await;
+    let run = covenant(&[
+        "migrate",
+        "--from",
+        &source.base,
+        "--to",
+        &destination.base,
+        "--subjects",
+        "keep-",
+    ]);
+    assert_clean(&run);
+    let (_, subjects) = destination.call("GET", "/subjects", None).await;
+    assert_eq!(subjects, json!(["keep-1", "keep-2"]));
+    let (_, global) = destination.call("GET", "/config", None).await;
+    assert_eq!(global["compatibilityLevel"], "BACKWARD");
+    let (_, keep) = destination.call("GET", "/config/keep-2", None).await;
+    assert_eq!(keep["compatibilityLevel"], "FULL");
+}
+
 /// An auth file whose `admin` (password `pw`) may do everything, and `reader` only read.
 fn admin_auth_file(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("auth.json");
