@@ -8,6 +8,7 @@ mod governance;
 mod limits;
 mod migrate;
 mod output;
+mod reconcile;
 mod samples;
 mod serve;
 mod topic_dump;

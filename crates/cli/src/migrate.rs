@@ -3,16 +3,17 @@
 //! keeping every id and version number.
 //!
 //! Every source is first read into the [`Dump`] that `covenant export` writes; the dump is then
-//! written with the references-first order of [`transfer::write_order`] (into a store through
+//! written with the references-first order of [`reconcile::write_order`] (into a store through
 //! [`transfer::apply`], into a running registry over REST in IMPORT mode) and the result is
-//! checked with [`transfer::verify`]. So migrate, import and export share one notion of order,
+//! checked with [`reconcile::verify`]. So migrate, import and export share one notion of order,
 //! identity and verification.
 
 use crate::governance::Server;
 use crate::output::{out, outln};
+use crate::reconcile::{self, Difference};
 use crate::topic_dump;
 use crate::transfer::{
-    self, Difference, Dump, DumpConfig, DumpMode, DumpSchema, DumpSubject, DumpVersion, StoreArgs,
+    self, Dump, DumpConfig, DumpMode, DumpSchema, DumpSubject, DumpVersion, StoreArgs,
 };
 use anyhow::{Context, Result, bail};
 use covenant_store::SchemaRef;
@@ -125,7 +126,7 @@ async fn migrate(args: MigrateArgs) -> Result<ExitCode> {
         Destination::Registry(remote) => write_registry(remote, &source).await?,
     };
     let after = read_destination(&destination, &args.subjects, parallel).await?;
-    let verification = transfer::verify(&source, &after);
+    let verification = reconcile::verify(&source, &after);
     for conflict in &conflicts {
         eprintln!("covenant: left as it was: {conflict}");
     }
@@ -139,7 +140,7 @@ async fn migrate(args: MigrateArgs) -> Result<ExitCode> {
 
 /// Reports what a run would do; exit 1 only when something on the destination conflicts.
 fn dry_run(source: &Dump, destination: &Dump) -> ExitCode {
-    let verification = transfer::verify(source, destination);
+    let verification = reconcile::verify(source, destination);
     let missing = verification
         .differences
         .iter()
@@ -598,7 +599,7 @@ pub fn config_from(subject: Option<&str>, body: &Value) -> DumpConfig {
 // ----- writing -----------------------------------------------------------------------------
 
 async fn write_store(store: &dyn covenant_store::Store, dump: &Dump) -> Result<Vec<String>> {
-    let progress = Progress::new("wrote versions", transfer::write_order(dump).len());
+    let progress = Progress::new("wrote versions", reconcile::write_order(dump).len());
     let counts = transfer::apply(store, dump, &mut |_| progress.step()).await?;
     eprintln!(
         "wrote {} versions ({} already present, {} soft-deleted), {} configs, {} modes",
@@ -671,11 +672,11 @@ async fn held_versions(remote: &Remote, subject: &str) -> Result<BTreeMap<i64, (
     Ok(held)
 }
 
-/// Writes every version in [`transfer::write_order`], then the soft deletes, referrers first
+/// Writes every version in [`reconcile::write_order`], then the soft deletes, referrers first
 /// (a registry refuses to delete a version a live one refers to).
 async fn write_versions(remote: &Remote, dump: &Dump) -> Result<Vec<String>> {
     let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
-    let order = transfer::write_order(dump);
+    let order = reconcile::write_order(dump);
     let progress = Progress::new("wrote versions", order.len());
     let mut held: BTreeMap<&str, BTreeMap<i64, (i64, bool)>> = BTreeMap::new();
     let mut tally = RemoteTally::default();
