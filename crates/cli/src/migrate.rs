@@ -379,13 +379,12 @@ async fn read_registry(
     parallel: usize,
     report: bool,
 ) -> Result<Dump> {
-    let listed = remote
-        .get(&format!(
-            "/subjects?deleted=true&subjectPrefix={}",
-            enc(prefix)
-        ))
-        .await?
-        .unwrap_or_default();
+    // Without a prefix none is sent: Confluent reads an empty one as "the default context only".
+    let path = match prefix {
+        "" => "/subjects?deleted=true".to_string(),
+        p => format!("/subjects?deleted=true&subjectPrefix={}", enc(p)),
+    };
+    let listed = remote.get(&path).await?.unwrap_or_default();
     let names: Vec<String> = serde_json::from_value::<Vec<String>>(listed)
         .context("the subject list is not a list of names")?
         .into_iter()
