@@ -182,6 +182,8 @@ async fn open_destination(args: &MigrateArgs) -> Result<Destination> {
             args.to_bearer.clone(),
             args,
         )?;
+        // Reachable, and these credentials may read it: known before the source is read.
+        remote.get_setting("/mode").await?;
         return Ok(Destination::Registry(Arc::new(remote)));
     }
     let store_args = StoreArgs {

@@ -455,6 +455,28 @@ fn usage_and_connection_errors_exit_2_with_one_line() {
     let stderr = text(&unreachable.stderr);
     assert!(stderr.starts_with("covenant: cannot reach"), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    let to_nowhere = covenant(&[
+        "migrate",
+        "--from-topic-dump",
+        "/nonexistent/dump.tsv",
+        "--to",
+        &format!("http://127.0.0.1:{port}"),
+    ]);
+    assert_eq!(to_nowhere.status.code(), Some(2));
+    let stderr = text(&to_nowhere.stderr);
+    assert!(
+        stderr.starts_with("covenant: cannot reach"),
+        "the destination is tried first: {stderr}"
+    );
+    let no_file = covenant(&[
+        "migrate",
+        "--from-topic-dump",
+        "/nonexistent/dump.tsv",
+        "--data-dir",
+        s(&data),
+    ]);
+    assert_eq!(no_file.status.code(), Some(2));
+    assert!(text(&no_file.stderr).starts_with("covenant: cannot read '/nonexistent/dump.tsv'"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
