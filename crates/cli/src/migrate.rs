@@ -114,9 +114,16 @@ async fn migrate(args: MigrateArgs) -> Result<ExitCode> {
         let source = read_source(&args, parallel).await?;
         return Ok(dry_run(&source, &empty_dump()));
     }
-    // The destination first, so that an unreachable one fails before a long read.
-    let destination = open_destination(&args).await?;
-    let source = read_source(&args, parallel).await?;
+    // A registry or PostgreSQL destination is reached before the source is read, so an
+    // unreachable one fails before a long read; an embedded store is created only after the
+    // source was read in full.
+    let (destination, source) = if args.data_dir.is_some() {
+        let source = read_source(&args, parallel).await?;
+        (open_destination(&args).await?, source)
+    } else {
+        let destination = open_destination(&args).await?;
+        (destination, read_source(&args, parallel).await?)
+    };
     if args.dry_run {
         let before = read_destination(&destination, &args.subjects, parallel).await?;
         return Ok(dry_run(&source, &before));

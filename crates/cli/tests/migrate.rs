@@ -455,19 +455,21 @@ fn usage_and_connection_errors_exit_2_with_one_line() {
     let stderr = text(&unreachable.stderr);
     assert!(stderr.starts_with("covenant: cannot reach"), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        !data.exists(),
+        "no store is created when the source cannot be read"
+    );
+    let empty = write(dir.path(), "empty.tsv", "");
     let to_nowhere = covenant(&[
         "migrate",
         "--from-topic-dump",
-        "/nonexistent/dump.tsv",
+        s(&empty),
         "--to",
         &format!("http://127.0.0.1:{port}"),
     ]);
     assert_eq!(to_nowhere.status.code(), Some(2));
     let stderr = text(&to_nowhere.stderr);
-    assert!(
-        stderr.starts_with("covenant: cannot reach"),
-        "the destination is tried first: {stderr}"
-    );
+    assert!(stderr.starts_with("covenant: cannot reach"), "{stderr}");
     let no_file = covenant(&[
         "migrate",
         "--from-topic-dump",
@@ -477,6 +479,10 @@ fn usage_and_connection_errors_exit_2_with_one_line() {
     ]);
     assert_eq!(no_file.status.code(), Some(2));
     assert!(text(&no_file.stderr).starts_with("covenant: cannot read '/nonexistent/dump.tsv'"));
+    assert!(
+        !data.exists(),
+        "no store is created for a dump that cannot be read"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
