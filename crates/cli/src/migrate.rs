@@ -63,8 +63,8 @@ pub struct MigrateArgs {
     /// Trust this certificate authority (PEM) for https registries, besides the system's.
     #[arg(long, value_name = "FILE")]
     ca_cert: Option<PathBuf>,
-    /// Only subjects whose name starts with this prefix (the global config and mode are then
-    /// left as the destination has them).
+    /// Only subjects whose name starts with this prefix, and the versions they refer to (the
+    /// global config and mode are then left as the destination has them).
     #[arg(long, value_name = "PREFIX", default_value = "")]
     subjects: String,
     /// Read both sides and report what would be written; write nothing.
@@ -214,22 +214,17 @@ async fn read_destination(
     }
 }
 
-/// Only the subjects under `prefix`, their configs and modes, and the ids they carry; the global
-/// config and mode only without a prefix (moving some subjects leaves the destination's own).
+/// Only the subjects under `prefix` with the versions they refer to, their configs and modes,
+/// and the ids they carry; the global config and mode only without a prefix (moving some
+/// subjects leaves the destination's own).
 fn restrict(mut dump: Dump, prefix: &str) -> Dump {
     let under = |s: &Option<String>| match s {
         Some(s) => s.starts_with(prefix),
         None => prefix.is_empty(),
     };
-    dump.subjects.retain(|s| s.name.starts_with(prefix));
+    reconcile::keep_with_references(&mut dump, |s| s.starts_with(prefix));
     dump.configs.retain(|c| under(&c.subject));
     dump.modes.retain(|m| under(&m.subject));
-    let carried: BTreeSet<i64> = dump
-        .subjects
-        .iter()
-        .flat_map(|s| s.versions.iter().map(|v| v.id))
-        .collect();
-    dump.schemas.retain(|s| carried.contains(&s.id));
     dump.audit.clear();
     dump
 }
@@ -418,7 +413,9 @@ async fn read_registry(
         reads.push(joined.context("a subject reader stopped")??);
     }
     reads.sort_by_key(|(ix, _)| *ix);
-    assemble(&remote, reads.into_iter().map(|(_, r)| r).collect()).await
+    let mut dump = assemble(&remote, reads.into_iter().map(|(_, r)| r).collect()).await?;
+    read_references(&remote, &mut dump).await?;
+    Ok(dump)
 }
 
 /// Joins the subjects read into one dump, with the global config and mode.
@@ -487,36 +484,17 @@ pub fn add_schema(
 
 async fn read_subject(remote: &Remote, name: String) -> Result<SubjectRead> {
     let e = enc(&name);
-    let numbers = |v: Option<Value>| -> Result<Vec<i64>> {
-        serde_json::from_value(v.unwrap_or_else(|| json!([])))
-            .with_context(|| format!("the versions of '{name}' are not a list of numbers"))
-    };
-    let all = numbers(
-        remote
-            .get(&format!("/subjects/{e}/versions?deleted=true"))
-            .await?,
-    )?;
-    let live: BTreeSet<i64> = numbers(remote.get(&format!("/subjects/{e}/versions")).await?)?
-        .into_iter()
-        .collect();
+    let (all, live) = version_lists(remote, &name).await?;
     let mut subject = DumpSubject {
         name: name.clone(),
         versions: Vec::new(),
     };
     let mut schemas = Vec::new();
     for version in all {
-        let path = format!("/subjects/{e}/versions/{version}?deleted=true");
-        let Some(body) = remote.get(&path).await? else {
-            continue; // hard-deleted meanwhile
-        };
-        let schema = schema_from(&body).with_context(|| format!("reading {path}"))?;
-        subject.versions.push(DumpVersion {
-            version,
-            id: schema.id,
-            deleted: !live.contains(&version),
-            created_at: None,
-        });
-        schemas.push(schema);
+        if let Some((v, schema)) = read_version(remote, &name, version, &live).await? {
+            subject.versions.push(v);
+            schemas.push(schema);
+        }
     }
     let config = remote
         .get_setting(&format!("/config/{e}"))
@@ -537,6 +515,81 @@ async fn read_subject(remote: &Remote, name: String) -> Result<SubjectRead> {
         config,
         mode,
     })
+}
+
+/// A subject's versions, soft-deleted ones included, and its live ones.
+async fn version_lists(remote: &Remote, name: &str) -> Result<(Vec<i64>, BTreeSet<i64>)> {
+    let e = enc(name);
+    let numbers = |v: Option<Value>| -> Result<Vec<i64>> {
+        serde_json::from_value(v.unwrap_or_else(|| json!([])))
+            .with_context(|| format!("the versions of '{name}' are not a list of numbers"))
+    };
+    let path = format!("/subjects/{e}/versions?deleted=true");
+    let all = numbers(remote.get(&path).await?)?;
+    let path = format!("/subjects/{e}/versions");
+    let live = numbers(remote.get(&path).await?)?.into_iter().collect();
+    Ok((all, live))
+}
+
+/// One version with its schema; `None` when it was hard-deleted meanwhile.
+async fn read_version(
+    remote: &Remote,
+    name: &str,
+    version: i64,
+    live: &BTreeSet<i64>,
+) -> Result<Option<(DumpVersion, DumpSchema)>> {
+    let path = format!("/subjects/{}/versions/{version}?deleted=true", enc(name));
+    let Some(body) = remote.get(&path).await? else {
+        return Ok(None);
+    };
+    let schema = schema_from(&body).with_context(|| format!("reading {path}"))?;
+    let v = DumpVersion {
+        version,
+        id: schema.id,
+        deleted: !live.contains(&version),
+        created_at: None,
+    };
+    Ok(Some((v, schema)))
+}
+
+/// Reads the versions outside the subjects read that their schemas refer to, transitively, so
+/// that a subset of subjects can still be registered.
+async fn read_references(remote: &Remote, dump: &mut Dump) -> Result<()> {
+    let mut tried = BTreeSet::new();
+    loop {
+        let wanted: Vec<(String, i64)> = reconcile::unresolved_references(dump)
+            .into_iter()
+            .filter(|r| tried.insert(r.clone()))
+            .collect();
+        if wanted.is_empty() {
+            dump.schemas.sort_by_key(|s| s.id);
+            return Ok(());
+        }
+        for (name, version) in wanted {
+            let (_, live) = version_lists(remote, &name).await?;
+            let Some((v, schema)) = read_version(remote, &name, version, &live).await? else {
+                continue;
+            };
+            match dump.schemas.iter().find(|s| s.id == schema.id) {
+                Some(held) if held.content_key != schema.content_key => bail!(
+                    "schema id {} carries different schemas in '{name}' and elsewhere",
+                    schema.id
+                ),
+                Some(_) => {}
+                None => dump.schemas.push(schema),
+            }
+            match dump.subjects.iter_mut().find(|s| s.name == name) {
+                Some(subject) => {
+                    subject.versions.push(v);
+                    subject.versions.sort_by_key(|v| v.version);
+                }
+                None => dump.subjects.push(DumpSubject {
+                    name,
+                    versions: vec![v],
+                }),
+            }
+        }
+    }
 }
 
 /// A schema as Confluent's version and `_schemas` records carry it (`schemaType` absent means

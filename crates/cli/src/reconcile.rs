@@ -51,6 +51,63 @@ fn place<'a>(
     order.push((subject, v));
 }
 
+/// The (subject, version) pairs the dump's schemas refer to that it does not hold itself.
+pub fn unresolved_references(dump: &Dump) -> BTreeSet<(String, i64)> {
+    let held: BTreeSet<(&str, i64)> = held_versions(dump).collect();
+    dump.schemas
+        .iter()
+        .flat_map(|s| &s.references)
+        .filter(|r| !held.contains(&(r.subject.as_str(), r.version)))
+        .map(|r| (r.subject.clone(), r.version))
+        .collect()
+}
+
+fn held_versions(dump: &Dump) -> impl Iterator<Item = (&str, i64)> {
+    dump.subjects
+        .iter()
+        .flat_map(|s| s.versions.iter().map(move |v| (s.name.as_str(), v.version)))
+}
+
+/// Keeps the subjects `keep` accepts and, from the others, only the versions those refer to
+/// (transitively), so that what is kept can still be registered; then only the ids kept
+/// versions carry.
+pub fn keep_with_references(dump: &mut Dump, keep: impl Fn(&str) -> bool) {
+    let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
+    let ids: BTreeMap<(&str, i64), i64> = dump
+        .subjects
+        .iter()
+        .flat_map(|s| {
+            s.versions
+                .iter()
+                .map(move |v| ((s.name.as_str(), v.version), v.id))
+        })
+        .collect();
+    let mut kept: BTreeSet<(String, i64)> = BTreeSet::new();
+    let mut pending: Vec<(&str, i64)> = held_versions(dump).filter(|(s, _)| keep(s)).collect();
+    while let Some((subject, version)) = pending.pop() {
+        if !kept.insert((subject.to_string(), version)) {
+            continue;
+        }
+        let refs = ids.get(&(subject, version)).and_then(|id| schemas.get(id));
+        for r in refs.map(|s| s.references.as_slice()).unwrap_or(&[]) {
+            pending.push((r.subject.as_str(), r.version));
+        }
+    }
+    for subject in &mut dump.subjects {
+        let name = subject.name.clone();
+        subject
+            .versions
+            .retain(|v| kept.contains(&(name.clone(), v.version)));
+    }
+    dump.subjects.retain(|s| !s.versions.is_empty());
+    let carried: BTreeSet<i64> = dump
+        .subjects
+        .iter()
+        .flat_map(|s| s.versions.iter().map(|v| v.id))
+        .collect();
+    dump.schemas.retain(|s| carried.contains(&s.id));
+}
+
 /// What makes two stored schemas the same schema, on either side of a transfer: the
 /// registry's identity over a canonical text (Avro as the Avro library prints it, JSON
 /// Schema compacted with key order kept, Protobuf trimmed), references, metadata and rules.
@@ -317,6 +374,35 @@ mod tests {
             .map(|(s, v)| (s, v.version))
             .collect();
         assert_eq!(order, [("b", 1), ("c", 2), ("a", 1), ("c", 1)]);
+    }
+
+    #[test]
+    fn a_kept_subset_brings_the_versions_it_refers_to() {
+        // keep-a@1 refers to lib@2, which refers to base@1; lib@1 and other@1 are not needed.
+        let mut dump = dump_of(
+            vec![
+                schema(1, "{}", vec![to("lib", 2)]),
+                schema(2, "{\"l\":1}", vec![]),
+                schema(3, "{\"l\":2}", vec![to("base", 1)]),
+                schema(4, "{\"b\":1}", vec![]),
+                schema(5, "{\"o\":1}", vec![]),
+            ],
+            vec![
+                ("base", vec![version(1, 4)]),
+                ("keep-a", vec![version(1, 1)]),
+                ("lib", vec![version(1, 2), version(2, 3)]),
+                ("other", vec![version(1, 5)]),
+            ],
+        );
+        assert_eq!(unresolved_references(&dump), BTreeSet::new());
+        keep_with_references(&mut dump, |s| s.starts_with("keep-"));
+        let held: Vec<(&str, i64)> = held_versions(&dump).collect();
+        assert_eq!(held, [("base", 1), ("keep-a", 1), ("lib", 2)]);
+        let ids: Vec<i64> = dump.schemas.iter().map(|s| s.id).collect();
+        assert_eq!(ids, [1, 3, 4]);
+        dump.subjects.retain(|s| s.name != "base");
+        let want: BTreeSet<(String, i64)> = [("base".to_string(), 1)].into();
+        assert_eq!(unresolved_references(&dump), want);
     }
 
     #[test]

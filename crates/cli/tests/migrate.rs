@@ -297,17 +297,22 @@ async fn dry_runs_write_nothing_and_conflicts_are_reported_not_overwritten() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_prefix_moves_only_its_subjects_and_leaves_the_global_settings() {
+async fn a_prefix_moves_only_its_subjects_what_they_refer_to_and_leaves_the_global_settings() {
     let source = TestServer::start().await;
     let destination = TestServer::start().await;
-    for (subject, schema) in [
-        ("keep-1", "\"int\""),
-        ("keep-2", "\"long\""),
-        ("other", "\"string\""),
-    ] {
+    put(&source, "/config", json!({"compatibility": "NONE"})).await;
+    post(&source, "lib", json!({"schema": ADDRESS})).await;
+    post(&source, "lib", json!({"schema": CURRENCY})).await;
+    let reference = json!([{"name": "com.example.Address", "subject": "lib", "version": 1}]);
+    post(
+        &source,
+        "keep-1",
+        json!({"schema": ORDER, "references": reference}),
+    )
+    .await;
+    for (subject, schema) in [("keep-2", "\"long\""), ("other", "\"string\"")] {
         post(&source, subject, json!({"schema": schema})).await;
     }
-    put(&source, "/config", json!({"compatibility": "NONE"})).await;
     put(&source, "/config/keep-2", json!({"compatibility": "FULL"})).await;
     let run = covenant(&[
         "migrate",
@@ -320,7 +325,11 @@ async fn a_prefix_moves_only_its_subjects_and_leaves_the_global_settings() {
     ]);
     assert_clean(&run);
     let (_, subjects) = destination.call("GET", "/subjects", None).await;
-    assert_eq!(subjects, json!(["keep-1", "keep-2"]));
+    assert_eq!(subjects, json!(["keep-1", "keep-2", "lib"]));
+    let (_, lib) = destination
+        .call("GET", "/subjects/lib/versions", None)
+        .await;
+    assert_eq!(lib, json!([1]), "only the version keep-1 refers to");
     let (_, global) = destination.call("GET", "/config", None).await;
     assert_eq!(global["compatibilityLevel"], "BACKWARD");
     let (_, keep) = destination.call("GET", "/config/keep-2", None).await;
