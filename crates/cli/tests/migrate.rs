@@ -74,10 +74,12 @@ async fn fill(source: &TestServer) {
     let body = json!({"schemaType": "PROTOBUF", "schema": PRICE_PROTO, "references": reference});
     post(source, "price-value", body).await;
     let metadata = json!({"properties": {"owner": "payments"}});
+    let rules = json!({"domainRules": [{"name": "positive", "kind": "CONDITION", "mode": "WRITE",
+                                       "type": "CEL", "expr": "message > 0"}]});
     post(
         source,
         "retired-value",
-        json!({"schema": "\"long\"", "metadata": metadata}),
+        json!({"schema": "\"long\"", "metadata": metadata, "ruleSet": rules}),
     )
     .await;
     delete(source, "/subjects/retired-value").await;
@@ -201,6 +203,7 @@ async fn migrate_to_a_running_registry_and_to_a_store_keeps_everything() {
     let path = "/subjects/retired-value/versions/1?deleted=true";
     let (_, retired) = destination.call("GET", path, None).await;
     assert_eq!(retired["metadata"]["properties"]["owner"], "payments");
+    assert_eq!(retired["ruleSet"]["domainRules"][0]["name"], "positive");
 
     let again = covenant(&to);
     assert_clean(&again);
