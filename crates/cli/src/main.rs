@@ -11,7 +11,6 @@ mod output;
 mod reconcile;
 mod samples;
 mod serve;
-mod topic_dump;
 mod transfer;
 
 use clap::{Parser, Subcommand};

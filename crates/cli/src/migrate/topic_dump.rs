@@ -2,7 +2,7 @@
 //! Karapace): one record per line, key JSON, a tab, value JSON; an empty or `null` value is a
 //! tombstone. Records are applied in order the way the registries' own readers apply them.
 
-use crate::migrate::{add_schema, config_from, empty_dump, schema_from};
+use super::records::{add_schema, config_from, empty_dump, schema_from};
 use crate::transfer::{Dump, DumpMode, DumpSchema, DumpSubject, DumpVersion};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
