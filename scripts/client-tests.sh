@@ -108,6 +108,8 @@ export COVENANT_URL="http://127.0.0.1:$PORT"
 export COVENANT_AUTH_URL="http://127.0.0.1:$AUTH_PORT"
 export COVENANT_TLS_URL="https://localhost:$TLS_PORT"
 export COVENANT_TLS_DIR="$TLS_DIR"
+# test_migrate.py starts its own source and destination servers with this binary.
+export COVENANT_BIN="$BIN"
 set +e
 "$VENV/bin/python" -m pytest -q "$ROOT/tests/clients" "$@"
 PY_STATUS=$?

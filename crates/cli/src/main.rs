@@ -6,7 +6,9 @@ mod auth;
 mod check;
 mod governance;
 mod limits;
+mod migrate;
 mod output;
+mod reconcile;
 mod samples;
 mod serve;
 mod transfer;
@@ -52,6 +54,8 @@ enum Command {
     Export(transfer::ExportArgs),
     /// Load a dump written by `covenant export`, keeping ids and versions.
     Import(transfer::ImportArgs),
+    /// Move in from a running Confluent-compatible registry or a `_schemas` topic dump, ids kept.
+    Migrate(migrate::MigrateArgs),
     /// Manage an auth file: add-user, grant, revoke, check.
     Auth(auth::AuthArgs),
     /// Manage the sample payloads a running registry replays on every check (add, list, rm).
@@ -91,6 +95,7 @@ fn main() -> ExitCode {
         Command::Usage(args) => governance::run_usage(args),
         Command::Export(args) => transfer::run_export(args),
         Command::Import(args) => transfer::run_import(args),
+        Command::Migrate(args) => migrate::run(args),
         Command::Samples(args) => samples::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Auth(args) => auth::run(args),

@@ -2,10 +2,11 @@
 //! embedded one and PostgreSQL, either way) as one JSON document, keeping ids, version numbers,
 //! soft deletes, config and modes. The format is described in `docs/export-format.md`.
 
+use crate::reconcile::{identity, schema_identity, write_order};
 use anyhow::{Context, Result, bail};
 use covenant_store::{
     AuditEntry, AuditQuery, ConfigRecord, Dedupe, NewSchema, Placement, PostgresStore, SchemaRef,
-    Scope, SqliteStore, Store, StoredVersion,
+    Scope, SqliteStore, Store, StoreError, StoredVersion,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -122,7 +123,7 @@ pub struct DumpMode {
 }
 
 /// What an import did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ImportCounts {
     pub versions_written: usize,
     pub versions_present: usize,
@@ -130,6 +131,9 @@ pub struct ImportCounts {
     pub configs: usize,
     pub modes: usize,
     pub audit_entries: usize,
+    /// Versions the store already holds with another schema, or ids it holds with other
+    /// content: left as they are and reported, never overwritten.
+    pub conflicts: Vec<String>,
 }
 
 /// Opens the store the flags name: PostgreSQL for `--store`, else the embedded one.
@@ -322,86 +326,141 @@ pub fn validate(dump: &Dump) -> Result<()> {
 /// Writes `dump` into `store`. Versions already present with the same id are left alone, so an
 /// interrupted import can be run again; a version present with another id is an error.
 pub async fn import(store: &dyn Store, dump: &Dump) -> Result<ImportCounts> {
+    let counts = apply(store, dump, &mut |_| {}).await?;
+    match counts.conflicts.first() {
+        Some(conflict) => bail!("{conflict}"),
+        None => Ok(counts),
+    }
+}
+
+/// Writes `dump` into `store` in [`write_order`], then the soft deletes (referrers first, so a
+/// reference never names a version deleted before its referrer was written), then configs,
+/// modes and the audit trail. An identical (subject, version, id) already there is skipped; a
+/// conflicting one, or one the store refuses, is left alone and listed in
+/// [`ImportCounts::conflicts`]. `progress` hears the number of versions handled so far.
+pub async fn apply(
+    store: &dyn Store,
+    dump: &Dump,
+    progress: &mut dyn FnMut(usize),
+) -> Result<ImportCounts> {
     validate(dump)?;
     let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
-    let allow = |_: &[StoredVersion]| Ok(());
     let mut counts = ImportCounts::default();
-    for subject in &dump.subjects {
-        let existing = store.subject_versions(&subject.name).await?;
-        for v in &subject.versions {
-            let schema = schemas
-                .get(&v.id)
-                .with_context(|| format!("schema id {} is missing from the dump", v.id))?;
-            let present = existing.iter().find(|e| e.version == v.version);
-            match present {
-                Some(e) if e.schema.id == v.id => {
-                    counts.versions_present += 1;
-                    if v.deleted && !e.deleted {
-                        store.soft_delete(&subject.name, &[v.version]).await?;
-                        counts.soft_deleted += 1;
-                    }
-                    continue;
-                }
-                Some(e) => bail!(
-                    "version {} of subject '{}' already exists with schema id {} (the dump has {})",
-                    v.version,
-                    subject.name,
-                    e.schema.id,
-                    v.id
-                ),
-                None => {}
-            }
-            let candidate = NewSchema {
-                schema_type: schema.schema_type.clone(),
-                schema: schema.schema.clone(),
-                references: schema.references.clone(),
-                metadata: schema.metadata.clone(),
-                rule_set: schema.rule_set.clone(),
-                content_key: schema.content_key.clone(),
-            };
-            let placement = Placement {
-                id: Some(v.id),
-                version: Some(v.version),
-                dedupe: Dedupe::Never,
-            };
-            store
-                .register(&subject.name, &candidate, placement, &allow, None)
-                .await
-                .with_context(|| {
-                    format!(
-                        "cannot import version {} of subject '{}' (id {})",
-                        v.version, subject.name, v.id
-                    )
-                })?;
-            counts.versions_written += 1;
-            if v.deleted {
-                store.soft_delete(&subject.name, &[v.version]).await?;
-                counts.soft_deleted += 1;
-            }
+    let mut existing: BTreeMap<&str, Vec<StoredVersion>> = BTreeMap::new();
+    let mut to_delete = Vec::new();
+    for (done, (subject, v)) in write_order(dump).into_iter().enumerate() {
+        if !existing.contains_key(subject) {
+            existing.insert(subject, store.subject_versions(subject).await?);
         }
+        let present = existing[subject].iter().find(|e| e.version == v.version);
+        let live = apply_version(store, subject, v, schemas[&v.id], present, &mut counts).await?;
+        if v.deleted && live {
+            to_delete.push((subject, v.version));
+        }
+        progress(done + 1);
+    }
+    for (subject, version) in to_delete.into_iter().rev() {
+        store.soft_delete(subject, &[version]).await?;
+        counts.soft_deleted += 1;
+    }
+    apply_settings(store, dump, &mut counts).await?;
+    counts.audit_entries = import_trail(store, &dump.audit).await?;
+    Ok(counts)
+}
+
+async fn apply_settings(store: &dyn Store, dump: &Dump, counts: &mut ImportCounts) -> Result<()> {
+    fn scope(subject: &Option<String>) -> Scope<'_> {
+        subject.as_deref().map_or(Scope::Global, Scope::Subject)
     }
     for c in &dump.configs {
-        let scope = match &c.subject {
-            Some(s) => Scope::Subject(s),
-            None => Scope::Global,
-        };
         let record = ConfigRecord {
             compatibility: c.compatibility.clone(),
             extra: c.extra.clone(),
         };
-        store.set_config(scope, &record, None).await?;
+        store.set_config(scope(&c.subject), &record, None).await?;
         counts.configs += 1;
     }
     for m in &dump.modes {
-        let scope = match &m.subject {
-            Some(s) => Scope::Subject(s),
-            None => Scope::Global,
-        };
-        store.set_mode(scope, &m.mode, None).await?;
+        store.set_mode(scope(&m.subject), &m.mode, None).await?;
         counts.modes += 1;
     }
-    counts.audit_entries = import_trail(store, &dump.audit).await?;
-    Ok(counts)
+    Ok(())
+}
+
+/// Writes one version unless `present` already holds it; answers whether the version is now
+/// held and live (so a soft delete is still due).
+async fn apply_version(
+    store: &dyn Store,
+    subject: &str,
+    v: &DumpVersion,
+    schema: &DumpSchema,
+    present: Option<&StoredVersion>,
+    counts: &mut ImportCounts,
+) -> Result<bool> {
+    let what = format!("version {} of subject '{subject}' (id {})", v.version, v.id);
+    match present {
+        Some(e) if e.schema.id == v.id => {
+            counts.versions_present += 1;
+            return Ok(!e.deleted);
+        }
+        Some(e) => {
+            let id = e.schema.id;
+            counts
+                .conflicts
+                .push(format!("{what} already exists with schema id {id}"));
+            return Ok(false);
+        }
+        None => {}
+    }
+    let mut candidate = NewSchema {
+        schema_type: schema.schema_type.clone(),
+        schema: schema.schema.clone(),
+        references: schema.references.clone(),
+        metadata: schema.metadata.clone(),
+        rule_set: schema.rule_set.clone(),
+        content_key: schema.content_key.clone(),
+    };
+    if let Some(held) = store.schema_by_id(v.id).await? {
+        let same = identity(
+            &held.schema_type,
+            &held.schema,
+            &held.references,
+            &held.metadata,
+            &held.rule_set,
+        ) == schema_identity(schema);
+        if !same {
+            let id = v.id;
+            counts
+                .conflicts
+                .push(format!("{what}: schema id {id} holds other content"));
+            return Ok(false);
+        }
+        // The id already holds this schema (perhaps spelled differently): bind to it as it is.
+        candidate.schema = held.schema;
+        candidate.content_key = held.content_key;
+    }
+    let placement = Placement {
+        id: Some(v.id),
+        version: Some(v.version),
+        dedupe: Dedupe::Never,
+    };
+    let allow = |_: &[StoredVersion]| Ok(());
+    match store
+        .register(subject, &candidate, placement, &allow, None)
+        .await
+    {
+        Ok(_) => {
+            counts.versions_written += 1;
+            Ok(true)
+        }
+        Err(StoreError::Backend(e)) => Err(anyhow::anyhow!("cannot import {what}: {e}")),
+        Err(refused) => {
+            counts
+                .conflicts
+                .push(format!("{what} was refused: {refused}"));
+            Ok(false)
+        }
+    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

@@ -300,7 +300,9 @@ fn same_identity(stored: &covenant_store::SchemaRecord, key: &str) -> bool {
         ) == key
 }
 
-fn content_key(
+/// The identity a registration deduplicates on: same key, same id. Public so that tools moving
+/// schemas between registries key them exactly as the registry would.
+pub fn content_key(
     schema_type: &str,
     text: &str,
     references: &[SchemaRef],

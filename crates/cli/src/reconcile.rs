@@ -1,0 +1,438 @@
+//! What moving a registry's state needs besides the writes themselves, shared by
+//! `covenant import` and `covenant migrate`: the order versions are written in (every schema's
+//! references first) and the verification of a destination against its source (counts per kind,
+//! and for every id whether both sides hold the same schema).
+
+use crate::transfer::{Dump, DumpSchema, DumpVersion};
+use covenant_store::SchemaRef;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Every version of the dump, each schema's references before the version that carries it
+/// (a registry refuses a reference to a version it does not hold), otherwise in dump order.
+pub fn write_order(dump: &Dump) -> Vec<(&str, &DumpVersion)> {
+    let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
+    let mut index: BTreeMap<(&str, i64), &DumpVersion> = BTreeMap::new();
+    for subject in &dump.subjects {
+        for v in &subject.versions {
+            index.insert((subject.name.as_str(), v.version), v);
+        }
+    }
+    let mut placed = BTreeSet::new();
+    let mut order = Vec::with_capacity(index.len());
+    for subject in &dump.subjects {
+        for v in &subject.versions {
+            place(&subject.name, v, &schemas, &index, &mut placed, &mut order);
+        }
+    }
+    order
+}
+
+/// Depth-first placement of one version after its references; `placed` also breaks cycles.
+fn place<'a>(
+    subject: &'a str,
+    v: &'a DumpVersion,
+    schemas: &BTreeMap<i64, &'a DumpSchema>,
+    index: &BTreeMap<(&'a str, i64), &'a DumpVersion>,
+    placed: &mut BTreeSet<(&'a str, i64)>,
+    order: &mut Vec<(&'a str, &'a DumpVersion)>,
+) {
+    if !placed.insert((subject, v.version)) {
+        return;
+    }
+    for r in schemas
+        .get(&v.id)
+        .map(|s| s.references.as_slice())
+        .unwrap_or(&[])
+    {
+        if let Some((&(name, _), target)) = index.get_key_value(&(r.subject.as_str(), r.version)) {
+            place(name, target, schemas, index, placed, order);
+        }
+    }
+    order.push((subject, v));
+}
+
+/// The (subject, version) pairs the dump's schemas refer to that it does not hold itself.
+pub fn unresolved_references(dump: &Dump) -> BTreeSet<(String, i64)> {
+    let held: BTreeSet<(&str, i64)> = held_versions(dump).collect();
+    dump.schemas
+        .iter()
+        .flat_map(|s| &s.references)
+        .filter(|r| !held.contains(&(r.subject.as_str(), r.version)))
+        .map(|r| (r.subject.clone(), r.version))
+        .collect()
+}
+
+fn held_versions(dump: &Dump) -> impl Iterator<Item = (&str, i64)> {
+    dump.subjects
+        .iter()
+        .flat_map(|s| s.versions.iter().map(move |v| (s.name.as_str(), v.version)))
+}
+
+/// Keeps the subjects `keep` accepts and, from the others, only the versions those refer to
+/// (transitively), so that what is kept can still be registered; then only the ids kept
+/// versions carry.
+pub fn keep_with_references(dump: &mut Dump, keep: impl Fn(&str) -> bool) {
+    let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
+    let ids: BTreeMap<(&str, i64), i64> = dump
+        .subjects
+        .iter()
+        .flat_map(|s| {
+            s.versions
+                .iter()
+                .map(move |v| ((s.name.as_str(), v.version), v.id))
+        })
+        .collect();
+    let mut kept: BTreeSet<(String, i64)> = BTreeSet::new();
+    let mut pending: Vec<(&str, i64)> = held_versions(dump).filter(|(s, _)| keep(s)).collect();
+    while let Some((subject, version)) = pending.pop() {
+        if !kept.insert((subject.to_string(), version)) {
+            continue;
+        }
+        let refs = ids.get(&(subject, version)).and_then(|id| schemas.get(id));
+        for r in refs.map(|s| s.references.as_slice()).unwrap_or(&[]) {
+            pending.push((r.subject.as_str(), r.version));
+        }
+    }
+    for subject in &mut dump.subjects {
+        let name = subject.name.clone();
+        subject
+            .versions
+            .retain(|v| kept.contains(&(name.clone(), v.version)));
+    }
+    dump.subjects.retain(|s| !s.versions.is_empty());
+    let carried: BTreeSet<i64> = dump
+        .subjects
+        .iter()
+        .flat_map(|s| s.versions.iter().map(|v| v.id))
+        .collect();
+    dump.schemas.retain(|s| carried.contains(&s.id));
+}
+
+/// What makes two stored schemas the same schema, on either side of a transfer: the
+/// registry's identity over a canonical text (Avro as the Avro library prints it, JSON
+/// Schema compacted with key order kept, Protobuf trimmed), references, metadata and rules.
+pub fn identity(
+    schema_type: &str,
+    text: &str,
+    references: &[SchemaRef],
+    metadata: &Option<serde_json::Value>,
+    rule_set: &Option<serde_json::Value>,
+) -> String {
+    let compact = (schema_type == "JSON")
+        .then(|| serde_json::from_str::<serde_json::Value>(text).ok())
+        .flatten()
+        .map(|v| v.to_string());
+    let text = compact.as_deref().unwrap_or(text.trim());
+    let metadata = metadata.clone().filter(|m| !m.is_null());
+    let rule_set = rule_set.clone().filter(|r| !r.is_null());
+    covenant_registry::content_key(schema_type, text, references, &metadata, &rule_set)
+}
+
+pub fn schema_identity(s: &DumpSchema) -> String {
+    identity(
+        &s.schema_type,
+        &s.schema,
+        &s.references,
+        &s.metadata,
+        &s.rule_set,
+    )
+}
+
+/// How much of each kind one side holds.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tally {
+    pub subjects: usize,
+    pub versions: usize,
+    pub soft_deleted: usize,
+    pub schemas: usize,
+    pub configs: usize,
+    pub modes: usize,
+}
+
+impl Tally {
+    pub fn of(dump: &Dump) -> Tally {
+        let versions = dump.subjects.iter().flat_map(|s| &s.versions);
+        Tally {
+            subjects: dump.subjects.len(),
+            versions: versions.clone().count(),
+            soft_deleted: versions.filter(|v| v.deleted).count(),
+            schemas: dump.schemas.len(),
+            configs: dump.configs.len(),
+            modes: dump.modes.len(),
+        }
+    }
+
+    fn rows(&self) -> [(&'static str, usize); 6] {
+        [
+            ("subjects", self.subjects),
+            ("versions", self.versions),
+            ("soft-deleted versions", self.soft_deleted),
+            ("schema ids", self.schemas),
+            ("subject and global configs", self.configs),
+            ("subject and global modes", self.modes),
+        ]
+    }
+}
+
+/// One way the destination does not hold what the source does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Difference {
+    /// Absent on the destination (a transfer would write it).
+    Missing(String),
+    /// Present on the destination with other content (a transfer leaves it alone).
+    Conflict(String),
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Difference::Missing(what) => write!(f, "missing: {what}"),
+            Difference::Conflict(what) => write!(f, "different: {what}"),
+        }
+    }
+}
+
+/// The outcome of comparing a source with a destination after (or before) a transfer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verification {
+    pub source: Tally,
+    pub destination: Tally,
+    pub differences: Vec<Difference>,
+}
+
+impl Verification {
+    pub fn is_clean(&self) -> bool {
+        self.differences.is_empty()
+    }
+
+    /// The report: a count table, then every difference, then a verdict line.
+    pub fn report(&self) -> String {
+        let mut out = format!("{:<28} {:>8} {:>12}\n", "kind", "source", "destination");
+        let rows = self.source.rows().into_iter().zip(self.destination.rows());
+        for ((kind, s), (_, d)) in rows {
+            out.push_str(&format!("{kind:<28} {s:>8} {d:>12}\n"));
+        }
+        for d in &self.differences {
+            out.push_str(&format!("{d}\n"));
+        }
+        out.push_str(&match self.differences.len() {
+            0 => "verified: every source id has the same canonical schema on the destination\n"
+                .to_string(),
+            n => format!("{n} differences\n"),
+        });
+        out
+    }
+}
+
+/// Checks that `destination` holds everything `source` does: every (subject, version) with the
+/// same id and soft-delete flag, every id with an equal canonical schema, every config and mode.
+/// The destination may hold more.
+pub fn verify(source: &Dump, destination: &Dump) -> Verification {
+    let mut differences = Vec::new();
+    let held: BTreeMap<(&str, i64), &DumpVersion> = destination
+        .subjects
+        .iter()
+        .flat_map(|s| {
+            s.versions
+                .iter()
+                .map(move |v| ((s.name.as_str(), v.version), v))
+        })
+        .collect();
+    for subject in &source.subjects {
+        for v in &subject.versions {
+            let what = format!(
+                "version {} of subject '{}' (id {})",
+                v.version, subject.name, v.id
+            );
+            match held.get(&(subject.name.as_str(), v.version)) {
+                None => differences.push(Difference::Missing(what)),
+                Some(d) if d.id != v.id => {
+                    differences.push(Difference::Conflict(format!("{what} has id {}", d.id)))
+                }
+                Some(d) if d.deleted != v.deleted => differences.push(Difference::Conflict(
+                    format!("{what} is soft-deleted on one side only"),
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    let ids: BTreeMap<i64, &DumpSchema> = destination.schemas.iter().map(|s| (s.id, s)).collect();
+    for s in &source.schemas {
+        match ids.get(&s.id) {
+            None => differences.push(Difference::Missing(format!("schema id {}", s.id))),
+            Some(d) if schema_identity(d) != schema_identity(s) => differences.push(
+                Difference::Conflict(format!("schema id {}: the canonical forms differ", s.id)),
+            ),
+            Some(_) => {}
+        }
+    }
+    verify_settings(source, destination, &mut differences);
+    Verification {
+        source: Tally::of(source),
+        destination: Tally::of(destination),
+        differences,
+    }
+}
+
+/// Configs and modes, by scope.
+fn verify_settings(source: &Dump, destination: &Dump, differences: &mut Vec<Difference>) {
+    let scope = |s: &Option<String>| match s {
+        Some(s) => format!("subject '{s}'"),
+        None => "the global scope".to_string(),
+    };
+    for c in &source.configs {
+        let what = format!("config of {}", scope(&c.subject));
+        match destination.configs.iter().find(|d| d.subject == c.subject) {
+            None => differences.push(Difference::Missing(what)),
+            Some(d) if d.compatibility != c.compatibility || d.extra != c.extra => {
+                differences.push(Difference::Conflict(what))
+            }
+            Some(_) => {}
+        }
+    }
+    for m in &source.modes {
+        let what = format!("mode {} of {}", m.mode, scope(&m.subject));
+        match destination.modes.iter().find(|d| d.subject == m.subject) {
+            None => differences.push(Difference::Missing(what)),
+            Some(d) if d.mode != m.mode => differences.push(Difference::Conflict(what)),
+            Some(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transfer::{DumpSubject, FORMAT, FORMAT_VERSION};
+
+    fn schema(id: i64, text: &str, references: Vec<SchemaRef>) -> DumpSchema {
+        DumpSchema {
+            id,
+            schema_type: "JSON".into(),
+            schema: text.into(),
+            references,
+            metadata: None,
+            rule_set: None,
+            content_key: format!("k{id}"),
+        }
+    }
+
+    fn version(version: i64, id: i64) -> DumpVersion {
+        DumpVersion {
+            version,
+            id,
+            deleted: false,
+            created_at: None,
+        }
+    }
+
+    fn dump_of(schemas: Vec<DumpSchema>, subjects: Vec<(&str, Vec<DumpVersion>)>) -> Dump {
+        Dump {
+            format: FORMAT.into(),
+            format_version: FORMAT_VERSION,
+            exported_at: None,
+            schemas,
+            subjects: subjects
+                .into_iter()
+                .map(|(name, versions)| DumpSubject {
+                    name: name.into(),
+                    versions,
+                })
+                .collect(),
+            configs: vec![],
+            modes: vec![],
+            audit: vec![],
+        }
+    }
+
+    fn to(subject: &str, version: i64) -> SchemaRef {
+        SchemaRef {
+            name: format!("{subject}.json"),
+            subject: subject.into(),
+            version,
+        }
+    }
+
+    #[test]
+    fn references_are_written_before_their_referrers() {
+        // a@1 refers to c@2, which refers to b@1; c@1 refers to nothing.
+        let dump = dump_of(
+            vec![
+                schema(1, "{}", vec![to("c", 2)]),
+                schema(2, "{\"a\":1}", vec![]),
+                schema(3, "{\"b\":1}", vec![]),
+                schema(4, "{\"c\":1}", vec![to("b", 1)]),
+            ],
+            vec![
+                ("a", vec![version(1, 1)]),
+                ("b", vec![version(1, 2)]),
+                ("c", vec![version(1, 3), version(2, 4)]),
+            ],
+        );
+        let order: Vec<(&str, i64)> = write_order(&dump)
+            .into_iter()
+            .map(|(s, v)| (s, v.version))
+            .collect();
+        assert_eq!(order, [("b", 1), ("c", 2), ("a", 1), ("c", 1)]);
+    }
+
+    #[test]
+    fn a_kept_subset_brings_the_versions_it_refers_to() {
+        // keep-a@1 refers to lib@2, which refers to base@1; lib@1 and other@1 are not needed.
+        let mut dump = dump_of(
+            vec![
+                schema(1, "{}", vec![to("lib", 2)]),
+                schema(2, "{\"l\":1}", vec![]),
+                schema(3, "{\"l\":2}", vec![to("base", 1)]),
+                schema(4, "{\"b\":1}", vec![]),
+                schema(5, "{\"o\":1}", vec![]),
+            ],
+            vec![
+                ("base", vec![version(1, 4)]),
+                ("keep-a", vec![version(1, 1)]),
+                ("lib", vec![version(1, 2), version(2, 3)]),
+                ("other", vec![version(1, 5)]),
+            ],
+        );
+        assert_eq!(unresolved_references(&dump), BTreeSet::new());
+        keep_with_references(&mut dump, |s| s.starts_with("keep-"));
+        let held: Vec<(&str, i64)> = held_versions(&dump).collect();
+        assert_eq!(held, [("base", 1), ("keep-a", 1), ("lib", 2)]);
+        let ids: Vec<i64> = dump.schemas.iter().map(|s| s.id).collect();
+        assert_eq!(ids, [1, 3, 4]);
+        dump.subjects.retain(|s| s.name != "base");
+        let want: BTreeSet<(String, i64)> = [("base".to_string(), 1)].into();
+        assert_eq!(unresolved_references(&dump), want);
+    }
+
+    #[test]
+    fn verification_finds_missing_and_different_things_only() {
+        let source = dump_of(
+            vec![schema(1, "{\"x\": 1}", vec![]), schema(2, "{}", vec![])],
+            vec![("s", vec![version(1, 1), version(2, 2)])],
+        );
+        let mut same = dump_of(
+            vec![schema(1, "{\"x\":1}", vec![]), schema(2, "{ }", vec![])],
+            vec![("s", vec![version(1, 1), version(2, 2)]), ("extra", vec![])],
+        );
+        let verification = verify(&source, &same);
+        assert!(verification.is_clean(), "{}", verification.report());
+        assert_eq!(verification.destination.subjects, 2);
+        same.schemas[1].schema = "{\"y\":true}".into();
+        same.subjects[0].versions[0].deleted = true;
+        same.subjects[0].versions.pop();
+        let differences: Vec<String> = verify(&source, &same)
+            .differences
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            differences,
+            [
+                "different: version 1 of subject 's' (id 1) is soft-deleted on one side only",
+                "missing: version 2 of subject 's' (id 2)",
+                "different: schema id 2: the canonical forms differ",
+            ]
+        );
+    }
+}
