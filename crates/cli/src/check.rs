@@ -300,6 +300,13 @@ pub struct CanonicalArgs {
     pub file: PathBuf,
 }
 
+/// Reads and parses one schema file as the offline commands do (format, references, limits).
+pub(crate) fn load_schema(input: &SchemaInputArgs, file: &Path) -> Result<ParsedSchema> {
+    let chosen = schema_type_for(input, file)?;
+    let references = load_references(input, chosen.schema_type)?;
+    parse_file(&chosen, file, &references, &input.limits.limits())
+}
+
 /// Avro: the Parsing Canonical Form. JSON Schema and Protobuf: the normalized form.
 pub fn run_canonical(args: CanonicalArgs) -> Result<ExitCode> {
     let chosen = schema_type_for(&args.input, &args.file)?;

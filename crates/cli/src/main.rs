@@ -8,6 +8,7 @@ mod governance;
 mod limits;
 mod migrate;
 mod output;
+mod profile;
 mod reconcile;
 mod samples;
 mod serve;
@@ -42,6 +43,10 @@ enum Command {
     Fingerprint(check::CanonicalArgs),
     /// Validate JSON documents against a JSON Schema. Exit 1 when any document is invalid.
     Validate(check::ValidateArgs),
+    /// Profile records (JSON Lines, gzip, JSON arrays, Avro files): field prevalence, types,
+    /// distinct counts; `merge` combines partial profiles; with --schema, what the data says
+    /// about the schema (promotion and removal candidates, drift).
+    Profile(profile::ProfileArgs),
     /// Print the rule catalog.
     Rules(RulesArgs),
     /// Declare, update, list, show and retire the consumers of a running registry.
@@ -97,6 +102,7 @@ fn main() -> ExitCode {
         Command::Import(args) => transfer::run_import(args),
         Command::Migrate(args) => migrate::run(args),
         Command::Samples(args) => samples::run(args),
+        Command::Profile(args) => profile::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Auth(args) => auth::run(args),
         Command::Rules(args) => {

@@ -66,6 +66,7 @@ pub fn all_rule_groups() -> Vec<(&'static str, &'static [&'static RuleSpec])> {
     let mut groups = covenant_schema::rule_groups();
     groups.push(("Semantic", crate::rules()));
     groups.push(("Sample replay", crate::replay_rules()));
+    groups.push(("Data profile", covenant_profile::rules()));
     groups
 }
 

@@ -12,7 +12,7 @@ pub static RULE: RuleSpec = RuleSpec {
     summary: "A nullable field of the schema is populated (present and not null) in fewer than the removal share of records (default 5 %). Source: adr-005-schema-evolution, column population monitoring.",
     bad_example: "\"legacy_fee_tier\": [\"null\", \"string\"] populated in 3 % of records",
     good_example: "a deprecation record for legacy_fee_tier with this profile as evidence, then removal after its window",
-    hint: "Open a deprecation record with the profile attached as evidence (covenant deprecations create ... --evidence-profile P.json), find who still reads it, and remove it only when the removal gate is clear.",
+    hint: "Open a deprecation record for it with the profile's figures as evidence, find who still reads it (declared consumers and observed readers), and remove it only when the removal gate is clear.",
     peers: &[],
 };
 

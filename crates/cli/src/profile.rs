@@ -1,0 +1,264 @@
+//! `covenant profile`: what the data carries, as a mergeable profile document, and what it
+//! says about a schema (promotion and removal candidates, type drift, fields the data and the
+//! schema disagree on).
+
+use crate::check::{InvalidInput, SchemaInputArgs, load_schema};
+use crate::output::outln;
+use anyhow::{Context, Result};
+use covenant_engine::Finding;
+use covenant_profile::{
+    DeclaredField, Evidence, Profile, ProfileOptions, Profiler, Thresholds, declared_fields,
+    findings, source,
+};
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ProfileArgs {
+    #[command(subcommand)]
+    command: Option<ProfileCommand>,
+    #[command(flatten)]
+    build: BuildArgs,
+}
+
+#[derive(clap::Subcommand)]
+enum ProfileCommand {
+    /// Combine profiles of partitions into the profile of the whole (exact counts; distinct
+    /// counts within the sketch's error). All must use the same --group-by and --escape-hatch.
+    Merge {
+        #[arg(required = true)]
+        profiles: Vec<PathBuf>,
+        /// Write the merged profile here instead of standard output.
+        #[arg(long, short = 'o')]
+        out: Option<PathBuf>,
+    },
+    /// The findings of a stored profile, optionally against a schema.
+    Findings {
+        profile: PathBuf,
+        #[command(flatten)]
+        compare: CompareArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct BuildArgs {
+    /// Record files: JSON Lines (plain or gzip), a JSON array, or an Avro container file,
+    /// told apart by their content; `-` reads standard input.
+    files: Vec<PathBuf>,
+    /// A field naming each record's source (e.g. `exchange`): prevalence is also counted per
+    /// group, and a key present in enough groups is a promotion candidate.
+    #[arg(long)]
+    group_by: Option<String>,
+    /// A field holding vendor-specific extras (a JSON object, or a string holding one), profiled
+    /// key by key. Repeatable.
+    #[arg(long = "escape-hatch", value_name = "FIELD")]
+    escape_hatches: Vec<String>,
+    /// Distinct paths kept; occurrences of further paths are only counted.
+    #[arg(long, default_value_t = covenant_profile::DEFAULT_MAX_PATHS)]
+    max_paths: usize,
+    /// Write the profile document here; the findings then go to standard output. Without it
+    /// the profile goes to standard output and the findings to standard error.
+    #[arg(long, short = 'o')]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    compare: CompareArgs,
+}
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// The schema the data should match: enables removal candidates and the fields the data
+    /// and the schema disagree on.
+    #[arg(long)]
+    schema: Option<PathBuf>,
+    #[command(flatten)]
+    input: SchemaInputArgs,
+    /// Share of records from which an escape-hatch key is a promotion candidate.
+    #[arg(long, default_value_t = Thresholds::default().promote_share)]
+    promote_share: f64,
+    /// Number of groups from which an escape-hatch key is a promotion candidate.
+    #[arg(long, default_value_t = Thresholds::default().promote_groups)]
+    promote_groups: usize,
+    /// Share of records below which a nullable field is a removal candidate.
+    #[arg(long, default_value_t = Thresholds::default().remove_share)]
+    remove_share: f64,
+    /// Findings as text or JSON.
+    #[arg(long = "output", value_enum, default_value = "text")]
+    output: FindingsOutput,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FindingsOutput {
+    Text,
+    Json,
+}
+
+pub fn run(args: ProfileArgs) -> Result<ExitCode> {
+    match args.command {
+        Some(ProfileCommand::Merge { profiles, out }) => merge(&profiles, out.as_deref()),
+        Some(ProfileCommand::Findings { profile, compare }) => {
+            let profile = read_profile(&profile)?;
+            report(&profile, &compare, &mut std::io::stdout())
+        }
+        None => build(args.build),
+    }
+}
+
+fn build(args: BuildArgs) -> Result<ExitCode> {
+    if args.files.is_empty() {
+        return Err(InvalidInput(
+            "name at least one file to profile (or - for standard input)".into(),
+        )
+        .into());
+    }
+    let thresholds = thresholds(&args.compare)?;
+    let declared = declared(&args.compare)?;
+    let mut profiler = Profiler::new(ProfileOptions {
+        group_by: args.group_by,
+        escape_hatches: args.escape_hatches,
+        max_paths: args.max_paths,
+    });
+    let mut progress = Progress::new();
+    for file in &args.files {
+        let name = file.display().to_string();
+        let reader: Box<dyn Read> = if name == "-" {
+            Box::new(std::io::stdin().lock())
+        } else {
+            Box::new(std::fs::File::open(file).map_err(|e| InvalidInput(format!("{name}: {e}")))?)
+        };
+        source::read_records(&name, reader, &mut |record| {
+            profiler.observe(&record);
+            progress.tick(profiler.records());
+        })
+        .map_err(|e| InvalidInput(e.to_string()))?;
+    }
+    progress.done(profiler.records());
+    let profile = profiler.finish();
+    let document = serde_json::to_string_pretty(&profile)?;
+    let found = findings(&Evidence {
+        profile: &profile,
+        declared: declared.as_deref(),
+        thresholds,
+    });
+    match &args.out {
+        Some(path) => {
+            write_file(path, &document)?;
+            print_findings(&found, args.compare.output, &mut std::io::stdout())?;
+        }
+        None => {
+            outln!("{document}");
+            print_findings(&found, args.compare.output, &mut std::io::stderr())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn merge(paths: &[PathBuf], out: Option<&Path>) -> Result<ExitCode> {
+    let mut merged: Option<Profile> = None;
+    for path in paths {
+        let profile = read_profile(path)?;
+        match &mut merged {
+            None => merged = Some(profile),
+            Some(total) => total
+                .merge(&profile)
+                .map_err(|e| InvalidInput(format!("{}: {e}", path.display())))?,
+        }
+    }
+    let document = serde_json::to_string_pretty(&merged.expect("at least one profile"))?;
+    match out {
+        Some(path) => write_file(path, &document)?,
+        None => outln!("{document}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(profile: &Profile, compare: &CompareArgs, to: &mut dyn Write) -> Result<ExitCode> {
+    let declared = declared(compare)?;
+    let found = findings(&Evidence {
+        profile,
+        declared: declared.as_deref(),
+        thresholds: thresholds(compare)?,
+    });
+    print_findings(&found, compare.output, to)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_profile(path: &Path) -> Result<Profile> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InvalidInput(format!("{}: {e}", path.display())))?;
+    Profile::from_json(&text).map_err(|e| InvalidInput(format!("{}: {e}", path.display())).into())
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, format!("{text}\n")).with_context(|| format!("writing {}", path.display()))
+}
+
+fn thresholds(compare: &CompareArgs) -> Result<Thresholds> {
+    for (flag, share) in [
+        ("--promote-share", compare.promote_share),
+        ("--remove-share", compare.remove_share),
+    ] {
+        if !(0.0..=1.0).contains(&share) {
+            return Err(
+                InvalidInput(format!("{flag} is a share between 0 and 1, not {share}")).into(),
+            );
+        }
+    }
+    Ok(Thresholds {
+        promote_share: compare.promote_share,
+        promote_groups: compare.promote_groups,
+        remove_share: compare.remove_share,
+    })
+}
+
+fn declared(compare: &CompareArgs) -> Result<Option<Vec<DeclaredField>>> {
+    let Some(file) = &compare.schema else {
+        return Ok(None);
+    };
+    let schema = load_schema(&compare.input, file)?;
+    Ok(Some(declared_fields(&covenant_policy::field_tree(&schema))))
+}
+
+fn print_findings(found: &[Finding], output: FindingsOutput, to: &mut dyn Write) -> Result<()> {
+    match output {
+        FindingsOutput::Json => writeln!(to, "{}", serde_json::to_string_pretty(found)?)?,
+        FindingsOutput::Text if found.is_empty() => writeln!(to, "no findings")?,
+        FindingsOutput::Text => {
+            for f in found {
+                writeln!(to, "{} {} {}: {}", f.severity, f.rule, f.path, f.message)?;
+                writeln!(to, "  hint: {}", f.hint)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A record count on standard error, rewritten in place, when it is a terminal.
+struct Progress {
+    enabled: bool,
+    last: Instant,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            enabled: std::io::stderr().is_terminal(),
+            last: Instant::now(),
+        }
+    }
+
+    fn tick(&mut self, records: u64) {
+        if self.enabled && self.last.elapsed() > Duration::from_millis(250) {
+            self.last = Instant::now();
+            eprint!("\rprofiled {records} records");
+        }
+    }
+
+    fn done(&self, records: u64) {
+        if self.enabled {
+            eprintln!("\rprofiled {records} records");
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! `covenant profile` on files, as a user runs it: the seed's instrument example (a
+//! `vendor_data` key common to two exchanges, a rarely filled column), merging partition
+//! profiles, gzip and JSON-array inputs, and bad input ending with exit 2 and a message.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::path::Path;
+use support::{covenant, s, write};
+
+const INSTRUMENT: &str = r#"{"type": "record", "name": "Instrument", "namespace": "markets",
+  "fields": [
+    {"name": "symbol", "type": "string"},
+    {"name": "exchange", "type": "string"},
+    {"name": "tickSize", "type": "double"},
+    {"name": "legacy_fee_tier", "type": ["null", "string"], "default": null},
+    {"name": "vendor_data", "type": ["null", "string"], "default": null}
+  ]}"#;
+
+/// 100 records per exchange. On Binance and Kraken, 80 of 100 carry
+/// `marginTradingAllowed` in `vendor_data` (a JSON string, as bronze keeps it); Coinbase
+/// never does. `legacy_fee_tier` is filled in 3 % of records; `listingNote` is undeclared.
+fn instruments() -> Vec<Value> {
+    let mut records = Vec::new();
+    for exchange in ["binance", "kraken", "coinbase"] {
+        for i in 0..100 {
+            let vendor = if exchange != "coinbase" && i < 80 {
+                json!({"marginTradingAllowed": i % 2 == 0, "rank": i}).to_string()
+            } else {
+                json!({"rank": i}).to_string()
+            };
+            let fee = if exchange == "binance" && i < 9 {
+                json!("VIP1")
+            } else {
+                json!(null)
+            };
+            let mut record = json!({
+                "symbol": format!("{exchange}-{i}"),
+                "exchange": exchange,
+                "tickSize": 0.01,
+                "legacy_fee_tier": fee,
+                "vendor_data": vendor,
+            });
+            if i == 0 {
+                record["listingNote"] = json!("new");
+            }
+            records.push(record);
+        }
+    }
+    records
+}
+
+fn json_lines(records: &[Value]) -> String {
+    records.iter().map(|r| format!("{r}\n")).collect()
+}
+
+fn stdout_json(output: &std::process::Output) -> Value {
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON on stdout")
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON file")
+}
+
+#[test]
+fn the_instrument_example_names_promotion_and_removal_candidates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = write(dir.path(), "bronze.jsonl", &json_lines(&instruments()));
+    let schema = write(dir.path(), "instrument.avsc", INSTRUMENT);
+    let profile_path = dir.path().join("profile.json");
+    let findings = stdout_json(&covenant(&[
+        "profile",
+        s(&data),
+        "--group-by",
+        "exchange",
+        "--escape-hatch",
+        "vendor_data",
+        "--schema",
+        s(&schema),
+        "-o",
+        s(&profile_path),
+        "--output",
+        "json",
+    ]));
+    let by_rule = |rule: &str| -> Vec<String> {
+        findings
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["rule"] == rule)
+            .map(|f| f["path"].as_str().expect("path").to_string())
+            .collect()
+    };
+    // 160 of 300 records (53 %) but two of three exchanges: a candidate by groups.
+    assert_eq!(
+        by_rule("PROFILE_PROMOTION_CANDIDATE"),
+        ["/vendor_data/marginTradingAllowed", "/vendor_data/rank"]
+    );
+    assert_eq!(
+        by_rule("PROFILE_REMOVAL_CANDIDATE"),
+        ["/fields/legacy_fee_tier"]
+    );
+    assert_eq!(by_rule("PROFILE_FIELD_NOT_IN_SCHEMA"), ["/listingNote"]);
+    assert!(by_rule("PROFILE_TYPE_DRIFT").is_empty());
+
+    let profile = read_json(&profile_path);
+    assert_eq!(
+        (&profile["format"], &profile["version"]),
+        (&json!("covenant-profile"), &json!(1))
+    );
+    assert_eq!(profile["records"], 300);
+    let margin = &profile["paths"]["/vendor_data/marginTradingAllowed"];
+    assert_eq!(
+        (&margin["present"], &margin["types"]["boolean"]),
+        (&json!(160), &json!(160))
+    );
+    assert_eq!(profile["groups"]["coinbase"]["records"], 100);
+
+    // From the stored profile, with three groups needed: the key two exchanges share is no
+    // longer a candidate; the one every record carries still is.
+    let output = covenant(&[
+        "profile",
+        "findings",
+        s(&profile_path),
+        "--schema",
+        s(&schema),
+        "--promote-groups",
+        "3",
+    ]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(!text.contains("marginTradingAllowed"), "{text}");
+    assert!(
+        text.contains("info PROFILE_PROMOTION_CANDIDATE /vendor_data/rank"),
+        "{text}"
+    );
+    assert!(text.contains("info PROFILE_REMOVAL_CANDIDATE /fields/legacy_fee_tier: '/legacy_fee_tier' is populated in 3% of records (9 of 300)"), "{text}");
+}
+
+#[test]
+fn merged_partitions_equal_the_whole_and_inputs_may_be_gzip_or_arrays() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let records = instruments();
+    let whole = write(dir.path(), "all.jsonl", &json_lines(&records));
+    let first = write(
+        dir.path(),
+        "part1.json",
+        &Value::from(records[..120].to_vec()).to_string(),
+    );
+    let second = write(dir.path(), "part2.jsonl", &json_lines(&records[120..]));
+    let gzip = std::process::Command::new("gzip")
+        .arg(&second)
+        .status()
+        .expect("gzip");
+    assert!(gzip.success());
+    let second = dir.path().join("part2.jsonl.gz");
+    let profile_of = |files: &[&Path], name: &str| {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "profile",
+            "--group-by",
+            "exchange",
+            "--escape-hatch",
+            "vendor_data",
+        ];
+        args.extend(files.iter().map(|f| s(f)));
+        args.extend(["-o", s(&out)]);
+        let output = covenant(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out
+    };
+    let all = profile_of(&[&whole], "all.profile.json");
+    let p1 = profile_of(&[&first], "p1.json");
+    let p2 = profile_of(&[&second], "p2.json");
+    let merged = stdout_json(&covenant(&["profile", "merge", s(&p1), s(&p2)]));
+    assert_eq!(merged, read_json(&all));
+    let distinct = merged["paths"]["/symbol"]["distinct"].clone();
+    assert!(distinct.is_string(), "the sketch travels as registers");
+}
+
+#[test]
+fn bad_input_exits_2_with_a_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: Vec<(std::path::PathBuf, &str)> = vec![
+        (
+            write(dir.path(), "bad.jsonl", "{\"a\": 1}\n{\"a\": \n"),
+            "bad.jsonl: line 2: invalid JSON",
+        ),
+        (
+            write(dir.path(), "bad.json", "[{\"a\": 1}, {"),
+            "bad.json: invalid JSON",
+        ),
+        (
+            write(dir.path(), "bad.avro", "Obj\u{1}garbage"),
+            "bad.avro: not a readable Avro container file",
+        ),
+    ];
+    for (file, expected) in cases {
+        let output = covenant(&["profile", s(&file)]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    let whole = write(dir.path(), "ok.jsonl", &json_lines(&instruments()));
+    assert!(
+        std::process::Command::new("gzip")
+            .arg(&whole)
+            .status()
+            .expect("gzip")
+            .success()
+    );
+    let bytes = std::fs::read(dir.path().join("ok.jsonl.gz")).expect("gz");
+    let truncated = dir.path().join("truncated.jsonl.gz");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).expect("write");
+    let output = covenant(&["profile", s(&truncated)]);
+    assert_eq!(output.status.code(), Some(2));
+
+    let newer = write(
+        dir.path(),
+        "newer.json",
+        r#"{"format": "covenant-profile", "version": 9, "records": 0, "paths": {}}"#,
+    );
+    let output = covenant(&["profile", "merge", s(&newer)]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr.contains("format version 9"), "{stderr}");
+    let output = covenant(&["profile", "findings", s(&whole)]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "a record file is not a profile"
+    );
+}
