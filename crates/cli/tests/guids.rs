@@ -144,12 +144,5 @@ fn expected_guid(schema: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    covenant_store::guid::parse_guid(&hex).expect("32 hex digits")
 }

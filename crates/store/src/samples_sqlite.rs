@@ -67,15 +67,7 @@ impl SqliteSampleStore {
         &self,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> StoreResult<T>,
     ) -> StoreResult<T> {
-        blocking(|| {
-            let mut conn = self.conn()?;
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            let out = work(&tx)?;
-            tx.commit().map_err(backend)?;
-            Ok(out)
-        })
+        crate::sqlite_conn::write_tx(|| self.conn(), work)
     }
 }
 

@@ -11,7 +11,7 @@ use crate::{
     delete_operation, delete_target, register_operation, registered_target, scope_target,
 };
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -299,15 +299,7 @@ impl SqliteStore {
         &self,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> StoreResult<T>,
     ) -> StoreResult<T> {
-        blocking(|| {
-            let mut conn = self.writer()?;
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            let out = work(&tx)?;
-            tx.commit().map_err(backend)?;
-            Ok(out)
-        })
+        sqlite_conn::write_tx(|| self.writer(), work)
     }
 }
 

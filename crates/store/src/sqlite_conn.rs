@@ -52,6 +52,27 @@ pub(crate) fn migrate(
     Ok(())
 }
 
+/// Runs `work` in an immediate (write-locking) transaction on `conn`, off the async threads,
+/// committing when it returns `Ok` and rolling back otherwise.
+pub(crate) fn write_tx<C, T>(
+    conn: impl FnOnce() -> crate::StoreResult<C>,
+    work: impl FnOnce(&rusqlite::Transaction<'_>) -> crate::StoreResult<T>,
+) -> crate::StoreResult<T>
+where
+    C: std::ops::DerefMut<Target = Connection>,
+{
+    let backend = |e: rusqlite::Error| crate::StoreError::Backend(e.to_string());
+    blocking(|| {
+        let mut conn = conn()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let out = work(&tx)?;
+        tx.commit().map_err(backend)?;
+        Ok(out)
+    })
+}
+
 /// Runs blocking store work without stalling other tasks on a multi-threaded runtime.
 pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
