@@ -10,7 +10,7 @@ use covenant_profile::{
     DeclaredField, Evidence, Profile, ProfileOptions, Profiler, Thresholds, declared_fields,
     findings, source,
 };
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -45,8 +45,8 @@ enum ProfileCommand {
 
 #[derive(clap::Args)]
 struct BuildArgs {
-    /// Record files: JSON Lines (plain or gzip), a JSON array, or an Avro container file,
-    /// told apart by their content; `-` reads standard input.
+    /// Record files: JSON Lines (plain, gzip or zstd), a JSON array, an Avro container file
+    /// or a Parquet file, told apart by their content; `-` reads standard input.
     files: Vec<PathBuf>,
     /// A field naming each record's source (e.g. `exchange`): prevalence is also counted per
     /// group, and a key present in enough groups is a promotion candidate.
@@ -122,17 +122,16 @@ fn build(args: BuildArgs) -> Result<ExitCode> {
     });
     let mut progress = Progress::new();
     for file in &args.files {
-        let name = file.display().to_string();
-        let reader: Box<dyn Read> = if name == "-" {
-            Box::new(std::io::stdin().lock())
-        } else {
-            Box::new(std::fs::File::open(file).map_err(|e| InvalidInput(format!("{name}: {e}")))?)
-        };
-        source::read_records(&name, reader, &mut |record| {
+        let mut each = |record: serde_json::Value| {
             profiler.observe(&record);
             progress.tick(profiler.records());
-        })
-        .map_err(|e| InvalidInput(e.to_string()))?;
+        };
+        let read = if file.as_os_str() == "-" {
+            source::read_records("-", std::io::stdin().lock(), &mut each)
+        } else {
+            source::read_file(file, &mut each)
+        };
+        read.map_err(|e| InvalidInput(e.to_string()))?;
     }
     progress.done(profiler.records());
     let profile = profiler.finish();

@@ -1,23 +1,31 @@
-//! Records from files: JSON Lines (plain or gzip), a JSON array, or an Avro object container
-//! file, told apart by their first bytes. Records are streamed: a JSON array is read element
-//! by element and an Avro file block by block, so memory does not grow with the input.
+//! Records from files: JSON Lines (plain, gzip or zstd), a JSON array, an Avro object
+//! container file or a Parquet file, told apart by their first bytes. Records are streamed: a
+//! JSON array is read element by element, an Avro file block by block and a Parquet file row
+//! group by row group, so memory does not grow with the input.
 
 use crate::ProfileError;
 use serde::de::{DeserializeSeed, SeqAccess, Visitor};
 use serde_json::Value;
+use parquet::file::serialized_reader::SerializedFileReader;
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 
 /// The layout of an input, as detected from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {
     JsonLines,
     GzipJsonLines,
+    ZstdJsonLines,
     JsonArray,
     AvroContainer,
+    Parquet,
 }
 
 const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
+const ZSTD_MAGIC: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
 const AVRO_MAGIC: &[u8] = b"Obj\x01";
+const PARQUET_MAGIC: &[u8] = b"PAR1";
 
 fn input_err(name: &str, message: impl std::fmt::Display) -> ProfileError {
     ProfileError::Input(format!("{name}: {message}"))
@@ -29,8 +37,14 @@ pub fn detect(reader: &mut impl BufRead) -> std::io::Result<InputKind> {
     if head.starts_with(GZIP_MAGIC) {
         return Ok(InputKind::GzipJsonLines);
     }
+    if head.starts_with(ZSTD_MAGIC) {
+        return Ok(InputKind::ZstdJsonLines);
+    }
     if head.starts_with(AVRO_MAGIC) {
         return Ok(InputKind::AvroContainer);
+    }
+    if head.starts_with(PARQUET_MAGIC) {
+        return Ok(InputKind::Parquet);
     }
     let first = head.iter().find(|b| !b.is_ascii_whitespace());
     Ok(match first {
@@ -39,7 +53,21 @@ pub fn detect(reader: &mut impl BufRead) -> std::io::Result<InputKind> {
     })
 }
 
-/// Streams every record of `reader` (named `name` in errors) into `each`.
+/// Streams every record of the file at `path` into `each`.
+pub fn read_file(path: &Path, each: &mut dyn FnMut(Value)) -> Result<InputKind, ProfileError> {
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|e| input_err(&name, e))?;
+    let mut head = BufReader::new(file);
+    if detect(&mut head).map_err(|e| input_err(&name, e))? == InputKind::Parquet {
+        // Parquet is read from its footer, so it needs the file itself, not a stream.
+        parquet_file(&name, head.into_inner(), each)?;
+        return Ok(InputKind::Parquet);
+    }
+    read_records(&name, head, each)
+}
+
+/// Streams every record of `reader` (named `name` in errors) into `each`. Parquet needs a
+/// file ([`read_file`]).
 pub fn read_records(
     name: &str,
     reader: impl Read,
@@ -54,10 +82,39 @@ pub fn read_records(
             BufReader::new(flate2::read::MultiGzDecoder::new(reader)),
             each,
         )?,
+        InputKind::ZstdJsonLines => {
+            let decoder = ruzstd::decoding::StreamingDecoder::new(reader)
+                .map_err(|e| input_err(name, format!("not a readable zstd file: {e}")))?;
+            json_lines(name, BufReader::new(decoder), each)?
+        }
         InputKind::JsonArray => json_array(name, reader, each)?,
         InputKind::AvroContainer => avro_container(name, reader, each)?,
+        InputKind::Parquet => {
+            return Err(input_err(
+                name,
+                "a Parquet file is read from its footer: name the file instead of streaming it",
+            ));
+        }
     }
     Ok(kind)
+}
+
+fn parquet_file(
+    name: &str,
+    file: File,
+    each: &mut dyn FnMut(Value),
+) -> Result<(), ProfileError> {
+    use parquet::file::reader::FileReader;
+    let reader = SerializedFileReader::new(file)
+        .map_err(|e| input_err(name, format!("not a readable Parquet file: {e}")))?;
+    let rows = reader
+        .get_row_iter(None)
+        .map_err(|e| input_err(name, format!("Parquet: {e}")))?;
+    for (index, row) in rows.enumerate() {
+        let row = row.map_err(|e| input_err(name, format!("Parquet row {}: {e}", index + 1)))?;
+        each(row.to_json_value());
+    }
+    Ok(())
 }
 
 fn json_lines(
