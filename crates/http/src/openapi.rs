@@ -359,7 +359,20 @@ fn components() -> Value {
                 "metadata": {"type": "object"},
                 "ruleSet": {"type": "object"},
                 "version": {"type": "integer"},
-                "id": {"type": "integer"}
+                "id": {"type": "integer"},
+                "samples": {
+                    "type": "array",
+                    "description": "Covenant: payloads written with this schema, decoded with earlier versions as readers under FORWARD and FULL levels.",
+                    "items": {
+                        "type": "object",
+                        "required": ["encoding", "payload"],
+                        "properties": {
+                            "encoding": {"type": "string", "enum": ["avro", "protobuf", "json", "confluent"]},
+                            "payload": {"type": "string", "format": "byte"},
+                            "messageName": {"type": "string"}
+                        }
+                    }
+                }
             }
         },
         "Config": {
