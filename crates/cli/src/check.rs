@@ -98,6 +98,9 @@ pub struct SampleArgs {
 impl SampleArgs {
     /// The payloads, each checked to decode with the candidate (exit 2 otherwise).
     fn load(&self, candidate: &ParsedSchema) -> Result<Vec<Vec<u8>>> {
+        if self.files.is_empty() {
+            return Ok(Vec::new());
+        }
         let encoding = self.encoding(candidate)?;
         let mut payloads = Vec::new();
         for path in &self.files {
