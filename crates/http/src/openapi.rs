@@ -173,7 +173,7 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "POST",
         "/covenant/v1/consumers",
-        "Declares a consumer: owner, purpose, cadence, criticality, contact, client ids and the fields it reads; 40901 when it would read a frozen field.",
+        "Declares a consumer: owner, purpose, cadence, criticality, contact, client ids, the fields it reads and its environment (production or non-production); 40901 when it would read a frozen field.",
     ),
     ("GET", "/covenant/v1/consumers/{consumer}", "One consumer."),
     (
@@ -189,7 +189,7 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "POST",
         "/covenant/v1/usage",
-        "Records a usage report; the answer flags deprecated fields read, unattributed use and new use after a freeze.",
+        "Records a usage report; the answer flags deprecated fields read, unattributed use and new use after a freeze. A non-production consumer reading a field under enforcement gets 410 (41001) with the receipt; the report is recorded.",
     ),
     (
         "GET",
@@ -239,12 +239,12 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "POST",
         "/covenant/v1/deprecations/{id}/stage",
-        "Moves a deprecation one stage forward (when its entry conditions hold) or back; 'removable' needs a clear removal gate, the window ended and evidence recorded.",
+        "Moves a deprecation one stage forward (when its entry conditions hold) or back; 'removable' needs a clear removal gate, the window ended, evidence recorded and a passed canary.",
     ),
     (
         "POST",
         "/covenant/v1/deprecations/{id}/evidence",
-        "Attaches evidence: a usage query (run and stored with its result), a sign-off or a replay result.",
+        "Attaches evidence: a usage query (run and stored with its result), a sign-off, a replay result, a canary run or a non-production omission.",
     ),
     (
         "POST",
