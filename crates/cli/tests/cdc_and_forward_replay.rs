@@ -274,10 +274,11 @@ async fn new_samples_are_replayed_forward_on_the_server() {
 }
 
 const DEBEZIUM_KEY_V1: &str = r#"{"type":"record","name":"Key","namespace":"dbserver1.public.case_record","fields":[{"name":"id","type":"long"}],"connect.name":"dbserver1.public.case_record.Key"}"#;
-const DEBEZIUM_KEY_V2: &str = r#"{"type":"record","name":"Key","namespace":"dbserver1.public.case_record","fields":[{"name":"id","type":"long"},{"name":"tenant_id","type":"string"}],"connect.name":"dbserver1.public.case_record.Key"}"#;
+const DEBEZIUM_KEY_V2: &str = r#"{"type":"record","name":"Key","namespace":"dbserver1.public.case_record","fields":[{"name":"id","type":"long"},{"name":"tenant_id","type":"string","default":""}],"connect.name":"dbserver1.public.case_record.Key"}"#;
 
 /// §11 ("change primary key") and §23.1: a CDC key record is the table's primary key, so a
-/// change to it is an error with the seed's remedy, whether the subject is the topic's `-key`
+/// change to it is an error with the seed's remedy even when every reader accepts it (the new
+/// key column has a default, so the change is FULL compatible), whether the subject is the topic's `-key`
 /// subject or named after the record (RecordNameStrategy), and whatever the level.
 #[test]
 fn cdc_primary_key_change_is_an_error_offline() {
