@@ -159,6 +159,16 @@ async fn enforcement_fails_non_production_readers_and_needs_a_canary_to_end() {
     );
     assert_eq!(raw["consumer"], "billing-staging", "{raw}");
     assert_eq!(raw["findings"][0]["kind"], "enforcement_failure", "{raw}");
+    // The failed report was written, so the audit trail keeps it.
+    let (status, trail) = server
+        .call("GET", "/covenant/v1/audit?operation=usage.report", None)
+        .await;
+    assert_eq!(status, 200, "{trail}");
+    assert_eq!(
+        trail["entries"].as_array().map(Vec::len),
+        Some(2),
+        "{trail}"
+    );
     // Production: a warning naming the consumer, not a failure.
     let (code, out, err) = report("svc_revenue");
     assert_eq!(code, Some(0), "{err}");

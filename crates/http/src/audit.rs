@@ -256,7 +256,12 @@ pub async fn audit_governance_writes(
         .unwrap_or_else(|never| match never {});
     let context = context_of(&principal, parts.extensions.get::<RequestId>());
     let response = next.run(Request::from_parts(parts, body)).await;
-    if response.status().is_success() {
+    let written = response.status().is_success()
+        || response
+            .extensions()
+            .get::<crate::governance::WrittenDespiteFailure>()
+            .is_some();
+    if written {
         state.audit.record(context.entry(operation, target)).await;
     }
     response

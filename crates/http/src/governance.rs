@@ -446,12 +446,17 @@ fn enforcement_failure(messages: &[&str], receipt: Value) -> Response {
         m.extend(r);
     }
     let mut response = (StatusCode::GONE, body.to_string()).into_response();
+    response.extensions_mut().insert(WrittenDespiteFailure);
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(crate::error::CONTENT_TYPE),
     );
     response
 }
+
+/// Marks a failure answer whose write happened all the same, so the audit trail keeps it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WrittenDespiteFailure;
 
 /// The `error_code` of a usage report answered with an enforcement failure.
 pub const ENFORCEMENT_FAILURE: u32 = 41001;
