@@ -322,3 +322,62 @@ async fn cdc_primary_key_change_is_refused_on_the_server() {
     assert!(message.contains("rule: KEY_SUBJECT_CHANGED"), "{message}");
     assert!(message.contains("'tenant_id' was added"), "{message}");
 }
+
+const ENVELOPE_PRIORITY_3: &str = r#"{"type":"record","name":"Envelope","namespace":"dbserver1.public.case_record","connect.name":"dbserver1.public.case_record.Envelope","fields":[{"name":"before","type":["null",{"type":"record","name":"Value","fields":[{"name":"id","type":"long"},{"name":"priority","type":"int","default":3}]}],"default":null},{"name":"after","type":["null","Value"],"default":null},{"name":"op","type":"string"},{"name":"ts_ms","type":["null","long"],"default":null}]}"#;
+
+/// §11 ("change default"): `ALTER TABLE ... ALTER priority SET DEFAULT 0` reaches a Debezium
+/// envelope as a changed default in both row images; under FULL it is a finding on each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdc_default_change_is_a_finding_in_both_row_images() {
+    let zero = ENVELOPE_PRIORITY_3.replace(r#""default":3"#, r#""default":0"#);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let v1 = write(dir.path(), "e1.avsc", ENVELOPE_PRIORITY_3);
+    let v2 = write(dir.path(), "e2.avsc", &zero);
+    let (code, found) = check(
+        &["--level", "FULL", s(&v2), s(&v1)],
+        "FIELD_DEFAULT_CHANGED",
+    );
+    assert_eq!(code, Some(0));
+    let paths: Vec<&str> = found.iter().filter_map(|f| f["path"].as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/fields/before/fields/priority",
+            "/fields/after/fields/priority"
+        ]
+    );
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("from 3 to 0")),
+        "{found:?}"
+    );
+
+    let server = Server::start().await;
+    let subject = "dbserver1.public.case_record-value";
+    server
+        .config(subject, json!({"compatibility": "FULL"}))
+        .await;
+    let (status, body) = server.register(subject, "AVRO", ENVELOPE_PRIORITY_3).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server
+        .call(
+            "POST",
+            &format!("/compatibility/subjects/{subject}/versions?verbose=true"),
+            Some(json!({"schema": zero})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let rules: Vec<&str> = body["findings"]
+        .as_array()
+        .map(|fs| fs.iter().filter_map(|f| f["rule"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        rules
+            .iter()
+            .filter(|r| **r == "FIELD_DEFAULT_CHANGED")
+            .count(),
+        2,
+        "{body}"
+    );
+}
