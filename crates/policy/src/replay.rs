@@ -344,8 +344,9 @@ pub fn replay_forward(
 }
 
 /// For an Avro sample: the first field whose value, logical types applied, differs between
-/// the writer's own reading and the reader's (its path and both values). Fields only one side has are not compared
-/// (a reader default is not a changed value); numbers compare by value (`5` and `5.0`).
+/// the writer's own reading and the reader's (its path and both values). Fields only one side
+/// has are not compared (a reader default is not a changed value); numbers compare by value
+/// (`5` and `5.0`).
 fn value_change(
     writer: &ParsedSchema,
     reader: &ParsedSchema,

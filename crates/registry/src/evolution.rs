@@ -221,25 +221,8 @@ impl Evolution {
             &replayable,
             self.budget,
         ));
-        if level.directions().contains(&Direction::Forward) {
-            // Old consumers read the new producer's records: the latest version's, or every
-            // version's in scope for a transitive level.
-            let readers: Vec<(i64, &ParsedSchema)> = if is_transitive(level) {
-                history.clone()
-            } else {
-                priors
-                    .last()
-                    .map(|p| (p.version, p.schema))
-                    .into_iter()
-                    .collect()
-            };
-            findings.extend(covenant_policy::replay::replay_forward(
-                candidate,
-                &candidate_samples(&self.candidate_samples),
-                &readers,
-                self.budget.saturating_sub(started.elapsed()),
-            ));
-        }
+        let left = self.budget.saturating_sub(started.elapsed());
+        findings.extend(self.forward_replay(level, candidate, priors, &history, left));
         if level == Level::None {
             // NONE skips checks: a registration at NONE judges nothing, so the dry run must
             // not refuse what it would accept. Its findings stay visible, as warnings.
@@ -250,6 +233,38 @@ impl Evolution {
             }
         }
         Report::from_findings(findings)
+    }
+}
+
+impl Evolution {
+    /// Under FORWARD and FULL levels, the samples submitted with the candidate read by the
+    /// old consumers: the latest version's, or every version's in scope when transitive.
+    fn forward_replay(
+        &self,
+        level: Level,
+        candidate: &ParsedSchema,
+        priors: &[Prior<'_>],
+        history: &[(i64, &ParsedSchema)],
+        budget: Duration,
+    ) -> Vec<covenant_engine::Finding> {
+        if !level.directions().contains(&Direction::Forward) || self.candidate_samples.is_empty() {
+            return Vec::new();
+        }
+        let readers: Vec<(i64, &ParsedSchema)> = if is_transitive(level) {
+            history.to_vec()
+        } else {
+            priors
+                .last()
+                .map(|p| (p.version, p.schema))
+                .into_iter()
+                .collect()
+        };
+        covenant_policy::replay::replay_forward(
+            candidate,
+            &candidate_samples(&self.candidate_samples),
+            &readers,
+            budget,
+        )
     }
 }
 
