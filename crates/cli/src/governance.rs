@@ -315,8 +315,12 @@ fn consumer_line(c: &Value) -> String {
     } else {
         ""
     };
+    let environment = match c.get("environment").and_then(Value::as_str) {
+        Some(e) => format!(" ({e})"),
+        None => String::new(),
+    };
     format!(
-        "{}{retired}  {}  owner {}  reads {}",
+        "{}{retired}{environment}  {}  owner {}  reads {}",
         text(c, "name"),
         text(c, "cadence"),
         text(c, "owner"),

@@ -68,6 +68,12 @@ async fn enforcement_fails_non_production_readers_and_needs_a_canary_to_end() {
     assert_eq!(staging["environment"], "non-production");
     let revenue = declare("revenue", "svc_revenue", None);
     assert!(revenue.get("environment").is_none(), "{revenue}");
+    let listed = ok(&server, &["consumers", "list"]);
+    assert!(
+        listed.contains("billing-staging (non-production)  daily"),
+        "{listed}"
+    );
+    assert!(listed.contains("revenue  daily"), "{listed}");
     let (code, _, err) = cli(
         &server,
         &[
