@@ -2,10 +2,12 @@
 
 use crate::output::{out, outln};
 use anyhow::{Result, bail};
+use covenant_engine::Direction;
 use covenant_engine::{
     CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, render_json,
     render_sarif_located, render_text_located,
 };
+use covenant_policy::replay::{Sample, SampleEncoding};
 use covenant_policy::{PolicyContext, PolicySettings};
 use covenant_schema::{ParsedSchema, SchemaType};
 use std::path::{Path, PathBuf};
@@ -67,12 +69,110 @@ pub struct CheckArgs {
     /// in the order given), e.g. 3,4. The last version is always in scope.
     #[arg(long, value_delimiter = ',', value_name = "N,N...")]
     pub scope_versions: Vec<i64>,
+    #[command(flatten)]
+    pub samples: SampleArgs,
     /// The new schema.
     pub new: PathBuf,
     /// Earlier versions, oldest first. A folder is read in file-name order. Without any, the
     /// new schema is checked alone: the single-schema lints and the semantic rules that apply
     /// to a first version.
     pub old: Vec<PathBuf>,
+}
+
+/// Payloads written with the new schema. Under FORWARD and FULL levels each is decoded with
+/// the earlier versions as readers (the last one, or every one in scope when transitive).
+#[derive(clap::Args)]
+pub struct SampleArgs {
+    /// A payload file written with the new schema, as its producer writes it. Repeatable.
+    #[arg(long = "sample", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The samples' encoding: avro, protobuf, json or confluent. Default: avro for Avro, json
+    /// for JSON Schema, protobuf for Protobuf.
+    #[arg(long = "sample-encoding", value_name = "ENCODING")]
+    pub encoding: Option<String>,
+    /// Protobuf: the full name of the samples' message (needed without Confluent framing).
+    #[arg(long = "sample-message", value_name = "NAME")]
+    pub message: Option<String>,
+}
+
+impl SampleArgs {
+    /// The payloads, each checked to decode with the candidate (exit 2 otherwise).
+    fn load(&self, candidate: &ParsedSchema) -> Result<Vec<Vec<u8>>> {
+        if self.files.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encoding = self.encoding(candidate)?;
+        let mut payloads = Vec::new();
+        for path in &self.files {
+            let payload = std::fs::read(path)
+                .map_err(|e| InvalidInput(format!("{}: cannot read: {e}", path.display())))?;
+            let sample = self.sample(encoding, 0, &payload);
+            covenant_policy::replay::decode_sample(candidate, candidate, &sample).map_err(|e| {
+                InvalidInput(format!(
+                    "{}: does not decode with the new schema: {e}",
+                    path.display()
+                ))
+            })?;
+            payloads.push(payload);
+        }
+        Ok(payloads)
+    }
+
+    fn encoding(&self, candidate: &ParsedSchema) -> Result<SampleEncoding> {
+        let encoding = match &self.encoding {
+            Some(text) => SampleEncoding::parse(text).ok_or_else(|| {
+                InvalidInput(format!(
+                    "invalid --sample-encoding '{text}': expected avro, protobuf, json or confluent"
+                ))
+            })?,
+            None => match candidate {
+                ParsedSchema::Avro(_) => SampleEncoding::Avro,
+                ParsedSchema::Json(_) => SampleEncoding::Json,
+                ParsedSchema::Protobuf(_) => SampleEncoding::Protobuf,
+            },
+        };
+        covenant_policy::replay::check_encoding(candidate, encoding, self.message.as_deref())
+            .map_err(|e| InvalidInput(format!("--sample: {e}")))?;
+        Ok(encoding)
+    }
+
+    fn sample<'a>(&'a self, encoding: SampleEncoding, id: i64, payload: &'a [u8]) -> Sample<'a> {
+        Sample {
+            id,
+            version: 0,
+            encoding,
+            message_name: self.message.as_deref(),
+            payload,
+        }
+    }
+
+    /// The forward replay findings of these samples against `history` at `level`.
+    fn replay(
+        &self,
+        level: Level,
+        candidate: &ParsedSchema,
+        payloads: &[Vec<u8>],
+        history: &[(i64, &ParsedSchema)],
+        budget: std::time::Duration,
+    ) -> Result<Vec<covenant_engine::Finding>> {
+        if !level.directions().contains(&Direction::Forward) || payloads.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encoding = self.encoding(candidate)?;
+        let samples: Vec<Sample<'_>> = payloads
+            .iter()
+            .zip(1..)
+            .map(|(p, id)| self.sample(encoding, id, p))
+            .collect();
+        let readers: Vec<(i64, &ParsedSchema)> = if level.is_transitive() {
+            history.to_vec()
+        } else {
+            history.last().copied().into_iter().collect()
+        };
+        Ok(covenant_policy::replay::replay_forward(
+            candidate, &samples, &readers, budget,
+        ))
+    }
 }
 
 /// How a change is judged: format options, the semantic policy and the subject metadata it
@@ -171,6 +271,7 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
     let level: Level = args.level.parse().map_err(InvalidInput)?;
     let (options, context, settings) = args.policy.load()?;
     let (candidate, history) = load_history(&args.input, &args.new, &args.old)?;
+    let payloads = args.samples.load(&candidate)?;
     let in_scope = scoped_versions(&args.scope_versions, &history)?;
     let history_refs: Vec<(i64, &ParsedSchema)> = history
         .iter()
@@ -178,7 +279,7 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
         .map(|(v, s)| (*v, s))
         .collect();
     let lineage: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
-    let report = within_budget(&args.input, || {
+    let mut report = within_budget(&args.input, || {
         covenant_policy::judge(
             level,
             &candidate,
@@ -189,6 +290,18 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
             &settings,
         )
     })?;
+    let replayed = args.samples.replay(
+        level,
+        &candidate,
+        &payloads,
+        &history_refs,
+        args.input.limits.budget().time,
+    )?;
+    if !replayed.is_empty() {
+        let mut findings = report.findings;
+        findings.extend(replayed);
+        report = covenant_engine::Report::from_findings(findings);
+    }
     let text = read(&args.new)?;
     let locate = |path: &str| covenant_schema::locate(candidate.schema_type(), &text, path);
     match args.output {

@@ -109,6 +109,10 @@ struct Declaration {
     /// What it reads: SUBJECT[@READER_VERSION][:field,field...] (repeatable; replaces all reads).
     #[arg(long = "reads")]
     reads: Vec<String>,
+    /// production (default) or non-production: while a deprecation is enforcing, a
+    /// non-production consumer's report of reading the field is answered with a failure.
+    #[arg(long)]
+    environment: Option<String>,
 }
 
 #[derive(clap::Subcommand)]
@@ -184,6 +188,10 @@ impl Declaration {
                 self.criticality.map(|c| c.to_ascii_lowercase()),
             ),
             ("contact", self.contact),
+            (
+                "environment",
+                self.environment.map(|e| e.trim().to_ascii_lowercase()),
+            ),
         ] {
             if let Some(v) = value {
                 into.insert(key.into(), json!(v));
@@ -228,6 +236,7 @@ pub fn run_consumers(args: ConsumersArgs) -> anyhow::Result<ExitCode> {
                 "contact",
                 "clients",
                 "reads",
+                "environment",
             ] {
                 if let Some(v) = current.get(key) {
                     body.insert(key.into(), v.clone());
@@ -306,8 +315,12 @@ fn consumer_line(c: &Value) -> String {
     } else {
         ""
     };
+    let environment = match c.get("environment").and_then(Value::as_str) {
+        Some(e) => format!(" ({e})"),
+        None => String::new(),
+    };
     format!(
-        "{}{retired}  {}  owner {}  reads {}",
+        "{}{retired}{environment}  {}  owner {}  reads {}",
         text(c, "name"),
         text(c, "cadence"),
         text(c, "owner"),
@@ -454,11 +467,25 @@ struct EvidenceArgs {
     /// A sample replay result for SAMPLE.
     #[arg(long, group = "kind")]
     replay: Option<String>,
-    /// The replay failed (with --replay).
+    /// A canary run on PATH (the bounded tenant, service, group or region that ran without
+    /// the old field).
+    #[arg(long, group = "kind")]
+    canary: Option<String>,
+    /// A run in the non-production ENVIRONMENT with the old field omitted.
+    #[arg(
+        long = "non-production-omission",
+        group = "kind",
+        value_name = "ENVIRONMENT"
+    )]
+    non_production_omission: Option<String>,
+    /// The run failed (with --replay, --canary or --non-production-omission).
     #[arg(long)]
     failed: bool,
     #[arg(long, default_value = "")]
     detail: String,
+    /// Where the run's result can be seen (with --canary or --non-production-omission).
+    #[arg(long)]
+    link: Option<String>,
 }
 
 fn time_value(text: &str) -> Value {
@@ -520,6 +547,24 @@ fn evidence_body(args: &EvidenceArgs) -> anyhow::Result<Value> {
             json!({"kind": "replay_result", "sample": sample, "passed": !args.failed, "detail": args.detail}),
         );
     }
+    let outcome = if args.failed { "failed" } else { "passed" };
+    let run = |mut body: Value| {
+        if let (Some(link), Value::Object(m)) = (&args.link, &mut body) {
+            m.insert("link".into(), json!(link));
+        }
+        body
+    };
+    if let Some(path) = &args.canary {
+        return Ok(run(
+            json!({"kind": "canary", "path": path, "outcome": outcome, "detail": args.detail}),
+        ));
+    }
+    if let Some(environment) = &args.non_production_omission {
+        return Ok(run(json!({
+            "kind": "non_production_omission", "environment": environment,
+            "outcome": outcome, "detail": args.detail
+        })));
+    }
     if args.usage_query {
         let attribution = match (&args.consumer, args.unattributed) {
             (Some(c), false) => json!({"kind": "consumer", "consumer": c}),
@@ -547,7 +592,7 @@ fn evidence_body(args: &EvidenceArgs) -> anyhow::Result<Value> {
         return Ok(json!({"kind": "usage_query", "query": query}));
     }
     Err(invalid(
-        "say what the evidence is: --sign-off CONSUMER, --usage-query or --replay SAMPLE".into(),
+        "say what the evidence is: --sign-off CONSUMER, --usage-query, --replay SAMPLE, --canary PATH or --non-production-omission ENVIRONMENT".into(),
     ))
 }
 

@@ -159,7 +159,7 @@ async fn scripted_run(base: &str) {
             "POST",
             &format!("/covenant/v1/deprecations/{dep}/evidence"),
             Some(json!({"claim": "no reader left", "by": "orders-team",
-                "body": {"kind": "replay_result", "sample": "orders.avro", "passed": true}})),
+                "body": {"kind": "canary", "path": "internal orders tenant", "outcome": "passed"}})),
         )
         .await;
     admin

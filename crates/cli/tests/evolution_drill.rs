@@ -464,6 +464,26 @@ async fn drill(server: &Server, tag: &str) {
                 "detail": "bounded historical mapping for events without billing_plan_id"},
         }))
         .await;
+    // Enforcement's reversible steps, as the seed's record has them: non-production omission
+    // complete, internal canary complete.
+    server
+        .ok("POST", &evidence, json!({
+            "claim": "non-production omission complete", "by": "billing-team",
+            "body": {"kind": "non_production_omission", "environment": "staging", "outcome": "passed",
+                "detail": "staging producers omitted plan_name for a week; no consumer errors"},
+        }))
+        .await;
+    server
+        .ok(
+            "POST",
+            &evidence,
+            json!({
+                "claim": "internal canary complete", "by": "billing-team",
+                "body": {"kind": "canary", "path": "tenant internal-billing", "outcome": "passed",
+                    "link": "https://dashboards.example.com/canary/plan-name"},
+            }),
+        )
+        .await;
     // The gate is clear, but the window (to day 90) is still open: a named risk approver must
     // accept the early removal.
     let (status, refusal) = server
@@ -477,7 +497,9 @@ async fn drill(server: &Server, tag: &str) {
     assert!(
         refusal["message"]
             .as_str()
-            .is_some_and(|m| m.contains("[window_open]") && !m.contains("[no_evidence]")),
+            .is_some_and(|m| m.contains("[window_open]")
+                && !m.contains("[no_evidence]")
+                && !m.contains("[no_canary]")),
         "{refusal}"
     );
     server

@@ -679,9 +679,14 @@ async fn a_topic_dump_restores_the_state_its_records_leave() {
         "--to",
         &running.base,
     ]));
+    // A write over REST stores Protobuf text trimmed, a write into the store keeps it as
+    // given; the guid, derived from the stored text, follows it.
     let trimmed = |(status, mut body): (u16, Value)| {
         let text = body["schema"].as_str().map(|t| t.trim_end().to_string());
         body["schema"] = json!(text);
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("guid");
+        }
         (status, body)
     };
     for id in [11, 12, 20, 21, 40, 41] {

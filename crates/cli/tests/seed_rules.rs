@@ -548,6 +548,7 @@ async fn removable_needs_the_window_and_evidence_or_a_named_exception() {
     let message = refusal["message"].as_str().unwrap_or_default();
     assert!(message.contains("[window_open]"), "{message}");
     assert!(message.contains("[no_evidence]"), "{message}");
+    assert!(message.contains("[no_canary]"), "{message}");
     refused_for_removal(&server.register("ticket", "AVRO", TICKET_V2).await);
 
     // Evidence on the record and an attributed exception for the window: now it may go.
@@ -569,6 +570,25 @@ async fn removable_needs_the_window_and_evidence_or_a_named_exception() {
             Some(
                 json!({"approver": "risk-approver", "overrides": "window_open",
                 "reason": "no consumer ever declared legacy; early removal accepted"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // Leaving enforcement needs a passed canary, or an exception naming why none is run.
+    let (status, refusal) = server.call("POST", &stage, Some(to("removable"))).await;
+    assert_eq!(status, 409, "{refusal}");
+    let message = refusal["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("[no_canary]") && !message.contains("[window_open]"),
+        "{message}"
+    );
+    let (status, body) = server
+        .call(
+            "POST",
+            &format!("/covenant/v1/deprecations/{id}/exceptions"),
+            Some(
+                json!({"approver": "risk-approver", "overrides": "no_canary",
+                "reason": "ticket has no producer path to canary; the replay covers the archive"}),
             ),
         )
         .await;

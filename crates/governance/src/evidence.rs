@@ -63,6 +63,7 @@ mod tests {
                 reader_version: Some(1),
                 fields: fields.iter().map(|f| f.to_string()).collect(),
             }],
+            environment: Default::default(),
         }
     }
 

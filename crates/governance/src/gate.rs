@@ -497,6 +497,7 @@ mod tests {
                     reader_version: None,
                     fields: vec!["f".into()],
                 }],
+                environment: Default::default(),
             },
             0,
         )

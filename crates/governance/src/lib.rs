@@ -306,6 +306,20 @@ pub fn freeze_violations(
     out
 }
 
+/// Whether a canary that omitted the old shape passed: the record's proof that production
+/// readers survive its absence on at least one path.
+fn has_passed_canary(record: &Deprecation) -> bool {
+    record.evidence.iter().any(|e| {
+        matches!(
+            e.body,
+            EvidenceBody::Canary {
+                outcome: Outcome::Passed,
+                ..
+            }
+        )
+    })
+}
+
 /// A stage entry condition that does not hold, as a blocker of the deprecation.
 fn entry_blocker(record: &Deprecation, kind: BlockerKind, message: String) -> Blocker {
     Blocker {
@@ -725,10 +739,18 @@ impl Governance {
                 1,
             );
             // Enforcement is discovery: every read of the field now carries a warning naming
-            // the reader, so unknown ones surface before the removal.
+            // the reader, so unknown ones surface before the removal; a non-production
+            // reader gets a failure, where breaking costs least.
             if d.stage == Stage::Enforcing {
+                let failing = consumer
+                    .as_ref()
+                    .is_some_and(|c| c.environment == Environment::NonProduction);
                 findings.push(UsageFinding {
-                    kind: FindingKind::EnforcementWarning,
+                    kind: if failing {
+                        FindingKind::EnforcementFailure
+                    } else {
+                        FindingKind::EnforcementWarning
+                    },
                     at: now,
                     subject: subject.clone(),
                     field: Some(field.to_string()),
@@ -738,6 +760,7 @@ impl Governance {
                     message: format!(
                         "{} (client '{client}') read '{field}' of subject '{subject}', which is being removed (deprecation #{}, stage 'enforcing'); move to '{}'.",
                         match &attributed {
+                            Some(name) if failing => format!("Non-production consumer '{name}'"),
                             Some(name) => format!("Consumer '{name}'"),
                             None => "An unattributed reader".to_string(),
                         },
@@ -1034,8 +1057,10 @@ impl Governance {
     /// for discovering readers nobody declared, not for breaking known ones. Entering
     /// `removable` needs a clear removal gate, the window ended and evidence recorded
     /// (elapsed time alone is not completion evidence, and a window is a promise to
-    /// consumers). An attributed exception of the matching kind overrides the window or the
-    /// missing evidence, naming the residual risk in its reason.
+    /// consumers), and a passed canary: enforcement stays reversible until one bounded path
+    /// has run without the field. An attributed exception of the matching kind overrides the
+    /// window, the missing evidence or the missing canary, naming the residual risk in its
+    /// reason.
     async fn entry_blockers(
         &self,
         record: &Deprecation,
@@ -1073,9 +1098,21 @@ impl Governance {
                     ),
                 ));
             }
+            if !has_passed_canary(record) {
+                blockers.push(entry_blocker(
+                    record,
+                    BlockerKind::NoCanary,
+                    format!(
+                        "Deprecation #{} records no passed canary; omit {what} on one bounded internal path, watch its readers and record the run (evidence kind 'canary'), or approve an exception overriding no_canary.",
+                        record.id
+                    ),
+                ));
+            }
             blockers.retain(|b| {
-                !matches!(b.kind, BlockerKind::WindowOpen | BlockerKind::NoEvidence)
-                    || !record.exceptions.iter().any(|e| e.overrides == b.kind)
+                !matches!(
+                    b.kind,
+                    BlockerKind::WindowOpen | BlockerKind::NoEvidence | BlockerKind::NoCanary
+                ) || !record.exceptions.iter().any(|e| e.overrides == b.kind)
             });
         }
         Ok(blockers)
@@ -1170,6 +1207,19 @@ impl Governance {
                     signed_at,
                     statement,
                 }
+            }
+            EvidenceBody::Canary { path, .. } if path.trim().is_empty() => {
+                return Err(GovernanceError::Invalid(
+                    "a canary names the bounded path it ran on (a tenant, service, group or region)"
+                        .to_string(),
+                ));
+            }
+            EvidenceBody::NonProductionOmission { environment, .. }
+                if environment.trim().is_empty() =>
+            {
+                return Err(GovernanceError::Invalid(
+                    "a non-production omission names the environment it ran in".to_string(),
+                ));
             }
             other => other,
         };

@@ -4,7 +4,7 @@
 
 use crate::clock::{format_day, format_time};
 use crate::gate::GateReport;
-use covenant_store::governance::{Attribution, Deprecation, EvidenceBody};
+use covenant_store::governance::{Attribution, Deprecation, EvidenceBody, Outcome};
 use std::fmt::Write;
 
 /// Writes `label: value`, continuing further lines of `value` under its first character.
@@ -83,7 +83,36 @@ fn evidence_line(body: &EvidenceBody) -> String {
             }
             line
         }
+        EvidenceBody::Canary {
+            path,
+            outcome,
+            detail,
+            link,
+        } => run_line(&format!("canary on '{path}'"), *outcome, detail, link),
+        EvidenceBody::NonProductionOmission {
+            environment,
+            outcome,
+            detail,
+            link,
+        } => run_line(
+            &format!("non-production omission in '{environment}'"),
+            *outcome,
+            detail,
+            link,
+        ),
     }
+}
+
+/// `what: outcome (detail) <link>` for canary and omission runs.
+fn run_line(what: &str, outcome: Outcome, detail: &str, link: &Option<String>) -> String {
+    let mut line = format!("{what}: {}", outcome.as_str());
+    if !detail.is_empty() {
+        let _ = write!(line, " ({detail})");
+    }
+    if let Some(link) = link {
+        let _ = write!(line, " <{link}>");
+    }
+    line
 }
 
 /// The record as text.

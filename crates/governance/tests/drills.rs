@@ -105,6 +105,7 @@ fn consumer(name: &str, cadence: Cadence, reader: i64, fields: &[&str]) -> NewCo
             reader_version: Some(reader),
             fields: fields.iter().map(|f| f.to_string()).collect(),
         }],
+        environment: Default::default(),
     }
 }
 
@@ -464,6 +465,50 @@ async fn monthly_export_quiet_for_three_weeks_blocks(w: World) {
     let text = err.to_string();
     assert!(text.contains("[window_open]"), "{text}");
     assert!(text.contains("[no_evidence]"), "{text}");
+    assert!(text.contains("[no_canary]"), "{text}");
+    // A failed canary is evidence, but not the passed canary leaving enforcement needs.
+    let canary = |outcome| EvidenceBody::Canary {
+        path: "tenant internal-billing".into(),
+        outcome,
+        detail: "producer omitted plan_name for one week".into(),
+        link: Some("https://dashboards.example.com/canary/42".into()),
+    };
+    w.gov
+        .add_evidence(
+            d.id,
+            "internal canary",
+            "billing",
+            canary(Outcome::Failed),
+            None,
+        )
+        .await
+        .expect("failed canary");
+    let text = w
+        .gov
+        .change_stage(
+            d.id,
+            StageRequest {
+                to: Stage::Removable,
+                by: "billing".into(),
+                note: String::new(),
+            },
+            None,
+        )
+        .await
+        .expect_err("no passed canary")
+        .to_string();
+    assert!(!text.contains("[no_evidence]"), "{text}");
+    assert!(text.contains("[no_canary]"), "{text}");
+    w.gov
+        .add_evidence(
+            d.id,
+            "internal canary complete",
+            "billing",
+            canary(Outcome::Passed),
+            None,
+        )
+        .await
+        .expect("canary");
     w.gov
         .add_evidence(
             d.id,
@@ -862,4 +907,114 @@ both_backends!(
     record_rendering_and_undeprecated_fields,
     record_on_sqlite,
     record_on_postgres
+);
+
+async fn to_stage(w: &World, id: i64, to: Stage) -> Deprecation {
+    w.gov
+        .change_stage(
+            id,
+            StageRequest {
+                to,
+                by: "billing".into(),
+                note: String::new(),
+            },
+            None,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("to {to}: {e}"))
+}
+
+/// Enforcement fails non-production readers and warns production ones, naming each; the
+/// reads are recorded either way, and stepping back out of `enforcing` ends both.
+async fn enforcement_fails_non_production_readers(w: World) {
+    let d = w
+        .gov
+        .create_deprecation(plan_name_deprecation(), None)
+        .await
+        .expect("deprecate");
+    // Both declare only the replacement, yet their builds still read plan_name.
+    let mut staging = consumer("billing-staging", Cadence::Daily, 2, &["billing_plan_id"]);
+    staging.environment = Environment::NonProduction;
+    w.gov.create_consumer(staging, None).await.expect("staging");
+    w.gov
+        .create_consumer(
+            consumer("revenue", Cadence::Daily, 2, &["billing_plan_id"]),
+            None,
+        )
+        .await
+        .expect("revenue");
+    freeze(&w, d.id).await;
+    to_stage(&w, d.id, Stage::Enforcing).await;
+    let at = T0 + DAY;
+    w.at(at);
+    let kinds_of = |r: &UsageReceipt| r.findings.iter().map(|f| f.kind).collect::<Vec<_>>();
+    let staged = w
+        .gov
+        .report_usage(usage("svc-billing-staging", 3, &["plan_name"], at), None)
+        .await
+        .expect("staging report");
+    // (Reading a frozen field it never read before is a finding of its own.)
+    assert_eq!(
+        kinds_of(&staged),
+        [
+            FindingKind::EnforcementFailure,
+            FindingKind::NewUseAfterFreeze
+        ]
+    );
+    let message = &staged.findings[0].message;
+    assert!(
+        message.starts_with("Non-production consumer 'billing-staging'")
+            && message.contains(&format!("deprecation #{}", d.id))
+            && message.contains("move to 'billing_plan_id'"),
+        "{message}"
+    );
+    let production = w
+        .gov
+        .report_usage(usage("svc-revenue", 3, &["plan_name"], at), None)
+        .await
+        .expect("production report");
+    assert_eq!(kinds_of(&production)[0], FindingKind::EnforcementWarning);
+    // The failed read is evidence like any other: it blocks the removal.
+    let gate = w
+        .gov
+        .removal_gate(SUBJECT, &["plan_name".into()])
+        .await
+        .expect("gate");
+    assert!(
+        kinds(&gate).contains(&(BlockerKind::RecentUsage, Some("billing-staging".into()))),
+        "{:?}",
+        kinds(&gate)
+    );
+    // Enforcement is reversible: back to frozen, the same read fails nobody.
+    assert_eq!(to_stage(&w, d.id, Stage::Frozen).await.stage, Stage::Frozen);
+    let again = w
+        .gov
+        .report_usage(
+            usage("svc-billing-staging", 3, &["plan_name"], at + HOUR),
+            None,
+        )
+        .await
+        .expect("report");
+    assert!(
+        !kinds_of(&again).iter().any(|k| matches!(
+            k,
+            FindingKind::EnforcementFailure | FindingKind::EnforcementWarning
+        )),
+        "{:?}",
+        again.findings
+    );
+    let record = to_stage(&w, d.id, Stage::Enforcing).await;
+    let history: Vec<_> = record.history.iter().map(|h| (h.from, h.to)).collect();
+    assert_eq!(
+        history[history.len() - 2..],
+        [
+            (Some(Stage::Enforcing), Stage::Frozen),
+            (Some(Stage::Frozen), Stage::Enforcing)
+        ]
+    );
+}
+both_backends!(
+    enforcement_fails_non_production_readers,
+    non_production_enforcement_on_sqlite,
+    non_production_enforcement_on_postgres
 );

@@ -15,9 +15,9 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use covenant_governance::{
-    Attribution, Clock, CounterSink, DeprecationUpdate, ExceptionRequest, FAMILIES, Governance,
-    GovernanceStore, MetricFamily, NewConsumer, NewDeprecation, SchemaFields, StageRequest,
-    UsageQuery, UsageReport, parse_instant, removal_gate,
+    Attribution, Clock, CounterSink, DeprecationUpdate, ExceptionRequest, FAMILIES, FindingKind,
+    Governance, GovernanceStore, MetricFamily, NewConsumer, NewDeprecation, SchemaFields,
+    StageRequest, UsageQuery, UsageReport, parse_instant, removal_gate,
 };
 use covenant_registry::{
     BoxFuture, FieldRecords, HookFuture, Registry, RegistryError, RegistryResult, RemovalCheck,
@@ -426,8 +426,42 @@ pub async fn report_usage(
     if let Value::Object(m) = &mut answer {
         m.insert("flagged".into(), json!(!receipt.findings.is_empty()));
     }
+    let failures: Vec<&str> = receipt
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::EnforcementFailure)
+        .map(|f| f.message.as_str())
+        .collect();
+    if !failures.is_empty() {
+        return Ok(enforcement_failure(&failures, answer));
+    }
     Ok(ok(answer))
 }
+
+/// A non-production reader of a field under enforcement: the report is recorded (it is
+/// evidence, audited in its transaction), and the answer is a failure its tooling cannot
+/// miss, 410 Gone with `error_code` 41001, the receipt beside the Confluent fields.
+fn enforcement_failure(messages: &[&str], receipt: Value) -> Response {
+    let mut body = json!({
+        "error_code": ENFORCEMENT_FAILURE,
+        "message": format!(
+            "{} Non-production consumers get failures while a deprecation is enforcing; the report was recorded.",
+            messages.join(" ")
+        ),
+    });
+    if let (Value::Object(m), Value::Object(r)) = (&mut body, receipt) {
+        m.extend(r);
+    }
+    let mut response = (StatusCode::GONE, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(crate::error::CONTENT_TYPE),
+    );
+    response
+}
+
+/// The `error_code` of a usage report answered with an enforcement failure.
+pub const ENFORCEMENT_FAILURE: u32 = 41001;
 
 fn usage_query(gov: &Governance, params: &Params) -> Result<UsageQuery, ApiError> {
     let attribution = match (params.get("consumer"), params.flag("unattributed")) {

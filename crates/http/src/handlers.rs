@@ -61,11 +61,22 @@ pub struct SchemaBody {
     id: Option<i64>,
     #[serde(default)]
     version: Option<i64>,
+    /// Payloads written with this schema, replayed through earlier versions under FORWARD
+    /// and FULL levels (a Covenant extension).
+    #[serde(default)]
+    samples: Option<Vec<crate::policy_routes::SampleBody>>,
 }
 
 impl SchemaBody {
-    pub(crate) fn into_request(self) -> SchemaRequest {
-        SchemaRequest {
+    /// The registry's request; a submitted sample that is not base64 is a 42230.
+    pub(crate) fn into_request(self) -> Result<SchemaRequest, ApiError> {
+        let samples = self
+            .samples
+            .unwrap_or_default()
+            .into_iter()
+            .map(crate::policy_routes::SampleBody::into_candidate)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SchemaRequest {
             schema: self.schema.unwrap_or_default(),
             schema_type: self.schema_type,
             references: self
@@ -82,7 +93,8 @@ impl SchemaBody {
             rule_set: self.rule_set,
             id: self.id,
             version: self.version,
-        }
+            samples,
+        })
     }
 }
 
@@ -453,7 +465,7 @@ pub async fn register(
         force: params.flag("force"),
         audit: Some(&audit),
     };
-    let request = body.into_request();
+    let request = body.into_request()?;
     let sent = request.schema.trim().to_string();
     // The removal gate inside the registration must see every read counted so far.
     state.flush_reads().await;
@@ -501,7 +513,7 @@ pub async fn lookup(
         .registry
         .lookup(
             &subject,
-            &body.into_request(),
+            &body.into_request()?,
             params.flag("normalize"),
             params.flag("deleted"),
         )
@@ -664,7 +676,7 @@ async fn compatibility(
 ) -> ApiResult {
     ensure_references_readable(access, &body)?;
     let verbose = params.flag("verbose");
-    let request = body.into_request();
+    let request = body.into_request()?;
     match state
         .registry
         .test_compatibility(subject, against, &request, params.flag("normalize"))

@@ -183,7 +183,7 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "POST",
         "/covenant/v1/consumers",
-        "Declares a consumer: owner, purpose, cadence, criticality, contact, client ids and the fields it reads; 40901 when it would read a frozen field.",
+        "Declares a consumer: owner, purpose, cadence, criticality, contact, client ids, the fields it reads and its environment (production or non-production); 40901 when it would read a frozen field.",
     ),
     ("GET", "/covenant/v1/consumers/{consumer}", "One consumer."),
     (
@@ -199,7 +199,7 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "POST",
         "/covenant/v1/usage",
-        "Records a usage report; the answer flags deprecated fields read, unattributed use and new use after a freeze.",
+        "Records a usage report; the answer flags deprecated fields read, unattributed use and new use after a freeze. A non-production consumer reading a field under enforcement gets 410 (41001) with the receipt; the report is recorded.",
     ),
     (
         "GET",
@@ -249,12 +249,12 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "POST",
         "/covenant/v1/deprecations/{id}/stage",
-        "Moves a deprecation one stage forward (when its entry conditions hold) or back; 'removable' needs a clear removal gate, the window ended and evidence recorded.",
+        "Moves a deprecation one stage forward (when its entry conditions hold) or back; 'removable' needs a clear removal gate, the window ended, evidence recorded and a passed canary.",
     ),
     (
         "POST",
         "/covenant/v1/deprecations/{id}/evidence",
-        "Attaches evidence: a usage query (run and stored with its result), a sign-off or a replay result.",
+        "Attaches evidence: a usage query (run and stored with its result), a sign-off, a replay result, a canary run or a non-production omission.",
     ),
     (
         "POST",
@@ -369,7 +369,20 @@ fn components() -> Value {
                 "metadata": {"type": "object"},
                 "ruleSet": {"type": "object"},
                 "version": {"type": "integer"},
-                "id": {"type": "integer"}
+                "id": {"type": "integer"},
+                "samples": {
+                    "type": "array",
+                    "description": "Covenant: payloads written with this schema, decoded with earlier versions as readers under FORWARD and FULL levels.",
+                    "items": {
+                        "type": "object",
+                        "required": ["encoding", "payload"],
+                        "properties": {
+                            "encoding": {"type": "string", "enum": ["avro", "protobuf", "json", "confluent"]},
+                            "payload": {"type": "string", "format": "byte"},
+                            "messageName": {"type": "string"}
+                        }
+                    }
+                }
             }
         },
         "Config": {

@@ -91,7 +91,7 @@ pub async fn plan(
 ) -> ApiResult {
     let plan = state
         .registry
-        .plan(&subject, &body.into_request(), params.flag("normalize"))
+        .plan(&subject, &body.into_request()?, params.flag("normalize"))
         .await?;
     let value = serde_json::to_value(&plan).map_err(|_| ApiError::internal())?;
     Ok(ok(value))
@@ -138,6 +138,30 @@ pub struct SampleBody {
     message_name: Option<String>,
 }
 
+impl SampleBody {
+    /// The payload bytes; not base64 is a 42230.
+    fn payload_bytes(&self) -> Result<Vec<u8>, ApiError> {
+        let text: String = self.payload.split_whitespace().collect();
+        base64::engine::general_purpose::STANDARD
+            .decode(&text)
+            .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(&text))
+            .map_err(|e| {
+                ApiError::from(covenant_registry::RegistryError::InvalidSample(format!(
+                    "The payload is not base64: {e}."
+                )))
+            })
+    }
+
+    /// A sample submitted with a schema, for its forward replay.
+    pub(crate) fn into_candidate(self) -> Result<covenant_registry::CandidateSample, ApiError> {
+        Ok(covenant_registry::CandidateSample {
+            payload: self.payload_bytes()?,
+            encoding: self.encoding,
+            message_name: self.message_name,
+        })
+    }
+}
+
 pub async fn add_sample(
     State(state): State<AppState>,
     AuditedWrite(audit): AuditedWrite,
@@ -145,15 +169,7 @@ pub async fn add_sample(
     ConfluentJson(body): ConfluentJson<SampleBody>,
 ) -> ApiResult {
     let spec = spec(&version)?;
-    let text: String = body.payload.split_whitespace().collect();
-    let payload = base64::engine::general_purpose::STANDARD
-        .decode(&text)
-        .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(&text))
-        .map_err(|e| {
-            ApiError::from(covenant_registry::RegistryError::InvalidSample(format!(
-                "The payload is not base64: {e}."
-            )))
-        })?;
+    let payload = body.payload_bytes()?;
     let record = state
         .registry
         .add_sample(

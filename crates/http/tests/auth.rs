@@ -133,6 +133,7 @@ async fn register(registry: &Registry, subject: &str, schema: &Value) -> i64 {
         rule_set: None,
         id: None,
         version: None,
+        samples: vec![],
     };
     registry
         .register(subject, request, Default::default())

@@ -8,6 +8,12 @@
 //! field whose value differs (text read as a decimal, milliseconds read as microseconds) is
 //! the same error.
 //!
+//! The other direction, for FORWARD and FULL levels: payloads written with the candidate
+//! (submitted alongside it) are decoded with each earlier version in scope as reader, the way
+//! a consumer still running an old schema meets the new producer's records. A payload an old
+//! reader cannot decode, or (Avro) reads into a different value than the candidate does for a
+//! field both share, is an error finding of its own rule.
+//!
 //! Encodings (the payload bytes as a producer wrote them):
 //!
 //! | encoding | formats | bytes |
@@ -45,9 +51,25 @@ pub static SAMPLE_REPLAY_INCOMPLETE: RuleSpec = RuleSpec {
     peers: &[],
 };
 
+pub static SAMPLE_FORWARD_REPLAY_FAILED: RuleSpec = RuleSpec {
+    id: "SAMPLE_FORWARD_REPLAY_FAILED",
+    format: "any",
+    category: "replay",
+    default_severity: Severity::Error,
+    summary: "Under a FORWARD or FULL level, a sample payload written with the new schema (submitted alongside it) does not decode with an earlier version in scope as reader, or (Avro) decodes into a different value for a field both share. Old consumers meet the new producer's records. Source: schema-evolution-rules §2.2, §18.",
+    bad_example: "v2 writes \"amount\" as {\"type\":\"bytes\",\"logicalType\":\"decimal\"} where v1 read a string: a v2 record decodes with v1 but its amount reads as garbage text; or a JSON Schema v2 allows \"status\": \"ON_HOLD\" that v1's enum rejects",
+    good_example: "v2 adds an optional field that v1 readers skip; every v2 sample decodes with v1 to the same values",
+    hint: "Consumers still on the earlier version will read these records: keep the change readable for them (a new field beside the old one, a value they accept), upgrade those consumers first and use a BACKWARD level, or drop the sample if it does not represent what the producer will write.",
+    peers: &[],
+};
+
 /// The replay rules, in catalog order.
 pub fn replay_rules() -> &'static [&'static RuleSpec] {
-    static RULES: [&RuleSpec; 2] = [&SAMPLE_REPLAY_FAILED, &SAMPLE_REPLAY_INCOMPLETE];
+    static RULES: [&RuleSpec; 3] = [
+        &SAMPLE_REPLAY_FAILED,
+        &SAMPLE_FORWARD_REPLAY_FAILED,
+        &SAMPLE_REPLAY_INCOMPLETE,
+    ];
     &RULES
 }
 
@@ -231,13 +253,12 @@ pub fn replay(
             findings.push(f);
             break;
         }
-        let outcome = decode_sample(writer, candidate, sample).and_then(|()| {
-            match value_change(writer, candidate, sample) {
-                Some(change) => Err(change),
-                None => Ok(()),
-            }
-        });
-        if let Err(error) = outcome {
+        if let Err(error) = read_back(
+            writer,
+            candidate,
+            sample,
+            ("its own schema", "the new schema"),
+        ) {
             let mut f = Finding::new(
                 &SAMPLE_REPLAY_FAILED,
                 format!("/samples/{}", sample.id),
@@ -256,14 +277,81 @@ pub fn replay(
     findings
 }
 
+/// Decodes `sample` (written with `writer`) with `reader` and, for Avro, compares the values
+/// each side reads.
+fn read_back(
+    writer: &ParsedSchema,
+    reader: &ParsedSchema,
+    sample: &Sample<'_>,
+    names: (&str, &str),
+) -> Result<(), String> {
+    decode_sample(writer, reader, sample)?;
+    match value_change(writer, reader, sample) {
+        Some((at, a, b)) => Err(format!(
+            "at '{at}' {} reads {a} and {} reads {b}",
+            names.0, names.1
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Replays the candidate's own samples (numbered by `id`, from 1 in the order submitted)
+/// through each earlier version in `readers` as reader, until `budget` is spent. The
+/// findings name the reader version.
+pub fn replay_forward(
+    candidate: &ParsedSchema,
+    samples: &[Sample<'_>],
+    readers: &[(i64, &ParsedSchema)],
+    budget: Duration,
+) -> Vec<Finding> {
+    let start = Instant::now();
+    let total = samples.len() * readers.len();
+    let mut findings = Vec::new();
+    let pairs = readers
+        .iter()
+        .flat_map(|(version, reader)| samples.iter().map(move |s| (*version, *reader, s)));
+    for (done, (version, reader, sample)) in pairs.enumerate() {
+        if start.elapsed() > budget {
+            let mut f = Finding::new(
+                &SAMPLE_REPLAY_INCOMPLETE,
+                "/samples/new",
+                format!(
+                    "Forward replay stopped after {done} of {total} sample readings: the {} ms budget was spent.",
+                    budget.as_millis()
+                ),
+            );
+            f.version = Some(version);
+            findings.push(f);
+            break;
+        }
+        let names = ("the new schema", &*format!("version {version}"));
+        if let Err(error) = read_back(candidate, reader, sample, names) {
+            let mut f = Finding::new(
+                &SAMPLE_FORWARD_REPLAY_FAILED,
+                format!("/samples/new/{}", sample.id),
+                format!(
+                    "Sample {} of the new schema ({}) cannot be read by consumers of version {version}: {}",
+                    sample.id,
+                    sample.encoding.as_str(),
+                    sentence(&error)
+                ),
+            );
+            f.version = Some(version);
+            findings.push(f);
+        }
+    }
+    findings
+}
+
 /// For an Avro sample: the first field whose value, logical types applied, differs between
-/// the writer's own reading and the candidate's. Fields only one side has are not compared
-/// (a reader default is not a changed value); numbers compare by value (`5` and `5.0`).
+/// the writer's own reading and the reader's (its path and both values). Fields only one side
+/// has are not compared (a reader default is not a changed value); numbers compare by value
+/// (`5` and `5.0`).
 fn value_change(
     writer: &ParsedSchema,
     reader: &ParsedSchema,
     sample: &Sample<'_>,
-) -> Option<String> {
+) -> Option<(String, serde_json::Value, serde_json::Value)> {
     let (ParsedSchema::Avro(w), ParsedSchema::Avro(r)) = (writer, reader) else {
         return None;
     };
@@ -292,10 +380,12 @@ fn value_change(
             }
             _ if same_value(a, b) => {}
             _ => {
-                let at = if path.is_empty() { "/" } else { &path };
-                return Some(format!(
-                    "at '{at}' its own schema reads {a} and the new schema reads {b}"
-                ));
+                let at = if path.is_empty() {
+                    "/".to_string()
+                } else {
+                    path
+                };
+                return Some((at, a.clone(), b.clone()));
             }
         }
     }
@@ -527,5 +617,93 @@ mod tests {
         assert!(decode_sample(&v1, &v1, &wire).is_ok());
         assert!(decode_sample(&v1, &v2, &named).is_err());
         assert!(decode_sample(&v1, &v2, &wire).is_err());
+    }
+
+    #[test]
+    fn forward_replay_reads_new_samples_with_old_readers() {
+        let v1 = avro(
+            r#"{"type":"record","name":"E","fields":[{"name":"id","type":"int"},{"name":"status","type":{"type":"enum","name":"S","symbols":["OPEN","CLOSED"]}}]}"#,
+        );
+        let v2 = avro(
+            r#"{"type":"record","name":"E","fields":[{"name":"id","type":"int"},{"name":"status","type":{"type":"enum","name":"S","symbols":["OPEN","CLOSED","ON_HOLD"]}},{"name":"note","type":"string","default":""}]}"#,
+        );
+        let open = encode(
+            &v2,
+            serde_json::json!({"id": 1, "status": "OPEN", "note": "x"}),
+        );
+        let held = encode(
+            &v2,
+            serde_json::json!({"id": 2, "status": "ON_HOLD", "note": ""}),
+        );
+        let sample = |id, payload| Sample {
+            id,
+            version: 0,
+            encoding: SampleEncoding::Avro,
+            message_name: None,
+            payload,
+        };
+        let samples = [sample(1, &open[..]), sample(2, &held[..])];
+        let findings = replay_forward(&v2, &samples, &[(1, &v1)], Duration::from_secs(5));
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].rule, "SAMPLE_FORWARD_REPLAY_FAILED");
+        assert_eq!(findings[0].path, "/samples/new/2");
+        assert_eq!(findings[0].version, Some(1));
+        assert!(
+            findings[0].message.starts_with(
+                "Sample 2 of the new schema (avro) cannot be read by consumers of version 1:"
+            ),
+            "{}",
+            findings[0].message
+        );
+        assert!(replay_forward(&v2, &samples, &[(2, &v2)], Duration::from_secs(5)).is_empty());
+    }
+
+    #[test]
+    fn forward_replay_catches_a_changed_logical_type() {
+        let text =
+            avro(r#"{"type":"record","name":"P","fields":[{"name":"amount","type":"string"}]}"#);
+        let decimal = avro(
+            r#"{"type":"record","name":"P","fields":[{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":18,"scale":2}}]}"#,
+        );
+        let bytes = encode(&decimal, serde_json::json!({"amount": "12.34"}));
+        let sample = Sample {
+            id: 1,
+            version: 0,
+            encoding: SampleEncoding::Avro,
+            message_name: None,
+            payload: &bytes,
+        };
+        let findings = replay_forward(&decimal, &[sample], &[(1, &text)], Duration::from_secs(5));
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(findings[0].message.contains("at '/amount'"), "{findings:?}");
+    }
+
+    #[test]
+    fn forward_replay_validates_json_documents_with_old_schemas() {
+        let v1 = ParsedSchema::parse(
+            SchemaType::Json,
+            r#"{"type":"object","properties":{"status":{"enum":["OPEN","CLOSED"]}}}"#,
+            &[],
+        )
+        .expect("valid JSON Schema");
+        let v2 = ParsedSchema::parse(
+            SchemaType::Json,
+            r#"{"type":"object","properties":{"status":{"enum":["OPEN","CLOSED","ON_HOLD"]}}}"#,
+            &[],
+        )
+        .expect("valid JSON Schema");
+        let doc = br#"{"status":"ON_HOLD"}"#;
+        let sample = Sample {
+            id: 1,
+            version: 0,
+            encoding: SampleEncoding::Json,
+            message_name: None,
+            payload: doc,
+        };
+        let findings = replay_forward(&v2, &[sample], &[(1, &v1)], Duration::from_secs(5));
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(findings[0].message.contains("/status"), "{findings:?}");
+        let spent = replay_forward(&v2, &[sample], &[(1, &v1)], Duration::ZERO);
+        assert_eq!(spent[0].rule, "SAMPLE_REPLAY_INCOMPLETE");
     }
 }

@@ -4,9 +4,9 @@
 //! group by row group, so memory does not grow with the input.
 
 use crate::ProfileError;
+use parquet::file::serialized_reader::SerializedFileReader;
 use serde::de::{DeserializeSeed, SeqAccess, Visitor};
 use serde_json::Value;
-use parquet::file::serialized_reader::SerializedFileReader;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -99,11 +99,7 @@ pub fn read_records(
     Ok(kind)
 }
 
-fn parquet_file(
-    name: &str,
-    file: File,
-    each: &mut dyn FnMut(Value),
-) -> Result<(), ProfileError> {
+fn parquet_file(name: &str, file: File, each: &mut dyn FnMut(Value)) -> Result<(), ProfileError> {
     use parquet::file::reader::FileReader;
     let reader = SerializedFileReader::new(file)
         .map_err(|e| input_err(name, format!("not a readable Parquet file: {e}")))?;

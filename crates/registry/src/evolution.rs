@@ -8,10 +8,10 @@
 //! `compatibilityScope` (which versions a transitive level and sample replay cover).
 
 use crate::{
-    BoxFuture, Registry, RegistryError, RegistryResult, SchemaRequest, VersionSpec, check_options,
-    record_check_metrics,
+    BoxFuture, CandidateSample, Registry, RegistryError, RegistryResult, SchemaRequest,
+    VersionSpec, check_options, record_check_metrics,
 };
-use covenant_engine::{CheckOptions, Level, Report, Severity};
+use covenant_engine::{CheckOptions, Direction, Level, Report, Severity};
 use covenant_policy::replay::{Sample, SampleEncoding};
 use covenant_policy::scope::is_transitive;
 use covenant_policy::{
@@ -90,6 +90,9 @@ pub(crate) struct Evolution {
     pub scope: Option<CompatibilityScope>,
     pub last_seen: BTreeMap<i64, i64>,
     pub samples: Vec<SampleRecord>,
+    /// Payloads written with the candidate, replayed forward (checked by
+    /// [`Registry::check_candidate_samples`] before).
+    pub candidate_samples: Vec<CandidateSample>,
     pub budget: Duration,
     pub options: CheckOptions,
     /// The bound on judging, see [`crate::CheckBudget`].
@@ -214,11 +217,14 @@ impl Evolution {
             ));
         }
         let mut findings = report.findings;
+        let started = std::time::Instant::now();
         findings.extend(covenant_policy::replay::replay(
             candidate,
             &replayable,
             self.budget,
         ));
+        let left = self.budget.saturating_sub(started.elapsed());
+        findings.extend(self.forward_replay(level, candidate, priors, &history, left));
         if level == Level::None {
             // NONE skips checks: a registration at NONE judges nothing, so the dry run must
             // not refuse what it would accept. Its findings stay visible, as warnings.
@@ -232,7 +238,104 @@ impl Evolution {
     }
 }
 
+impl Evolution {
+    /// Under FORWARD and FULL levels, the samples submitted with the candidate read by the
+    /// old consumers: the latest version's, or every version's in scope when transitive.
+    fn forward_replay(
+        &self,
+        level: Level,
+        candidate: &ParsedSchema,
+        priors: &[Prior<'_>],
+        history: &[(i64, &ParsedSchema)],
+        budget: Duration,
+    ) -> Vec<covenant_engine::Finding> {
+        if !level.directions().contains(&Direction::Forward) || self.candidate_samples.is_empty() {
+            return Vec::new();
+        }
+        let readers: Vec<(i64, &ParsedSchema)> = if is_transitive(level) {
+            history.to_vec()
+        } else {
+            priors
+                .last()
+                .map(|p| (p.version, p.schema))
+                .into_iter()
+                .collect()
+        };
+        covenant_policy::replay::replay_forward(
+            candidate,
+            &candidate_samples(&self.candidate_samples),
+            &readers,
+            budget,
+        )
+    }
+}
+
+/// The submitted samples as replay sees them, numbered from 1 in the order given.
+fn candidate_samples(samples: &[CandidateSample]) -> Vec<Sample<'_>> {
+    samples
+        .iter()
+        .zip(1..)
+        .filter_map(|(s, id)| {
+            Some(Sample {
+                id,
+                version: 0,
+                encoding: SampleEncoding::parse(&s.encoding)?,
+                message_name: s.message_name.as_deref(),
+                payload: &s.payload,
+            })
+        })
+        .collect()
+}
+
 impl Registry {
+    /// Refuses samples submitted with a candidate that are too many, too large, of an unknown
+    /// or unfitting encoding, or that do not decode with the candidate itself: a forward
+    /// replay of a payload the new producer could not have written proves nothing.
+    pub(crate) fn check_candidate_samples(
+        &self,
+        candidate: &ParsedSchema,
+        samples: &[CandidateSample],
+    ) -> RegistryResult<()> {
+        if samples.len() > self.limits.max_samples_per_subject {
+            return Err(RegistryError::InvalidSample(format!(
+                "{} samples were submitted with the schema; at most {} are accepted.",
+                samples.len(),
+                self.limits.max_samples_per_subject
+            )));
+        }
+        for (s, n) in samples.iter().zip(1..) {
+            let invalid = |why: String| {
+                RegistryError::InvalidSample(format!("Sample {n} submitted with the schema: {why}"))
+            };
+            if s.payload.len() > self.limits.max_payload_bytes {
+                return Err(RegistryError::SamplePayloadTooLarge(
+                    self.limits.max_payload_bytes,
+                ));
+            }
+            let encoding = SampleEncoding::parse(&s.encoding).ok_or_else(|| {
+                invalid(format!(
+                    "unknown encoding '{}'. Valid encodings are avro, protobuf, json and confluent.",
+                    s.encoding
+                ))
+            })?;
+            covenant_policy::replay::check_encoding(candidate, encoding, s.message_name.as_deref())
+                .map_err(invalid)?;
+            let sample = Sample {
+                id: n,
+                version: 0,
+                encoding,
+                message_name: s.message_name.as_deref(),
+                payload: &s.payload,
+            };
+            covenant_policy::replay::decode_sample(candidate, candidate, &sample).map_err(|e| {
+                invalid(format!(
+                    "the payload does not decode with the new schema: {e}"
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
     /// Adds the sample store; without one, sample routes fail and nothing is replayed.
     pub fn with_samples(mut self, samples: Arc<dyn SampleStore>) -> Registry {
         self.samples = Some(samples);
@@ -323,6 +426,7 @@ impl Registry {
             scope,
             last_seen,
             samples,
+            candidate_samples: Vec::new(),
             budget: self.limits.budget,
             options: check_options(extra),
             check_budget: self.check_budget,

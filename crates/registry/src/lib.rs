@@ -70,6 +70,19 @@ pub struct SchemaRequest {
     pub id: Option<i64>,
     /// An explicit version; `-1` means "register unless equal to the latest".
     pub version: Option<i64>,
+    /// Payloads written with this schema, replayed through earlier versions as readers under
+    /// FORWARD and FULL levels (a Covenant extension; Confluent clients send none).
+    pub samples: Vec<CandidateSample>,
+}
+
+/// A payload written with a candidate schema, submitted alongside it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CandidateSample {
+    /// avro, protobuf, json or confluent, as for stored samples.
+    pub encoding: String,
+    /// Protobuf: the message's full name (needed without Confluent framing).
+    pub message_name: Option<String>,
+    pub payload: Vec<u8>,
 }
 
 /// A `{v}` path segment: a number or the latest non-deleted version.
@@ -1268,6 +1281,7 @@ impl Registry {
             }
         }
         let (candidate, new_schema) = self.prepare(&request, normalize, false).await?;
+        self.check_candidate_samples(&candidate, &request.samples)?;
 
         let (dedupe, explicit_version) = match request.version {
             None | Some(0) => (Dedupe::AnyLive, None),
@@ -1331,10 +1345,11 @@ impl Registry {
         };
 
         let evolution = if run_check {
-            Some(
-                self.evolution(subject, &config.extra, new_schema.metadata.as_ref())
-                    .await?,
-            )
+            let mut evolution = self
+                .evolution(subject, &config.extra, new_schema.metadata.as_ref())
+                .await?;
+            evolution.candidate_samples = request.samples.clone();
+            Some(evolution)
         } else {
             None
         };
@@ -1550,6 +1565,7 @@ impl Registry {
             },
         };
         let (candidate, _) = self.prepare(request, normalize, true).await?;
+        self.check_candidate_samples(&candidate, &request.samples)?;
         let mut parsed = Vec::new();
         for v in &history {
             parsed.push((v.version, self.parse_record(&v.schema).await?));
@@ -1558,7 +1574,8 @@ impl Registry {
             .metadata
             .as_ref()
             .or_else(|| live.last().and_then(|v| v.schema.metadata.as_ref()));
-        let evolution = self.evolution(subject, &config.extra, metadata).await?;
+        let mut evolution = self.evolution(subject, &config.extra, metadata).await?;
+        evolution.candidate_samples = request.samples.clone();
         let owned: Vec<(i64, i64, Option<Value>, Arc<ParsedSchema>)> = parsed
             .into_iter()
             .zip(&history)

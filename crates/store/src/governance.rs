@@ -176,6 +176,34 @@ pub struct NewConsumer {
     pub clients: Vec<String>,
     #[serde(default)]
     pub reads: Vec<SubjectRead>,
+    /// `production` (the default, left out of answers) or `non-production`.
+    #[serde(default, skip_serializing_if = "Environment::is_production")]
+    pub environment: Environment,
+}
+
+/// Where a consumer runs. During enforcement production readers of a deprecated field get
+/// warnings naming them and non-production readers get failures: discovery while it is
+/// still cheap to fix.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Environment {
+    #[default]
+    #[serde(rename = "production")]
+    Production,
+    #[serde(rename = "non-production")]
+    NonProduction,
+}
+
+impl Environment {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Environment::Production => "production",
+            Environment::NonProduction => "non-production",
+        }
+    }
+
+    pub fn is_production(&self) -> bool {
+        *self == Environment::Production
+    }
 }
 
 /// A consumer record: who relies on which fields, and why.
@@ -189,6 +217,9 @@ pub struct Consumer {
     pub contact: String,
     pub clients: Vec<String>,
     pub reads: Vec<SubjectRead>,
+    /// `production` (the default, left out of answers) or `non-production`.
+    #[serde(default, skip_serializing_if = "Environment::is_production")]
+    pub environment: Environment,
     pub created_at: i64,
     pub updated_at: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -206,6 +237,7 @@ impl Consumer {
             contact: new.contact,
             clients: new.clients,
             reads: new.reads,
+            environment: new.environment,
             created_at: at,
             updated_at: at,
             retired_at: None,
@@ -360,6 +392,9 @@ pub enum FindingKind {
     NewUseAfterFreeze,
     /// A field under enforcement was read: the warning names who read it.
     EnforcementWarning,
+    /// A non-production consumer read a field under enforcement: its report is answered
+    /// with a failure.
+    EnforcementFailure,
 }
 
 impl FindingKind {
@@ -370,6 +405,7 @@ impl FindingKind {
             FindingKind::DeprecatedFieldUsed => "deprecated_field_used",
             FindingKind::NewUseAfterFreeze => "new_use_after_freeze",
             FindingKind::EnforcementWarning => "enforcement_warning",
+            FindingKind::EnforcementFailure => "enforcement_failure",
         }
     }
 
@@ -380,6 +416,7 @@ impl FindingKind {
             FindingKind::DeprecatedFieldUsed,
             FindingKind::NewUseAfterFreeze,
             FindingKind::EnforcementWarning,
+            FindingKind::EnforcementFailure,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)
@@ -574,6 +611,42 @@ pub enum EvidenceBody {
         #[serde(default)]
         detail: String,
     },
+    /// A canary run: a producer omitted the old shape on one bounded path (a tenant, service,
+    /// group or region) while readers were watched.
+    Canary {
+        path: String,
+        outcome: Outcome,
+        #[serde(default)]
+        detail: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        link: Option<String>,
+    },
+    /// Non-production runs with the old shape omitted.
+    NonProductionOmission {
+        environment: String,
+        outcome: Outcome,
+        #[serde(default)]
+        detail: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        link: Option<String>,
+    },
+}
+
+/// How a canary or an omission run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Passed,
+    Failed,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "FAILED",
+        }
+    }
 }
 
 impl EvidenceBody {
@@ -582,6 +655,8 @@ impl EvidenceBody {
             EvidenceBody::UsageQuery { .. } => "usage_query",
             EvidenceBody::SignOff { .. } => "sign_off",
             EvidenceBody::ReplayResult { .. } => "replay_result",
+            EvidenceBody::Canary { .. } => "canary",
+            EvidenceBody::NonProductionOmission { .. } => "non_production_omission",
         }
     }
 }
@@ -619,10 +694,13 @@ pub enum BlockerKind {
     WindowOpen,
     /// No evidence is recorded on the deprecation (an entry condition of `removable`).
     NoEvidence,
+    /// No passed canary is recorded (an entry condition of `removable`, leaving the
+    /// reversible `enforcing` stage).
+    NoCanary,
 }
 
 impl BlockerKind {
-    pub const ALL: [BlockerKind; 9] = [
+    pub const ALL: [BlockerKind; 10] = [
         BlockerKind::ConsumerDeclared,
         BlockerKind::RecentUsage,
         BlockerKind::InsufficientEvidence,
@@ -632,6 +710,7 @@ impl BlockerKind {
         BlockerKind::NotDeprecated,
         BlockerKind::WindowOpen,
         BlockerKind::NoEvidence,
+        BlockerKind::NoCanary,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -645,6 +724,7 @@ impl BlockerKind {
             BlockerKind::NotDeprecated => "not_deprecated",
             BlockerKind::WindowOpen => "window_open",
             BlockerKind::NoEvidence => "no_evidence",
+            BlockerKind::NoCanary => "no_canary",
         }
     }
 

@@ -43,6 +43,7 @@ fn consumer(name: &str, clients: &[&str]) -> Consumer {
             contact: "team@example.com".to_string(),
             clients: clients.iter().map(|c| c.to_string()).collect(),
             reads: Vec::new(),
+            environment: Default::default(),
         },
         T0,
     )

@@ -24,6 +24,7 @@ pub fn consumer(name: &str, clients: &[&str], fields: &[&str]) -> NewConsumer {
             reader_version: Some(1),
             fields: fields.iter().map(|f| f.to_string()).collect(),
         }],
+        environment: Default::default(),
     }
 }
 

@@ -13,7 +13,7 @@ pub static RULE: RuleSpec = RuleSpec {
     // stop compacting together, so ordering, dedupe and state stores break although every
     // structural check passes. Source: schema-evolution-rules Rule 10, §11, §23.1.
     default_severity: Severity::Error,
-    summary: "The schema of a key subject (a `-key` subject under the TopicNameStrategy, or one whose metadata sets `covenant.subject.role` to `key`) changed how keys are written: a field was added, removed, retyped or reordered. Serialized keys change, so partitioning, ordering and compaction change. Source: schema-evolution-rules Rule 10, §11, §23.1.",
+    summary: "The schema of a key subject (a `-key` subject under the TopicNameStrategy, one whose metadata sets `covenant.subject.role` to `key`, or a CDC key record that Debezium names `<server>.<schema>.<table>.Key` in `connect.name`: the table's primary key) changed how keys are written: a field was added, removed, retyped or reordered. Serialized keys change, so partitioning, ordering and compaction change. Source: schema-evolution-rules Rule 10, §11, §23.1.",
     bad_example: "subject case_record-key\nv1: {\"type\": \"record\", \"name\": \"CaseKey\", \"fields\": [{\"name\": \"case_id\", \"type\": \"string\"}]}\nv2: adds {\"name\": \"tenant_id\", \"type\": [\"null\", \"string\"], \"default\": null}",
     good_example: "keep case_record-key unchanged; carry tenant_id in the value, or publish the new key on a new topic with an explicit identity migration (bridge table or migration event)",
     hint: "Do not change a key schema in place: keep the key as it is and carry new data in the value, or move to a new topic and key subject with a bridge table or an explicit identity migration event.",
@@ -76,8 +76,20 @@ fn changes(pair: &Pair<'_>) -> Vec<(String, String)> {
     out
 }
 
+/// A CDC connector's key record: Debezium names it `<server>.<schema>.<table>.Key` in
+/// `connect.name`, and its fields are the table's primary key, whatever the subject is called
+/// (the RecordNameStrategy names the subject after the record).
+fn is_cdc_key(pair: &Pair<'_>) -> bool {
+    [&pair.old.root, &pair.new.root].iter().any(|root| {
+        root.annotations
+            .get("connect.name")
+            .is_some_and(|name| name.trim().ends_with(".Key"))
+    })
+}
+
 pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
-    if !pair.context.is_key_subject() || pair.old.root.children.is_empty() {
+    let key = pair.context.is_key_subject() || is_cdc_key(pair);
+    if !key || pair.old.root.children.is_empty() {
         return Vec::new();
     }
     let subject = pair
@@ -171,5 +183,35 @@ mod tests {
         assert!(run("KEY_SUBJECT_CHANGED", &old, &new, &key).is_empty());
         let first = covenant_engine::FieldTree::empty("AVRO");
         assert!(run("KEY_SUBJECT_CHANGED", &first, &new, &key).is_empty());
+    }
+
+    #[test]
+    fn a_debezium_key_record_is_a_key_whatever_the_subject() {
+        use covenant_schema::{ParsedSchema, SchemaType};
+        let key = |fields: &str| {
+            let text = format!(
+                r#"{{"type":"record","name":"Key","namespace":"dbserver1.public.case_record","fields":[{fields}],"connect.name":"dbserver1.public.case_record.Key"}}"#
+            );
+            crate::field_tree(
+                &ParsedSchema::parse(SchemaType::Avro, &text, &[]).expect("valid Avro"),
+            )
+        };
+        let old = key(r#"{"name":"case_id","type":"string"}"#);
+        let new = key(r#"{"name":"case_id","type":"string"},{"name":"tenant_id","type":"string"}"#);
+        let findings = run(
+            "KEY_SUBJECT_CHANGED",
+            &old,
+            &new,
+            &subject("dbserver1.public.case_record.Key"),
+        );
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].path, "/fields/tenant_id");
+        assert_eq!(run("KEY_SUBJECT_CHANGED", &old, &new, &none()).len(), 1);
+        let plain = avro("CaseKey", vec![field("case_id", "string")]);
+        let wider = avro(
+            "CaseKey",
+            vec![field("case_id", "string"), field("tenant_id", "string")],
+        );
+        assert!(run("KEY_SUBJECT_CHANGED", &plain, &wider, &none()).is_empty());
     }
 }
