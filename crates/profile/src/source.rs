@@ -259,4 +259,81 @@ mod tests {
         let error = collect(&bytes[..bytes.len() / 2]).expect_err("truncated");
         assert!(error.to_string().contains("Avro"), "{error}");
     }
+
+    #[test]
+    fn zstd_lines() {
+        let bytes = ruzstd::encoding::compress_to_vec(
+            &b"{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n"[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        let (kind, records) = collect(&bytes).expect("zstd");
+        assert_eq!((kind, records.len()), (InputKind::ZstdJsonLines, 3));
+        assert!(
+            collect(&bytes[..6]).is_err(),
+            "a truncated zstd file is an error"
+        );
+    }
+
+    /// Writes a Parquet file with the crate's own writer: an id column and an optional label,
+    /// null in every other row.
+    fn parquet_file(path: &Path, rows: i64) {
+        use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+        use parquet::file::writer::SerializedFileWriter;
+        let schema = parquet::schema::parser::parse_message_type(
+            "message instrument { REQUIRED INT64 id; OPTIONAL BINARY label (UTF8); }",
+        )
+        .expect("schema");
+        let file = File::create(path).expect("create");
+        let mut writer =
+            SerializedFileWriter::new(file, std::sync::Arc::new(schema), Default::default())
+                .expect("writer");
+        let mut group = writer.next_row_group().expect("row group");
+        let ids: Vec<i64> = (0..rows).collect();
+        let mut column = group.next_column().expect("column").expect("id");
+        column
+            .typed::<Int64Type>()
+            .write_batch(&ids, None, None)
+            .expect("ids");
+        column.close().expect("close");
+        let levels: Vec<i16> = (0..rows).map(|i| i16::from(i % 2 == 0)).collect();
+        let labels: Vec<ByteArray> = (0..rows)
+            .filter(|i| i % 2 == 0)
+            .map(|i| ByteArray::from(format!("l{i}").as_str()))
+            .collect();
+        let mut column = group.next_column().expect("column").expect("label");
+        column
+            .typed::<ByteArrayType>()
+            .write_batch(&labels, Some(&levels), None)
+            .expect("labels");
+        column.close().expect("close");
+        group.close().expect("close group");
+        writer.close().expect("close file");
+    }
+
+    #[test]
+    fn parquet_files_are_read_by_row() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("instruments.parquet");
+        parquet_file(&path, 4);
+        let mut records = Vec::new();
+        let kind = read_file(&path, &mut |v| records.push(v)).expect("parquet");
+        assert_eq!(kind, InputKind::Parquet);
+        assert_eq!(records.len(), 4);
+        assert_eq!(records[0], json!({"id": 0, "label": "l0"}));
+        assert_eq!(records[1], json!({"id": 1, "label": null}));
+
+        let bytes = std::fs::read(&path).expect("read");
+        let error = collect(&bytes).expect_err("a stream");
+        assert!(error.to_string().contains("name the file"), "{error}");
+        let truncated = dir.path().join("truncated.parquet");
+        std::fs::write(&truncated, &bytes[..bytes.len() - 20]).expect("write");
+        let error = read_file(&truncated, &mut |_| {}).expect_err("truncated");
+        assert!(
+            error.to_string().contains("not a readable Parquet file"),
+            "{error}"
+        );
+        let fake = dir.path().join("fake.parquet");
+        std::fs::write(&fake, b"PAR1 but nothing else").expect("write");
+        assert!(read_file(&fake, &mut |_| {}).is_err());
+    }
 }
