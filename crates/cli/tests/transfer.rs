@@ -292,6 +292,8 @@ async fn fill(base: &str, clock: &Path) -> i64 {
         json!({"schema": orders_v1, "references": reference}),
     )
     .await;
+    let none = json!({"compatibility": "NONE"});
+    ok(base, "PUT", "/config/events-value", Some(none)).await;
     post(
         "/subjects/events-value/versions".into(),
         json!({"schemaType": "JSON", "schema": json!({"type": "object",
