@@ -695,6 +695,32 @@ mod tests {
         assert!(validate(&dump).is_err());
     }
 
+    #[test]
+    fn a_format_1_dump_reads_as_one_without_governance() {
+        let text = r#"{"format":"covenant-export","formatVersion":1,"schemas":[],"subjects":[],
+            "audit":[]}"#;
+        let dump: Dump = serde_json::from_str(text).expect("a format 1 dump parses");
+        validate(&dump).expect("and is accepted");
+        assert!(dump.governance.is_empty() && dump.samples.is_empty());
+        assert!(dump.live_marks.is_empty());
+    }
+
+    #[test]
+    fn governance_sections_are_checked_before_writing() {
+        let text = r#"{"format":"covenant-export","formatVersion":2,"schemas":[],"subjects":[],
+            "samples":[{"id":1,"subject":"s","version":1,"encoding":"avro","payload":"***",
+            "createdAt":5}]}"#;
+        let dump: Dump = serde_json::from_str(text).expect("parses");
+        let err = validate(&dump).expect_err("bad payload");
+        assert!(err.to_string().contains("not base64"), "{err}");
+        let twice = text.replace("\"payload\":\"***\"", "\"payload\":\"AA==\"");
+        let mut dump: Dump = serde_json::from_str(&twice).expect("parses");
+        validate(&dump).expect("a valid sample");
+        dump.samples.push(dump.samples[0].clone());
+        let err = validate(&dump).expect_err("same id twice");
+        assert!(err.to_string().contains("sample 1 appears twice"), "{err}");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn embedded_round_trip_keeps_ids_versions_deletes_config_and_modes() {
         let a = tempfile::tempdir().expect("dir");
