@@ -204,16 +204,15 @@ pub async fn open_stores(args: &StoreArgs) -> Result<Stores> {
             ),
         }),
         None => {
-            let file = args.data_dir.join("covenant.sqlite3");
+            // The governance tables live in the registry's own database file, as under serve.
+            let governance = SqliteGovernanceStore::open(&args.data_dir)
+                .map_err(|e| anyhow::anyhow!("cannot open the governance tables: {e}"))?;
+            let samples = SqliteSampleStore::open(governance.path())
+                .context("cannot open the sample tables")?;
             Ok(Stores {
                 registry,
-                governance: Arc::new(
-                    SqliteGovernanceStore::open_file(&file)
-                        .map_err(|e| anyhow::anyhow!("cannot open the governance tables: {e}"))?,
-                ),
-                samples: Arc::new(
-                    SqliteSampleStore::open(&file).context("cannot open the sample tables")?,
-                ),
+                governance: Arc::new(governance),
+                samples: Arc::new(samples),
             })
         }
     }

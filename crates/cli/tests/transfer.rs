@@ -598,6 +598,35 @@ async fn the_whole_state_with_governance_survives_a_move_between_backends() {
     if let Some(on_pg) = served {
         assert_eq!(before, on_pg, "governance answers on PostgreSQL");
     }
+    // A record held with other content is reported, not overwritten.
+    let mut changed = dump.clone();
+    changed["deprecations"][0]["old_promise"] = json!("something else");
+    let changed_path = dir.path().join("changed.json");
+    std::fs::write(&changed_path, changed.to_string()).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args(["import", "--data-dir", &back.display().to_string()])
+        .arg(&changed_path)
+        .output()
+        .expect("run covenant");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "deprecation {dep} already exists with other content"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        ok(
+            &back_base,
+            "GET",
+            &format!("/covenant/v1/deprecations/{dep}"),
+            None
+        )
+        .await,
+        before[0],
+        "the held record is unchanged"
+    );
     println!(
         "{hops}: {} consumers, {} deprecations, {} findings, {} usage rows, {} samples, {} live marks, \
          {} audit entries identical; {} governance answers identical",
