@@ -57,7 +57,7 @@ enum Command {
     Usage(governance::UsageArgs),
     /// Write the registry's whole state as JSON (docs/export-format.md).
     Export(transfer::ExportArgs),
-    /// Load a dump written by `covenant export`, keeping ids and versions.
+    /// Load a dump written by `covenant export`, keeping ids, versions and governance.
     Import(transfer::ImportArgs),
     /// Move in from a running Confluent-compatible registry or a `_schemas` topic dump, ids kept.
     Migrate(migrate::MigrateArgs),

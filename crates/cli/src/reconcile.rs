@@ -342,6 +342,9 @@ mod tests {
             configs: vec![],
             modes: vec![],
             audit: vec![],
+            governance: Default::default(),
+            samples: vec![],
+            live_marks: vec![],
         }
     }
 

@@ -1,13 +1,19 @@
 //! `covenant export` and `covenant import`: move a registry's whole state between stores (the
 //! embedded one and PostgreSQL, either way) as one JSON document, keeping ids, version numbers,
-//! soft deletes, config and modes. The format is described in `docs/export-format.md`.
+//! soft deletes, config and modes, the audit trail, and consumer governance with samples and
+//! live marks. The format is described in `docs/export-format.md`.
+
+mod governance;
 
 use crate::reconcile::{identity, schema_identity, write_order};
 use anyhow::{Context, Result, bail};
+use covenant_store::governance::GovernanceSnapshot;
 use covenant_store::{
-    AuditEntry, AuditQuery, ConfigRecord, Dedupe, NewSchema, Placement, PostgresStore, SchemaRef,
-    Scope, SqliteStore, Store, StoreError, StoredVersion,
+    AuditEntry, AuditQuery, ConfigRecord, Dedupe, GovernanceStore, NewSchema, Placement,
+    PostgresGovernanceStore, PostgresSampleStore, PostgresStore, SampleStore, SchemaRef, Scope,
+    SqliteGovernanceStore, SqliteSampleStore, SqliteStore, Store, StoreError, StoredVersion,
 };
+pub use governance::{DumpLiveMark, DumpSample};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -17,8 +23,9 @@ use std::sync::Arc;
 
 /// The `format` value of every dump.
 pub const FORMAT: &str = "covenant-export";
-/// The `formatVersion` this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The `formatVersion` this build writes: 2 added governance, samples and live marks. It reads
+/// every version up to this one (a version 1 dump reads as one without governance).
+pub const FORMAT_VERSION: u32 = 2;
 
 #[derive(clap::Args)]
 pub struct StoreArgs {
@@ -66,6 +73,16 @@ pub struct Dump {
     /// The audit trail, oldest first (absent in dumps written before the trail existed).
     #[serde(default)]
     pub audit: Vec<AuditEntry>,
+    /// Consumers, deprecations, findings and usage buckets (format 2; empty when read over
+    /// REST by `covenant migrate`, which sees no governance).
+    #[serde(flatten)]
+    pub governance: GovernanceSnapshot,
+    /// Stored samples by id (format 2).
+    #[serde(default)]
+    pub samples: Vec<DumpSample>,
+    /// Versions marked live (format 2).
+    #[serde(default)]
+    pub live_marks: Vec<DumpLiveMark>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,6 +148,7 @@ pub struct ImportCounts {
     pub configs: usize,
     pub modes: usize,
     pub audit_entries: usize,
+    pub governance: governance::Restored,
     /// Versions the store already holds with another schema, or ids it holds with other
     /// content: left as they are and reported, never overwritten.
     pub conflicts: Vec<String>,
@@ -161,7 +179,59 @@ pub async fn open_store(args: &StoreArgs) -> Result<Arc<dyn Store>> {
     }
 }
 
-/// Reads the whole state of `store`.
+/// The three stores of one registry: schemas, governance and samples share one database.
+pub struct Stores {
+    pub registry: Arc<dyn Store>,
+    pub governance: Arc<dyn GovernanceStore>,
+    pub samples: Arc<dyn SampleStore>,
+}
+
+/// Opens every store of the registry the flags name.
+pub async fn open_stores(args: &StoreArgs) -> Result<Stores> {
+    let registry = open_store(args).await?;
+    match &args.store {
+        Some(url) => Ok(Stores {
+            registry,
+            governance: Arc::new(
+                PostgresGovernanceStore::connect(url)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot open the governance tables: {e}"))?,
+            ),
+            samples: Arc::new(
+                PostgresSampleStore::connect(url)
+                    .await
+                    .context("cannot open the sample tables")?,
+            ),
+        }),
+        None => {
+            // The governance tables live in the registry's own database file, as under serve.
+            let governance = SqliteGovernanceStore::open(&args.data_dir)
+                .map_err(|e| anyhow::anyhow!("cannot open the governance tables: {e}"))?;
+            let samples = SqliteSampleStore::open(governance.path())
+                .context("cannot open the sample tables")?;
+            Ok(Stores {
+                registry,
+                governance: Arc::new(governance),
+                samples: Arc::new(samples),
+            })
+        }
+    }
+}
+
+/// Reads the whole state of a registry: [`export`] and the governance sections. Each store
+/// is read in one snapshot; the three are not one transaction (see `docs/export-format.md`).
+pub async fn export_all(stores: &Stores) -> Result<Dump> {
+    let mut dump = export(stores.registry.as_ref()).await?;
+    let (snapshot, samples, marks) =
+        governance::export(stores.governance.as_ref(), stores.samples.as_ref()).await?;
+    dump.governance = snapshot;
+    dump.samples = samples;
+    dump.live_marks = marks;
+    Ok(dump)
+}
+
+/// Reads the schema state of `store` (versions, configs, modes, audit trail), without
+/// governance: what `covenant migrate` compares against a registry read over REST.
 pub async fn export(store: &dyn Store) -> Result<Dump> {
     let versions = store.all_versions().await?;
     let mut schemas: BTreeMap<i64, DumpSchema> = BTreeMap::new();
@@ -223,6 +293,9 @@ pub async fn export(store: &dyn Store) -> Result<Dump> {
         configs,
         modes,
         audit: whole_trail(store).await?,
+        governance: GovernanceSnapshot::default(),
+        samples: Vec::new(),
+        live_marks: Vec::new(),
     })
 }
 
@@ -288,12 +361,17 @@ pub fn validate(dump: &Dump) -> Result<()> {
     if dump.format != FORMAT {
         bail!("not a covenant export: format is '{}'", dump.format);
     }
-    if dump.format_version != FORMAT_VERSION {
+    if dump.format_version > FORMAT_VERSION {
         bail!(
-            "unsupported export format version {} (this build reads {FORMAT_VERSION})",
+            "export format version {} is newer than this build reads (up to {FORMAT_VERSION}); \
+             import it with a newer covenant",
             dump.format_version
         );
     }
+    if dump.format_version == 0 {
+        bail!("unsupported export format version 0");
+    }
+    governance::validate(dump)?;
     let mut ids = BTreeMap::new();
     for s in &dump.schemas {
         if ids.insert(s.id, s).is_some() {
@@ -323,10 +401,17 @@ pub fn validate(dump: &Dump) -> Result<()> {
     Ok(())
 }
 
-/// Writes `dump` into `store`. Versions already present with the same id are left alone, so an
-/// interrupted import can be run again; a version present with another id is an error.
-pub async fn import(store: &dyn Store, dump: &Dump) -> Result<ImportCounts> {
-    let counts = apply(store, dump, &mut |_| {}).await?;
+/// Writes `dump` into a registry's stores: [`apply`], then governance, samples and live marks.
+/// Everything already present is left alone, so an interrupted import can be run again; a
+/// version present with another id (or a deprecation or sample id held with another record)
+/// is an error once everything else is written.
+pub async fn import(stores: &Stores, dump: &Dump) -> Result<ImportCounts> {
+    let mut counts = apply(stores.registry.as_ref(), dump, &mut |_| {}).await?;
+    counts.governance =
+        governance::import(stores.governance.as_ref(), stores.samples.as_ref(), dump).await?;
+    let restored = &counts.governance;
+    let more = [&restored.governance.conflicts, &restored.samples.conflicts];
+    counts.conflicts.extend(more.into_iter().flatten().cloned());
     match counts.conflicts.first() {
         Some(conflict) => bail!("{conflict}"),
         None => Ok(counts),
@@ -473,8 +558,8 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 
 pub fn run_export(args: ExportArgs) -> Result<ExitCode> {
     let dump = runtime()?.block_on(async {
-        let store = open_store(&args.store).await?;
-        export(store.as_ref()).await
+        let stores = open_stores(&args.store).await?;
+        export_all(&stores).await
     })?;
     let mut text = serde_json::to_string_pretty(&dump)?;
     text.push('\n');
@@ -488,8 +573,10 @@ pub fn run_export(args: ExportArgs) -> Result<ExitCode> {
             }
         }
     }
+    let g = &dump.governance;
     eprintln!(
-        "exported {} schemas, {} subjects, {} versions, {} configs, {} modes, {} audit entries",
+        "exported {} schemas, {} subjects, {} versions, {} configs, {} modes, {} audit entries, \
+         {} consumers, {} deprecations, {} findings, {} usage rows, {} samples, {} live marks",
         dump.schemas.len(),
         dump.subjects.len(),
         dump.subjects
@@ -498,7 +585,13 @@ pub fn run_export(args: ExportArgs) -> Result<ExitCode> {
             .sum::<usize>(),
         dump.configs.len(),
         dump.modes.len(),
-        dump.audit.len()
+        dump.audit.len(),
+        g.consumers.len(),
+        g.deprecations.len(),
+        g.findings.len(),
+        g.usage_readers.len() + g.usage_fields.len() + g.usage_counts.len() + g.schema_reads.len(),
+        dump.samples.len(),
+        dump.live_marks.len()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -515,17 +608,27 @@ pub fn run_import(args: ImportArgs) -> Result<ExitCode> {
     let dump: Dump = serde_json::from_str(&text).context("the dump is not valid export JSON")?;
     validate(&dump)?;
     let counts = runtime()?.block_on(async {
-        let store = open_store(&args.store).await?;
-        import(store.as_ref(), &dump).await
+        let stores = open_stores(&args.store).await?;
+        import(&stores, &dump).await
     })?;
+    let (g, s) = (&counts.governance.governance, &counts.governance.samples);
     eprintln!(
-        "imported {} versions ({} already present, {} soft-deleted), {} configs, {} modes, {} audit entries",
+        "imported {} versions ({} already present, {} soft-deleted), {} configs, {} modes, \
+         {} audit entries, {} consumers, {} deprecations, {} findings, {} usage rows, {} samples, \
+         {} live marks ({} governance rows already present)",
         counts.versions_written,
         counts.versions_present,
         counts.soft_deleted,
         counts.configs,
         counts.modes,
-        counts.audit_entries
+        counts.audit_entries,
+        g.consumers,
+        g.deprecations,
+        g.findings,
+        g.usage_rows,
+        s.samples,
+        s.live_marks,
+        g.present + s.present
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -575,13 +678,73 @@ mod tests {
             configs: vec![],
             modes: vec![],
             audit: vec![],
+            governance: Default::default(),
+            samples: vec![],
+            live_marks: vec![],
         };
         let err = validate(&dump).expect_err("dangling id");
         assert!(err.to_string().contains("schema id 4"), "{err}");
+        dump.subjects.clear();
+        dump.format_version = 1;
+        validate(&dump).expect("format 1 still reads");
         dump.format_version = 9;
-        assert!(validate(&dump).is_err());
+        let err = validate(&dump).expect_err("newer format");
+        assert!(err.to_string().contains("newer than this build"), "{err}");
         dump.format = "other".into();
         assert!(validate(&dump).is_err());
+    }
+
+    /// The example in `docs/export-format.md` is a dump this build reads, every section filled.
+    #[test]
+    fn the_documented_example_reads() {
+        let doc = include_str!("../../../docs/export-format.md");
+        let example = doc
+            .split("```json\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("a json example");
+        let dump: Dump = serde_json::from_str(example).expect("the example parses as a dump");
+        validate(&dump).expect("the example is valid");
+        assert_eq!(dump.format_version, FORMAT_VERSION);
+        let g = &dump.governance;
+        let sizes = [
+            g.consumers.len(),
+            g.deprecations.len(),
+            g.findings.len(),
+            g.usage_readers.len(),
+            g.usage_fields.len(),
+            g.usage_counts.len(),
+            g.schema_reads.len(),
+            dump.samples.len(),
+            dump.live_marks.len(),
+        ];
+        assert!(sizes.iter().all(|n| *n > 0), "{sizes:?}");
+    }
+
+    #[test]
+    fn a_format_1_dump_reads_as_one_without_governance() {
+        let text = r#"{"format":"covenant-export","formatVersion":1,"schemas":[],"subjects":[],
+            "audit":[]}"#;
+        let dump: Dump = serde_json::from_str(text).expect("a format 1 dump parses");
+        validate(&dump).expect("and is accepted");
+        assert!(dump.governance.is_empty() && dump.samples.is_empty());
+        assert!(dump.live_marks.is_empty());
+    }
+
+    #[test]
+    fn governance_sections_are_checked_before_writing() {
+        let text = r#"{"format":"covenant-export","formatVersion":2,"schemas":[],"subjects":[],
+            "samples":[{"id":1,"subject":"s","version":1,"encoding":"avro","payload":"***",
+            "createdAt":5}]}"#;
+        let dump: Dump = serde_json::from_str(text).expect("parses");
+        let err = validate(&dump).expect_err("bad payload");
+        assert!(err.to_string().contains("not base64"), "{err}");
+        let twice = text.replace("\"payload\":\"***\"", "\"payload\":\"AA==\"");
+        let mut dump: Dump = serde_json::from_str(&twice).expect("parses");
+        validate(&dump).expect("a valid sample");
+        dump.samples.push(dump.samples[0].clone());
+        let err = validate(&dump).expect_err("same id twice");
+        assert!(err.to_string().contains("sample 1 appears twice"), "{err}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -630,12 +793,17 @@ mod tests {
             .map(|e| (e.operation.as_str(), e.principal.as_str()))
             .collect();
         assert_eq!(trail, [("register", "alice"), ("mode.set", "alice")]);
-        let dst = SqliteStore::open(b.path()).expect("open");
+        let dst = open_stores(&StoreArgs {
+            store: None,
+            data_dir: b.path().to_path_buf(),
+        })
+        .await
+        .expect("open");
         let counts = import(&dst, &dump).await.expect("import");
         assert_eq!(counts.versions_written, 3);
         assert_eq!(counts.soft_deleted, 1);
         assert_eq!(counts.audit_entries, 2);
-        let again = export(&dst).await.expect("export");
+        let again = export_all(&dst).await.expect("export");
         assert_eq!(
             Dump {
                 exported_at: None,

@@ -8,6 +8,7 @@ use covenant_store::{
     ConfigRecord, NewSchema, Placement, Rejection, SchemaRef, Scope, SqliteStore, Store,
     StoredVersion,
 };
+use serde_json::json;
 use std::path::Path;
 use std::process::Command;
 use support::TestDb;
@@ -231,4 +232,439 @@ fn import_refuses_a_file_that_is_not_a_dump() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not a covenant export"), "{stderr}");
+}
+
+const T0: i64 = 1_767_603_600_000;
+const DAY_MS: i64 = 86_400_000;
+
+/// A `covenant serve` on `data_dir` (or `--store url`) reading its clock from `clock`, so
+/// that answers computed from "now" (the removal gate's silences) are the same on each run.
+async fn serve(data_dir: &Path, store: Option<&str>, clock: &Path) -> (support::Serve, String) {
+    let serve = support::Serve::spawn(data_dir, |command| {
+        command.arg("--clock-file").arg(clock);
+        if let Some(url) = store {
+            command.args(["--store", url]);
+        }
+    });
+    let base = serve.base.clone();
+    support::wait_ready(&reqwest::Client::new(), &base).await;
+    (serve, base)
+}
+
+async fn ok(
+    base: &str,
+    method: &str,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> serde_json::Value {
+    let http = reqwest::Client::new();
+    let (status, answer) = support::call(&http, base, method, path, "application/json", body).await;
+    assert_eq!(status, 200, "{method} {path}: {answer}");
+    answer
+}
+
+fn record_avro(name: &str, fields: serde_json::Value) -> String {
+    json!({"type": "record", "name": name, "namespace": "acme", "fields": fields}).to_string()
+}
+
+/// Fills a registry through its REST API with every kind of state the dump carries; answers
+/// the deprecation id.
+async fn fill(base: &str, clock: &Path) -> i64 {
+    let day = |d: i64| std::fs::write(clock, (T0 + d * DAY_MS).to_string()).expect("clock");
+    let post = |path: String, body: serde_json::Value| async move {
+        ok(base, "POST", &path, Some(body)).await
+    };
+    // Schemas of the three formats, one with a reference, and a soft delete.
+    let base_schema = record_avro("Base", json!([{"name": "id", "type": "string"}]));
+    post(
+        "/subjects/base-value/versions".into(),
+        json!({"schema": base_schema}),
+    )
+    .await;
+    let orders_v1 = record_avro(
+        "Order",
+        json!([{"name": "base", "type": "acme.Base"}, {"name": "plan", "type": "string"},
+               {"name": "status", "type": "string"}]),
+    );
+    let reference = json!([{"name": "acme.Base", "subject": "base-value", "version": 1}]);
+    post(
+        "/subjects/orders-value/versions".into(),
+        json!({"schema": orders_v1, "references": reference}),
+    )
+    .await;
+    let none = json!({"compatibility": "NONE"});
+    ok(base, "PUT", "/config/events-value", Some(none)).await;
+    post(
+        "/subjects/events-value/versions".into(),
+        json!({"schemaType": "JSON", "schema": json!({"type": "object",
+            "properties": {"kind": {"type": "string"}}}).to_string()}),
+    )
+    .await;
+    post(
+        "/subjects/events-value/versions".into(),
+        json!({"schemaType": "JSON", "schema": json!({"type": "object",
+            "properties": {"kind": {"type": "string"}, "at": {"type": "integer"}}}).to_string()}),
+    )
+    .await;
+    ok(base, "DELETE", "/subjects/events-value/versions/2", None).await;
+    post(
+        "/subjects/pings-value/versions".into(),
+        json!({"schemaType": "PROTOBUF",
+            "schema": "syntax = \"proto3\";\npackage acme;\nmessage Ping { string id = 1; }\n"}),
+    )
+    .await;
+    ok(
+        base,
+        "PUT",
+        "/config",
+        Some(json!({"compatibility": "BACKWARD"})),
+    )
+    .await;
+    ok(
+        base,
+        "PUT",
+        "/config/orders-value",
+        Some(json!({"compatibility": "FULL"})),
+    )
+    .await;
+    ok(
+        base,
+        "PUT",
+        "/mode/pings-value",
+        Some(json!({"mode": "READONLY"})),
+    )
+    .await;
+
+    // Consumers with their reads, one retired.
+    let consumer = |name: &str, cadence: &str, fields: serde_json::Value| {
+        json!({"name": name, "owner": format!("{name}-team"), "purpose": "reports",
+            "cadence": cadence, "criticality": "high", "contact": format!("{name}@example.com"),
+            "clients": [format!("svc-{name}")],
+            "reads": [{"subject": "orders-value", "reader_version": 1, "fields": fields}]})
+    };
+    post(
+        "/covenant/v1/consumers".into(),
+        consumer("ledger", "daily", json!(["status"])),
+    )
+    .await;
+    post(
+        "/covenant/v1/consumers".into(),
+        consumer("exports", "monthly", json!(["plan"])),
+    )
+    .await;
+    post(
+        "/covenant/v1/consumers".into(),
+        consumer("old-job", "weekly", json!(["status"])),
+    )
+    .await;
+    post("/covenant/v1/consumers/old-job/retire".into(), json!({})).await;
+
+    // Usage: attributed, with counters, and an unattributed reader (a finding).
+    post(
+        "/covenant/v1/usage".into(),
+        json!({"subject": "orders-value", "client_id": "svc-ledger", "reader_schema_id": 2,
+            "writer_schema_ids": [2], "fields_read": ["plan", "status"],
+            "records_by_version": {"1": 1200}, "decode_failures": 2,
+            "unknown_enum_values": {"status": {"PAUSED": 3}}}),
+    )
+    .await;
+    post(
+        "/covenant/v1/usage".into(),
+        json!({"subject": "orders-value", "client_id": "svc-exports", "fields_read": ["plan"]}),
+    )
+    .await;
+
+    // A deprecation taken through its stages, with evidence, an exception and an update.
+    let record = post(
+        "/covenant/v1/deprecations".into(),
+        json!({"target": {"kind": "field", "subject": "orders-value", "path": "plan"},
+            "contract": "order plan identity", "old_promise": "plan is a label",
+            "new_promise": "plan ids are stable", "replacement": "status",
+            "owners": [{"role": "producer", "name": "orders-team"}],
+            "announced_by": "orders-team"}),
+    )
+    .await;
+    let dep = record["id"].as_i64().expect("deprecation id");
+    day(1);
+    ok(
+        base,
+        "PATCH",
+        &format!("/covenant/v1/deprecations/{dep}"),
+        Some(json!({"by": "orders-team", "note": "clearer contract",
+            "contract": "order plan identity, v2", "notes": {"discovery": "found in an audit"}})),
+    )
+    .await;
+    post(
+        format!("/covenant/v1/deprecations/{dep}/stage"),
+        json!({"to": "frozen", "by": "orders-team", "note": "no new use"}),
+    )
+    .await;
+    day(2);
+    post(
+        "/covenant/v1/usage".into(),
+        json!({"subject": "orders-value", "client_id": "svc-unknown", "fields_read": ["plan"]}),
+    )
+    .await;
+    ok(
+        base,
+        "PUT",
+        "/covenant/v1/consumers/exports",
+        Some(consumer("exports", "monthly", json!(["status"]))),
+    )
+    .await;
+    post(
+        format!("/covenant/v1/deprecations/{dep}/evidence"),
+        json!({"claim": "exports moved", "by": "orders-team",
+            "body": {"kind": "sign_off", "consumer": "exports", "who": "head of exports",
+                "statement": "the exports read status now"}}),
+    )
+    .await;
+    post(
+        format!("/covenant/v1/deprecations/{dep}/exceptions"),
+        json!({"approver": "risk-approver", "overrides": "unattributed_usage",
+            "party": "svc-unknown", "reason": "a one-off backfill"}),
+    )
+    .await;
+    post(
+        format!("/covenant/v1/deprecations/{dep}/stage"),
+        json!({"to": "enforcing", "by": "orders-team", "note": "warnings on"}),
+    )
+    .await;
+
+    // A sample of version 1 (Avro binary of {"id": "hi"}) and a live mark.
+    post(
+        "/covenant/v1/subjects/base-value/versions/1/samples".into(),
+        json!({"payload": "BGhp", "encoding": "avro"}),
+    )
+    .await;
+    post(
+        "/covenant/v1/subjects/base-value/versions/1/live".into(),
+        json!({}),
+    )
+    .await;
+    // A schema fetch, recorded as a read.
+    ok(base, "GET", "/subjects/orders-value/versions/1", None).await;
+    dep
+}
+
+/// What the governance routes answer, for comparison before and after a move.
+async fn governance_answers(base: &str, dep: i64) -> Vec<serde_json::Value> {
+    let range = format!("from={}&to={}", T0 - DAY_MS, T0 + 3 * DAY_MS);
+    let mut out = vec![
+        ok(
+            base,
+            "GET",
+            &format!("/covenant/v1/deprecations/{dep}"),
+            None,
+        )
+        .await,
+        ok(base, "GET", "/covenant/v1/consumers", None).await,
+        ok(
+            base,
+            "GET",
+            &format!("/covenant/v1/usage?subject=orders-value&{range}"),
+            None,
+        )
+        .await,
+        ok(
+            base,
+            "GET",
+            &format!("/covenant/v1/usage/counts?subject=orders-value&{range}"),
+            None,
+        )
+        .await,
+        ok(base, "GET", &format!("/covenant/v1/findings?{range}"), None).await,
+        ok(
+            base,
+            "GET",
+            "/covenant/v1/subjects/orders-value/readers",
+            None,
+        )
+        .await,
+        ok(
+            base,
+            "GET",
+            "/covenant/v1/subjects/base-value/versions/1/samples?includePayload=true",
+            None,
+        )
+        .await,
+    ];
+    out.push(
+        ok(
+            base,
+            "POST",
+            "/covenant/v1/subjects/orders-value/removal-gate",
+            Some(json!({"fields": ["plan"]})),
+        )
+        .await,
+    );
+    out
+}
+
+/// The dump without what an import re-stamps: export time and version creation times.
+fn same_state(a: &[u8], b: &[u8], hop: &str) {
+    let (a, b) = (comparable(a), comparable(b));
+    for section in a.as_object().expect("object").keys() {
+        assert_eq!(a[section], b[section], "{hop}: section '{section}' differs");
+    }
+    assert_eq!(a, b, "{hop}");
+}
+
+fn import_into(target: &[&str], dump: &Path) {
+    let mut args = vec!["import"];
+    args.extend_from_slice(target);
+    let path = dump.display().to_string();
+    args.push(&path);
+    covenant(&args);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_state_with_governance_survives_a_move_between_backends() {
+    let dir = tempfile::tempdir().expect("dir");
+    let clock = dir.path().join("clock");
+    std::fs::write(&clock, T0.to_string()).expect("clock");
+    let source = dir.path().join("source");
+    let (mut server, base) = serve(&source, None, &clock).await;
+    let dep = fill(&base, &clock).await;
+    let before = governance_answers(&base, dep).await;
+    server.kill().expect("stop the source");
+
+    let first = export_dir(&source);
+    let dump: serde_json::Value = serde_json::from_slice(&first).expect("json");
+    assert_eq!(dump["formatVersion"], 2);
+    for (section, at_least) in [
+        ("consumers", 3),
+        ("deprecations", 1),
+        ("findings", 1),
+        ("usageReaders", 3),
+        ("usageFields", 4),
+        ("usageCounts", 3),
+        ("schemaReads", 1),
+        ("samples", 1),
+        ("liveMarks", 1),
+    ] {
+        let n = dump[section].as_array().map_or(0, Vec::len);
+        assert!(n >= at_least, "{section}: {n} rows in {dump}");
+    }
+    let history = &dump["deprecations"][0]["history"];
+    assert_eq!(history.as_array().map(Vec::len), Some(3), "{history}");
+    let first_path = dir.path().join("first.json");
+    std::fs::write(&first_path, &first).expect("write");
+
+    let clock_now = T0 + 2 * DAY_MS;
+    std::fs::write(&clock, clock_now.to_string()).expect("clock");
+    let (hops, last, served) = match TestDb::create("covenant_transfer_all").await {
+        Some(db) => {
+            let url = db.url.clone();
+            import_into(&["--store", &url], &first_path);
+            import_into(&["--store", &url], &first_path);
+            let from_pg = covenant(&["export", "--store", &url]).stdout;
+            same_state(&first, &from_pg, "embedded -> PostgreSQL (imported twice)");
+            let (pg_server, pg_base) = serve(&dir.path().join("unused"), Some(&url), &clock).await;
+            let on_pg = governance_answers(&pg_base, dep).await;
+            drop(pg_server);
+            let pg_path = dir.path().join("from-pg.json");
+            std::fs::write(&pg_path, &from_pg).expect("write");
+            let back = dir.path().join("back");
+            import_into(&["--data-dir", &back.display().to_string()], &pg_path);
+            db.drop_db().await;
+            (
+                "embedded -> PostgreSQL -> embedded",
+                export_dir(&back),
+                Some(on_pg),
+            )
+        }
+        None => {
+            eprintln!("COVENANT_TEST_POSTGRES is not set; moving between embedded stores only");
+            let back = dir.path().join("back");
+            let target = back.display().to_string();
+            import_into(&["--data-dir", &target], &first_path);
+            import_into(&["--data-dir", &target], &first_path);
+            (
+                "embedded -> embedded (imported twice)",
+                export_dir(&back),
+                None,
+            )
+        }
+    };
+    same_state(&first, &last, hops);
+    let back = dir.path().join("back");
+    let (_server, back_base) = serve(&back, None, &clock).await;
+    let after = governance_answers(&back_base, dep).await;
+    // The source answered at day 2 of its clock; the copies answer at the same day.
+    for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+        assert_eq!(b, a, "governance answer {i} differs after the move");
+    }
+    if let Some(on_pg) = served {
+        assert_eq!(before, on_pg, "governance answers on PostgreSQL");
+    }
+    // A record held with other content is reported, not overwritten.
+    let mut changed = dump.clone();
+    changed["deprecations"][0]["old_promise"] = json!("something else");
+    let changed_path = dir.path().join("changed.json");
+    std::fs::write(&changed_path, changed.to_string()).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args(["import", "--data-dir", &back.display().to_string()])
+        .arg(&changed_path)
+        .output()
+        .expect("run covenant");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "deprecation {dep} already exists with other content"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        ok(
+            &back_base,
+            "GET",
+            &format!("/covenant/v1/deprecations/{dep}"),
+            None
+        )
+        .await,
+        before[0],
+        "the held record is unchanged"
+    );
+    println!(
+        "{hops}: {} consumers, {} deprecations, {} findings, {} usage rows, {} samples, {} live marks, \
+         {} audit entries identical; {} governance answers identical",
+        dump["consumers"].as_array().map_or(0, Vec::len),
+        dump["deprecations"].as_array().map_or(0, Vec::len),
+        dump["findings"].as_array().map_or(0, Vec::len),
+        ["usageReaders", "usageFields", "usageCounts", "schemaReads"]
+            .iter()
+            .map(|k| dump[*k].as_array().map_or(0, Vec::len))
+            .sum::<usize>(),
+        dump["samples"].as_array().map_or(0, Vec::len),
+        dump["liveMarks"].as_array().map_or(0, Vec::len),
+        dump["audit"].as_array().map_or(0, Vec::len),
+        before.len()
+    );
+}
+
+#[test]
+fn import_refuses_a_dump_from_a_newer_format() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("next.json");
+    std::fs::write(
+        &path,
+        r#"{"format":"covenant-export","formatVersion":3,"schemas":[],"subjects":[]}"#,
+    )
+    .expect("write");
+    let store = dir.path().join("store");
+    let out = Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args(["import", "--data-dir", &store.display().to_string()])
+        .arg(&path)
+        .output()
+        .expect("run covenant");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("format version 3 is newer than this build"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert!(!store.exists(), "nothing was written");
 }

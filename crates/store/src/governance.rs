@@ -424,7 +424,7 @@ impl FindingKind {
 }
 
 /// A finding recorded from usage.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct UsageFinding {
     pub kind: FindingKind,
     pub at: i64,
@@ -978,6 +978,16 @@ pub trait GovernanceStore: Send + Sync {
     /// Schema fetches of `subject` at or after `from`, summed per reader and version, by
     /// reader then version.
     async fn schema_reads(&self, subject: &str, from: i64) -> GovernanceResult<Vec<SchemaRead>>;
+
+    /// Every row the store holds, read in one transaction (for `covenant export`).
+    async fn snapshot(&self) -> GovernanceResult<GovernanceSnapshot>;
+
+    /// Writes a snapshot's rows as they are, in one transaction, without the checks and
+    /// stamps of the workflow (they were applied when the rows were first written) and
+    /// without audit entries (the exported trail describes them). Idempotent: consumers and
+    /// deprecations already held under their name or id, and usage buckets already held
+    /// under their key, are left alone; findings are added only beyond the copies held.
+    async fn restore(&self, snapshot: &GovernanceSnapshot) -> GovernanceResult<RestoreCounts>;
 }
 
 /// Fetches of one subject version's schema by one reader (an authenticated principal, else
@@ -992,6 +1002,128 @@ pub struct SchemaRead {
     pub reads: u64,
     pub first_at: i64,
     pub last_at: i64,
+}
+
+/// One hourly bucket of reports by one reporter and reader schema, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReaderBucket {
+    pub bucket: i64,
+    pub subject: String,
+    pub client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader_schema_id: Option<i64>,
+    pub reports: u64,
+    pub decode_failures: u64,
+    pub first_at: i64,
+    pub last_at: i64,
+}
+
+/// One hourly bucket of reads of one field by one reporter, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldBucket {
+    pub bucket: i64,
+    pub subject: String,
+    pub client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader_schema_id: Option<i64>,
+    pub field: String,
+    pub reads: u64,
+    pub first_at: i64,
+    pub last_at: i64,
+}
+
+/// One counter of one hourly bucket (`writer_schema` by id, `records` by version,
+/// `unknown_enum` by field and symbol), as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountBucket {
+    pub bucket: i64,
+    pub subject: String,
+    pub client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<String>,
+    pub kind: String,
+    pub key: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    pub value: u64,
+}
+
+/// One hourly bucket of schema fetches of one subject version by one reader, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaReadBucket {
+    pub bucket: i64,
+    #[serde(flatten)]
+    pub read: SchemaRead,
+}
+
+/// Everything a governance store holds, row for row: what `covenant export` writes and
+/// `covenant import` restores. Usage stays in its buckets (not summed) so that a restored
+/// store answers every range query as the original did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct GovernanceSnapshot {
+    /// By name, retired ones included.
+    #[serde(default)]
+    pub consumers: Vec<Consumer>,
+    /// By id, with their stage history, evidence, exceptions and updates.
+    #[serde(default)]
+    pub deprecations: Vec<Deprecation>,
+    /// Oldest first.
+    #[serde(default)]
+    pub findings: Vec<UsageFinding>,
+    #[serde(default)]
+    pub usage_readers: Vec<ReaderBucket>,
+    #[serde(default)]
+    pub usage_fields: Vec<FieldBucket>,
+    #[serde(default)]
+    pub usage_counts: Vec<CountBucket>,
+    #[serde(default)]
+    pub schema_reads: Vec<SchemaReadBucket>,
+}
+
+impl GovernanceSnapshot {
+    pub fn is_empty(&self) -> bool {
+        *self == GovernanceSnapshot::default()
+    }
+}
+
+/// What [`GovernanceStore::restore`] wrote. Rows the store already held are left as they are
+/// (counted in `present`); records held with other content are named in `conflicts`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RestoreCounts {
+    pub consumers: usize,
+    pub deprecations: usize,
+    pub findings: usize,
+    pub usage_rows: usize,
+    pub present: usize,
+    pub conflicts: Vec<String>,
+}
+
+/// How many copies of each finding a store holds, so a restore adds only the missing ones
+/// (findings have no key of their own: two identical ones at the same time are both kept).
+pub fn missing_findings<'a>(
+    held: &[UsageFinding],
+    wanted: &'a [UsageFinding],
+) -> Vec<&'a UsageFinding> {
+    let mut have: std::collections::HashMap<&UsageFinding, usize> =
+        std::collections::HashMap::new();
+    for f in held {
+        *have.entry(f).or_default() += 1;
+    }
+    wanted
+        .iter()
+        .filter(|f| match have.get_mut(f) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                false
+            }
+            _ => true,
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -7,10 +7,11 @@
 
 use crate::audit::AuditLine;
 use crate::governance::{
-    Attribution, Consumer, ConsumerCheck, ConsumerEdit, Deprecation, DeprecationEdit, FieldUsage,
-    GovernanceError, GovernanceResult, GovernanceStore, NewDeprecation, ReaderUsage,
-    ReportingSince, SchemaRead, SchemaSightings, UsageCounts, UsageFinding, UsageQuery,
-    UsageReport, bucket_start,
+    Attribution, Consumer, ConsumerCheck, ConsumerEdit, CountBucket, Deprecation, DeprecationEdit,
+    FieldBucket, FieldUsage, GovernanceError, GovernanceResult, GovernanceSnapshot,
+    GovernanceStore, NewDeprecation, ReaderBucket, ReaderUsage, ReportingSince, RestoreCounts,
+    SchemaRead, SchemaReadBucket, SchemaSightings, UsageCounts, UsageFinding, UsageQuery,
+    UsageReport, bucket_start, missing_findings,
 };
 use crate::governance_sqlite::{add_count, add_sighting};
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
@@ -872,4 +873,338 @@ impl GovernanceStore for PostgresGovernanceStore {
             })
             .collect()
     }
+
+    async fn snapshot(&self) -> GovernanceResult<GovernanceSnapshot> {
+        let mut client = self.client().await?;
+        // One repeatable-read transaction: every part is of the same moment.
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(backend)?;
+        let out = snapshot_of(&tx).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(out)
+    }
+
+    async fn restore(&self, snapshot: &GovernanceSnapshot) -> GovernanceResult<RestoreCounts> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        // The same locks as the workflow's writes, so a restore and a live edit serialize.
+        for lock in [CONSUMER_LOCK, DEPRECATION_LOCK] {
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock])
+                .await
+                .map_err(backend)?;
+        }
+        let mut out = RestoreCounts::default();
+        restore_consumers(&tx, &snapshot.consumers, &mut out).await?;
+        restore_deprecations(&tx, &snapshot.deprecations, &mut out).await?;
+        restore_usage(&tx, snapshot, &mut out).await?;
+        let held: Vec<UsageFinding> =
+            bodies(&tx, "SELECT body FROM gov_findings ORDER BY at, id").await?;
+        let missing: Vec<UsageFinding> = missing_findings(&held, &snapshot.findings)
+            .into_iter()
+            .cloned()
+            .collect();
+        out.present += snapshot.findings.len() - missing.len();
+        out.findings = missing.len();
+        insert_findings(&tx, &missing).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(out)
+    }
+}
+
+type Tx<'a> = deadpool_postgres::Transaction<'a>;
+
+/// Every body of one JSON-document table, in key order.
+async fn bodies<T: serde::de::DeserializeOwned>(
+    tx: &Tx<'_>,
+    sql: &str,
+) -> GovernanceResult<Vec<T>> {
+    let rows = tx.query(sql, &[]).await.map_err(backend)?;
+    rows.iter()
+        .map(|r| from_json(r.get::<_, &str>(0)))
+        .collect()
+}
+
+/// Reads every governance row inside the caller's transaction.
+async fn snapshot_of(tx: &Tx<'_>) -> GovernanceResult<GovernanceSnapshot> {
+    let readers = tx
+        .query(
+            "SELECT bucket, subject, client_id, consumer, reader_schema_id, reports, \
+             decode_failures, first_at, last_at FROM gov_usage_readers \
+             ORDER BY bucket, subject COLLATE \"C\", client_id COLLATE \"C\", \
+             consumer COLLATE \"C\", reader_schema_id",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    let fields = tx
+        .query(
+            "SELECT bucket, subject, client_id, consumer, reader_schema_id, field_path, reads, \
+             first_at, last_at FROM gov_usage_fields \
+             ORDER BY bucket, subject COLLATE \"C\", client_id COLLATE \"C\", \
+             consumer COLLATE \"C\", reader_schema_id, field_path COLLATE \"C\"",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    let counts = tx
+        .query(
+            "SELECT bucket, subject, client_id, consumer, kind, key, detail, value \
+             FROM gov_usage_counts ORDER BY bucket, subject COLLATE \"C\", \
+             client_id COLLATE \"C\", consumer COLLATE \"C\", kind COLLATE \"C\", \
+             key COLLATE \"C\", detail COLLATE \"C\"",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    let reads = tx
+        .query(
+            "SELECT bucket, subject, version, schema_id, reader, reads, first_at, last_at \
+             FROM gov_schema_reads ORDER BY bucket, subject COLLATE \"C\", version, \
+             reader COLLATE \"C\"",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    Ok(GovernanceSnapshot {
+        consumers: bodies(
+            tx,
+            "SELECT body FROM gov_consumers ORDER BY name COLLATE \"C\"",
+        )
+        .await?,
+        deprecations: bodies(tx, "SELECT body FROM gov_deprecations ORDER BY id").await?,
+        findings: bodies(tx, "SELECT body FROM gov_findings ORDER BY at, id").await?,
+        usage_readers: readers.iter().map(reader_bucket).collect(),
+        usage_fields: fields.iter().map(field_bucket).collect(),
+        usage_counts: counts.iter().map(count_bucket).collect(),
+        schema_reads: reads.iter().map(read_bucket).collect(),
+    })
+}
+
+fn reader_bucket(r: &tokio_postgres::Row) -> ReaderBucket {
+    ReaderBucket {
+        bucket: r.get(0),
+        subject: r.get(1),
+        client_id: r.get(2),
+        consumer: consumer_column(r.get(3)),
+        reader_schema_id: reader_column(r.get(4)),
+        reports: uncount(r.get(5)),
+        decode_failures: uncount(r.get(6)),
+        first_at: r.get(7),
+        last_at: r.get(8),
+    }
+}
+
+fn field_bucket(r: &tokio_postgres::Row) -> FieldBucket {
+    FieldBucket {
+        bucket: r.get(0),
+        subject: r.get(1),
+        client_id: r.get(2),
+        consumer: consumer_column(r.get(3)),
+        reader_schema_id: reader_column(r.get(4)),
+        field: r.get(5),
+        reads: uncount(r.get(6)),
+        first_at: r.get(7),
+        last_at: r.get(8),
+    }
+}
+
+fn count_bucket(r: &tokio_postgres::Row) -> CountBucket {
+    CountBucket {
+        bucket: r.get(0),
+        subject: r.get(1),
+        client_id: r.get(2),
+        consumer: consumer_column(r.get(3)),
+        kind: r.get(4),
+        key: r.get(5),
+        detail: r.get(6),
+        value: uncount(r.get(7)),
+    }
+}
+
+fn read_bucket(r: &tokio_postgres::Row) -> SchemaReadBucket {
+    SchemaReadBucket {
+        bucket: r.get(0),
+        read: SchemaRead {
+            subject: r.get(1),
+            version: r.get(2),
+            schema_id: r.get(3),
+            reader: r.get(4),
+            reads: uncount(r.get(5)),
+            first_at: r.get(6),
+            last_at: r.get(7),
+        },
+    }
+}
+
+/// See the SQLite backend: consumers not held by name are inserted with their client ids.
+async fn restore_consumers(
+    tx: &Tx<'_>,
+    consumers: &[Consumer],
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    for consumer in consumers {
+        let held = tx
+            .query_opt(
+                "SELECT body FROM gov_consumers WHERE name = $1",
+                &[&consumer.name],
+            )
+            .await
+            .map_err(backend)?;
+        match held
+            .map(|r| from_json::<Consumer>(r.get::<_, &str>(0)))
+            .transpose()?
+        {
+            Some(held) if &held == consumer => out.present += 1,
+            Some(_) => out.conflicts.push(format!(
+                "consumer '{}' already exists with other content",
+                consumer.name
+            )),
+            None => {
+                tx.execute(
+                    "INSERT INTO gov_consumers(name, body) VALUES ($1, $2)",
+                    &[&consumer.name, &to_json(consumer)?],
+                )
+                .await
+                .map_err(backend)?;
+                bind_clients(tx, consumer).await?;
+                out.consumers += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// See the SQLite backend: deprecations keep their ids; an id held otherwise is a conflict.
+async fn restore_deprecations(
+    tx: &Tx<'_>,
+    deprecations: &[Deprecation],
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    for record in deprecations {
+        match PostgresGovernanceStore::read_deprecation(tx, record.id, true).await? {
+            Some(held) if &held == record => out.present += 1,
+            Some(_) => out.conflicts.push(format!(
+                "deprecation {} already exists with other content",
+                record.id
+            )),
+            None => {
+                tx.execute(
+                    "INSERT INTO gov_deprecations(id, subject, body) VALUES ($1, $2, $3)",
+                    &[&record.id, &record.target.subject(), &to_json(record)?],
+                )
+                .await
+                .map_err(backend)?;
+                out.deprecations += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// See the SQLite backend: buckets go in under their keys, a key already held is left alone.
+async fn restore_usage(
+    tx: &Tx<'_>,
+    snapshot: &GovernanceSnapshot,
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    let who = |c: &Option<String>| c.clone().unwrap_or_else(|| NO_CONSUMER.to_string());
+    let mut written = 0u64;
+    let readers = tx
+        .prepare(
+            "INSERT INTO gov_usage_readers(bucket, subject, client_id, consumer, reader_schema_id, \
+             reports, decode_failures, first_at, last_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+        )
+        .await
+        .map_err(backend)?;
+    for r in &snapshot.usage_readers {
+        let params: [&(dyn ToSql + Sync); 9] = [
+            &r.bucket,
+            &r.subject,
+            &r.client_id,
+            &who(&r.consumer),
+            &r.reader_schema_id.unwrap_or(NO_READER),
+            &count(r.reports),
+            &count(r.decode_failures),
+            &r.first_at,
+            &r.last_at,
+        ];
+        written += tx.execute(&readers, &params).await.map_err(backend)?;
+    }
+    let fields = tx
+        .prepare(
+            "INSERT INTO gov_usage_fields(bucket, subject, client_id, consumer, reader_schema_id, \
+             field_path, reads, first_at, last_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+        )
+        .await
+        .map_err(backend)?;
+    for f in &snapshot.usage_fields {
+        let params: [&(dyn ToSql + Sync); 9] = [
+            &f.bucket,
+            &f.subject,
+            &f.client_id,
+            &who(&f.consumer),
+            &f.reader_schema_id.unwrap_or(NO_READER),
+            &f.field,
+            &count(f.reads),
+            &f.first_at,
+            &f.last_at,
+        ];
+        written += tx.execute(&fields, &params).await.map_err(backend)?;
+    }
+    let counts = tx
+        .prepare(
+            "INSERT INTO gov_usage_counts(bucket, subject, client_id, consumer, kind, key, detail, \
+             value) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+        )
+        .await
+        .map_err(backend)?;
+    for c in &snapshot.usage_counts {
+        let params: [&(dyn ToSql + Sync); 8] = [
+            &c.bucket,
+            &c.subject,
+            &c.client_id,
+            &who(&c.consumer),
+            &c.kind,
+            &c.key,
+            &c.detail,
+            &count(c.value),
+        ];
+        written += tx.execute(&counts, &params).await.map_err(backend)?;
+    }
+    let reads = tx
+        .prepare(
+            "INSERT INTO gov_schema_reads(bucket, subject, version, schema_id, reader, reads, \
+             first_at, last_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+        )
+        .await
+        .map_err(backend)?;
+    for b in &snapshot.schema_reads {
+        let r = &b.read;
+        let params: [&(dyn ToSql + Sync); 8] = [
+            &b.bucket,
+            &r.subject,
+            &r.version,
+            &r.schema_id,
+            &r.reader,
+            &count(r.reads),
+            &r.first_at,
+            &r.last_at,
+        ];
+        written += tx.execute(&reads, &params).await.map_err(backend)?;
+    }
+    let total = snapshot.usage_readers.len()
+        + snapshot.usage_fields.len()
+        + snapshot.usage_counts.len()
+        + snapshot.schema_reads.len();
+    let written = usize::try_from(written).unwrap_or(total);
+    out.usage_rows += written;
+    out.present += total.saturating_sub(written);
+    Ok(())
 }

@@ -7,10 +7,11 @@
 
 use crate::audit::AuditLine;
 use crate::governance::{
-    Attribution, Consumer, ConsumerCheck, ConsumerEdit, Deprecation, DeprecationEdit, FieldUsage,
-    GovernanceError, GovernanceResult, GovernanceStore, NewDeprecation, ReaderUsage,
-    ReportingSince, SchemaRead, SchemaSightings, UsageCounts, UsageFinding, UsageQuery,
-    UsageReport, bucket_start,
+    Attribution, Consumer, ConsumerCheck, ConsumerEdit, CountBucket, Deprecation, DeprecationEdit,
+    FieldBucket, FieldUsage, GovernanceError, GovernanceResult, GovernanceSnapshot,
+    GovernanceStore, NewDeprecation, ReaderBucket, ReaderUsage, ReportingSince, RestoreCounts,
+    SchemaRead, SchemaReadBucket, SchemaSightings, UsageCounts, UsageFinding, UsageQuery,
+    UsageReport, bucket_start, missing_findings,
 };
 use crate::sqlite_conn::blocking;
 use async_trait::async_trait;
@@ -799,6 +800,307 @@ impl GovernanceStore for SqliteGovernanceStore {
             .map_err(backend)
         })
     }
+
+    async fn snapshot(&self) -> GovernanceResult<GovernanceSnapshot> {
+        self.read(|conn| {
+            // One read transaction: every part is of the same moment (WAL snapshot).
+            let tx = conn.unchecked_transaction().map_err(backend)?;
+            let out = snapshot_of(&tx)?;
+            tx.commit().map_err(backend)?;
+            Ok(out)
+        })
+    }
+
+    async fn restore(&self, snapshot: &GovernanceSnapshot) -> GovernanceResult<RestoreCounts> {
+        self.write(|tx| {
+            let mut out = RestoreCounts::default();
+            restore_consumers(tx, &snapshot.consumers, &mut out)?;
+            restore_deprecations(tx, &snapshot.deprecations, &mut out)?;
+            restore_usage(tx, snapshot, &mut out)?;
+            let held: Vec<UsageFinding> =
+                bodies(tx, "SELECT body FROM gov_findings ORDER BY at, id")?;
+            let missing: Vec<UsageFinding> = missing_findings(&held, &snapshot.findings)
+                .into_iter()
+                .cloned()
+                .collect();
+            out.present += snapshot.findings.len() - missing.len();
+            out.findings = missing.len();
+            insert_findings(tx, &missing)?;
+            Ok(out)
+        })
+    }
+}
+
+/// Every body of one JSON-document table, in key order.
+fn bodies<T: serde::de::DeserializeOwned>(
+    conn: &Connection,
+    sql: &str,
+) -> GovernanceResult<Vec<T>> {
+    let mut stmt = conn.prepare(sql).map_err(backend)?;
+    let texts = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(backend)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(backend)?;
+    texts.iter().map(|b| from_json(b)).collect()
+}
+
+fn rows<T>(
+    conn: &Connection,
+    sql: &str,
+    read: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> GovernanceResult<Vec<T>> {
+    let mut stmt = conn.prepare(sql).map_err(backend)?;
+    stmt.query_map([], read)
+        .map_err(backend)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(backend)
+}
+
+/// Reads every governance row; the caller holds a read transaction so the parts agree.
+fn snapshot_of(conn: &Connection) -> GovernanceResult<GovernanceSnapshot> {
+    Ok(GovernanceSnapshot {
+        consumers: all_consumers(conn)?,
+        deprecations: bodies(conn, "SELECT body FROM gov_deprecations ORDER BY id")?,
+        findings: bodies(conn, "SELECT body FROM gov_findings ORDER BY at, id")?,
+        usage_readers: rows(
+            conn,
+            "SELECT bucket, subject, client_id, consumer, reader_schema_id, reports, \
+             decode_failures, first_at, last_at FROM gov_usage_readers \
+             ORDER BY bucket, subject, client_id, consumer, reader_schema_id",
+            |r| {
+                Ok(ReaderBucket {
+                    bucket: r.get(0)?,
+                    subject: r.get(1)?,
+                    client_id: r.get(2)?,
+                    consumer: consumer_column(r.get(3)?),
+                    reader_schema_id: reader_column(r.get(4)?),
+                    reports: uncount(r.get(5)?),
+                    decode_failures: uncount(r.get(6)?),
+                    first_at: r.get(7)?,
+                    last_at: r.get(8)?,
+                })
+            },
+        )?,
+        usage_fields: rows(
+            conn,
+            "SELECT bucket, subject, client_id, consumer, reader_schema_id, field_path, reads, \
+             first_at, last_at FROM gov_usage_fields \
+             ORDER BY bucket, subject, client_id, consumer, reader_schema_id, field_path",
+            |r| {
+                Ok(FieldBucket {
+                    bucket: r.get(0)?,
+                    subject: r.get(1)?,
+                    client_id: r.get(2)?,
+                    consumer: consumer_column(r.get(3)?),
+                    reader_schema_id: reader_column(r.get(4)?),
+                    field: r.get(5)?,
+                    reads: uncount(r.get(6)?),
+                    first_at: r.get(7)?,
+                    last_at: r.get(8)?,
+                })
+            },
+        )?,
+        usage_counts: rows(
+            conn,
+            "SELECT bucket, subject, client_id, consumer, kind, key, detail, value \
+             FROM gov_usage_counts ORDER BY bucket, subject, client_id, consumer, kind, key, detail",
+            |r| {
+                Ok(CountBucket {
+                    bucket: r.get(0)?,
+                    subject: r.get(1)?,
+                    client_id: r.get(2)?,
+                    consumer: consumer_column(r.get(3)?),
+                    kind: r.get(4)?,
+                    key: r.get(5)?,
+                    detail: r.get(6)?,
+                    value: uncount(r.get(7)?),
+                })
+            },
+        )?,
+        schema_reads: rows(
+            conn,
+            "SELECT bucket, subject, version, schema_id, reader, reads, first_at, last_at \
+             FROM gov_schema_reads ORDER BY bucket, subject, version, reader",
+            |r| {
+                Ok(SchemaReadBucket {
+                    bucket: r.get(0)?,
+                    read: SchemaRead {
+                        subject: r.get(1)?,
+                        version: r.get(2)?,
+                        schema_id: r.get(3)?,
+                        reader: r.get(4)?,
+                        reads: uncount(r.get(5)?),
+                        first_at: r.get(6)?,
+                        last_at: r.get(7)?,
+                    },
+                })
+            },
+        )?,
+    })
+}
+
+/// Inserts the consumers not yet held by name (with their client ids); a name held with
+/// other content is a conflict and stays as it is.
+fn restore_consumers(
+    tx: &rusqlite::Transaction<'_>,
+    consumers: &[Consumer],
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    for consumer in consumers {
+        let held: Option<String> = tx
+            .query_row(
+                "SELECT body FROM gov_consumers WHERE name = ?1",
+                [&consumer.name],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(backend)?;
+        match held.map(|b| from_json::<Consumer>(&b)).transpose()? {
+            Some(held) if &held == consumer => out.present += 1,
+            Some(_) => out.conflicts.push(format!(
+                "consumer '{}' already exists with other content",
+                consumer.name
+            )),
+            None => {
+                tx.execute(
+                    "INSERT INTO gov_consumers(name, body) VALUES (?1, ?2)",
+                    params![consumer.name, to_json(consumer)?],
+                )
+                .map_err(backend)?;
+                bind_clients(tx, consumer)?;
+                out.consumers += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Inserts the deprecations not yet held under their id (ids are kept: findings and the
+/// trail refer to them); an id held with another record is a conflict.
+fn restore_deprecations(
+    tx: &rusqlite::Transaction<'_>,
+    deprecations: &[Deprecation],
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    for record in deprecations {
+        match read_deprecation(tx, record.id)? {
+            Some(held) if &held == record => out.present += 1,
+            Some(_) => out.conflicts.push(format!(
+                "deprecation {} already exists with other content",
+                record.id
+            )),
+            None => {
+                tx.execute(
+                    "INSERT INTO gov_deprecations(id, subject, body) VALUES (?1, ?2, ?3)",
+                    params![record.id, record.target.subject(), to_json(record)?],
+                )
+                .map_err(backend)?;
+                out.deprecations += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Inserts usage buckets under their primary keys; a key already held keeps its counters
+/// (adding to them would double the evidence on a second import).
+fn restore_usage(
+    tx: &rusqlite::Transaction<'_>,
+    snapshot: &GovernanceSnapshot,
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    let who = |c: &Option<String>| c.clone().unwrap_or_else(|| NO_CONSUMER.to_string());
+    let mut written = 0usize;
+    let mut total = 0usize;
+    for r in &snapshot.usage_readers {
+        total += 1;
+        written += tx
+            .prepare_cached(
+                "INSERT INTO gov_usage_readers(bucket, subject, client_id, consumer, \
+                 reader_schema_id, reports, decode_failures, first_at, last_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+            )
+            .map_err(backend)?
+            .execute(params![
+                r.bucket,
+                r.subject,
+                r.client_id,
+                who(&r.consumer),
+                r.reader_schema_id.unwrap_or(NO_READER),
+                count(r.reports),
+                count(r.decode_failures),
+                r.first_at,
+                r.last_at
+            ])
+            .map_err(backend)?;
+    }
+    for f in &snapshot.usage_fields {
+        total += 1;
+        written += tx
+            .prepare_cached(
+                "INSERT INTO gov_usage_fields(bucket, subject, client_id, consumer, \
+                 reader_schema_id, field_path, reads, first_at, last_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+            )
+            .map_err(backend)?
+            .execute(params![
+                f.bucket,
+                f.subject,
+                f.client_id,
+                who(&f.consumer),
+                f.reader_schema_id.unwrap_or(NO_READER),
+                f.field,
+                count(f.reads),
+                f.first_at,
+                f.last_at
+            ])
+            .map_err(backend)?;
+    }
+    for c in &snapshot.usage_counts {
+        total += 1;
+        written += tx
+            .prepare_cached(
+                "INSERT INTO gov_usage_counts(bucket, subject, client_id, consumer, kind, key, \
+                 detail, value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
+            )
+            .map_err(backend)?
+            .execute(params![
+                c.bucket,
+                c.subject,
+                c.client_id,
+                who(&c.consumer),
+                c.kind,
+                c.key,
+                c.detail,
+                count(c.value)
+            ])
+            .map_err(backend)?;
+    }
+    for b in &snapshot.schema_reads {
+        let r = &b.read;
+        total += 1;
+        written += tx
+            .prepare_cached(
+                "INSERT INTO gov_schema_reads(bucket, subject, version, schema_id, reader, reads, \
+                 first_at, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
+            )
+            .map_err(backend)?
+            .execute(params![
+                b.bucket,
+                r.subject,
+                r.version,
+                r.schema_id,
+                r.reader,
+                count(r.reads),
+                r.first_at,
+                r.last_at
+            ])
+            .map_err(backend)?;
+    }
+    out.usage_rows += written;
+    out.present += total - written;
+    Ok(())
 }
 
 /// Adds one counter row to the summed counts.

@@ -48,6 +48,25 @@ pub enum SampleAdded {
     },
 }
 
+/// A version marked live, with when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveMark {
+    pub subject: String,
+    pub version: i64,
+    pub marked_at: i64,
+}
+
+/// What [`SampleStore::restore_samples`] wrote. Samples already held under their id and
+/// marks already held for their version are left as they are (`present`); an id held with
+/// another sample is named in `conflicts`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SamplesRestored {
+    pub samples: usize,
+    pub live_marks: usize,
+    pub present: usize,
+    pub conflicts: Vec<String>,
+}
+
 /// Sample and live-mark persistence. Implementations make acknowledged writes durable.
 #[async_trait]
 pub trait SampleStore: Send + Sync {
@@ -94,6 +113,20 @@ pub trait SampleStore: Send + Sync {
 
     /// `(version, marked_at)` of a subject's live marks, by version.
     async fn live_marks(&self, subject: &str) -> StoreResult<Vec<(i64, i64)>>;
+
+    /// Every sample of every subject by id, and every live mark by subject then version,
+    /// read in one transaction (for `covenant export`).
+    async fn snapshot(&self) -> StoreResult<(Vec<SampleRecord>, Vec<LiveMark>)>;
+
+    /// Writes samples (keeping their ids and times, past the per-subject limit: they were
+    /// admitted when first added) and live marks as they are, in one transaction and without
+    /// audit entries. Idempotent: an id or a marked version already held is left alone, and
+    /// later adds get ids after the highest one written.
+    async fn restore_samples(
+        &self,
+        samples: &[SampleRecord],
+        marks: &[LiveMark],
+    ) -> StoreResult<SamplesRestored>;
 }
 
 /// Behaviour every backend must show; each backend's tests run it on a fresh store.
@@ -196,5 +229,62 @@ pub mod suite {
         assert!(!store.unmark_live("s", 1, None).await.expect("unmark"));
         assert_eq!(store.live_marks("s").await.expect("marks"), [(2, 200)]);
         assert!(store.live_marks("other").await.expect("marks").is_empty());
+        restore(store).await;
+    }
+
+    /// A snapshot restores as it was: ids, times and payloads kept, twice is once, and
+    /// new samples continue after the restored ids.
+    async fn restore(store: &dyn SampleStore) {
+        let (held, marks) = store.snapshot().await.expect("snapshot");
+        assert_eq!(held.len(), 1, "{held:?}");
+        assert_eq!(
+            marks,
+            [LiveMark {
+                subject: "s".into(),
+                version: 2,
+                marked_at: 200
+            }]
+        );
+        let copied = SampleRecord {
+            id: held[0].id + 40,
+            subject: "copied".into(),
+            version: 3,
+            encoding: "json".into(),
+            message_name: None,
+            payload: vec![0, 159, 146, 150],
+            created_at: 1_000,
+        };
+        let mark = LiveMark {
+            subject: "copied".into(),
+            version: 3,
+            marked_at: 77,
+        };
+        let done = store
+            .restore_samples(std::slice::from_ref(&copied), std::slice::from_ref(&mark))
+            .await
+            .expect("restore");
+        assert_eq!((done.samples, done.live_marks, done.present), (1, 1, 0));
+        let again = store
+            .restore_samples(std::slice::from_ref(&copied), std::slice::from_ref(&mark))
+            .await
+            .expect("restore again");
+        assert_eq!((again.samples, again.live_marks, again.present), (0, 0, 2));
+        let mut other = copied.clone();
+        other.payload = b"else".to_vec();
+        let clash = store.restore_samples(&[other], &[]).await.expect("restore");
+        assert_eq!(clash.conflicts.len(), 1, "{clash:?}");
+        assert_eq!(
+            store.samples("copied", None).await.expect("list"),
+            std::slice::from_ref(&copied)
+        );
+        assert_eq!(store.live_marks("copied").await.expect("marks"), [(3, 77)]);
+        let SampleAdded::Stored(next) = store
+            .add_sample(&sample("copied", 3, b"n"), 3, None)
+            .await
+            .expect("add")
+        else {
+            panic!("add after restore refused");
+        };
+        assert!(next.id > copied.id, "ids continue after the restored ones");
     }
 }

@@ -7,7 +7,9 @@
 use crate::audit::AuditLine;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::postgres::append_line;
-use crate::samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
+use crate::samples::{
+    LiveMark, NewSample, SampleAdded, SampleRecord, SampleStore, SamplesRestored,
+};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
@@ -284,5 +286,112 @@ impl SampleStore for PostgresSampleStore {
                 ))
             })
             .collect()
+    }
+
+    async fn snapshot(&self) -> StoreResult<(Vec<SampleRecord>, Vec<LiveMark>)> {
+        let mut client = self.client().await?;
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(backend)?;
+        let rows = tx
+            .query(
+                &format!("SELECT {COLUMNS} FROM smp_samples ORDER BY id"),
+                &[],
+            )
+            .await
+            .map_err(backend)?;
+        let samples = rows.iter().map(record).collect::<StoreResult<Vec<_>>>()?;
+        let marks = tx
+            .query(
+                "SELECT subject, version, marked_at FROM smp_live_versions ORDER BY subject, version",
+                &[],
+            )
+            .await
+            .map_err(backend)?
+            .iter()
+            .map(|r| {
+                Ok(LiveMark {
+                    subject: r.try_get(0).map_err(backend)?,
+                    version: r.try_get(1).map_err(backend)?,
+                    marked_at: r.try_get(2).map_err(backend)?,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        tx.commit().await.map_err(backend)?;
+        Ok((samples, marks))
+    }
+
+    async fn restore_samples(
+        &self,
+        samples: &[SampleRecord],
+        marks: &[LiveMark],
+    ) -> StoreResult<SamplesRestored> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let mut out = SamplesRestored::default();
+        for s in samples {
+            let held = tx
+                .query_opt(
+                    &format!("SELECT {COLUMNS} FROM smp_samples WHERE id = $1"),
+                    &[&s.id],
+                )
+                .await
+                .map_err(backend)?;
+            match held.as_ref().map(record).transpose()? {
+                Some(held) if &held == s => out.present += 1,
+                Some(_) => out
+                    .conflicts
+                    .push(format!("sample {} already exists with other content", s.id)),
+                None => {
+                    tx.execute(
+                        &format!(
+                            "INSERT INTO smp_samples({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                        ),
+                        &[
+                            &s.id,
+                            &s.subject,
+                            &s.version,
+                            &s.encoding,
+                            &s.message_name,
+                            &s.payload,
+                            &s.created_at,
+                        ],
+                    )
+                    .await
+                    .map_err(backend)?;
+                    out.samples += 1;
+                }
+            }
+        }
+        // Explicit ids leave the id sequence behind: move it past the highest id held, never
+        // back (ids are not reused).
+        if out.samples > 0 {
+            tx.execute(
+                "SELECT setval(pg_get_serial_sequence('smp_samples', 'id'), \
+                 GREATEST((SELECT MAX(id) FROM smp_samples), \
+                 nextval(pg_get_serial_sequence('smp_samples', 'id'))))",
+                &[],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        for m in marks {
+            let n = tx
+                .execute(
+                    "INSERT INTO smp_live_versions(subject, version, marked_at) VALUES ($1, $2, $3) \
+                     ON CONFLICT DO NOTHING",
+                    &[&m.subject, &m.version, &m.marked_at],
+                )
+                .await
+                .map_err(backend)?;
+            out.live_marks += usize::from(n > 0);
+            out.present += usize::from(n == 0);
+        }
+        tx.commit().await.map_err(backend)?;
+        Ok(out)
     }
 }

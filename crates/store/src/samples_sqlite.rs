@@ -3,10 +3,12 @@
 //! `samples_migrations`, so the two evolve independently.
 
 use crate::audit::AuditLine;
-use crate::samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
+use crate::samples::{
+    LiveMark, NewSample, SampleAdded, SampleRecord, SampleStore, SamplesRestored,
+};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
@@ -268,6 +270,85 @@ impl SampleStore for SqliteSampleStore {
                 .map_err(backend)?
                 .collect::<rusqlite::Result<Vec<(i64, i64)>>>()
                 .map_err(backend)
+        })
+    }
+
+    async fn snapshot(&self) -> StoreResult<(Vec<SampleRecord>, Vec<LiveMark>)> {
+        blocking(|| {
+            let conn = self.conn()?;
+            let tx = conn.unchecked_transaction().map_err(backend)?;
+            let samples = tx
+                .prepare(&format!("SELECT {COLUMNS} FROM smp_samples ORDER BY id"))
+                .map_err(backend)?
+                .query_map([], read_row)
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<Row>>>()
+                .map_err(backend)?;
+            let marks = tx
+                .prepare(
+                    "SELECT subject, version, marked_at FROM smp_live_versions \
+                     ORDER BY subject, version",
+                )
+                .map_err(backend)?
+                .query_map([], |r| {
+                    Ok(LiveMark {
+                        subject: r.get(0)?,
+                        version: r.get(1)?,
+                        marked_at: r.get(2)?,
+                    })
+                })
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok((samples.into_iter().map(record).collect(), marks))
+        })
+    }
+
+    async fn restore_samples(
+        &self,
+        samples: &[SampleRecord],
+        marks: &[LiveMark],
+    ) -> StoreResult<SamplesRestored> {
+        self.write(|tx| {
+            let mut out = SamplesRestored::default();
+            for s in samples {
+                let held = tx
+                    .query_row(
+                        &format!("SELECT {COLUMNS} FROM smp_samples WHERE id = ?1"),
+                        [s.id],
+                        read_row,
+                    )
+                    .optional()
+                    .map_err(backend)?;
+                match held.map(record) {
+                    Some(held) if &held == s => out.present += 1,
+                    Some(_) => out
+                        .conflicts
+                        .push(format!("sample {} already exists with other content", s.id)),
+                    None => {
+                        // An explicit id also moves AUTOINCREMENT's counter past it.
+                        tx.execute(
+                            &format!("INSERT INTO smp_samples({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+                            params![s.id, s.subject, s.version, s.encoding, s.message_name, s.payload, s.created_at],
+                        )
+                        .map_err(backend)?;
+                        out.samples += 1;
+                    }
+                }
+            }
+            for m in marks {
+                let n = tx
+                    .execute(
+                        "INSERT INTO smp_live_versions(subject, version, marked_at) \
+                         VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                        params![m.subject, m.version, m.marked_at],
+                    )
+                    .map_err(backend)?;
+                out.live_marks += n;
+                out.present += 1 - n;
+            }
+            Ok(out)
         })
     }
 }

@@ -28,6 +28,16 @@ async fn postgres_governance_passes_the_suite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_governance_snapshot_restores_into_an_empty_store() {
+    let (Some(source), Some(target)) = (store("gov_snap_src").await, store("gov_snap_dst").await)
+    else {
+        return;
+    };
+    suite::run_all(&source).await;
+    suite::snapshot_restores(&source, &target).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_governance_migrations_apply_once() {
     let Some(store) = store("gov_migrations").await else {
         return;

@@ -12,6 +12,18 @@ async fn sqlite_governance_passes_the_suite() {
     suite::run_all(&store).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_governance_snapshot_restores_into_an_empty_store() {
+    let (a, b) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let source = SqliteGovernanceStore::open(a.path()).expect("open");
+    suite::run_all(&source).await;
+    let target = SqliteGovernanceStore::open(b.path()).expect("open");
+    suite::snapshot_restores(&source, &target).await;
+}
+
 #[tokio::test]
 async fn sqlite_governance_works_on_a_current_thread_runtime() {
     let dir = tempfile::tempdir().expect("temp dir");

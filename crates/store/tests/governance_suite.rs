@@ -576,3 +576,87 @@ pub async fn schema_reads_add_up_per_reader_and_version(store: &dyn GovernanceSt
             .is_empty()
     );
 }
+
+/// A snapshot of a filled store restores row for row into an empty one (same snapshot, same
+/// query answers), and restoring it again, or into its own store, changes nothing.
+pub async fn snapshot_restores(source: &dyn GovernanceStore, target: &dyn GovernanceStore) {
+    let snapshot = source.snapshot().await.expect("snapshot");
+    assert!(!snapshot.consumers.is_empty() && !snapshot.deprecations.is_empty());
+    assert!(!snapshot.usage_readers.is_empty() && !snapshot.usage_counts.is_empty());
+    assert!(!snapshot.usage_fields.is_empty() && !snapshot.schema_reads.is_empty());
+    let rows = snapshot.usage_readers.len()
+        + snapshot.usage_fields.len()
+        + snapshot.usage_counts.len()
+        + snapshot.schema_reads.len();
+    let first = target.restore(&snapshot).await.expect("restore");
+    assert_eq!(
+        (
+            first.consumers,
+            first.deprecations,
+            first.findings,
+            first.usage_rows,
+            first.present
+        ),
+        (
+            snapshot.consumers.len(),
+            snapshot.deprecations.len(),
+            snapshot.findings.len(),
+            rows,
+            0
+        )
+    );
+    assert_eq!(target.snapshot().await.expect("snapshot"), snapshot);
+    let query = UsageQuery {
+        subject: Some("billing-value".to_string()),
+        from: T0 - 400 * DAY,
+        to: T0 + 400 * DAY,
+        ..UsageQuery::default()
+    };
+    assert_eq!(
+        target.field_usage(&query).await.expect("usage"),
+        source.field_usage(&query).await.expect("usage")
+    );
+    assert_eq!(
+        target.usage_counts(&query).await.expect("counts"),
+        source.usage_counts(&query).await.expect("counts")
+    );
+    for client in snapshot
+        .consumers
+        .iter()
+        .filter(|c| c.is_active())
+        .flat_map(|c| &c.clients)
+    {
+        assert_eq!(
+            target.consumer_for_client(client).await.expect("client"),
+            source.consumer_for_client(client).await.expect("client"),
+            "client ids are bound again"
+        );
+    }
+    for store in [target, source] {
+        let again = store.restore(&snapshot).await.expect("restore again");
+        assert_eq!(
+            (
+                again.consumers,
+                again.deprecations,
+                again.findings,
+                again.usage_rows
+            ),
+            (0, 0, 0, 0)
+        );
+        assert!(again.conflicts.is_empty(), "{:?}", again.conflicts);
+        assert_eq!(
+            store.snapshot().await.expect("snapshot"),
+            snapshot,
+            "one copy"
+        );
+    }
+    let mut other = snapshot.clone();
+    other.deprecations[0].old_promise = "something else".to_string();
+    let clash = target.restore(&other).await.expect("restore");
+    assert_eq!(clash.conflicts.len(), 1, "{:?}", clash.conflicts);
+    assert_eq!(
+        target.snapshot().await.expect("snapshot"),
+        snapshot,
+        "left as it was"
+    );
+}

@@ -17,6 +17,9 @@ pub fn empty_dump() -> Dump {
         configs: Vec::new(),
         modes: Vec::new(),
         audit: Vec::new(),
+        governance: Default::default(),
+        samples: Vec::new(),
+        live_marks: Vec::new(),
     }
 }
 
