@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod framed;
+
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct ProfileArgs {
@@ -56,6 +58,13 @@ struct BuildArgs {
     /// key by key. Repeatable.
     #[arg(long = "escape-hatch", value_name = "FIELD")]
     escape_hatches: Vec<String>,
+    /// The files hold Kafka payloads in Confluent's wire format, decoded with the schema each
+    /// names (fetched from the registry at --url): `length-prefixed` as `kcat -e -f '%R%s'`
+    /// writes them, or `base64-lines`.
+    #[arg(long, value_enum)]
+    framed: Option<framed::Framing>,
+    #[command(flatten)]
+    registry: crate::governance::Server,
     /// Distinct paths kept; occurrences of further paths are only counted.
     #[arg(long, default_value_t = covenant_profile::DEFAULT_MAX_PATHS)]
     max_paths: usize,
@@ -120,12 +129,27 @@ fn build(args: BuildArgs) -> Result<ExitCode> {
         escape_hatches: args.escape_hatches,
         max_paths: args.max_paths,
     });
+    let mut schemas = match args.framed {
+        Some(_) => Some(framed::Schemas::new(args.registry.clone())?),
+        None => None,
+    };
     let mut progress = Progress::new();
     for file in &args.files {
         let mut each = |record: serde_json::Value| {
             profiler.observe(&record);
             progress.tick(profiler.records());
         };
+        if let (Some(framing), Some(schemas)) = (args.framed, schemas.as_mut()) {
+            let name = file.display().to_string();
+            if file.as_os_str() == "-" {
+                framed::read(&name, std::io::stdin().lock(), framing, schemas, &mut each)?;
+            } else {
+                let reader =
+                    std::fs::File::open(file).map_err(|e| InvalidInput(format!("{name}: {e}")))?;
+                framed::read(&name, reader, framing, schemas, &mut each)?;
+            }
+            continue;
+        }
         let read = if file.as_os_str() == "-" {
             source::read_records("-", std::io::stdin().lock(), &mut each)
         } else {

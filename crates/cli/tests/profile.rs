@@ -243,3 +243,107 @@ fn bad_input_exits_2_with_a_message() {
         "a record file is not a profile"
     );
 }
+
+/// Kafka payloads in Confluent's wire format, as `kcat -f '%R%s'` and as base64 lines,
+/// decoded with the schemas a running registry holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn framed_payloads_decode_with_the_registrys_schemas() {
+    use base64::Engine;
+    let server = support::TestServer::start().await;
+    let schema = r#"{"type":"record","name":"Trade","fields":[{"name":"symbol","type":"string"},{"name":"qty","type":"long"},{"name":"note","type":["null","string"],"default":null}]}"#;
+    let (status, registered) = server.register("trades-value", "AVRO", schema).await;
+    assert_eq!(status, 200, "{registered}");
+    let avro_id = registered["id"].as_i64().expect("id");
+    let json_schema =
+        r#"{"type":"object","properties":{"symbol":{"type":"string"},"venue":{"type":"string"}}}"#;
+    let (status, registered) = server.register("quotes-value", "JSON", json_schema).await;
+    assert_eq!(status, 200, "{registered}");
+    let json_id = registered["id"].as_i64().expect("id");
+
+    let parsed = apache_avro::Schema::parse_str(schema).expect("schema");
+    let frame = |id: i64, body: &[u8]| {
+        let mut payload = vec![0u8];
+        payload.extend_from_slice(&(id as i32).to_be_bytes());
+        payload.extend_from_slice(body);
+        payload
+    };
+    let mut payloads = Vec::new();
+    for i in 0..10i64 {
+        let note = if i < 2 {
+            apache_avro::types::Value::Union(
+                1,
+                Box::new(apache_avro::types::Value::String("x".into())),
+            )
+        } else {
+            apache_avro::types::Value::Union(0, Box::new(apache_avro::types::Value::Null))
+        };
+        let record = apache_avro::types::Value::Record(vec![
+            (
+                "symbol".into(),
+                apache_avro::types::Value::String(format!("S{i}")),
+            ),
+            ("qty".into(), apache_avro::types::Value::Long(i)),
+            ("note".into(), note),
+        ]);
+        let body = apache_avro::writer::datum::GenericDatumWriter::builder(&parsed)
+            .build()
+            .expect("writer")
+            .write_value_to_vec(record)
+            .expect("encode");
+        payloads.push(frame(avro_id, &body));
+    }
+    payloads.push(frame(json_id, br#"{"symbol":"Q","venue":"XNAS"}"#));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut prefixed = Vec::new();
+    for p in &payloads {
+        prefixed.extend_from_slice(&(p.len() as u32).to_be_bytes());
+        prefixed.extend_from_slice(p);
+    }
+    let dump = dir.path().join("trades.bin");
+    std::fs::write(&dump, &prefixed).expect("write");
+    let lines: String = payloads
+        .iter()
+        .map(|p| format!("{}\n", base64::engine::general_purpose::STANDARD.encode(p)))
+        .collect();
+    let b64 = write(dir.path(), "trades.b64", &lines);
+
+    let run = |framing: &str, file: &Path| {
+        covenant(&[
+            "profile",
+            "--framed",
+            framing,
+            "--url",
+            &server.base,
+            s(file),
+        ])
+    };
+    let from_prefixed = stdout_json(&run("length-prefixed", &dump));
+    assert_eq!(from_prefixed["records"], 11);
+    assert_eq!(from_prefixed["paths"]["/qty"]["present"], 10);
+    assert_eq!(from_prefixed["paths"]["/qty"]["max"], 9.0);
+    assert_eq!(from_prefixed["paths"]["/venue"]["present"], 1);
+    assert_eq!(stdout_json(&run("base64-lines", &b64)), from_prefixed);
+
+    // A payload naming an id the registry does not hold, and a cut file: exit 2.
+    let unknown = dir.path().join("unknown.bin");
+    let mut bytes = 6u32.to_be_bytes().to_vec();
+    bytes.extend_from_slice(&frame(9999, b"x"));
+    std::fs::write(&unknown, &bytes).expect("write");
+    let output = run("length-prefixed", &unknown);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/schemas/ids/9999") && stderr.contains("404"),
+        "{stderr}"
+    );
+    let cut = dir.path().join("cut.bin");
+    std::fs::write(&cut, &prefixed[..prefixed.len() - 3]).expect("write");
+    let output = run("length-prefixed", &cut);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("payload 11: the file ends inside"),
+        "{stderr}"
+    );
+}

@@ -125,6 +125,24 @@ pub fn split_confluent(bytes: &[u8]) -> Result<(i64, &[u8]), String> {
     }
 }
 
+/// The value a Confluent-framed payload's body (after [`split_confluent`]) holds, decoded with
+/// the schema that wrote it, as JSON: Avro and Protobuf decoded, JSON Schema payloads parsed.
+pub fn decode_framed_body(writer: &ParsedSchema, body: &[u8]) -> Result<serde_json::Value, String> {
+    match writer {
+        ParsedSchema::Avro(w) => covenant_avro::decode_with(w, w, body),
+        ParsedSchema::Protobuf(w) => {
+            let (indexes, used) = covenant_protobuf::decode_message_indexes(body)?;
+            let name = w.message_name(&indexes).ok_or_else(|| {
+                format!("Message indexes {indexes:?} name no message of the writer schema.")
+            })?;
+            covenant_protobuf::decode_with(w, &name, body.get(used..).unwrap_or_default())
+        }
+        ParsedSchema::Json(_) => {
+            serde_json::from_slice(body).map_err(|e| format!("The payload is not JSON: {e}."))
+        }
+    }
+}
+
 /// Checks that an encoding fits the schema type before anything is stored.
 pub fn check_encoding(
     schema: &ParsedSchema,
