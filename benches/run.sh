@@ -58,6 +58,13 @@ else
   PY_VERSION=n/a
 fi
 
+# DuckDB for the profile part, into the same virtualenv; n/a when it cannot be installed.
+if [ -x "$VENV/bin/python" ] && ! "$VENV/bin/python" -c 'import duckdb' 2>/dev/null; then
+  log "installing DuckDB into $VENV"
+  timeout 300 "$VENV/bin/pip" install -q --disable-pip-version-check 'duckdb>=1.1,<2' >>"$PEERS/pip.log" 2>&1 \
+    || log "DuckDB could not be installed (see $PEERS/pip.log)"
+fi
+
 # buf, from the @bufbuild/buf npm package (it ships the binary).
 BUF_ARGS=()
 BUF="$PEERS/npm/node_modules/.bin/buf"
@@ -85,10 +92,13 @@ echo "## Covenant benchmarks ($MODE)"
 echo
 echo "- commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $PROFILE_DIR build, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "- machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
-echo "- peers: apache-avro crate $(awk '/^name = "apache-avro"/ {getline; gsub(/"/, "", $3); print $3}' Cargo.lock), Python avro $PY_VERSION ($(python3 --version 2>&1)), buf $BUF_VERSION"
+DUCKDB_VERSION=$("$VENV/bin/python" -c 'import duckdb; print(duckdb.__version__)' 2>/dev/null || echo n/a)
+echo "- peers: DuckDB $DUCKDB_VERSION, apache-avro crate $(awk '/^name = "apache-avro"/ {getline; gsub(/"/, "", $3); print $3}' Cargo.lock), Python avro $PY_VERSION ($(python3 --version 2>&1)), buf $BUF_VERSION"
 echo
 
 # A throwaway PostgreSQL for the second HTTP run; covenant-bench reads COVENANT_TEST_POSTGRES.
 exec scripts/with-postgres.sh "$BIN/covenant-bench" \
   --covenant "$BIN/covenant" --corpus "$CORPUS" --peer-script "$ROOT/benches/peers/avro_check.py" \
+  --profile-counter-script "$ROOT/benches/peers/profile_counter.py" \
+  --profile-duckdb-script "$ROOT/benches/peers/profile_duckdb.py" \
   "${PY_ARGS[@]}" "${BUF_ARGS[@]}" "${ARGS[@]}"

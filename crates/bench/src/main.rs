@@ -9,6 +9,7 @@ mod generate;
 mod http;
 mod inproc;
 mod process;
+mod profile;
 mod scale;
 mod server;
 mod table;
@@ -54,8 +55,21 @@ struct Args {
     /// PostgreSQL database for the second HTTP run (an empty database).
     #[arg(long, env = "COVENANT_TEST_POSTGRES")]
     postgres: Option<String>,
-    /// Parts to run: any of check, http, scale.
-    #[arg(long, value_delimiter = ',', default_value = "check,http,scale")]
+    /// The peer script counting keys with json.loads and a Counter (the seed's approach).
+    #[arg(long, default_value = "benches/peers/profile_counter.py")]
+    profile_counter_script: PathBuf,
+    /// The peer script profiling with DuckDB's SUMMARIZE.
+    #[arg(long, default_value = "benches/peers/profile_duckdb.py")]
+    profile_duckdb_script: PathBuf,
+    /// Sizes in MB of the two generated files the profile part reads.
+    #[arg(long, value_delimiter = ',')]
+    profile_mb: Option<Vec<u64>>,
+    /// Parts to run: any of check, http, scale, profile.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "check,http,scale,profile"
+    )]
     parts: Vec<String>,
     /// Repetitions of each timed measurement (median and spread are reported).
     #[arg(long)]
@@ -272,6 +286,26 @@ fn run(args: Args) -> Result<bool> {
         }
         part(&mut rows, &mut failed, "3 scale, embedded SQLite", |rows| {
             runtime.block_on(scale::run(&covenant, sizes, scratch.path(), rows))
+        });
+    }
+
+    if wants("profile") {
+        let mut sizes = if smoke {
+            profile::ProfileSizes::SMOKE
+        } else {
+            profile::ProfileSizes::FULL
+        };
+        if let Some([small, large]) = args.profile_mb.as_deref() {
+            sizes.megabytes = [*small, *large];
+        }
+        let python = peers.python.as_ref().ok().map(|(python, _)| python.clone());
+        let python_peers = profile::PythonPeers {
+            python,
+            counter_script: args.profile_counter_script.clone(),
+            duckdb_script: args.profile_duckdb_script.clone(),
+        };
+        part(&mut rows, &mut failed, "4 profile data", |rows| {
+            profile::run(&covenant, &python_peers, sizes, scratch.path(), rows)
         });
     }
 
