@@ -425,6 +425,14 @@ struct CreateArgs {
     /// Who announces it.
     #[arg(long, default_value = "")]
     by: String,
+    /// Attach how often the field is filled in this profile (`covenant profile -o FILE`) as
+    /// the record's first evidence.
+    #[arg(
+        long = "evidence-profile",
+        value_name = "FILE",
+        conflicts_with = "file"
+    )]
+    evidence_profile: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -486,6 +494,9 @@ struct EvidenceArgs {
     /// Where the run's result can be seen (with --canary or --non-production-omission).
     #[arg(long)]
     link: Option<String>,
+    /// A profile document (`covenant profile -o FILE`): how often --field is filled in the data.
+    #[arg(long, group = "kind", value_name = "FILE")]
+    profile: Option<PathBuf>,
 }
 
 fn time_value(text: &str) -> Value {
@@ -565,6 +576,13 @@ fn evidence_body(args: &EvidenceArgs) -> anyhow::Result<Value> {
             "outcome": outcome, "detail": args.detail
         })));
     }
+    if let Some(file) = &args.profile {
+        let field = args
+            .field
+            .as_deref()
+            .ok_or_else(|| invalid("--profile needs --field".into()))?;
+        return profile_evidence(file, field);
+    }
     if args.usage_query {
         let attribution = match (&args.consumer, args.unattributed) {
             (Some(c), false) => json!({"kind": "consumer", "consumer": c}),
@@ -592,19 +610,57 @@ fn evidence_body(args: &EvidenceArgs) -> anyhow::Result<Value> {
         return Ok(json!({"kind": "usage_query", "query": query}));
     }
     Err(invalid(
-        "say what the evidence is: --sign-off CONSUMER, --usage-query, --replay SAMPLE, --canary PATH or --non-production-omission ENVIRONMENT".into(),
+        "say what the evidence is: --sign-off CONSUMER, --usage-query, --replay SAMPLE, --canary PATH, --non-production-omission ENVIRONMENT or --profile FILE".into(),
     ))
+}
+
+/// The `data_profile` evidence of `field` (a dotted field path, as deprecations name fields)
+/// read from a profile document.
+fn profile_evidence(file: &std::path::Path, field: &str) -> anyhow::Result<Value> {
+    let text =
+        std::fs::read_to_string(file).map_err(|e| invalid(format!("{}: {e}", file.display())))?;
+    let profile = covenant_profile::Profile::from_json(&text)
+        .map_err(|e| invalid(format!("{}: {e}", file.display())))?;
+    let path: String = field
+        .split('.')
+        .map(|part| format!("/{}", covenant_profile::segment(part)))
+        .collect();
+    let (present, non_null) = profile
+        .paths
+        .get(&path)
+        .map_or((0, 0), |stats| (stats.present, stats.non_null));
+    Ok(json!({
+        "kind": "data_profile", "path": path, "records": profile.records,
+        "present": present, "non_null": non_null,
+        "source": file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+    }))
 }
 
 pub fn run_deprecations(args: DeprecationsArgs) -> anyhow::Result<ExitCode> {
     let api = Api::new(&args.server)?;
     match args.command {
         DeprecationsCommand::Create(create) => {
+            let evidence = match (&create.evidence_profile, &create.field) {
+                (Some(file), Some(field)) => Some(profile_evidence(file, field)?),
+                _ => None,
+            };
+            let by = create.by.clone();
             let body = create_body(create)?;
             match api.call("POST", "/covenant/v1/deprecations", Some(body))? {
                 Ok(record) => {
                     let id = record.get("id").and_then(Value::as_i64).unwrap_or(0);
                     outln!("created deprecation #{id}");
+                    if let Some(evidence) = evidence {
+                        let body = json!({
+                            "claim": "how often the data fills the field",
+                            "by": by,
+                            "body": evidence,
+                        });
+                        let path = format!("/covenant/v1/deprecations/{id}/evidence");
+                        if let Err(code) = api.call("POST", &path, Some(body))? {
+                            return Ok(code);
+                        }
+                    }
                     api.print_text(&format!("/covenant/v1/deprecations/{id}/record"))
                 }
                 Err(code) => Ok(code),

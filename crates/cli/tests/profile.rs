@@ -347,3 +347,55 @@ async fn framed_payloads_decode_with_the_registrys_schemas() {
         "{stderr}"
     );
 }
+
+/// A removal candidate opens a deprecation record carrying the profile's figures as evidence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deprecation_record_carries_the_profile_as_evidence() {
+    let server = support::TestServer::start().await;
+    let (status, answer) = server
+        .register("instruments-value", "AVRO", INSTRUMENT)
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = write(dir.path(), "bronze.jsonl", &json_lines(&instruments()));
+    let profile_path = dir.path().join("profile.json");
+    let output = covenant(&["profile", s(&data), "-o", s(&profile_path)]);
+    assert_eq!(output.status.code(), Some(0));
+    let output = covenant(&[
+        "deprecations",
+        "create",
+        "--url",
+        &server.base,
+        "--subject",
+        "instruments-value",
+        "--field",
+        "legacy_fee_tier",
+        "--by",
+        "data-team",
+        "--old-promise",
+        "legacy_fee_tier names the fee tier of the listing",
+        "--new-promise",
+        "no fee tier on instruments",
+        "--evidence-profile",
+        s(&profile_path),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("data profile of '/legacy_fee_tier': filled in 3.0% of 300 records (9 filled, 300 present) from profile.json"),
+        "{stdout}"
+    );
+    let (_, record) = server
+        .call("GET", "/covenant/v1/deprecations/1", None)
+        .await;
+    assert_eq!(
+        record["evidence"][0]["body"]["kind"], "data_profile",
+        "{record}"
+    );
+    assert_eq!(record["evidence"][0]["body"]["non_null"], 9);
+}

@@ -1221,6 +1221,22 @@ impl Governance {
                     "a non-production omission names the environment it ran in".to_string(),
                 ));
             }
+            EvidenceBody::DataProfile {
+                path,
+                records,
+                non_null,
+                present,
+                ..
+            } if path.trim().is_empty()
+                || records == 0
+                || non_null > present
+                || present > records =>
+            {
+                return Err(GovernanceError::Invalid(
+                    "a data profile names a path and counts with filled <= present <= records > 0"
+                        .to_string(),
+                ));
+            }
             other => other,
         };
         let at = self.now();

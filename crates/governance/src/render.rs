@@ -89,6 +89,26 @@ fn evidence_line(body: &EvidenceBody) -> String {
             detail,
             link,
         } => run_line(&format!("canary on '{path}'"), *outcome, detail, link),
+        EvidenceBody::DataProfile {
+            path,
+            records,
+            present,
+            non_null,
+            source,
+        } => {
+            let share = if *records == 0 {
+                0.0
+            } else {
+                *non_null as f64 * 100.0 / *records as f64
+            };
+            let mut line = format!(
+                "data profile of '{path}': filled in {share:.1}% of {records} records ({non_null} filled, {present} present)"
+            );
+            if !source.is_empty() {
+                let _ = write!(line, " from {source}");
+            }
+            line
+        }
         EvidenceBody::NonProductionOmission {
             environment,
             outcome,

@@ -621,6 +621,18 @@ pub enum EvidenceBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         link: Option<String>,
     },
+    /// What the data carries: how often a field is filled, from a profile of records
+    /// (`covenant profile`), e.g. the 3 % population that makes it a removal candidate.
+    DataProfile {
+        /// The field's path in the profile (`/legacy_fee_tier`).
+        path: String,
+        records: u64,
+        present: u64,
+        non_null: u64,
+        /// Where the profile came from (a file name or a description of the data).
+        #[serde(default)]
+        source: String,
+    },
     /// Non-production runs with the old shape omitted.
     NonProductionOmission {
         environment: String,
@@ -657,6 +669,7 @@ impl EvidenceBody {
             EvidenceBody::ReplayResult { .. } => "replay_result",
             EvidenceBody::Canary { .. } => "canary",
             EvidenceBody::NonProductionOmission { .. } => "non_production_omission",
+            EvidenceBody::DataProfile { .. } => "data_profile",
         }
     }
 }
