@@ -48,7 +48,7 @@ pub enum SamplesCommand {
     },
 }
 
-fn encode_segment(text: &str) -> String {
+pub(crate) fn encode_segment(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
@@ -60,7 +60,7 @@ fn encode_segment(text: &str) -> String {
 }
 
 /// Sends one request; a registry error becomes a one-line message with its code (exit 2).
-async fn call(
+pub(crate) async fn call(
     server: &crate::governance::Server,
     method: reqwest::Method,
     url: String,

@@ -33,7 +33,7 @@ pub use governance::GovernanceStore;
 pub use governance_postgres::PostgresGovernanceStore;
 pub use governance_sqlite::SqliteGovernanceStore;
 pub use postgres::PostgresStore;
-pub use samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
+pub use samples::{NewProfile, NewSample, ProfileRecord, SampleAdded, SampleRecord, SampleStore};
 pub use samples_postgres::PostgresSampleStore;
 pub use samples_sqlite::SqliteSampleStore;
 pub use sqlite::SqliteStore;
