@@ -255,6 +255,32 @@ async fn profiles_over_time(api: &Api) {
         2,
         "one entry per stored profile, none for refusals: {trail}"
     );
+
+    for query in ["", "?permanent=true"] {
+        let (status, r) = api
+            .call("DELETE", &format!("/subjects/{SUBJECT}{query}"), None)
+            .await;
+        assert_eq!(status, 200, "{r}");
+    }
+    let (status, r) = api
+        .call(
+            "POST",
+            &format!("/subjects/{SUBJECT}/versions"),
+            Some(json!({"schema": SILVER})),
+        )
+        .await;
+    assert_eq!(status, 200, "{r}");
+    let (_, list) = api.call("GET", &profiles(""), None).await;
+    assert_eq!(
+        list,
+        json!([]),
+        "a subject created again starts without profiles"
+    );
+    let (_, metrics) = api.call_as(None, "GET", "/metrics", None).await;
+    assert!(
+        !metrics.contains("covenant_profile_population{"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1773,6 +1773,7 @@ impl Registry {
             }
             self.forget_all();
             self.forget_samples(subject, &every).await;
+            self.forget_profiles(subject).await;
             Ok(Some(every))
         } else {
             if live.is_empty() {

@@ -280,6 +280,16 @@ impl Registry {
         })
     }
 
+    /// Drops the profiles of a permanently deleted subject, so that a subject created again
+    /// under its name starts without them (a follow-up of the audited delete).
+    pub(crate) async fn forget_profiles(&self, subject: &str) {
+        if let Some(store) = &self.samples
+            && let Err(e) = store.delete_profiles(subject).await
+        {
+            tracing::warn!(subject, error = %e, "could not drop profiles of a deleted subject");
+        }
+    }
+
     /// The newest profile of every subject, for gauges.
     pub async fn latest_profiles(&self) -> RegistryResult<Vec<(ProfileRecord, Profile)>> {
         let store = self.profile_store()?;

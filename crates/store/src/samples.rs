@@ -139,6 +139,9 @@ pub trait SampleStore: Send + Sync {
     /// One profile of a subject.
     async fn profile(&self, subject: &str, id: i64) -> StoreResult<Option<ProfileRecord>>;
 
+    /// Removes every profile of a subject (for permanent deletes); returns how many.
+    async fn delete_profiles(&self, subject: &str) -> StoreResult<usize>;
+
     /// The newest profile (latest `window_to`, then highest id) of every subject (or of one),
     /// by subject.
     async fn latest_profiles(&self, subject: Option<&str>) -> StoreResult<Vec<ProfileRecord>>;

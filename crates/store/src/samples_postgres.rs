@@ -381,6 +381,15 @@ impl SampleStore for PostgresSampleStore {
         rows.first().map(profile_record).transpose()
     }
 
+    async fn delete_profiles(&self, subject: &str) -> StoreResult<usize> {
+        let client = self.client().await?;
+        let n = client
+            .execute("DELETE FROM smp_profiles WHERE subject = $1", &[&subject])
+            .await
+            .map_err(backend)?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
     async fn latest_profiles(&self, subject: Option<&str>) -> StoreResult<Vec<ProfileRecord>> {
         let client = self.client().await?;
         let rows = client

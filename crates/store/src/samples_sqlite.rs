@@ -384,6 +384,13 @@ impl SampleStore for SqliteSampleStore {
         Ok(found.into_iter().next())
     }
 
+    async fn delete_profiles(&self, subject: &str) -> StoreResult<usize> {
+        self.write(|tx| {
+            tx.execute("DELETE FROM smp_profiles WHERE subject = ?1", [subject])
+                .map_err(backend)
+        })
+    }
+
     async fn latest_profiles(&self, subject: Option<&str>) -> StoreResult<Vec<ProfileRecord>> {
         self.query_profiles(
             &format!(
