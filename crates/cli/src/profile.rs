@@ -64,7 +64,7 @@ enum ProfileCommand {
         #[arg(long, short = 'o')]
         out: Option<PathBuf>,
         #[command(flatten)]
-        limits: ThresholdArgs,
+        limits: profile_remote::ThresholdOverrideArgs,
     },
 }
 
@@ -148,7 +148,7 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
             server: &remote.server,
             subject: &remote.subject,
             profile: &read_profile(&remote.profile)?,
-            thresholds: thresholds(&limits)?,
+            overrides: limits.overrides(),
             out: out.as_deref(),
         }),
         None => build(args.build),

@@ -10,6 +10,7 @@ use crate::propose::{Style, field_names, promotions, propose};
 use crate::samples::{call, encode_segment};
 use anyhow::{Context, Result};
 use covenant_profile::{Evidence, Profile, Thresholds, findings};
+use covenant_registry::ThresholdOverrides;
 use covenant_schema::{ParsedSchema, SchemaType};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -67,8 +68,62 @@ pub struct ProposeRequest<'a> {
     pub server: &'a Server,
     pub subject: &'a str,
     pub profile: &'a Profile,
-    pub thresholds: Thresholds,
+    pub overrides: ThresholdOverrides,
     pub out: Option<&'a Path>,
+}
+
+/// Thresholds given on the command line; the others come from the subject's config.
+#[derive(clap::Args)]
+pub struct ThresholdOverrideArgs {
+    /// Share of records from which an escape-hatch key is promoted (default: the subject's
+    /// `profileThresholds`, else 0.7).
+    #[arg(long)]
+    promote_share: Option<f64>,
+    /// Number of groups from which an escape-hatch key is promoted (default: the subject's
+    /// `profileThresholds`, else 2).
+    #[arg(long)]
+    promote_groups: Option<usize>,
+}
+
+impl ThresholdOverrideArgs {
+    pub fn overrides(&self) -> ThresholdOverrides {
+        ThresholdOverrides {
+            promote_share: self.promote_share,
+            promote_groups: self.promote_groups,
+            remove_share: None,
+        }
+    }
+}
+
+/// The thresholds the subject's findings use in the registry (its config's
+/// `profileThresholds`, else the global one's, else the defaults), with `overrides` laid over.
+async fn subject_thresholds(
+    server: &Server,
+    subject: &str,
+    overrides: ThresholdOverrides,
+) -> Result<Thresholds> {
+    let url = format!(
+        "{}/config/{}?defaultToGlobal=true",
+        server.url.trim_end_matches('/'),
+        encode_segment(subject)
+    );
+    let config = call(server, reqwest::Method::GET, url, None).await?;
+    let stored = &config["profileThresholds"];
+    let configured = ThresholdOverrides {
+        promote_share: stored["promoteShare"].as_f64(),
+        promote_groups: stored["promoteGroups"]
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok()),
+        remove_share: stored["removeShare"].as_f64(),
+    };
+    let base = configured.apply(Thresholds::default()).unwrap_or_default();
+    if let Some(share) = overrides.promote_share.filter(|s| !(0.0..=1.0).contains(s)) {
+        return Err(InvalidInput(format!(
+            "--promote-share is a share between 0 and 1, not {share}"
+        ))
+        .into());
+    }
+    Ok(overrides.apply(base).unwrap_or(base))
 }
 
 /// The subject's latest version as the registry serves it.
@@ -114,10 +169,11 @@ async fn propose_async(request: ProposeRequest<'_>) -> Result<ExitCode> {
             latest.version, request.subject
         ))
     })?;
+    let thresholds = subject_thresholds(server, request.subject, request.overrides).await?;
     let candidates: Vec<String> = findings(&Evidence {
         profile: request.profile,
         declared: None,
-        thresholds: request.thresholds,
+        thresholds,
     })
     .into_iter()
     .filter(|f| f.rule == PROMOTION)

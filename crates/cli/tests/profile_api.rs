@@ -572,3 +572,79 @@ async fn a_promotion_candidate_becomes_a_backward_compatible_version() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The same way for a `.proto` subject: an `optional` field numbered past the reserved
+/// numbers, judged compatible and accepted by the registry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protobuf_proposal_takes_the_next_free_number() {
+    const PROTO: &str = "syntax = \"proto3\";\npackage refdata;\n\nmessage Instrument {\n  string instrument_id = 1;\n  string source_system = 2;\n  reserved 3 to 4;\n  string vendor_data = 5;\n}\n";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::spawn(&dir.path().join("data"), |_| {});
+    let api = Api {
+        base: serve.base.clone(),
+        client: reqwest::Client::new(),
+    };
+    support::wait_ready(&api.client, &api.base).await;
+    let subject = "instruments-proto";
+    let (status, r) = api
+        .call(
+            "POST",
+            &format!("/subjects/{subject}/versions"),
+            Some(json!({"schemaType": "PROTOBUF", "schema": PROTO})),
+        )
+        .await;
+    assert_eq!(status, 200, "{r}");
+    let mut records = bronze("binance", 20, 8);
+    records.extend(bronze("kraken", 20, 8));
+    let profile = write(
+        dir.path(),
+        "profile.json",
+        &profile_of(&records).to_string(),
+    );
+    let (status, r) = api
+        .call(
+            "PUT",
+            &format!("/config/{subject}"),
+            Some(json!({"profileThresholds": {"promoteShare": 0.9, "promoteGroups": 3}})),
+        )
+        .await;
+    assert_eq!(status, 200, "{r}");
+    let propose = |extra: &[&str]| {
+        let mut args = vec![
+            "profile",
+            "propose",
+            s(&profile),
+            "--subject",
+            subject,
+            "--url",
+            &serve.base,
+        ];
+        args.extend_from_slice(extra);
+        covenant(&args)
+    };
+    let strict = propose(&[]);
+    assert!(strict.status.success());
+    assert!(
+        String::from_utf8_lossy(&strict.stderr).contains("no promotion candidates"),
+        "the subject's thresholds apply: {}",
+        String::from_utf8_lossy(&strict.stderr)
+    );
+    assert_eq!(propose(&["--promote-share", "1.5"]).status.code(), Some(2));
+    let out = propose(&["--promote-share", "0.75"]);
+    let proposed = String::from_utf8_lossy(&out.stdout).to_string();
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{proposed} {report}");
+    assert!(
+        proposed.contains("optional bool margin_trading_allowed = 6;"),
+        "{proposed}"
+    );
+    assert!(report.contains("verdict: compatible"), "{report}");
+    let (status, r) = api
+        .call(
+            "POST",
+            &format!("/subjects/{subject}/versions"),
+            Some(json!({"schemaType": "PROTOBUF", "schema": proposed.trim_end()})),
+        )
+        .await;
+    assert_eq!(status, 200, "{r}");
+}
