@@ -102,6 +102,12 @@ async fn profiles_over_time(api: &Api) {
         )
         .await;
     assert_eq!(status, 200, "{r}");
+    let (status, none) = api.call("GET", &profiles("/findings"), None).await;
+    assert_eq!(
+        (status, &none["error_code"]),
+        (404, &json!(40451)),
+        "{none}"
+    );
     let mut february = bronze("binance", 50, 8);
     february.extend(bronze("kraken", 50, 8));
     let january: Vec<Value> = bronze("binance", 100, 4);
@@ -145,6 +151,8 @@ async fn profiles_over_time(api: &Api) {
     assert_eq!(one["profile"]["records"], 100);
     let (status, missing) = api.call("GET", &profiles("/999999"), None).await;
     assert_eq!((status, &missing["error_code"]), (404, &json!(40450)));
+    let (status, bad) = api.call("GET", &profiles("/first"), None).await;
+    assert_eq!((status, &bad["error_code"]), (422, &json!(42260)), "{bad}");
 
     let (status, trend) = api
         .call("GET", &profiles(&format!("/trend?path={PATH}")), None)

@@ -113,7 +113,7 @@ pub async fn get_profile(
     let id: i64 = id
         .trim()
         .parse()
-        .map_err(|_| ApiError::from(RegistryError::ProfileNotFound(-1)))?;
+        .map_err(|_| invalid(format!("'{id}' is not a profile id.")))?;
     let record = state.registry.profile(&subject, id).await?;
     let mut view = summary(&record);
     let document: Value =
@@ -244,4 +244,22 @@ fn label(text: &str) -> String {
     text.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_cannot_break_out_of_their_quotes() {
+        assert_eq!(label("/a\"b\\c\nd"), "/a\\\"b\\\\c\\nd");
+        assert_eq!(label("/vendor_data/x"), "/vendor_data/x");
+    }
+
+    #[test]
+    fn pages_default_and_are_capped() {
+        assert_eq!(page(&Params::parse("")), (0, DEFAULT_PAGE));
+        assert_eq!(page(&Params::parse("offset=-3&limit=0")), (0, DEFAULT_PAGE));
+        assert_eq!(page(&Params::parse("offset=2&limit=5000")), (2, MAX_PAGE));
+    }
 }
