@@ -76,31 +76,26 @@ fn thresholds_from(value: &Value, base: Thresholds) -> Result<Thresholds, String
     let Some(map) = value.as_object() else {
         return Err(format!("{THRESHOLDS_KEY} must be an object"));
     };
+    let number = |key: &str, v: &Value| {
+        v.as_f64()
+            .ok_or_else(|| format!("{THRESHOLDS_KEY}.{key} must be a number, not {v}"))
+    };
     let mut out = ThresholdOverrides::default();
     for (key, v) in map {
         match key.as_str() {
-            "promoteShare" => out.promote_share = v.as_f64(),
-            "removeShare" => out.remove_share = v.as_f64(),
+            "promoteShare" => out.promote_share = Some(number(key, v)?),
+            "removeShare" => out.remove_share = Some(number(key, v)?),
             "promoteGroups" => {
-                out.promote_groups = Some(
-                    v.as_u64()
-                        .and_then(|n| usize::try_from(n).ok())
-                        .ok_or_else(|| {
-                            format!(
-                                "{THRESHOLDS_KEY}.promoteGroups must be a whole number, not {v}"
-                            )
-                        })?,
-                );
-                continue;
+                let groups = v.as_u64().and_then(|n| usize::try_from(n).ok());
+                out.promote_groups = Some(groups.ok_or_else(|| {
+                    format!("{THRESHOLDS_KEY}.promoteGroups must be a whole number, not {v}")
+                })?);
             }
             other => {
                 return Err(format!(
                     "{THRESHOLDS_KEY} has no key '{other}' (promoteShare, promoteGroups, removeShare)"
                 ));
             }
-        }
-        if v.as_f64().is_none() {
-            return Err(format!("{THRESHOLDS_KEY}.{key} must be a number, not {v}"));
         }
     }
     out.apply(base)
