@@ -216,6 +216,8 @@ pub struct Registry {
     limits: ReplayLimits,
     registering: SubjectTurns,
     check_budget: CheckBudget,
+    /// Data profiles over time; without a store, profile routes fail.
+    profiles: Option<Arc<dyn covenant_store::ProfileStore>>,
     schema_limits: Limits,
 }
 
@@ -550,6 +552,7 @@ impl Registry {
             limits: ReplayLimits::default(),
             registering: SubjectTurns::default(),
             check_budget: CheckBudget::default(),
+            profiles: None,
             schema_limits: Limits::default(),
         }
     }

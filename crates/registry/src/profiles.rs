@@ -9,8 +9,9 @@
 use crate::{Registry, RegistryError, RegistryResult, VersionSpec};
 use covenant_engine::Finding;
 use covenant_profile::{Evidence, Profile, Thresholds, declared_fields};
-use covenant_store::{AuditLine, NewProfile, ProfileRecord};
+use covenant_store::{AuditLine, NewProfile, ProfileRecord, ProfileStore};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// The config key holding the thresholds.
 pub const THRESHOLDS_KEY: &str = "profileThresholds";
@@ -127,8 +128,14 @@ fn stored_profile(record: &ProfileRecord) -> RegistryResult<Profile> {
 }
 
 impl Registry {
-    fn profile_store(&self) -> RegistryResult<&std::sync::Arc<dyn covenant_store::SampleStore>> {
-        self.samples
+    /// Adds the profile store; without one, profile routes fail.
+    pub fn with_profiles(mut self, profiles: Arc<dyn ProfileStore>) -> Registry {
+        self.profiles = Some(profiles);
+        self
+    }
+
+    fn profile_store(&self) -> RegistryResult<&Arc<dyn ProfileStore>> {
+        self.profiles
             .as_ref()
             .ok_or_else(|| RegistryError::Store("reading profiles: no profile store".into()))
     }
@@ -278,7 +285,7 @@ impl Registry {
     /// Drops the profiles of a permanently deleted subject, so that a subject created again
     /// under its name starts without them (a follow-up of the audited delete).
     pub(crate) async fn forget_profiles(&self, subject: &str) {
-        if let Some(store) = &self.samples
+        if let Some(store) = &self.profiles
             && let Err(e) = store.delete_profiles(subject).await
         {
             tracing::warn!(subject, error = %e, "could not drop profiles of a deleted subject");

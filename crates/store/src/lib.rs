@@ -18,6 +18,9 @@ pub mod governance_sqlite;
 pub mod guid;
 mod pg_pool;
 pub mod postgres;
+pub mod profiles;
+pub mod profiles_postgres;
+pub mod profiles_sqlite;
 pub mod samples;
 pub mod samples_postgres;
 pub mod samples_sqlite;
@@ -33,10 +36,14 @@ pub use governance::GovernanceStore;
 pub use governance_postgres::PostgresGovernanceStore;
 pub use governance_sqlite::SqliteGovernanceStore;
 pub use postgres::PostgresStore;
-pub use samples::{NewProfile, NewSample, ProfileRecord, SampleAdded, SampleRecord, SampleStore};
+pub use samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
 pub use samples_postgres::PostgresSampleStore;
 pub use samples_sqlite::SqliteSampleStore;
 pub use sqlite::SqliteStore;
+
+pub use profiles::{NewProfile, ProfileRecord, ProfileStore};
+pub use profiles_postgres::PostgresProfileStore;
+pub use profiles_sqlite::SqliteProfileStore;
 
 /// A reference from one schema to a subject version, as registered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,17 +7,14 @@
 use crate::audit::AuditLine;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::postgres::append_line;
-use crate::samples::{
-    NewProfile, NewSample, ProfileRecord, SampleAdded, SampleRecord, SampleStore,
-};
+use crate::samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
 
-const MIGRATIONS: &[(i64, &str)] = &[
-    (
-        1,
-        "CREATE TABLE smp_samples (
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "CREATE TABLE smp_samples (
         id BIGSERIAL PRIMARY KEY,
         subject TEXT COLLATE \"C\" NOT NULL,
         version BIGINT NOT NULL,
@@ -33,21 +30,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         marked_at BIGINT NOT NULL,
         PRIMARY KEY (subject, version)
     );",
-    ),
-    (
-        2,
-        "CREATE TABLE smp_profiles (
-            id BIGSERIAL PRIMARY KEY,
-            subject TEXT COLLATE \"C\" NOT NULL,
-            window_from BIGINT NOT NULL,
-            window_to BIGINT NOT NULL,
-            records BIGINT NOT NULL,
-            document TEXT NOT NULL,
-            created_at BIGINT NOT NULL
-        );
-        CREATE INDEX smp_profiles_subject ON smp_profiles(subject, window_to, id);",
-    ),
-];
+)];
 
 /// Advisory lock namespaces (first key of the two-key form), distinct from the registry's.
 const LOCK_MIGRATIONS: i32 = 0x436f_0101;
@@ -129,20 +112,6 @@ fn record(row: &tokio_postgres::Row) -> StoreResult<SampleRecord> {
 }
 
 const COLUMNS: &str = "id, subject, version, encoding, message_name, payload, created_at";
-
-const PROFILE_COLUMNS: &str = "id, subject, window_from, window_to, records, document, created_at";
-
-fn profile_record(row: &tokio_postgres::Row) -> StoreResult<ProfileRecord> {
-    Ok(ProfileRecord {
-        id: row.try_get(0).map_err(backend)?,
-        subject: row.try_get(1).map_err(backend)?,
-        window_from: row.try_get(2).map_err(backend)?,
-        window_to: row.try_get(3).map_err(backend)?,
-        records: row.try_get(4).map_err(backend)?,
-        document: row.try_get(5).map_err(backend)?,
-        created_at: row.try_get(6).map_err(backend)?,
-    })
-}
 
 #[async_trait]
 impl SampleStore for PostgresSampleStore {
@@ -315,93 +284,5 @@ impl SampleStore for PostgresSampleStore {
                 ))
             })
             .collect()
-    }
-
-    async fn add_profile(
-        &self,
-        profile: &NewProfile,
-        audit: AuditLine<'_>,
-    ) -> StoreResult<ProfileRecord> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(backend)?;
-        let row = tx
-            .query_one(
-                &format!(
-                    "INSERT INTO smp_profiles(subject, window_from, window_to, records, document, created_at)
-                     VALUES ($1, $2, $3, $4, $5, $6) RETURNING {PROFILE_COLUMNS}"
-                ),
-                &[
-                    &profile.subject,
-                    &profile.window_from,
-                    &profile.window_to,
-                    &profile.records,
-                    &profile.document,
-                    &now_millis(),
-                ],
-            )
-            .await
-            .map_err(backend)?;
-        let stored = profile_record(&row)?;
-        append_line(&tx, audit).await?;
-        tx.commit().await.map_err(backend)?;
-        Ok(stored)
-    }
-
-    async fn profiles(
-        &self,
-        subject: &str,
-        offset: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<ProfileRecord>> {
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                &format!(
-                    "SELECT {PROFILE_COLUMNS} FROM smp_profiles WHERE subject = $1
-                     ORDER BY window_to, id LIMIT $3 OFFSET $2"
-                ),
-                &[&subject, &offset, &limit],
-            )
-            .await
-            .map_err(backend)?;
-        rows.iter().map(profile_record).collect()
-    }
-
-    async fn profile(&self, subject: &str, id: i64) -> StoreResult<Option<ProfileRecord>> {
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                &format!(
-                    "SELECT {PROFILE_COLUMNS} FROM smp_profiles WHERE subject = $1 AND id = $2"
-                ),
-                &[&subject, &id],
-            )
-            .await
-            .map_err(backend)?;
-        rows.first().map(profile_record).transpose()
-    }
-
-    async fn delete_profiles(&self, subject: &str) -> StoreResult<usize> {
-        let client = self.client().await?;
-        let n = client
-            .execute("DELETE FROM smp_profiles WHERE subject = $1", &[&subject])
-            .await
-            .map_err(backend)?;
-        Ok(usize::try_from(n).unwrap_or(usize::MAX))
-    }
-
-    async fn latest_profiles(&self, subject: Option<&str>) -> StoreResult<Vec<ProfileRecord>> {
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                &format!(
-                    "SELECT {PROFILE_COLUMNS} FROM smp_profiles p {}",
-                    crate::samples_sqlite::latest('$')
-                ),
-                &[&subject],
-            )
-            .await
-            .map_err(backend)?;
-        rows.iter().map(profile_record).collect()
     }
 }

@@ -3,19 +3,16 @@
 //! `samples_migrations`, so the two evolve independently.
 
 use crate::audit::AuditLine;
-use crate::samples::{
-    NewProfile, NewSample, ProfileRecord, SampleAdded, SampleRecord, SampleStore,
-};
+use crate::samples::{NewSample, SampleAdded, SampleRecord, SampleStore};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
 use rusqlite::{Connection, TransactionBehavior, params};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
-const MIGRATIONS: &[(i64, &str)] = &[
-    (
-        1,
-        "CREATE TABLE smp_samples (
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "CREATE TABLE smp_samples (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         subject TEXT NOT NULL,
         version INTEGER NOT NULL,
@@ -31,21 +28,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         marked_at INTEGER NOT NULL,
         PRIMARY KEY (subject, version)
     );",
-    ),
-    (
-        2,
-        "CREATE TABLE smp_profiles (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            subject TEXT NOT NULL,
-            window_from INTEGER NOT NULL,
-            window_to INTEGER NOT NULL,
-            records INTEGER NOT NULL,
-            document TEXT NOT NULL,
-            created_at INTEGER NOT NULL
-        );
-        CREATE INDEX smp_profiles_subject ON smp_profiles(subject, window_to, id);",
-    ),
-];
+)];
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
@@ -123,37 +106,6 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         r.get(5)?,
         r.get(6)?,
     ))
-}
-
-const PROFILE_COLUMNS: &str = "id, subject, window_from, window_to, records, document, created_at";
-
-fn read_profile(r: &rusqlite::Row<'_>) -> rusqlite::Result<ProfileRecord> {
-    Ok(ProfileRecord {
-        id: r.get(0)?,
-        subject: r.get(1)?,
-        window_from: r.get(2)?,
-        window_to: r.get(3)?,
-        records: r.get(4)?,
-        document: r.get(5)?,
-        created_at: r.get(6)?,
-    })
-}
-
-impl SqliteSampleStore {
-    fn query_profiles(
-        &self,
-        sql: &str,
-        params: impl rusqlite::Params,
-    ) -> StoreResult<Vec<ProfileRecord>> {
-        blocking(|| {
-            let conn = self.conn()?;
-            let mut stmt = conn.prepare(sql).map_err(backend)?;
-            stmt.query_map(params, read_profile)
-                .map_err(backend)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(backend)
-        })
-    }
 }
 
 #[async_trait]
@@ -326,102 +278,10 @@ impl SampleStore for SqliteSampleStore {
                 .map_err(backend)
         })
     }
-
-    async fn add_profile(
-        &self,
-        profile: &NewProfile,
-        audit: AuditLine<'_>,
-    ) -> StoreResult<ProfileRecord> {
-        self.write(|tx| {
-            let at = now_millis();
-            tx.execute(
-                "INSERT INTO smp_profiles(subject, window_from, window_to, records, document, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    profile.subject,
-                    profile.window_from,
-                    profile.window_to,
-                    profile.records,
-                    profile.document,
-                    at
-                ],
-            )
-            .map_err(backend)?;
-            let id = tx.last_insert_rowid();
-            crate::sqlite::append_line(tx, audit)?;
-            Ok(ProfileRecord {
-                id,
-                subject: profile.subject.clone(),
-                window_from: profile.window_from,
-                window_to: profile.window_to,
-                records: profile.records,
-                document: profile.document.clone(),
-                created_at: at,
-            })
-        })
-    }
-
-    async fn profiles(
-        &self,
-        subject: &str,
-        offset: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<ProfileRecord>> {
-        self.query_profiles(
-            &format!(
-                "SELECT {PROFILE_COLUMNS} FROM smp_profiles WHERE subject = ?1
-                 ORDER BY window_to, id LIMIT ?3 OFFSET ?2"
-            ),
-            params![subject, offset, limit],
-        )
-    }
-
-    async fn profile(&self, subject: &str, id: i64) -> StoreResult<Option<ProfileRecord>> {
-        let found = self.query_profiles(
-            &format!("SELECT {PROFILE_COLUMNS} FROM smp_profiles WHERE subject = ?1 AND id = ?2"),
-            params![subject, id],
-        )?;
-        Ok(found.into_iter().next())
-    }
-
-    async fn delete_profiles(&self, subject: &str) -> StoreResult<usize> {
-        self.write(|tx| {
-            tx.execute("DELETE FROM smp_profiles WHERE subject = ?1", [subject])
-                .map_err(backend)
-        })
-    }
-
-    async fn latest_profiles(&self, subject: Option<&str>) -> StoreResult<Vec<ProfileRecord>> {
-        self.query_profiles(
-            &format!(
-                "SELECT {PROFILE_COLUMNS} FROM smp_profiles p {}",
-                latest('?')
-            ),
-            [subject],
-        )
-    }
-}
-
-/// Keeps, per subject (of every subject, or of parameter 1), the profile with the latest
-/// window (the highest id among equals).
-pub(crate) fn latest(marker: char) -> String {
-    let cast = if marker == '$' { "::TEXT" } else { "" };
-    format!(
-        "WHERE ({marker}1{cast} IS NULL OR p.subject = {marker}1) AND p.id = (SELECT q.id
-         FROM smp_profiles q WHERE q.subject = p.subject
-         ORDER BY q.window_to DESC, q.id DESC LIMIT 1)
-         ORDER BY p.subject"
-    )
 }
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn migrations_are_numbered_in_order() {
-        let numbers: Vec<i64> = super::MIGRATIONS.iter().map(|(n, _)| *n).collect();
-        assert_eq!(numbers, [1, 2]);
-    }
-
     use super::*;
 
     #[tokio::test]
