@@ -10,6 +10,7 @@ use crate::extract::{ConfluentJson, Params, SafePath};
 use crate::handlers::ok;
 use axum::extract::State;
 use axum::response::Response;
+use covenant_profile::Profile;
 use covenant_registry::{ProfileRecord, RegistryError, ThresholdOverrides, parse_instant};
 use serde_json::{Value, json};
 use std::fmt::Write;
@@ -216,18 +217,12 @@ pub async fn population_gauges(state: &AppState, access: &Access) -> String {
     };
     let mut out = String::new();
     for (record, profile) in latest.iter().filter(|(r, _)| access.can_read(&r.subject)) {
-        let paths = profile
-            .paths
-            .iter()
-            .filter(|(path, stats)| stats.escape_hatch_key || path.matches('/').count() == 1)
-            .take(MAX_GAUGE_PATHS);
-        for (path, _) in paths {
+        for (path, population) in gauge_paths(profile) {
             let _ = writeln!(
                 out,
-                "covenant_profile_population{{subject=\"{}\",path=\"{}\"}} {}",
+                "covenant_profile_population{{subject=\"{}\",path=\"{}\"}} {population}",
                 label(&record.subject),
                 label(path),
-                profile.population(path)
             );
         }
     }
@@ -237,6 +232,17 @@ pub async fn population_gauges(state: &AppState, access: &Access) -> String {
     format!(
         "# HELP covenant_profile_population Share of records with a value at a field path, in the subject's latest stored profile.\n# TYPE covenant_profile_population gauge\n{out}"
     )
+}
+
+/// The paths of a profile that get a series, with their population: top-level paths and
+/// escape-hatch keys, at most [`MAX_GAUGE_PATHS`], in path order.
+fn gauge_paths(profile: &Profile) -> impl Iterator<Item = (&str, f64)> {
+    profile
+        .paths
+        .iter()
+        .filter(|(path, stats)| stats.escape_hatch_key || path.matches('/').count() == 1)
+        .take(MAX_GAUGE_PATHS)
+        .map(|(path, _)| (path.as_str(), profile.population(path)))
 }
 
 /// A Prometheus label value: backslash, quote and newline escaped.
@@ -254,6 +260,33 @@ mod tests {
     fn label_values_cannot_break_out_of_their_quotes() {
         assert_eq!(label("/a\"b\\c\nd"), "/a\\\"b\\\\c\\nd");
         assert_eq!(label("/vendor_data/x"), "/vendor_data/x");
+    }
+
+    #[test]
+    fn gauges_cover_top_level_paths_and_escape_hatch_keys_up_to_the_cap() {
+        let mut profiler = covenant_profile::Profiler::new(covenant_profile::ProfileOptions {
+            escape_hatches: vec!["vendor_data".into()],
+            ..Default::default()
+        });
+        let mut vendor = serde_json::Map::new();
+        for i in 0..150 {
+            vendor.insert(format!("k{i:03}"), json!(i));
+        }
+        profiler.observe(&json!({"symbol": "X", "limits": {"cap": 1}, "vendor_data": vendor}));
+        profiler.observe(&json!({"symbol": null}));
+        let profile = profiler.finish();
+        let gauges: Vec<(&str, f64)> = gauge_paths(&profile).collect();
+        assert_eq!(gauges.len(), MAX_GAUGE_PATHS);
+        assert!(
+            gauges.iter().all(|(p, _)| *p != "/limits/cap"),
+            "nested paths get none"
+        );
+        assert!(gauges.contains(&("/limits", 0.5)));
+        assert!(gauges.contains(&("/vendor_data/k000", 0.5)));
+        assert!(
+            !gauges.iter().any(|(p, _)| *p == "/vendor_data/k149"),
+            "past the cap"
+        );
     }
 
     #[test]
