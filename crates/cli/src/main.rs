@@ -9,6 +9,8 @@ mod limits;
 mod migrate;
 mod output;
 mod profile;
+mod profile_remote;
+mod propose;
 mod reconcile;
 mod samples;
 mod serve;

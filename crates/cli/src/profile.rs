@@ -4,6 +4,7 @@
 
 use crate::check::{InvalidInput, SchemaInputArgs, load_schema};
 use crate::output::outln;
+use crate::profile_remote::{self, RemoteArgs};
 use anyhow::{Context, Result};
 use covenant_engine::Finding;
 use covenant_profile::{
@@ -42,6 +43,30 @@ enum ProfileCommand {
         profile: PathBuf,
         #[command(flatten)]
         compare: CompareArgs,
+    },
+    /// Store a profile in a running registry under a subject, for a window of time.
+    Push {
+        #[command(flatten)]
+        remote: RemoteArgs,
+        /// Start of the window the profiled records cover (RFC 3339 or ms; default: --to).
+        #[arg(long)]
+        from: Option<String>,
+        /// End of the window (RFC 3339 or ms; default: now).
+        #[arg(long)]
+        to: Option<String>,
+    },
+    /// Write the subject's next version with the profile's promotion candidates as optional
+    /// fields (named in the schema's style, typed from the data), then print the registry's
+    /// verdict on it and its rollout plan. Exit 1 when the registry finds it incompatible.
+    Propose {
+        #[command(flatten)]
+        remote: RemoteArgs,
+        /// Write the proposed schema here; the verdict and plan then go to standard output.
+        /// Without it the schema goes to standard output and the rest to standard error.
+        #[arg(long, short = 'o')]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        limits: profile_remote::ThresholdOverrideArgs,
     },
 }
 
@@ -84,6 +109,15 @@ struct CompareArgs {
     schema: Option<PathBuf>,
     #[command(flatten)]
     input: SchemaInputArgs,
+    #[command(flatten)]
+    limits: ThresholdArgs,
+    /// Findings as text or JSON.
+    #[arg(long = "output", value_enum, default_value = "text")]
+    output: FindingsOutput,
+}
+
+#[derive(clap::Args)]
+struct ThresholdArgs {
     /// Share of records from which an escape-hatch key is a promotion candidate.
     #[arg(long, default_value_t = Thresholds::default().promote_share)]
     promote_share: f64,
@@ -93,9 +127,6 @@ struct CompareArgs {
     /// Share of records below which a nullable field is a removal candidate.
     #[arg(long, default_value_t = Thresholds::default().remove_share)]
     remove_share: f64,
-    /// Findings as text or JSON.
-    #[arg(long = "output", value_enum, default_value = "text")]
-    output: FindingsOutput,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -111,6 +142,24 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
             let profile = read_profile(&profile)?;
             report(&profile, &compare, &mut std::io::stdout())
         }
+        Some(ProfileCommand::Push { remote, from, to }) => profile_remote::push(
+            &remote.server,
+            &read_profile(&remote.profile)?,
+            &remote.subject,
+            from.as_deref(),
+            to.as_deref(),
+        ),
+        Some(ProfileCommand::Propose {
+            remote,
+            out,
+            limits,
+        }) => profile_remote::run_propose(profile_remote::ProposeRequest {
+            server: &remote.server,
+            subject: &remote.subject,
+            profile: &read_profile(&remote.profile)?,
+            overrides: limits.overrides(),
+            out: out.as_deref(),
+        }),
         None => build(args.build),
     }
 }
@@ -122,7 +171,7 @@ fn build(args: BuildArgs) -> Result<ExitCode> {
         )
         .into());
     }
-    let thresholds = thresholds(&args.compare)?;
+    let thresholds = thresholds(&args.compare.limits)?;
     let declared = declared(&args.compare)?;
     let mut profiler = Profiler::new(ProfileOptions {
         group_by: args.group_by,
@@ -202,7 +251,7 @@ fn report(profile: &Profile, compare: &CompareArgs, to: &mut dyn Write) -> Resul
     let found = findings(&Evidence {
         profile,
         declared: declared.as_deref(),
-        thresholds: thresholds(compare)?,
+        thresholds: thresholds(&compare.limits)?,
     });
     print_findings(&found, compare.output, to)?;
     Ok(ExitCode::SUCCESS)
@@ -218,7 +267,7 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, format!("{text}\n")).with_context(|| format!("writing {}", path.display()))
 }
 
-fn thresholds(compare: &CompareArgs) -> Result<Thresholds> {
+fn thresholds(compare: &ThresholdArgs) -> Result<Thresholds> {
     for (flag, share) in [
         ("--promote-share", compare.promote_share),
         ("--remove-share", compare.remove_share),

@@ -60,7 +60,7 @@ pub(crate) fn encode_segment(text: &str) -> String {
 }
 
 /// Sends one request; a registry error becomes a one-line message with its code (exit 2).
-async fn call(
+pub(crate) async fn call(
     server: &crate::governance::Server,
     method: reqwest::Method,
     url: String,

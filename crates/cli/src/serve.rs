@@ -202,13 +202,16 @@ async fn open_registry(
         tracing::info!(path = %store.path().display(), "store opened");
         let samples = SqliteSampleStore::open(store.path())
             .with_context(|| format!("opening the sample store in {}", args.data_dir.display()))?;
+        let profiles = covenant_store::SqliteProfileStore::open(store.path())
+            .with_context(|| format!("opening the profile store in {}", args.data_dir.display()))?;
         let governance = covenant_store::SqliteGovernanceStore::open(&args.data_dir)
             .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
         let registry = Registry::new(Arc::new(store))
             .with_cache_entries(args.cache_entries)
             .with_schema_limits(args.limits.limits())
             .with_check_budget(args.limits.budget())
-            .with_samples(Arc::new(samples));
+            .with_samples(Arc::new(samples))
+            .with_profiles(Arc::new(profiles));
         return Ok((Arc::new(registry), Arc::new(governance)));
     };
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
@@ -226,13 +229,15 @@ async fn open_registry(
     let governance = covenant_store::PostgresGovernanceStore::open_lazy(url)
         .map_err(|e| anyhow::anyhow!("governance store: {e}"))?;
     let samples = PostgresSampleStore::open_lazy(url)?;
+    let profiles = covenant_store::PostgresProfileStore::open_lazy(url)?;
     let mut changes = store.subscribe_changes();
     let registry = Arc::new(
         Registry::new(Arc::new(store))
             .with_cache_entries(args.cache_entries)
             .with_schema_limits(args.limits.limits())
             .with_check_budget(args.limits.budget())
-            .with_samples(Arc::new(samples)),
+            .with_samples(Arc::new(samples))
+            .with_profiles(Arc::new(profiles)),
     );
     let follower = Arc::downgrade(&registry);
     tokio::spawn(async move {

@@ -211,6 +211,11 @@ const GOVERNANCE_WRITES: &[(&str, &str, &str)] = &[
         "/covenant/v1/subjects/{subject}/versions/{version}/live",
         "live.unmark",
     ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/profiles",
+        "profile.add",
+    ),
 ];
 
 /// The audit operation of a governance write, if `method` on `route` is one.
@@ -231,6 +236,7 @@ fn path_target(params: &RawPathParams) -> AuditTarget {
             "consumer" => target.detail = Some(format!("consumer {value}")),
             "id" => target.detail = Some(format!("deprecation {value}")),
             "sampleId" => target.detail = Some(format!("sample {value}")),
+            "profileId" => target.detail = Some(format!("profile {value}")),
             _ => {}
         }
     }

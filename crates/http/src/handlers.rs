@@ -736,6 +736,7 @@ const CONFIG_KEYS: &[&str] = &[
     "compatibilityPolicy",
     "compatibilityScope",
     "semanticRules",
+    "profileThresholds",
     "protobufStrictness",
     "alias",
     "defaultMetadata",
@@ -919,7 +920,7 @@ pub async fn delete_subject_mode(
 
 // ----- operations ------------------------------------------------------------------------
 
-pub async fn metrics(State(state): State<AppState>) -> Response {
+pub async fn metrics(State(state): State<AppState>, access: Access) -> Response {
     if let Ok(counts) = state.registry.schema_counts().await {
         for t in ["AVRO", "JSON", "PROTOBUF"] {
             let n = counts
@@ -930,7 +931,9 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
             metrics::gauge!("covenant_schemas", "type" => t).set(n as f64);
         }
     }
-    let mut r = (StatusCode::OK, state.metrics.render()).into_response();
+    let mut text = state.metrics.render();
+    text.push_str(&crate::profile_routes::population_gauges(&state, &access).await);
+    let mut r = (StatusCode::OK, text).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4"),

@@ -15,6 +15,7 @@ mod handlers;
 pub mod openapi;
 mod policy_routes;
 pub mod principal;
+pub mod profile_routes;
 pub mod reads;
 pub mod server;
 mod subject_names;
@@ -187,11 +188,22 @@ pub const ROUTES: &[(&str, &str)] = &[
         "DELETE",
         "/covenant/v1/subjects/{subject}/versions/{version}/live",
     ),
+    ("POST", "/covenant/v1/subjects/{subject}/profiles"),
+    ("GET", "/covenant/v1/subjects/{subject}/profiles"),
+    ("GET", "/covenant/v1/subjects/{subject}/profiles/trend"),
+    ("GET", "/covenant/v1/subjects/{subject}/profiles/findings"),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/profiles/{profileId}",
+    ),
 ];
 
 /// The OpenAPI operations of every route, Confluent's and Covenant's own.
 pub fn operations() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
-    openapi::OPERATIONS.iter().chain(policy_routes::OPERATIONS)
+    openapi::OPERATIONS
+        .iter()
+        .chain(policy_routes::OPERATIONS)
+        .chain(profile_routes::OPERATIONS)
 }
 
 /// The process-wide Prometheus recorder (metrics has one global recorder per process).
@@ -342,6 +354,7 @@ fn api(state: AppState, auth: Arc<auth::Auth>) -> Router {
         .route("/covenant/v1/audit", get(audit::list_audit))
         .merge(governance_routes())
         .merge(policy_router())
+        .merge(profile_router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Subject names are checked after routing (the layer needs the route template), for
@@ -405,6 +418,28 @@ fn governance_routes() -> Router<AppState> {
             post(g::removal_gate_preview),
         )
         .route("/covenant/v1/subjects/{subject}/readers", get(g::readers))
+}
+
+/// Data profiles over time (see [`profile_routes`]).
+fn profile_router() -> Router<AppState> {
+    use profile_routes as p;
+    Router::new()
+        .route(
+            "/covenant/v1/subjects/{subject}/profiles",
+            get(p::list_profiles).post(p::add_profile),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/profiles/trend",
+            get(p::trend),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/profiles/findings",
+            get(p::findings),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/profiles/{profileId}",
+            get(p::get_profile),
+        )
 }
 
 /// Covenant's evolution-policy routes (see [`policy_routes`]).

@@ -286,6 +286,7 @@ fn parameters(path: &str) -> Vec<Value> {
         ("subject", "Subject name, percent-encoded."),
         ("version", "A version number, 'latest' or -1."),
         ("sampleId", "A stored sample's id."),
+        ("profileId", "A stored profile's id."),
     ] {
         if path.contains(&format!("{{{name}}}")) {
             out.push(json!({
@@ -340,6 +341,72 @@ fn query_parameters(method: &str, path: &str) -> Vec<Value> {
         ("GET", "/subjects" | "/subjects/{subject}/versions" | "/schemas") => {
             vec![flag("deleted", "Include soft-deleted entries.")]
         }
+        _ if path.starts_with("/covenant/v1/subjects/{subject}/profiles") => {
+            profile_query(method, path)
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The query parameters of the profile routes.
+fn profile_query(method: &str, path: &str) -> Vec<Value> {
+    let param = |name: &str, kind: &str, description: &str| {
+        json!({"name": name, "in": "query", "required": false,
+               "description": description, "schema": {"type": kind}})
+    };
+    let paging = || {
+        vec![
+            param("offset", "integer", "Profiles to skip."),
+            param(
+                "limit",
+                "integer",
+                "Profiles to return (default 100, at most 1000).",
+            ),
+        ]
+    };
+    match (
+        method,
+        path.trim_start_matches("/covenant/v1/subjects/{subject}/profiles"),
+    ) {
+        ("POST", "") => vec![
+            param(
+                "from",
+                "string",
+                "Start of the window (RFC 3339 or ms; default: to).",
+            ),
+            param(
+                "to",
+                "string",
+                "End of the window (RFC 3339 or ms; default: now).",
+            ),
+        ],
+        ("GET", "") => paging(),
+        ("GET", "/trend") => {
+            let mut out = vec![param(
+                "path",
+                "string",
+                "The field path, e.g. /vendor_data/marginTradingAllowed.",
+            )];
+            out.extend(paging());
+            out
+        }
+        ("GET", "/findings") => vec![
+            param(
+                "promoteShare",
+                "number",
+                "Overrides profileThresholds.promoteShare.",
+            ),
+            param(
+                "promoteGroups",
+                "integer",
+                "Overrides profileThresholds.promoteGroups.",
+            ),
+            param(
+                "removeShare",
+                "number",
+                "Overrides profileThresholds.removeShare.",
+            ),
+        ],
         _ => Vec::new(),
     }
 }

@@ -229,6 +229,7 @@ fn concrete(template: &str, subject: &str, id: i64, guid: &str) -> String {
         .replace("{guid}", guid)
         .replace("{consumer}", "c1")
         .replace("{sampleId}", "1")
+        .replace("{profileId}", "1")
 }
 
 /// A body the route can read (its answer may still be an error; only authorization matters).

@@ -76,6 +76,12 @@ pub enum RegistryError {
     SamplePayloadTooLarge(usize),
     #[error("Sample {0} not found.")]
     SampleNotFound(i64),
+    #[error("Profile {0} not found.")]
+    ProfileNotFound(i64),
+    #[error("Subject '{0}' has no stored profile.")]
+    NoProfile(String),
+    #[error("{0}")]
+    InvalidProfile(String),
     /// Judging the schema needed more time or work than one check may spend.
     #[error(
         "The schema is too costly to check: {0}. Simplify the schema (fewer nested or alternative types) or raise the server's check budget."

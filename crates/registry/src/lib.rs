@@ -17,15 +17,20 @@ mod contract;
 mod error;
 mod evolution;
 mod judged;
+mod profiles;
 mod removal;
 
 pub use cache::DEFAULT_CACHE_ENTRIES;
 pub use check_budget::CheckBudget;
 pub use contract::{Contract, merge_metadata, merge_rule_sets};
 pub use covenant_policy::RolloutPlan;
+pub use covenant_store::ProfileRecord;
 pub use covenant_store::SampleRecord;
 pub use error::{RegistryError, RegistryResult, finding_text};
 pub use evolution::{FieldRecords, ReplayLimits, UsageEvidence};
+pub use profiles::{
+    ProfileFindings, THRESHOLDS_KEY, ThresholdOverrides, TrendPoint, parse_instant,
+};
 pub use removal::{
     HookFuture, RemovalCheck, RemovalVerdict, field_paths as schema_field_paths_of, removed_fields,
 };
@@ -224,6 +229,8 @@ pub struct Registry {
     limits: ReplayLimits,
     registering: SubjectTurns,
     check_budget: CheckBudget,
+    /// Data profiles over time; without a store, profile routes fail.
+    profiles: Option<Arc<dyn covenant_store::ProfileStore>>,
     schema_limits: Limits,
 }
 
@@ -558,6 +565,7 @@ impl Registry {
             limits: ReplayLimits::default(),
             registering: SubjectTurns::default(),
             check_budget: CheckBudget::default(),
+            profiles: None,
             schema_limits: Limits::default(),
         }
     }
@@ -1053,6 +1061,7 @@ impl Registry {
             }
         }
         evolution::validate_update(&update.extra)?;
+        profiles::validate_update(&update.extra)?;
         if let Some(v) = update.extra.get("protobufStrictness")
             && !v.is_null()
             && v.as_str().and_then(ProtobufStrictness::parse).is_none()
@@ -1784,6 +1793,7 @@ impl Registry {
             }
             self.forget_all();
             self.forget_samples(subject, &every).await;
+            self.forget_profiles(subject).await;
             Ok(Some(every))
         } else {
             if live.is_empty() {

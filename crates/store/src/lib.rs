@@ -18,6 +18,9 @@ pub mod governance_sqlite;
 pub mod guid;
 mod pg_pool;
 pub mod postgres;
+pub mod profiles;
+pub mod profiles_postgres;
+pub mod profiles_sqlite;
 pub mod samples;
 pub mod samples_postgres;
 pub mod samples_sqlite;
@@ -37,6 +40,10 @@ pub use samples::{LiveMark, NewSample, SampleAdded, SampleRecord, SampleStore, S
 pub use samples_postgres::PostgresSampleStore;
 pub use samples_sqlite::SqliteSampleStore;
 pub use sqlite::SqliteStore;
+
+pub use profiles::{NewProfile, ProfileRecord, ProfileStore};
+pub use profiles_postgres::PostgresProfileStore;
+pub use profiles_sqlite::SqliteProfileStore;
 
 /// A reference from one schema to a subject version, as registered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -221,6 +221,36 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
         Govern,
         Target::Subject,
     ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/profiles",
+        Govern,
+        Target::Subject,
+    ),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/profiles",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/profiles/trend",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/profiles/findings",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/profiles/{profileId}",
+        Read,
+        Target::Subject,
+    ),
 ];
 
 /// The operation and target of a matched route; unmatched requests (404, 405) are public.
