@@ -345,6 +345,7 @@ mod tests {
             governance: Default::default(),
             samples: vec![],
             live_marks: vec![],
+            profiles: vec![],
         }
     }
 

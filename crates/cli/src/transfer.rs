@@ -10,8 +10,9 @@ use anyhow::{Context, Result, bail};
 use covenant_store::governance::GovernanceSnapshot;
 use covenant_store::{
     AuditEntry, AuditQuery, ConfigRecord, Dedupe, GovernanceStore, NewSchema, Placement,
-    PostgresGovernanceStore, PostgresSampleStore, PostgresStore, SampleStore, SchemaRef, Scope,
-    SqliteGovernanceStore, SqliteSampleStore, SqliteStore, Store, StoreError, StoredVersion,
+    PostgresGovernanceStore, PostgresProfileStore, PostgresSampleStore, PostgresStore,
+    ProfileRecord, ProfileStore, SampleStore, SchemaRef, Scope, SqliteGovernanceStore,
+    SqliteProfileStore, SqliteSampleStore, SqliteStore, Store, StoreError, StoredVersion,
 };
 pub use governance::{DumpLiveMark, DumpSample};
 use serde::{Deserialize, Serialize};
@@ -23,9 +24,10 @@ use std::sync::Arc;
 
 /// The `format` value of every dump.
 pub const FORMAT: &str = "covenant-export";
-/// The `formatVersion` this build writes: 2 added governance, samples and live marks. It reads
-/// every version up to this one (a version 1 dump reads as one without governance).
-pub const FORMAT_VERSION: u32 = 2;
+/// The `formatVersion` this build writes: 2 added governance, samples and live marks, 3 data
+/// profiles. It reads every version up to this one (an older dump reads as one without the
+/// later sections).
+pub const FORMAT_VERSION: u32 = 3;
 
 #[derive(clap::Args)]
 pub struct StoreArgs {
@@ -83,6 +85,50 @@ pub struct Dump {
     /// Versions marked live (format 2).
     #[serde(default)]
     pub live_marks: Vec<DumpLiveMark>,
+    /// Stored data profiles by id (format 3).
+    #[serde(default)]
+    pub profiles: Vec<DumpProfile>,
+}
+
+/// A stored data profile; the document is kept as the exact text stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DumpProfile {
+    pub id: i64,
+    pub subject: String,
+    pub window_from: i64,
+    pub window_to: i64,
+    pub records: i64,
+    pub created_at: i64,
+    pub document: String,
+}
+
+impl From<ProfileRecord> for DumpProfile {
+    fn from(p: ProfileRecord) -> DumpProfile {
+        DumpProfile {
+            id: p.id,
+            subject: p.subject,
+            window_from: p.window_from,
+            window_to: p.window_to,
+            records: p.records,
+            created_at: p.created_at,
+            document: p.document,
+        }
+    }
+}
+
+impl From<&DumpProfile> for ProfileRecord {
+    fn from(p: &DumpProfile) -> ProfileRecord {
+        ProfileRecord {
+            id: p.id,
+            subject: p.subject.clone(),
+            window_from: p.window_from,
+            window_to: p.window_to,
+            records: p.records,
+            created_at: p.created_at,
+            document: p.document.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -149,6 +195,7 @@ pub struct ImportCounts {
     pub modes: usize,
     pub audit_entries: usize,
     pub governance: governance::Restored,
+    pub profiles: usize,
     /// Versions the store already holds with another schema, or ids it holds with other
     /// content: left as they are and reported, never overwritten.
     pub conflicts: Vec<String>,
@@ -179,11 +226,12 @@ pub async fn open_store(args: &StoreArgs) -> Result<Arc<dyn Store>> {
     }
 }
 
-/// The three stores of one registry: schemas, governance and samples share one database.
+/// The stores of one registry: schemas, governance, samples and profiles share one database.
 pub struct Stores {
     pub registry: Arc<dyn Store>,
     pub governance: Arc<dyn GovernanceStore>,
     pub samples: Arc<dyn SampleStore>,
+    pub profiles: Arc<dyn ProfileStore>,
 }
 
 /// Opens every store of the registry the flags name.
@@ -202,6 +250,11 @@ pub async fn open_stores(args: &StoreArgs) -> Result<Stores> {
                     .await
                     .context("cannot open the sample tables")?,
             ),
+            profiles: Arc::new(
+                PostgresProfileStore::connect(url)
+                    .await
+                    .context("cannot open the profile tables")?,
+            ),
         }),
         None => {
             // The governance tables live in the registry's own database file, as under serve.
@@ -209,10 +262,13 @@ pub async fn open_stores(args: &StoreArgs) -> Result<Stores> {
                 .map_err(|e| anyhow::anyhow!("cannot open the governance tables: {e}"))?;
             let samples = SqliteSampleStore::open(governance.path())
                 .context("cannot open the sample tables")?;
+            let profiles = SqliteProfileStore::open(governance.path())
+                .context("cannot open the profile tables")?;
             Ok(Stores {
                 registry,
                 governance: Arc::new(governance),
                 samples: Arc::new(samples),
+                profiles: Arc::new(profiles),
             })
         }
     }
@@ -227,6 +283,13 @@ pub async fn export_all(stores: &Stores) -> Result<Dump> {
     dump.governance = snapshot;
     dump.samples = samples;
     dump.live_marks = marks;
+    dump.profiles = stores
+        .profiles
+        .all_profiles()
+        .await?
+        .into_iter()
+        .map(DumpProfile::from)
+        .collect();
     Ok(dump)
 }
 
@@ -296,6 +359,7 @@ pub async fn export(store: &dyn Store) -> Result<Dump> {
         governance: GovernanceSnapshot::default(),
         samples: Vec::new(),
         live_marks: Vec::new(),
+        profiles: Vec::new(),
     })
 }
 
@@ -412,6 +476,15 @@ pub async fn import(stores: &Stores, dump: &Dump) -> Result<ImportCounts> {
     let restored = &counts.governance;
     let more = [&restored.governance.conflicts, &restored.samples.conflicts];
     counts.conflicts.extend(more.into_iter().flatten().cloned());
+    let profiles: Vec<ProfileRecord> = dump.profiles.iter().map(ProfileRecord::from).collect();
+    let written = stores.profiles.restore_profiles(&profiles).await?;
+    counts.profiles = written.written;
+    counts.conflicts.extend(
+        written
+            .conflicts
+            .iter()
+            .map(|id| format!("profile {id} already exists with other content")),
+    );
     match counts.conflicts.first() {
         Some(conflict) => bail!("{conflict}"),
         None => Ok(counts),
@@ -681,6 +754,7 @@ mod tests {
             governance: Default::default(),
             samples: vec![],
             live_marks: vec![],
+            profiles: vec![],
         };
         let err = validate(&dump).expect_err("dangling id");
         assert!(err.to_string().contains("schema id 4"), "{err}");
@@ -717,6 +791,7 @@ mod tests {
             g.schema_reads.len(),
             dump.samples.len(),
             dump.live_marks.len(),
+            dump.profiles.len(),
         ];
         assert!(sizes.iter().all(|n| *n > 0), "{sizes:?}");
     }

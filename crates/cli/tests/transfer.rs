@@ -442,9 +442,23 @@ async fn fill(base: &str, clock: &Path) -> i64 {
         json!({}),
     )
     .await;
+    // A stored data profile.
+    let profile = json!({"format": "covenant-profile", "version": 1, "records": 2,
+        "paths": {"/id": {"present": 2, "nonNull": 2, "types": {"string": 2},
+            "distinct": base64_registers()}}});
+    post(
+        "/covenant/v1/subjects/base-value/profiles?from=1764460800000&to=1764547200000".into(),
+        profile,
+    )
+    .await;
     // A schema fetch, recorded as a read.
     ok(base, "GET", "/subjects/orders-value/versions/1", None).await;
     dep
+}
+
+/// An empty distinct-count sketch: 1,024 zero registers in base64.
+fn base64_registers() -> String {
+    "A".repeat(1366) + "=="
 }
 
 /// What the governance routes answer, for comparison before and after a move.
@@ -531,7 +545,7 @@ async fn the_whole_state_with_governance_survives_a_move_between_backends() {
 
     let first = export_dir(&source);
     let dump: serde_json::Value = serde_json::from_slice(&first).expect("json");
-    assert_eq!(dump["formatVersion"], 2);
+    assert_eq!(dump["formatVersion"], 3);
     for (section, at_least) in [
         ("consumers", 3),
         ("deprecations", 1),
@@ -542,6 +556,7 @@ async fn the_whole_state_with_governance_survives_a_move_between_backends() {
         ("schemaReads", 1),
         ("samples", 1),
         ("liveMarks", 1),
+        ("profiles", 1),
     ] {
         let n = dump[section].as_array().map_or(0, Vec::len);
         assert!(n >= at_least, "{section}: {n} rows in {dump}");
@@ -650,7 +665,7 @@ fn import_refuses_a_dump_from_a_newer_format() {
     let path = dir.path().join("next.json");
     std::fs::write(
         &path,
-        r#"{"format":"covenant-export","formatVersion":3,"schemas":[],"subjects":[]}"#,
+        r#"{"format":"covenant-export","formatVersion":4,"schemas":[],"subjects":[]}"#,
     )
     .expect("write");
     let store = dir.path().join("store");
@@ -662,7 +677,7 @@ fn import_refuses_a_dump_from_a_newer_format() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("format version 3 is newer than this build"),
+        stderr.contains("format version 4 is newer than this build"),
         "{stderr}"
     );
     assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");

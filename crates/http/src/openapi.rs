@@ -287,6 +287,7 @@ fn parameters(path: &str) -> Vec<Value> {
         ("version", "A version number, 'latest' or -1."),
         ("sampleId", "A stored sample's id."),
         ("profileId", "A stored profile's id."),
+        ("guid", "A schema guid, in UUID form or as 32 hex digits."),
     ] {
         if path.contains(&format!("{{{name}}}")) {
             out.push(json!({

@@ -231,6 +231,29 @@ async fn openapi_lists_exactly_the_routes_served() {
         .collect();
     served.sort();
     assert_eq!(documented, served);
+    // Every path parameter is declared, so generated requests can fill it in.
+    for (path, ops) in doc["paths"].as_object().expect("paths") {
+        let in_template: Vec<&str> = path
+            .split('{')
+            .skip(1)
+            .filter_map(|rest| rest.split('}').next())
+            .collect();
+        for (method, op) in ops.as_object().expect("ops") {
+            let declared: Vec<&str> = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["in"] == "path")
+                .filter_map(|p| p["name"].as_str())
+                .collect();
+            for name in &in_template {
+                assert!(
+                    declared.contains(name),
+                    "{method} {path} does not declare its path parameter '{name}'"
+                );
+            }
+        }
+    }
     for (method, path) in covenant_http::ROUTES {
         let uri = path
             .replace("{id}", "1")

@@ -41,7 +41,7 @@ pub use samples_postgres::PostgresSampleStore;
 pub use samples_sqlite::SqliteSampleStore;
 pub use sqlite::SqliteStore;
 
-pub use profiles::{NewProfile, ProfileRecord, ProfileStore};
+pub use profiles::{NewProfile, ProfileRecord, ProfileStore, RestoredProfiles};
 pub use profiles_postgres::PostgresProfileStore;
 pub use profiles_sqlite::SqliteProfileStore;
 

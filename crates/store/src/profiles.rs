@@ -62,6 +62,23 @@ pub trait ProfileStore: Send + Sync {
     /// The newest profile (latest `window_to`, then highest id) of every subject (or of one),
     /// by subject.
     async fn latest_profiles(&self, subject: Option<&str>) -> StoreResult<Vec<ProfileRecord>>;
+
+    /// Every stored profile, by id (for export).
+    async fn all_profiles(&self) -> StoreResult<Vec<ProfileRecord>>;
+
+    /// Writes profiles as they are (ids and times kept), in one transaction, for import. An
+    /// id already held is left as it is: skipped when equal, listed in the answer when its
+    /// content differs; so a second import of the same dump writes nothing. New profiles
+    /// continue after the highest id.
+    async fn restore_profiles(&self, profiles: &[ProfileRecord]) -> StoreResult<RestoredProfiles>;
+}
+
+/// What [`ProfileStore::restore_profiles`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestoredProfiles {
+    pub written: usize,
+    /// Ids held with other content, left as they were.
+    pub conflicts: Vec<i64>,
 }
 
 /// Behaviour every backend must show; each backend's tests run it on a fresh store.
@@ -117,6 +134,39 @@ pub mod suite {
             None,
             "ids are scoped to their subject"
         );
+        let all = store.all_profiles().await.expect("all");
+        assert_eq!(all.len(), 3);
+        assert!(all.windows(2).all(|w| w[0].id < w[1].id), "by id");
+        assert_eq!(
+            store.restore_profiles(&all).await.expect("restore"),
+            RestoredProfiles::default(),
+            "restoring what is held writes nothing"
+        );
+        let mut moved = all[0].clone();
+        moved.id = all[2].id + 10;
+        moved.subject = "m".into();
+        let mut changed = all[1].clone();
+        changed.document = "{}".into();
+        let restored = store
+            .restore_profiles(&[moved.clone(), changed.clone()])
+            .await
+            .expect("restore");
+        assert_eq!(
+            (restored.written, restored.conflicts),
+            (1, vec![changed.id])
+        );
+        assert_eq!(
+            store.profile(&moved.subject, moved.id).await.expect("get"),
+            Some(moved.clone())
+        );
+        let next = store
+            .add_profile(&new_profile("q", 60, 6), None)
+            .await
+            .expect("add");
+        assert!(next.id > moved.id, "new ids continue after restored ones");
+        assert_eq!(store.delete_profiles("q").await.expect("delete"), 2);
+        assert_eq!(store.delete_profiles("m").await.expect("delete"), 1);
+        store.restore_profiles(&all[2..]).await.expect("put q back");
         let latest = store.latest_profiles(None).await.expect("latest");
         assert_eq!(
             latest

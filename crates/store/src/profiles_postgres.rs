@@ -4,7 +4,7 @@
 use crate::audit::AuditLine;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::postgres::append_line;
-use crate::profiles::{NewProfile, ProfileRecord, ProfileStore};
+use crate::profiles::{NewProfile, ProfileRecord, ProfileStore, RestoredProfiles};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
@@ -167,6 +167,59 @@ impl ProfileStore for PostgresProfileStore {
             .await
             .map_err(backend)?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    async fn all_profiles(&self) -> StoreResult<Vec<ProfileRecord>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!("SELECT {PROFILE_COLUMNS} FROM prf_profiles ORDER BY id"),
+                &[],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter().map(profile_record).collect()
+    }
+
+    async fn restore_profiles(&self, profiles: &[ProfileRecord]) -> StoreResult<RestoredProfiles> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let mut restored = RestoredProfiles::default();
+        for p in profiles {
+            let written = tx
+                .execute(
+                    "INSERT INTO prf_profiles(id, subject, window_from, window_to, records, document, created_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+                    &[&p.id, &p.subject, &p.window_from, &p.window_to, &p.records, &p.document, &p.created_at],
+                )
+                .await
+                .map_err(backend)?;
+            if written == 1 {
+                restored.written += 1;
+                continue;
+            }
+            let held = tx
+                .query_one(
+                    &format!("SELECT {PROFILE_COLUMNS} FROM prf_profiles WHERE id = $1"),
+                    &[&p.id],
+                )
+                .await
+                .map_err(backend)?;
+            if &profile_record(&held)? != p {
+                restored.conflicts.push(p.id);
+            }
+        }
+        // New profiles continue after the restored ids (the sequence never moves back).
+        tx.execute(
+            "SELECT setval(pg_get_serial_sequence('prf_profiles', 'id'),
+                    GREATEST((SELECT COALESCE(MAX(id), 1) FROM prf_profiles),
+                             (SELECT last_value FROM prf_profiles_id_seq)))",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(restored)
     }
 
     async fn latest_profiles(&self, subject: Option<&str>) -> StoreResult<Vec<ProfileRecord>> {

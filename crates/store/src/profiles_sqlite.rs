@@ -3,11 +3,11 @@
 //! `profiles_migrations`, so it evolves independently of the registry and sample tables.
 
 use crate::audit::AuditLine;
-use crate::profiles::{NewProfile, ProfileRecord, ProfileStore};
+use crate::profiles::{NewProfile, ProfileRecord, ProfileStore, RestoredProfiles};
 use crate::sqlite_conn::blocking;
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, params};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
@@ -60,15 +60,7 @@ impl SqliteProfileStore {
         &self,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> StoreResult<T>,
     ) -> StoreResult<T> {
-        blocking(|| {
-            let mut conn = self.conn()?;
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            let out = work(&tx)?;
-            tx.commit().map_err(backend)?;
-            Ok(out)
-        })
+        crate::sqlite_conn::write_tx(|| self.conn(), work)
     }
 }
 
@@ -166,6 +158,43 @@ impl ProfileStore for SqliteProfileStore {
         self.write(|tx| {
             tx.execute("DELETE FROM prf_profiles WHERE subject = ?1", [subject])
                 .map_err(backend)
+        })
+    }
+
+    async fn all_profiles(&self) -> StoreResult<Vec<ProfileRecord>> {
+        self.query_profiles(
+            &format!("SELECT {PROFILE_COLUMNS} FROM prf_profiles ORDER BY id"),
+            [],
+        )
+    }
+
+    async fn restore_profiles(&self, profiles: &[ProfileRecord]) -> StoreResult<RestoredProfiles> {
+        self.write(|tx| {
+            let mut restored = RestoredProfiles::default();
+            for p in profiles {
+                let written = tx
+                    .execute(
+                        "INSERT INTO prf_profiles(id, subject, window_from, window_to, records, document, created_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(id) DO NOTHING",
+                        params![p.id, p.subject, p.window_from, p.window_to, p.records, p.document, p.created_at],
+                    )
+                    .map_err(backend)?;
+                if written == 1 {
+                    restored.written += 1;
+                    continue;
+                }
+                let held = tx
+                    .query_row(
+                        &format!("SELECT {PROFILE_COLUMNS} FROM prf_profiles WHERE id = ?1"),
+                        [p.id],
+                        read_profile,
+                    )
+                    .map_err(backend)?;
+                if &held != p {
+                    restored.conflicts.push(p.id);
+                }
+            }
+            Ok(restored)
         })
     }
 

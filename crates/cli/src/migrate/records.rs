@@ -20,6 +20,7 @@ pub fn empty_dump() -> Dump {
         governance: Default::default(),
         samples: Vec::new(),
         live_marks: Vec::new(),
+        profiles: Vec::new(),
     }
 }
 
