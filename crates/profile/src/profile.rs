@@ -7,7 +7,7 @@
 use crate::sketch::DistinctSketch;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The `format` of every profile document.
 pub const FORMAT: &str = "covenant-profile";
@@ -87,21 +87,6 @@ pub struct PathStats {
     /// A key directly inside an escape hatch: a candidate for promotion to a real field.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub escape_hatch_key: bool,
-    #[serde(skip)]
-    last_present: Mark,
-    #[serde(skip)]
-    last_non_null: Mark,
-}
-
-/// The last record that counted at a path: bookkeeping of the walk, not part of the
-/// profile, so it never makes two profiles differ.
-#[derive(Debug, Clone, Copy, Default)]
-struct Mark(u64);
-
-impl PartialEq for Mark {
-    fn eq(&self, _: &Mark) -> bool {
-        true
-    }
 }
 
 /// Per-group prevalence: records of the group and, per path, records where it is present.
@@ -125,7 +110,8 @@ pub struct Profile {
     pub paths: BTreeMap<String, PathStats>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub groups: BTreeMap<String, GroupStats>,
-    /// Occurrences of paths not kept because `max_paths` distinct paths were already known.
+    /// Occurrences of paths not kept because `max_paths` distinct paths were already known
+    /// (an array's items count once per array).
     #[serde(default)]
     pub paths_dropped: u64,
 }
@@ -234,13 +220,22 @@ impl PathStats {
     /// One occurrence of a scalar (or the type of a container) at this path.
     fn observe(&mut self, value: &Value) {
         let kind = json_type(value);
-        *self.types.entry(kind.to_string()).or_default() += 1;
+        match self.types.get_mut(kind) {
+            Some(count) => *count += 1,
+            None => {
+                self.types.insert(kind.to_string(), 1);
+            }
+        }
         match value {
             Value::Number(n) => {
                 let x = n.as_f64().unwrap_or(0.0);
                 self.min = min_of(self.min, Some(x));
                 self.max = max_of(self.max, Some(x));
-                self.distinct.insert(n.to_string().as_bytes());
+                // Whole numbers hash by value, others by their bits: no text per value.
+                match n.as_i64() {
+                    Some(i) => self.distinct.insert(&i.to_le_bytes()),
+                    None => self.distinct.insert(&x.to_bits().to_be_bytes()),
+                }
                 self.add_example(value);
             }
             Value::String(s) => {
@@ -298,10 +293,49 @@ pub fn segment(key: &str) -> String {
 }
 
 /// Builds a [`Profile`] one record at a time.
+///
+/// Paths are interned as a tree of nodes, so a record walks by looking up each key under its
+/// parent rather than formatting its full path: only a path seen for the first time is
+/// spelled out.
 pub struct Profiler {
     options: ProfileOptions,
     profile: Profile,
     hatch_paths: Vec<String>,
+    /// Node 0 is the record itself (the empty path, not profiled).
+    nodes: Vec<PathNode>,
+    /// Per group, records where each node is present (by node id).
+    group_present: BTreeMap<String, Vec<u64>>,
+}
+
+struct PathNode {
+    path: String,
+    stats: PathStats,
+    children: HashMap<String, usize>,
+    items: Option<usize>,
+    is_hatch: bool,
+    /// The last record counted as present and as filled here (records are numbered from 1).
+    last_present: u64,
+    last_non_null: u64,
+}
+
+impl PathNode {
+    fn new(path: String, is_hatch: bool) -> PathNode {
+        PathNode {
+            path,
+            stats: PathStats::default(),
+            children: HashMap::new(),
+            items: None,
+            is_hatch,
+            last_present: 0,
+            last_non_null: 0,
+        }
+    }
+}
+
+/// Where a child sits under its parent: an object key or the items of an array.
+enum Step<'a> {
+    Key(&'a str),
+    Items,
 }
 
 impl Profiler {
@@ -315,6 +349,8 @@ impl Profiler {
             profile: Profile::empty(&options),
             options,
             hatch_paths,
+            nodes: vec![PathNode::new(String::new(), false)],
+            group_present: BTreeMap::new(),
         }
     }
 
@@ -323,7 +359,22 @@ impl Profiler {
     }
 
     pub fn finish(self) -> Profile {
-        self.profile
+        let Profiler {
+            mut profile,
+            nodes,
+            group_present,
+            ..
+        } = self;
+        for (group, counts) in group_present {
+            let stats = profile.groups.entry(group).or_default();
+            for (id, count) in counts.into_iter().enumerate().filter(|(_, c)| *c > 0) {
+                stats.present.insert(nodes[id].path.clone(), count);
+            }
+        }
+        for node in nodes.into_iter().skip(1) {
+            profile.paths.insert(node.path, node.stats);
+        }
+        profile
     }
 
     /// Profiles one record.
@@ -341,82 +392,116 @@ impl Profiler {
                 .or_default()
                 .records += 1;
         }
-        self.walk(record, "", false, group.as_deref());
+        self.walk(record, 0, false, group.as_deref());
     }
 
     /// Visits every path under `root` without recursion (nesting depth costs heap, not
     /// stack). An escape hatch holding a JSON string is parsed and walked in its place.
-    fn walk(&mut self, root: &Value, base: &str, in_hatch: bool, group: Option<&str>) {
-        let mut stack: Vec<(String, &Value, bool)> = Vec::new();
-        push_children(&mut stack, base, root, in_hatch);
-        while let Some((path, value, hatch_key)) = stack.pop() {
-            let is_hatch = self.hatch_paths.contains(&path);
-            if !self.record_occurrence(&path, value, hatch_key, group) {
-                continue;
-            }
+    fn walk(&mut self, root: &Value, base: usize, in_hatch: bool, group: Option<&str>) {
+        let mut stack: Vec<(usize, &Value, bool)> = Vec::new();
+        self.push_children(&mut stack, base, root, in_hatch);
+        while let Some((node, value, hatch_key)) = stack.pop() {
+            self.record_occurrence(node, value, hatch_key, group);
+            let is_hatch = self.nodes[node].is_hatch;
             match value {
                 Value::String(text) if is_hatch => {
                     if let Ok(parsed @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
-                        self.walk(&parsed, &path, true, group);
+                        self.walk(&parsed, node, true, group);
                     }
                 }
-                _ => push_children(&mut stack, &path, value, is_hatch),
+                _ => self.push_children(&mut stack, node, value, is_hatch),
             }
         }
     }
 
-    /// Counts one occurrence; false when the path is new and the path bound is reached.
+    fn push_children<'a>(
+        &mut self,
+        stack: &mut Vec<(usize, &'a Value, bool)>,
+        parent: usize,
+        value: &'a Value,
+        hatch: bool,
+    ) {
+        // Reversed so that paths pop in document order (examples then follow the input).
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map.iter().rev() {
+                    if let Some(node) = self.child(parent, Step::Key(key)) {
+                        stack.push((node, child, hatch));
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(node) = self.child(parent, Step::Items) {
+                    for child in items.iter().rev() {
+                        stack.push((node, child, false));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The node of `step` under `parent`, created on first sight; `None` when it is new and
+    /// the path bound is reached (its occurrences, and those below it, are only counted).
+    fn child(&mut self, parent: usize, step: Step<'_>) -> Option<usize> {
+        let known = match &step {
+            Step::Key(key) => self.nodes[parent].children.get(*key).copied(),
+            Step::Items => self.nodes[parent].items,
+        };
+        if known.is_some() {
+            return known;
+        }
+        if self.nodes.len() > self.options.max_paths {
+            self.profile.paths_dropped += 1;
+            return None;
+        }
+        let path = match &step {
+            Step::Key(key) => format!("{}/{}", self.nodes[parent].path, segment(key)),
+            Step::Items => format!("{}[]", self.nodes[parent].path),
+        };
+        let is_hatch = self.hatch_paths.contains(&path);
+        let id = self.nodes.len();
+        self.nodes.push(PathNode::new(path, is_hatch));
+        match step {
+            Step::Key(key) => {
+                self.nodes[parent].children.insert(key.to_string(), id);
+            }
+            Step::Items => self.nodes[parent].items = Some(id),
+        }
+        Some(id)
+    }
+
+    /// Counts one occurrence of a value at `node`.
     fn record_occurrence(
         &mut self,
-        path: &str,
+        node: usize,
         value: &Value,
         hatch_key: bool,
         group: Option<&str>,
-    ) -> bool {
+    ) {
         let n = self.profile.records;
-        let known = self.profile.paths.contains_key(path);
-        if !known && self.profile.paths.len() >= self.options.max_paths {
-            self.profile.paths_dropped += 1;
-            return false;
-        }
-        let stats = self.profile.paths.entry(path.to_string()).or_default();
-        stats.escape_hatch_key |= hatch_key;
-        if stats.last_present.0 != n {
-            stats.last_present = Mark(n);
-            stats.present += 1;
+        let entry = &mut self.nodes[node];
+        entry.stats.escape_hatch_key |= hatch_key;
+        if entry.last_present != n {
+            entry.last_present = n;
+            entry.stats.present += 1;
             if let Some(group) = group {
-                let g = self.profile.groups.entry(group.to_string()).or_default();
-                *g.present.entry(path.to_string()).or_default() += 1;
+                let counts = match self.group_present.get_mut(group) {
+                    Some(counts) => counts,
+                    None => self.group_present.entry(group.to_string()).or_default(),
+                };
+                if counts.len() <= node {
+                    counts.resize(node + 1, 0);
+                }
+                counts[node] += 1;
             }
         }
-        if !value.is_null() && stats.last_non_null.0 != n {
-            stats.last_non_null = Mark(n);
-            stats.non_null += 1;
+        let entry = &mut self.nodes[node];
+        if !value.is_null() && entry.last_non_null != n {
+            entry.last_non_null = n;
+            entry.stats.non_null += 1;
         }
-        stats.observe(value);
-        true
-    }
-}
-
-fn push_children<'a>(
-    stack: &mut Vec<(String, &'a Value, bool)>,
-    base: &str,
-    value: &'a Value,
-    hatch: bool,
-) {
-    match value {
-        // Reversed so that paths pop in document order (examples then follow the input).
-        Value::Object(map) => {
-            for (key, child) in map.iter().rev() {
-                stack.push((format!("{base}/{}", segment(key)), child, hatch));
-            }
-        }
-        Value::Array(items) => {
-            for child in items.iter().rev() {
-                stack.push((format!("{base}[]"), child, false));
-            }
-        }
-        _ => {}
+        entry.stats.observe(value);
     }
 }
 
