@@ -98,3 +98,65 @@ pub(crate) async fn migrate(
     }
     tx.commit().await
 }
+
+/// Tables beside the registry's (samples, profiles) behind a pool, migrated on first use so
+/// that a node can start while its database is down.
+pub(crate) struct LazyTables {
+    pool: Pool,
+    migrated: tokio::sync::OnceCell<()>,
+    ledger: &'static str,
+    lock: i32,
+    migrations: &'static [(i64, &'static str)],
+}
+
+impl LazyTables {
+    /// A pool of its own for `url`; nothing is contacted yet.
+    pub(crate) fn open(
+        url: &str,
+        ledger: &'static str,
+        lock: i32,
+        migrations: &'static [(i64, &'static str)],
+    ) -> crate::StoreResult<LazyTables> {
+        let config: tokio_postgres::Config = url.parse().map_err(store_err)?;
+        let pool = build(config, PoolOptions::SIDE).map_err(store_err)?;
+        Ok(LazyTables::with_pool(pool, ledger, lock, migrations))
+    }
+
+    /// Over an existing pool (for instance the registry store's).
+    pub(crate) fn with_pool(
+        pool: Pool,
+        ledger: &'static str,
+        lock: i32,
+        migrations: &'static [(i64, &'static str)],
+    ) -> LazyTables {
+        LazyTables {
+            pool,
+            migrated: tokio::sync::OnceCell::new(),
+            ledger,
+            lock,
+            migrations,
+        }
+    }
+
+    /// A pooled connection, after the migrations have run once.
+    pub(crate) async fn client(&self) -> crate::StoreResult<deadpool_postgres::Object> {
+        self.migrated
+            .get_or_try_init(|| async {
+                let mut client = self.pool.get().await.map_err(store_err)?;
+                migrate(
+                    &mut client,
+                    self.ledger,
+                    MigrationLock::Pair(self.lock),
+                    self.migrations,
+                )
+                .await
+                .map_err(store_err)
+            })
+            .await?;
+        self.pool.get().await.map_err(store_err)
+    }
+}
+
+fn store_err(e: impl std::fmt::Display) -> crate::StoreError {
+    crate::StoreError::Backend(e.to_string())
+}

@@ -2,12 +2,11 @@
 //! PostgreSQL database, with its own migration ledger (`profiles_migrations`).
 
 use crate::audit::AuditLine;
-use crate::pg_pool::{self, MigrationLock, PoolOptions};
+use crate::pg_pool::LazyTables;
 use crate::postgres::append_line;
 use crate::profiles::{NewProfile, ProfileRecord, ProfileStore, RestoredProfiles};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
-use deadpool_postgres::Pool;
 
 const MIGRATIONS: &[(i64, &str)] = &[(
     1,
@@ -36,10 +35,7 @@ fn now_millis() -> i64 {
 }
 
 pub struct PostgresProfileStore {
-    pool: Pool,
-    /// Set once the migrations have run; a lazily opened store migrates on first use, so a
-    /// node can start while its database is down.
-    migrated: tokio::sync::OnceCell<()>,
+    tables: LazyTables,
 }
 
 impl PostgresProfileStore {
@@ -53,30 +49,14 @@ impl PostgresProfileStore {
     /// Like [`connect`](Self::connect), without connecting yet: migrations run on the first
     /// operation that reaches the database.
     pub fn open_lazy(url: &str) -> StoreResult<PostgresProfileStore> {
-        let config: tokio_postgres::Config = url.parse().map_err(backend)?;
-        let pool = pg_pool::build(config, PoolOptions::SIDE).map_err(backend)?;
         Ok(PostgresProfileStore {
-            pool,
-            migrated: tokio::sync::OnceCell::new(),
+            tables: LazyTables::open(url, "profiles_migrations", LOCK_MIGRATIONS, MIGRATIONS)?,
         })
     }
 
     /// A pooled connection, after the migrations have run once.
     async fn client(&self) -> StoreResult<deadpool_postgres::Object> {
-        self.migrated.get_or_try_init(|| self.migrate()).await?;
-        self.pool.get().await.map_err(backend)
-    }
-
-    async fn migrate(&self) -> StoreResult<()> {
-        let mut client = self.pool.get().await.map_err(backend)?;
-        pg_pool::migrate(
-            &mut client,
-            "profiles_migrations",
-            MigrationLock::Pair(LOCK_MIGRATIONS),
-            MIGRATIONS,
-        )
-        .await
-        .map_err(backend)
+        self.tables.client().await
     }
 }
 

@@ -5,7 +5,7 @@
 //! on the subject, so two nodes adding at once cannot overshoot the limit.
 
 use crate::audit::AuditLine;
-use crate::pg_pool::{self, MigrationLock, PoolOptions};
+use crate::pg_pool::LazyTables;
 use crate::postgres::append_line;
 use crate::samples::{
     LiveMark, NewSample, SampleAdded, SampleRecord, SampleStore, SamplesRestored,
@@ -47,10 +47,7 @@ fn now_millis() -> i64 {
 }
 
 pub struct PostgresSampleStore {
-    pool: Pool,
-    /// Set once the migrations have run; a lazily opened store migrates on first use, so a
-    /// node can start while its database is down.
-    migrated: tokio::sync::OnceCell<()>,
+    tables: LazyTables,
 }
 
 impl PostgresSampleStore {
@@ -64,19 +61,15 @@ impl PostgresSampleStore {
     /// Like [`connect`](Self::connect), without connecting yet: migrations run on the first
     /// operation that reaches the database.
     pub fn open_lazy(url: &str) -> StoreResult<PostgresSampleStore> {
-        let config: tokio_postgres::Config = url.parse().map_err(backend)?;
-        let pool = pg_pool::build(config, PoolOptions::SIDE).map_err(backend)?;
         Ok(PostgresSampleStore {
-            pool,
-            migrated: tokio::sync::OnceCell::new(),
+            tables: LazyTables::open(url, "samples_migrations", LOCK_MIGRATIONS, MIGRATIONS)?,
         })
     }
 
     /// Uses an existing pool (for instance the registry store's) and applies the migrations.
     pub async fn with_pool(pool: Pool) -> StoreResult<PostgresSampleStore> {
         let store = PostgresSampleStore {
-            pool,
-            migrated: tokio::sync::OnceCell::new(),
+            tables: LazyTables::with_pool(pool, "samples_migrations", LOCK_MIGRATIONS, MIGRATIONS),
         };
         drop(store.client().await?);
         Ok(store)
@@ -84,20 +77,7 @@ impl PostgresSampleStore {
 
     /// A pooled connection, after the migrations have run once.
     async fn client(&self) -> StoreResult<deadpool_postgres::Object> {
-        self.migrated.get_or_try_init(|| self.migrate()).await?;
-        self.pool.get().await.map_err(backend)
-    }
-
-    async fn migrate(&self) -> StoreResult<()> {
-        let mut client = self.pool.get().await.map_err(backend)?;
-        pg_pool::migrate(
-            &mut client,
-            "samples_migrations",
-            MigrationLock::Pair(LOCK_MIGRATIONS),
-            MIGRATIONS,
-        )
-        .await
-        .map_err(backend)
+        self.tables.client().await
     }
 }
 

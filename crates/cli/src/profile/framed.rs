@@ -33,7 +33,6 @@ pub enum Framing {
 /// Fetches and parses writer schemas by id, each once.
 pub struct Schemas {
     server: Server,
-    client: reqwest::Client,
     runtime: tokio::runtime::Runtime,
     parsed: HashMap<i64, Arc<ParsedSchema>>,
 }
@@ -45,7 +44,6 @@ impl Schemas {
             .build()
             .context("starting the async runtime")?;
         Ok(Schemas {
-            client: server.client()?,
             server,
             runtime,
             parsed: HashMap::new(),
@@ -54,25 +52,14 @@ impl Schemas {
 
     fn get(&self, path: &str) -> Result<Value> {
         let url = format!("{}{path}", self.server.url.trim_end_matches('/'));
-        self.runtime.block_on(async {
-            let response = self
-                .server
-                .authorize(self.client.get(&url))
-                .send()
-                .await
-                .with_context(|| format!("cannot reach the registry at {}", self.server.url))?;
-            let status = response.status();
-            let text = response.text().await.context("reading the answer")?;
-            if !status.is_success() {
-                return Err(InvalidInput(format!(
-                    "GET {path}: the registry answered {}: {}",
-                    status.as_u16(),
-                    text.chars().take(200).collect::<String>()
-                ))
-                .into());
-            }
-            serde_json::from_str(&text).with_context(|| format!("GET {path}: not JSON"))
-        })
+        self.runtime
+            .block_on(crate::samples::call(
+                &self.server,
+                reqwest::Method::GET,
+                url,
+                None,
+            ))
+            .map_err(|e| InvalidInput(format!("GET {path}: {e}")).into())
     }
 
     /// The writer schema of `id`, with its references resolved through the registry.
