@@ -274,6 +274,12 @@ async fn odd_requests(http: &reqwest::Client, base: &str, seen: &Seen) {
         "/subjects/x/versions/2147483648".into(),
         "/subjects?offset=-5&limit=99999999999999999999".into(),
         "/schemas?offset=99999999999999999999".into(),
+        format!("/schemas/guids/{long}"),
+        "/schemas/guids/%00".into(),
+        "/schemas/guids/00000000-0000-0000-0000-00000000000g/ids".into(),
+        "/covenant/v1/subjects/x/profiles/99999999999999999999".into(),
+        "/covenant/v1/subjects/x/profiles/trend?path=%00".into(),
+        "/covenant/v1/subjects/x/profiles/findings?removeShare=1e400".into(),
     ];
     for path in &paths {
         for method in [
@@ -500,6 +506,68 @@ async fn hostile_schema_requests(http: &reqwest::Client, base: &str, seen: &Seen
     slowest
 }
 
+/// Profile documents built to cost: thousands of paths and escape-hatch keys, then the routes
+/// and the metrics that read them back; and documents that are not profiles at all.
+async fn hostile_profile_requests(http: &reqwest::Client, base: &str, seen: &Seen) {
+    let subject = format!("{base}/covenant/v1/subjects/odd-profiles");
+    let register = http
+        .post(format!("{base}/subjects/odd-profiles/versions"))
+        .header("content-type", V1)
+        .body(json!({"schema": r#"{"type":"record","name":"P","fields":[{"name":"f0","type":"string"}]}"#}).to_string());
+    send(register, "profile subject", seen).await;
+    // An empty sketch: 1,024 zero registers in base64.
+    let registers = "A".repeat(1366) + "==";
+    let paths: serde_json::Map<String, Value> = (0..2_500)
+        .map(|i| {
+            let path = if i % 2 == 0 {
+                format!("/f{i}")
+            } else {
+                format!("/vendor_data/k{i}")
+            };
+            let stats = json!({"present": 3, "nonNull": 2, "types": {"string": 2, "integer": 1},
+                "distinct": registers, "escapeHatchKey": i % 2 == 1});
+            (path, stats)
+        })
+        .collect();
+    let wide = json!({"format": "covenant-profile", "version": 1, "records": 3,
+        "escapeHatches": ["vendor_data"], "paths": paths});
+    let bodies = [
+        ("wide profile", wide.to_string()),
+        ("newer profile", r#"{"format":"covenant-profile","version":99,"records":0,"paths":{}}"#.into()),
+        ("not a profile", r#"{"format":"other"}"#.into()),
+        ("profile with a bad sketch", r#"{"format":"covenant-profile","version":1,"records":1,"paths":{"/a":{"present":1,"nonNull":1,"types":{},"distinct":"AAAA"}}}"#.into()),
+        ("deeply nested profile", format!("{}{}", "[".repeat(100_000), "]".repeat(100_000))),
+    ];
+    for (what, body) in bodies {
+        let request = http
+            .post(format!("{subject}/profiles"))
+            .header("content-type", "application/json")
+            .body(body);
+        let status = send(request, what, seen).await;
+        // Only the wide one is a profile; the rest are refused as input, never a 5xx.
+        let expected = if what == "wide profile" { 200 } else { 422 };
+        assert!(
+            status == expected || (expected == 422 && status == 400),
+            "{what}: {status}"
+        );
+    }
+    for path in [
+        "/profiles",
+        "/profiles/trend?path=/vendor_data/k1",
+        "/profiles/findings",
+        "/profiles/findings?promoteShare=0&promoteGroups=0&removeShare=1",
+    ] {
+        let status = send(http.get(format!("{subject}{path}")), path, seen).await;
+        assert_eq!(status, 200, "{path}");
+    }
+    send(
+        http.get(format!("{base}/metrics")),
+        "metrics with a wide profile",
+        seen,
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_clients_never_take_the_server_down() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -533,6 +601,7 @@ async fn hostile_clients_never_take_the_server_down() {
     );
     raw_oddities(port, &seen).await;
     odd_requests(&http, &base, &seen).await;
+    hostile_profile_requests(&http, &base, &seen).await;
     let slowest_schema = hostile_schema_requests(&http, &base, &seen).await;
 
     state.stop.store(true, Ordering::Relaxed);
