@@ -109,6 +109,8 @@ pub fn error_code(e: &RegistryError) -> u32 {
         RegistryError::Referenced(..) => 42206,
         RegistryError::InvalidSubject(_) => 42208,
         RegistryError::InvalidRuleSet(_) => 42210,
+        RegistryError::ContextNotEmpty(_) => 42211,
+        RegistryError::InvalidContext(_) => 42212,
         RegistryError::Store(_) => 50001,
         RegistryError::InvalidCompatibilityScope(_) | RegistryError::InvalidPolicySettings(_) => {
             42203

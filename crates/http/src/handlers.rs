@@ -16,6 +16,7 @@ use covenant_registry::{
     ConfigUpdate, Ref, RegisterOptions, RegistryError, Schema, SchemaRequest, TextFormat, Version,
     VersionSpec, finding_text,
 };
+use covenant_store::context::public_id;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -117,6 +118,23 @@ async fn requested_text(
     Ok(state.registry.schema_text(schema, format).await?)
 }
 
+/// The stored id that the id in the path names, seen from `?subject=` (its context), once the
+/// caller may read it.
+async fn readable_id(
+    state: &AppState,
+    access: &Access,
+    id: &str,
+    params: &Params,
+) -> Result<i64, ApiError> {
+    let public = parse_id(id)?;
+    let subject = params.get("subject");
+    let stored = state.registry.resolve_id(public, subject).await?;
+    if !id_readable(state, access, stored).await? {
+        return Err(RegistryError::SchemaIdNotFound(public).into());
+    }
+    Ok(stored)
+}
+
 /// The id in the path, the schema registered under it and its requested text.
 async fn schema_with_text(
     state: &AppState,
@@ -124,9 +142,13 @@ async fn schema_with_text(
     id: &str,
     params: &Params,
 ) -> Result<(i64, Arc<Schema>, String), ApiError> {
-    let id = parse_id(id)?;
-    ensure_id_readable(state, access, id).await?;
-    let record = state.registry.schema_by_id(id).await?;
+    let id = readable_id(state, access, id, params).await?;
+    let record = state.registry.schema_by_id(id).await.map_err(|e| match e {
+        RegistryError::SchemaIdNotFound(stored) => {
+            RegistryError::SchemaIdNotFound(public_id(stored))
+        }
+        e => e,
+    })?;
     let text = requested_text(state, &record, params).await?;
     Ok((id, record, text))
 }
@@ -170,14 +192,6 @@ async fn id_readable(state: &AppState, access: &Access, id: i64) -> Result<bool,
     Ok(pairs.iter().any(|(s, _)| access.can_read(s)))
 }
 
-async fn ensure_id_readable(state: &AppState, access: &Access, id: i64) -> Result<(), ApiError> {
-    if id_readable(state, access, id).await? {
-        Ok(())
-    } else {
-        Err(RegistryError::SchemaIdNotFound(id).into())
-    }
-}
-
 /// Refuses a schema whose references name a subject the caller may not read, so a
 /// register, lookup or compatibility test cannot probe another subject's schemas.
 fn ensure_references_readable(access: &Access, body: &SchemaBody) -> Result<(), ApiError> {
@@ -200,17 +214,25 @@ async fn usages_of_id(
     id: &str,
     params: &Params,
 ) -> Result<Vec<(String, i64)>, ApiError> {
-    let id = parse_id(id)?;
-    ensure_id_readable(state, access, id).await?;
+    let id = readable_id(state, access, id, params).await?;
     let pairs = state
         .registry
         .versions_with_id(id, params.flag("deleted"))
         .await?;
-    let filter = params.get("subject").filter(|s| !s.is_empty());
+    // A context-only `?subject=` chose the context; a named one also narrows the answer.
+    let filter = params
+        .get("subject")
+        .filter(|s| !s.is_empty() && !covenant_store::context::is_context_only(s));
     Ok(pairs
         .into_iter()
-        .filter(|(s, _)| filter.is_none_or(|f| f == s) && access.can_read(s))
+        .filter(|(s, _)| filter.is_none_or(|f| names_subject(f, s)) && access.can_read(s))
         .collect())
+}
+
+/// Whether `?subject=f` names `subject`: exactly, or unqualified as the same name in the
+/// context the id was found in.
+fn names_subject(f: &str, subject: &str) -> bool {
+    f == subject || (!f.starts_with(':') && covenant_store::context::unqualified(subject) == f)
 }
 
 fn page<T>(items: Vec<T>, params: &Params, max: Option<usize>) -> Vec<T> {
@@ -248,8 +270,37 @@ pub async fn metadata_version() -> Response {
     ok(json!({"version": env!("CARGO_PKG_VERSION"), "commitId": "covenant"}))
 }
 
-pub async fn contexts() -> Response {
-    ok(json!(["."]))
+/// `GET /contexts`: the default context, then those holding a subject the caller may read
+/// (all of them for a caller who may read everything), after `contextPrefix`, paged.
+pub async fn contexts(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
+    let mut names = state.registry.contexts().await?;
+    if !access.allows_everywhere(Operation::Read) {
+        let readable = state.registry.subjects(None, true, false).await?;
+        let readable: Vec<&String> = readable.iter().filter(|s| access.can_read(s)).collect();
+        names.retain(|ctx| {
+            ctx == covenant_store::context::DEFAULT_CONTEXT
+                || readable
+                    .iter()
+                    .any(|s| covenant_store::context::context_of(s) == ctx)
+        });
+    }
+    if let Some(prefix) = params.get("contextPrefix").filter(|p| !p.is_empty()) {
+        names.retain(|ctx| ctx.starts_with(prefix));
+    }
+    Ok(ok(json!(page(names, &params, None))))
+}
+
+/// `DELETE /contexts/{context}`: 204 once the (empty) context is gone.
+pub async fn delete_context(
+    State(state): State<AppState>,
+    Audited(audit): Audited,
+    SafePath(context): SafePath<String>,
+) -> ApiResult {
+    state
+        .registry
+        .delete_context(&context, Some(&audit))
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 pub async fn health_live() -> Response {
@@ -275,7 +326,8 @@ pub async fn schema_types() -> Response {
 }
 
 pub async fn schemas(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
-    let prefix = params.get("subjectPrefix").unwrap_or("");
+    // Confluent's default prefix here is the default context's empty one; `:*:` lists all.
+    let prefix = Some(params.get("subjectPrefix").unwrap_or(""));
     let mut versions = state
         .registry
         .list_schemas(prefix, params.flag("deleted"), params.flag("latestOnly"))
@@ -348,10 +400,14 @@ pub async fn ids_by_guid(
     SafePath(guid): SafePath<String>,
 ) -> ApiResult {
     let ids = readable_ids_by_guid(&state, &access, &guid).await?;
-    let listed: Vec<Value> = ids
-        .into_iter()
-        .map(|id| json!({"context": ".", "id": id}))
-        .collect();
+    let mut listed = Vec::with_capacity(ids.len());
+    for id in ids {
+        let context = state
+            .registry
+            .context_of_slot(covenant_store::context::slot_of(id))
+            .await?;
+        listed.push(json!({"context": context, "id": public_id(id)}));
+    }
     Ok(ok(json!(listed)))
 }
 
@@ -411,10 +467,7 @@ pub async fn versions_by_id(
 // ----- /subjects -------------------------------------------------------------------------
 
 pub async fn subjects(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
-    let prefix = params
-        .get("subjectPrefix")
-        .filter(|p| *p != ":*:")
-        .unwrap_or("");
+    let prefix = params.get("subjectPrefix");
     let mut list = state
         .registry
         .subjects(prefix, params.flag("deleted"), params.flag("deletedOnly"))
@@ -491,7 +544,7 @@ pub async fn register(
         }
     };
     let mut m = Map::new();
-    m.insert("id".into(), json!(reg.id));
+    m.insert("id".into(), json!(public_id(reg.id)));
     m.insert("subject".into(), json!(subject));
     m.insert("version".into(), json!(reg.version));
     m.extend(schema_fields(&reg.schema, text));
@@ -592,7 +645,7 @@ pub async fn referenced_by(
     let mut ids = Vec::with_capacity(all.len());
     for id in all {
         if id_readable(&state, &access, id).await? {
-            ids.push(id);
+            ids.push(public_id(id));
         }
     }
     Ok(ok(json!(page(ids, &params, Some(1000)))))

@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod auth;
+mod context_prefix;
 pub mod deprecation_signals;
 pub mod error;
 pub mod extract;
@@ -102,6 +103,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/metadata/id"),
     ("GET", "/v1/metadata/version"),
     ("GET", "/contexts"),
+    ("DELETE", "/contexts/{context}"),
     ("GET", "/schemas"),
     ("GET", "/schemas/types"),
     ("GET", "/schemas/ids/{id}"),
@@ -287,6 +289,10 @@ fn api(state: AppState, auth: Arc<auth::Auth>) -> Router {
         .route("/v1/metadata/id", get(h::metadata_id))
         .route("/v1/metadata/version", get(h::metadata_version))
         .route("/contexts", get(h::contexts))
+        .route(
+            "/contexts/{context}",
+            axum::routing::delete(h::delete_context),
+        )
         .route("/schemas", get(h::schemas))
         .route("/schemas/types", get(h::schema_types))
         .route("/schemas/ids/{id}", get(h::schema_by_id))
@@ -520,6 +526,7 @@ pub fn router_counting_into(
     };
     let normalized = ServiceBuilder::new()
         .map_request(strip_trailing_slash)
+        .map_request(context_prefix::rewrite)
         .service(api(state, auth));
     Router::new()
         .fallback_service(normalized)

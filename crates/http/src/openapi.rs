@@ -20,7 +20,12 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "GET",
         "/contexts",
-        "Contexts; only the default context '.' exists.",
+        "Contexts: the default '.' first, then every other context by name (contextPrefix, offset, limit).",
+    ),
+    (
+        "DELETE",
+        "/contexts/{context}",
+        "Deletes a context that holds no subject (soft-deleted ones included); 42211 otherwise.",
     ),
     (
         "GET",
@@ -288,6 +293,7 @@ fn parameters(path: &str) -> Vec<Value> {
         ("sampleId", "A stored sample's id."),
         ("profileId", "A stored profile's id."),
         ("guid", "A schema guid, in UUID form or as 32 hex digits."),
+        ("context", "A context name: '.ctx', 'ctx' or ':.ctx:'."),
     ] {
         if path.contains(&format!("{{{name}}}")) {
             out.push(json!({

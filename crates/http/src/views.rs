@@ -3,6 +3,7 @@
 
 use covenant_registry::{ConfigView, Mode, Schema, Version};
 use covenant_store::ConfigRecord;
+use covenant_store::context::public_id;
 use serde_json::{Map, Value, json};
 
 fn put_non_empty(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
@@ -45,7 +46,7 @@ pub fn version_view(v: &Version, text: String) -> Value {
     let mut m = Map::new();
     m.insert("subject".into(), json!(v.subject));
     m.insert("version".into(), json!(v.version));
-    m.insert("id".into(), json!(v.schema.id));
+    m.insert("id".into(), json!(public_id(v.schema.id)));
     m.extend(schema_fields(&v.schema, text));
     m.insert("ts".into(), json!(v.created_at));
     if v.deleted {

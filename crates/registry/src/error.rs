@@ -60,6 +60,11 @@ pub enum RegistryError {
     Referenced(String, i64),
     #[error("The specified subject '{0}' is not a valid.")]
     InvalidSubject(String),
+    /// Holds the context's key (`:.ctx:`), as Confluent's message names it.
+    #[error("The specified context '{0}' is not empty.")]
+    ContextNotEmpty(String),
+    #[error("The specified context '{0}' is not a valid context name.")]
+    InvalidContext(String),
     #[error("{0}")]
     InvalidRuleSet(String),
     #[error("Error while {0}")]
@@ -116,6 +121,11 @@ pub type RegistryResult<T> = Result<T, RegistryError>;
 
 impl From<covenant_store::StoreError> for RegistryError {
     fn from(e: covenant_store::StoreError) -> Self {
-        RegistryError::Store(format!("accessing the store: {e}"))
+        match e {
+            covenant_store::StoreError::ContextNotEmpty(context) => {
+                RegistryError::ContextNotEmpty(covenant_store::context::context_key(&context))
+            }
+            e => RegistryError::Store(format!("accessing the store: {e}")),
+        }
     }
 }

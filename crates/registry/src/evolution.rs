@@ -449,7 +449,7 @@ impl Registry {
             return Err(RegistryError::SubjectNotFound(subject.to_string()));
         };
         let config = self.effective_config(subject).await?;
-        let (candidate, _) = self.prepare(request, normalize, true).await?;
+        let (candidate, _) = self.prepare(subject, request, normalize, true).await?;
         let metadata = request
             .metadata
             .as_ref()

@@ -13,6 +13,7 @@
 
 mod cache;
 mod check_budget;
+mod contexts;
 mod contract;
 mod error;
 mod evolution;
@@ -22,6 +23,7 @@ mod removal;
 
 pub use cache::DEFAULT_CACHE_ENTRIES;
 pub use check_budget::CheckBudget;
+pub use contexts::{prefix_matches, scope_for};
 pub use contract::{Contract, merge_metadata, merge_rule_sets};
 pub use covenant_policy::RolloutPlan;
 pub use covenant_store::ProfileRecord;
@@ -278,33 +280,21 @@ pub enum SubjectUse {
 /// can be addressed again: not empty, not a URL dot segment (`.`, `..`), which clients and
 /// proxies rewrite away, and at most [`MAX_SUBJECT_CHARS`] characters.
 pub fn validate_subject(subject: &str, using: SubjectUse) -> RegistryResult<()> {
-    let (context, name) = split_qualified(subject);
+    let (context, name) = covenant_store::context::split(subject);
     let config_or_mode = using == SubjectUse::ConfigOrMode;
+    let qualified = subject.starts_with(":.");
     let invalid = subject.is_empty()
         || subject.chars().any(char::is_control)
         || subject.chars().count() > MAX_SUBJECT_CHARS
         || matches!(name, "__GLOBAL" | "__EMPTY" | "." | "..")
-        || (name.is_empty() && !(config_or_mode && context.is_some()))
-        || (context == Some(".__GLOBAL") && !config_or_mode);
+        || (name.is_empty() && !(config_or_mode && qualified))
+        || (qualified && covenant_store::context::normalize_context(context).is_none())
+        || context == "*"
+        || (context == covenant_store::context::GLOBAL_CONTEXT && !config_or_mode);
     if invalid {
         return Err(RegistryError::InvalidSubject(subject.to_string()));
     }
     Ok(())
-}
-
-/// Splits `:.ctx:name` into its context and name, as Confluent reads a qualified subject
-/// (`:.ctx` with no second colon is a context with an empty name; `:*:` is the wildcard).
-fn split_qualified(subject: &str) -> (Option<&str>, &str) {
-    if let Some(rest) = subject.strip_prefix(":.") {
-        return match rest.find(':') {
-            Some(ix) => (Some(&subject[1..ix + 2]), &rest[ix + 1..]),
-            None => (Some(&subject[1..]), ""),
-        };
-    }
-    match subject.strip_prefix(":*:") {
-        Some(name) => (Some("*"), name),
-        None => (None, subject),
-    }
 }
 
 /// Whether a stored schema is the candidate (whose key is `key`). Records stored before the
@@ -693,10 +683,11 @@ impl Registry {
             .collect())
     }
 
-    /// Subject names, sorted. `deleted_only` wins over `deleted`.
+    /// Subject names, sorted, selected by `prefix` as [`prefix_matches`] reads it.
+    /// `deleted_only` wins over `deleted`.
     pub async fn subjects(
         &self,
-        prefix: &str,
+        prefix: Option<&str>,
         deleted: bool,
         deleted_only: bool,
     ) -> RegistryResult<Vec<String>> {
@@ -706,7 +697,7 @@ impl Registry {
             .await?
             .into_iter()
             .filter(|(name, live)| {
-                name.starts_with(prefix)
+                prefix_matches(prefix, name)
                     && if deleted_only {
                         !live
                     } else {
@@ -794,7 +785,7 @@ impl Registry {
     /// Every subject version (for `GET /schemas`).
     pub async fn list_schemas(
         &self,
-        subject_prefix: &str,
+        subject_prefix: Option<&str>,
         deleted: bool,
         latest_only: bool,
     ) -> RegistryResult<Vec<StoredVersion>> {
@@ -803,7 +794,7 @@ impl Registry {
             .all_versions()
             .await?
             .into_iter()
-            .filter(|v| v.subject.starts_with(subject_prefix) && (deleted || !v.deleted))
+            .filter(|v| prefix_matches(subject_prefix, &v.subject) && (deleted || !v.deleted))
             .collect();
         if !latest_only {
             return Ok(all);
@@ -835,16 +826,18 @@ impl Registry {
     // ----- references and parsing ---------------------------------------------------------
 
     /// Resolves references transitively, dependencies first, each name once. `-1` versions
-    /// become the latest version's number in the returned concrete list.
+    /// become the latest version's number in the returned concrete list. An unqualified
+    /// reference names a subject of `parent`'s context.
     pub async fn resolve_references(
         &self,
         refs: &[SchemaRef],
+        parent: &str,
         allow_deleted: bool,
     ) -> RegistryResult<(Vec<SchemaRef>, Vec<Reference>)> {
         let mut resolved = Vec::new();
         let mut concrete = Vec::new();
         for r in refs {
-            let v = self.reference_target(r, allow_deleted).await?;
+            let v = self.reference_target(r, parent, allow_deleted).await?;
             concrete.push(SchemaRef {
                 name: r.name.clone(),
                 subject: r.subject.clone(),
@@ -859,6 +852,7 @@ impl Registry {
     async fn reference_target(
         &self,
         r: &SchemaRef,
+        parent: &str,
         allow_deleted: bool,
     ) -> RegistryResult<StoredVersion> {
         let spec = if r.version == -1 {
@@ -866,7 +860,8 @@ impl Registry {
         } else {
             VersionSpec::Number(r.version)
         };
-        self.version(&r.subject, spec, allow_deleted)
+        let subject = covenant_store::context::qualify_with_parent(parent, &r.subject);
+        self.version(&subject, spec, allow_deleted)
             .await
             .map_err(|_| {
                 RegistryError::InvalidSchema(format!(
@@ -893,7 +888,7 @@ impl Registry {
                 return Ok(());
             }
             for inner in &target.schema.references {
-                let v = self.reference_target(inner, true).await?;
+                let v = self.reference_target(inner, &target.subject, true).await?;
                 self.collect_reference(inner.name.clone(), v, out, depth + 1)
                     .await?;
             }
@@ -914,7 +909,10 @@ impl Registry {
         if let Some(p) = self.cached_parsed(record.id) {
             return Ok(p);
         }
-        let (_, refs) = self.resolve_references(&record.references, true).await?;
+        let parent = self.parent_of_stored(record.id).await?;
+        let (_, refs) = self
+            .resolve_references(&record.references, &parent, true)
+            .await?;
         let schema_type = parse_type(Some(&record.schema_type))?;
         let parsed = Arc::new(parse_schema_with(
             schema_type,
@@ -928,34 +926,66 @@ impl Registry {
 
     // ----- config and mode ------------------------------------------------------------
 
+    /// The subject's config merged along its scope chain (see [`contexts`]): the level of the
+    /// most specific scope that sets one, the extra settings of all, nearer ones winning.
     async fn effective_config(&self, subject: &str) -> RegistryResult<ConfigView> {
-        let global = self.store.config(Scope::Global).await?;
-        let own = self.store.config(Scope::Subject(subject)).await?;
-        let mut extra = global.as_ref().map(|g| g.extra.clone()).unwrap_or_default();
-        if let Some(own) = &own {
-            for (k, v) in &own.extra {
+        let mut records = Vec::new();
+        for key in contexts::scope_chain(Some(subject)) {
+            records.push(self.store.config(contexts::scope(&key)).await?);
+        }
+        let mut extra = Map::new();
+        for record in records.iter().rev().flatten() {
+            for (k, v) in &record.extra {
                 extra.insert(k.clone(), v.clone());
             }
         }
-        let level = own
-            .as_ref()
-            .and_then(|c| c.compatibility.as_deref())
-            .or(global.as_ref().and_then(|c| c.compatibility.as_deref()))
+        let level = records
+            .iter()
+            .flatten()
+            .find_map(|c| c.compatibility.as_deref())
             .and_then(|l| Level::from_str(l).ok())
             .unwrap_or(self.default_level);
         Ok(ConfigView { level, extra })
     }
 
+    /// The subject's mode along its scope chain; the default context's global
+    /// READONLY_OVERRIDE stops every context.
     async fn effective_mode(&self, subject: &str) -> RegistryResult<Mode> {
         let global = self.store.mode(Scope::Global).await?;
         if let Some(Mode::ReadOnlyOverride) = global.as_deref().and_then(|m| Mode::parse(m).ok()) {
             return Ok(Mode::ReadOnlyOverride);
         }
-        let own = self.store.mode(Scope::Subject(subject)).await?;
-        Ok(own
-            .or(global)
-            .and_then(|m| Mode::parse(&m).ok())
-            .unwrap_or(Mode::ReadWrite))
+        for key in contexts::scope_chain(Some(subject)) {
+            if let Some(mode) = self.store.mode(contexts::scope(&key)).await? {
+                return Mode::parse(&mode);
+            }
+        }
+        Ok(Mode::ReadWrite)
+    }
+
+    /// The first config along `subject`'s chain after its own scope, as `defaultToGlobal`
+    /// reads it.
+    async fn inherited_config(&self, subject: Option<&str>) -> RegistryResult<ConfigView> {
+        for key in contexts::scope_chain(subject).iter().skip(1) {
+            if let Some(c) = self.store.config(contexts::scope(key)).await? {
+                return Ok(self.config_view(c));
+            }
+        }
+        Ok(ConfigView {
+            level: self.default_level,
+            extra: Map::new(),
+        })
+    }
+
+    fn config_view(&self, c: ConfigRecord) -> ConfigView {
+        ConfigView {
+            level: c
+                .compatibility
+                .as_deref()
+                .and_then(|l| Level::from_str(l).ok())
+                .unwrap_or(self.default_level),
+            extra: c.extra,
+        }
     }
 
     async fn global_mode(&self) -> RegistryResult<Mode> {
@@ -974,7 +1004,10 @@ impl Registry {
         };
         if mode.is_read_only() {
             return Err(RegistryError::OperationNotPermitted(match name {
-                Some(s) => format!("Subject {s} in context . is in read-only mode"),
+                Some(s) => format!(
+                    "Subject {s} in context {} is in read-only mode",
+                    covenant_store::context::context_of(s)
+                ),
                 None => "The registry is in read-only mode".into(),
             }));
         }
@@ -990,9 +1023,10 @@ impl Registry {
                 c.extra
                     .get("alias")
                     .and_then(Value::as_str)
-                    .map(str::to_string)
+                    .filter(|alias| !alias.is_empty())
+                    .map(|alias| covenant_store::context::qualify_with_parent(subject, alias))
             })
-            .filter(|target| !target.is_empty() && target != subject))
+            .filter(|target| target != subject))
     }
 
     /// `GET /config[/{s}]`.
@@ -1001,31 +1035,17 @@ impl Registry {
         subject: Option<&str>,
         default_to_global: bool,
     ) -> RegistryResult<ConfigView> {
-        let global = || async {
-            let g = self.store.config(Scope::Global).await?;
-            Ok::<_, RegistryError>(ConfigView {
-                level: g
-                    .as_ref()
-                    .and_then(|c| c.compatibility.as_deref())
-                    .and_then(|l| Level::from_str(l).ok())
-                    .unwrap_or(self.default_level),
-                extra: g.map(|c| c.extra).unwrap_or_default(),
-            })
-        };
-        match subject {
-            None => global().await,
-            Some(s) => match self.store.config(Scope::Subject(s)).await? {
-                Some(c) => Ok(ConfigView {
-                    level: c
-                        .compatibility
-                        .as_deref()
-                        .and_then(|l| Level::from_str(l).ok())
-                        .unwrap_or(self.default_level),
-                    extra: c.extra,
-                }),
-                None if default_to_global => global().await,
-                None => Err(RegistryError::SubjectConfigNotFound(s.to_string())),
-            },
+        let scope = scope_for(subject);
+        match (self.store.config(scope).await?, scope) {
+            (Some(c), _) => Ok(self.config_view(c)),
+            (None, Scope::Global) if !default_to_global => Ok(ConfigView {
+                level: self.default_level,
+                extra: Map::new(),
+            }),
+            (None, Scope::Subject(s)) if !default_to_global => {
+                Err(RegistryError::SubjectConfigNotFound(s.to_string()))
+            }
+            (None, _) => self.inherited_config(subject).await,
         }
     }
 
@@ -1036,13 +1056,10 @@ impl Registry {
         update: ConfigUpdate,
         audit: Audit<'_>,
     ) -> RegistryResult<ConfigRecord> {
-        let scope = match subject {
-            Some(s) => {
-                validate_subject(s, SubjectUse::ConfigOrMode)?;
-                Scope::Subject(s)
-            }
-            None => Scope::Global,
-        };
+        if let Some(s) = subject {
+            validate_subject(s, SubjectUse::ConfigOrMode)?;
+        }
+        let scope = scope_for(subject);
         self.ensure_writable(scope).await?;
         let mut record = self.store.config(scope).await?.unwrap_or_default();
         match update.compatibility {
@@ -1087,19 +1104,12 @@ impl Registry {
         subject: Option<&str>,
         audit: Audit<'_>,
     ) -> RegistryResult<ConfigView> {
-        let scope = subject.map(Scope::Subject).unwrap_or(Scope::Global);
+        let scope = scope_for(subject);
         self.ensure_writable(scope).await?;
-        match (self.store.delete_config(scope, audit).await?, subject) {
-            (Some(old), _) => Ok(ConfigView {
-                level: old
-                    .compatibility
-                    .as_deref()
-                    .and_then(|l| Level::from_str(l).ok())
-                    .unwrap_or(self.default_level),
-                extra: old.extra,
-            }),
-            (None, Some(s)) => Err(RegistryError::SubjectNotFound(s.to_string())),
-            (None, None) => Ok(ConfigView {
+        match (self.store.delete_config(scope, audit).await?, scope) {
+            (Some(old), _) => Ok(self.config_view(old)),
+            (None, Scope::Subject(s)) => Err(RegistryError::SubjectNotFound(s.to_string())),
+            (None, Scope::Global) => Ok(ConfigView {
                 level: self.default_level,
                 extra: Map::new(),
             }),
@@ -1112,13 +1122,21 @@ impl Registry {
         subject: Option<&str>,
         default_to_global: bool,
     ) -> RegistryResult<Mode> {
-        match subject {
-            None => self.global_mode().await,
-            Some(s) => match self.store.mode(Scope::Subject(s)).await? {
-                Some(m) => Mode::parse(&m),
-                None if default_to_global => self.global_mode().await,
-                None => Err(RegistryError::SubjectModeNotFound(s.to_string())),
-            },
+        let scope = scope_for(subject);
+        match (self.store.mode(scope).await?, scope) {
+            (Some(m), _) => Mode::parse(&m),
+            (None, Scope::Global) if !default_to_global => Ok(Mode::ReadWrite),
+            (None, Scope::Subject(s)) if !default_to_global => {
+                Err(RegistryError::SubjectModeNotFound(s.to_string()))
+            }
+            (None, _) => {
+                for key in contexts::scope_chain(subject).iter().skip(1) {
+                    if let Some(m) = self.store.mode(contexts::scope(key)).await? {
+                        return Mode::parse(&m);
+                    }
+                }
+                Ok(Mode::ReadWrite)
+            }
         }
     }
 
@@ -1153,7 +1171,7 @@ impl Registry {
                 ));
             }
         }
-        let scope = subject.map(Scope::Subject).unwrap_or(Scope::Global);
+        let scope = scope_for(subject);
         self.store.set_mode(scope, mode.as_str(), audit).await?;
         Ok(mode)
     }
@@ -1164,11 +1182,11 @@ impl Registry {
         subject: Option<&str>,
         audit: Audit<'_>,
     ) -> RegistryResult<Mode> {
-        let scope = subject.map(Scope::Subject).unwrap_or(Scope::Global);
-        match (self.store.delete_mode(scope, audit).await?, subject) {
+        let scope = scope_for(subject);
+        match (self.store.delete_mode(scope, audit).await?, scope) {
             (Some(old), _) => Mode::parse(&old),
-            (None, Some(s)) => Err(RegistryError::SubjectNotFound(s.to_string())),
-            (None, None) => Ok(Mode::ReadWrite),
+            (None, Scope::Subject(s)) => Err(RegistryError::SubjectNotFound(s.to_string())),
+            (None, Scope::Global) => Ok(Mode::ReadWrite),
         }
     }
 
@@ -1177,13 +1195,14 @@ impl Registry {
     /// A candidate parsed with its references, its stored text and identity.
     async fn prepare(
         &self,
+        subject: &str,
         request: &SchemaRequest,
         normalize: bool,
         allow_deleted_refs: bool,
     ) -> RegistryResult<(ParsedSchema, NewSchema)> {
         let schema_type = parse_type(request.schema_type.as_deref())?;
         let (references, resolved) = self
-            .resolve_references(&request.references, allow_deleted_refs)
+            .resolve_references(&request.references, subject, allow_deleted_refs)
             .await?;
         let parsed =
             parse_schema_with(schema_type, &request.schema, &resolved, &self.schema_limits)?;
@@ -1289,7 +1308,7 @@ impl Registry {
                 validate_rule_set(&request.rule_set)?;
             }
         }
-        let (candidate, new_schema) = self.prepare(&request, normalize, false).await?;
+        let (candidate, new_schema) = self.prepare(subject, &request, normalize, false).await?;
         self.check_candidate_samples(&candidate, &request.samples)?;
 
         let (dedupe, explicit_version) = match request.version {
@@ -1322,12 +1341,14 @@ impl Registry {
 
         if mode.is_read_only() {
             return Err(RegistryError::OperationNotPermitted(format!(
-                "Subject {subject} in context . is in read-only mode"
+                "Subject {subject} in context {} is in read-only mode",
+                covenant_store::context::context_of(subject)
             )));
         }
         if request.id.is_some() && !mode.is_import() {
             return Err(RegistryError::OperationNotPermitted(format!(
-                "Subject {subject} in context . is not in import mode"
+                "Subject {subject} in context {} is not in import mode",
+                covenant_store::context::context_of(subject)
             )));
         }
         if let Some(id) = request.id
@@ -1426,7 +1447,9 @@ impl Registry {
             Err(StoreError::Rejected(_)) => return Ok(Attempt::Retry),
             Err(StoreError::IdConflict { id }) => {
                 return Err(RegistryError::OperationNotPermitted(format!(
-                    "Overwrite new schema with id {id} in context . is not permitted."
+                    "Overwrite new schema with id {} in context {} is not permitted.",
+                    covenant_store::context::public_id(id),
+                    covenant_store::context::context_of(subject)
                 )));
             }
             Err(StoreError::NoSuchVersion { subject, version }) => {
@@ -1437,7 +1460,8 @@ impl Registry {
             }
             Err(StoreError::VersionExists { version, .. }) => {
                 return Err(RegistryError::OperationNotPermitted(format!(
-                    "Overwrite new schema for subject {subject} version {version} in context . is not permitted."
+                    "Overwrite new schema for subject {subject} version {version} in context {} is not permitted.",
+                    covenant_store::context::context_of(subject)
                 )));
             }
             Err(e) => return Err(e.into()),
@@ -1499,7 +1523,7 @@ impl Registry {
                 .get("normalize")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-        let (parsed, candidate) = self.prepare(request, normalize, true).await?;
+        let (parsed, candidate) = self.prepare(subject, request, normalize, true).await?;
         let same_text = |v: &&&StoredVersion| {
             v.schema.schema_type == candidate.schema_type
                 && v.schema.schema == candidate.schema
@@ -1573,7 +1597,7 @@ impl Registry {
                 None => return Err(RegistryError::VersionNotFound(n.to_string())),
             },
         };
-        let (candidate, _) = self.prepare(request, normalize, true).await?;
+        let (candidate, _) = self.prepare(subject, request, normalize, true).await?;
         self.check_candidate_samples(&candidate, &request.samples)?;
         let mut parsed = Vec::new();
         for v in &history {

@@ -93,7 +93,7 @@ impl Registry {
         let Some(latest) = versions.iter().rev().find(|v| !v.deleted) else {
             return Ok(Vec::new());
         };
-        let (candidate, _) = self.prepare(request, normalize, true).await?;
+        let (candidate, _) = self.prepare(subject, request, normalize, true).await?;
         let old = self.parse_record(&latest.schema).await?;
         self.check_budget.run(|| removed_fields(&old, &candidate))
     }

@@ -12,6 +12,7 @@
 
 pub mod audit;
 pub mod conformance;
+pub mod context;
 pub mod governance;
 pub mod governance_postgres;
 pub mod governance_sqlite;
@@ -53,7 +54,8 @@ pub struct SchemaRef {
     pub version: i64,
 }
 
-/// A schema as stored: one row per global id. Rows are never rebound to other content.
+/// A schema as stored: one row per stored id (see [`context`] for how a context's ids are
+/// stored). Rows are never rebound to other content.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SchemaRecord {
     pub id: i64,
@@ -140,7 +142,8 @@ pub enum Dedupe {
 /// How to place the new version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
-    /// An explicit global id (IMPORT mode); `None` reuses the content's id or allocates one.
+    /// An explicit id within the subject's context (IMPORT mode); `None` reuses the content's
+    /// id in that context or allocates the context's next one.
     pub id: Option<i64>,
     /// An explicit version number; `None` takes max(all versions, deleted included) + 1.
     pub version: Option<i64>,
@@ -281,7 +284,16 @@ pub fn registered_target(subject: &str, r: &Registered) -> AuditTarget {
     AuditTarget {
         subject: Some(subject.to_string()),
         version: Some(r.version),
-        schema_id: Some(r.id),
+        schema_id: Some(context::public_id(r.id)),
+        ..AuditTarget::default()
+    }
+}
+
+/// The audit target of a context's removal.
+pub fn context_target(context: &str) -> AuditTarget {
+    AuditTarget {
+        config_key: Some(context::context_key(context)),
+        detail: Some("context".into()),
         ..AuditTarget::default()
     }
 }
@@ -313,6 +325,8 @@ pub enum StoreError {
     VersionExists { subject: String, version: i64 },
     #[error("version {version} of subject '{subject}' does not exist")]
     NoSuchVersion { subject: String, version: i64 },
+    #[error("the context '{0}' is not empty")]
+    ContextNotEmpty(String),
     #[error("store failure: {0}")]
     Backend(String),
 }
@@ -357,8 +371,18 @@ pub trait Store: Send + Sync {
     /// The ids whose record has this guid (in its printed UUID form), lowest first.
     async fn schema_ids_by_guid(&self, guid: &str) -> StoreResult<Vec<i64>>;
 
-    /// The highest id ever allocated (0 when none).
+    /// The highest id ever allocated in the default context (0 when none).
     async fn max_schema_id(&self) -> StoreResult<i64>;
+
+    /// Every context but the default one with its id slot, by name (see [`context`]).
+    async fn contexts(&self) -> StoreResult<Vec<(String, i64)>>;
+
+    /// The id slot of a context (`Some(0)` for the default one), `None` when it does not exist.
+    async fn context_slot(&self, context: &str) -> StoreResult<Option<i64>>;
+
+    /// Removes a context that holds no subject, soft-deleted ones included
+    /// ([`StoreError::ContextNotEmpty`] otherwise); returns whether there was one to remove.
+    async fn delete_context(&self, context: &str, audit: Audit<'_>) -> StoreResult<bool>;
 
     /// All versions of a subject, deleted ones included, oldest first.
     async fn subject_versions(&self, subject: &str) -> StoreResult<Vec<StoredVersion>>;

@@ -27,11 +27,13 @@
 //! of exactly the committed writes; see [`PostgresStore::subscribe_changes`].
 
 use crate::audit::{AUDIT_COLUMNS, AuditLine, audit_filter};
+use crate::context;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::{
     Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
     Placement, Registered, SchemaRecord, Scope, Store, StoreError, StoreResult, StoredVersion,
-    delete_operation, delete_target, register_operation, registered_target, scope_target,
+    context_target, delete_operation, delete_target, register_operation, registered_target,
+    scope_target,
 };
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool, PoolError};
@@ -115,6 +117,13 @@ const MIGRATIONS: &[(i64, &str)] = &[
         r#"ALTER TABLE schemas ADD COLUMN guid TEXT;
     CREATE INDEX schemas_guid ON schemas(guid);"#,
     ),
+    (
+        4,
+        r#"CREATE TABLE contexts (
+        name TEXT COLLATE "C" PRIMARY KEY,
+        slot BIGINT NOT NULL UNIQUE
+    );"#,
+    ),
 ];
 
 /// The key under which global config and mode are kept; not a valid subject name.
@@ -127,6 +136,7 @@ const LOCK_CONTENT: i32 = 0x436f_0003;
 const LOCK_ID: i32 = 0x436f_0004;
 const LOCK_SEQUENCE: i32 = 0x436f_0005;
 const LOCK_SCOPE: i32 = 0x436f_0006;
+const LOCK_CONTEXT: i32 = 0x436f_0007;
 
 /// The channel every write notifies.
 pub const CHANGE_CHANNEL: &str = "covenant_changes";
@@ -634,18 +644,20 @@ async fn register_in(
         return Ok(existing);
     }
     guard(&versions).map_err(StoreError::Rejected)?;
-    check_references_live(tx, candidate).await?;
+    check_references_live(tx, subject, candidate).await?;
 
     let version = placement.next_version(subject, &versions)?;
+    let slot = slot_for_write(tx, context::context_of(subject)).await?;
+    let (lowest, highest) = context::slot_range(slot);
 
-    let (id, new_schema) = match placement.id {
-        Some(id) => explicit_id(tx, id, candidate).await?,
+    let (id, new_schema) = match placement.id.map(|id| context::stored_id(slot, id)) {
+        Some(id) => explicit_id(tx, subject, id, candidate).await?,
         None => {
             lock(tx, LOCK_CONTENT, &candidate.content_key).await?;
             let found = query_opt(
                 tx,
-                "SELECT MIN(id) FROM schemas WHERE content_key = $1",
-                &[&candidate.content_key],
+                "SELECT MIN(id) FROM schemas WHERE content_key = $1 AND id BETWEEN $2 AND $3",
+                &[&candidate.content_key, &lowest, &highest],
             )
             .await?;
             match found
@@ -654,7 +666,7 @@ async fn register_in(
                 .flatten()
             {
                 Some(id) => (id, false),
-                None => match insert_schema(tx, None, candidate).await? {
+                None => match insert_schema(tx, subject, None, candidate).await? {
                     Some(id) => (id, true),
                     None => return Err(other_err("no schema id could be allocated")),
                 },
@@ -690,6 +702,7 @@ async fn register_in(
 /// other content, created otherwise (moving the sequence past it).
 async fn explicit_id(
     tx: &deadpool_postgres::Transaction<'_>,
+    subject: &str,
     id: i64,
     candidate: &NewSchema,
 ) -> StoreResult<(i64, bool)> {
@@ -699,11 +712,14 @@ async fn explicit_id(
         Some(key) if key != candidate.content_key => Err(StoreError::IdConflict { id }),
         Some(_) => Ok((id, false)),
         None => {
-            if insert_schema(tx, Some(id), candidate).await?.is_none() {
+            if insert_schema(tx, subject, Some(id), candidate)
+                .await?
+                .is_none()
+            {
                 // Taken meanwhile by a new id allocated from the sequence.
                 return Err(StoreError::IdConflict { id });
             }
-            if id > 0 {
+            if id > 0 && context::slot_of(id) == 0 {
                 // Serialized so that two imports cannot move the sequence backwards.
                 lock(tx, LOCK_SEQUENCE, "").await?;
                 exec(
@@ -719,14 +735,106 @@ async fn explicit_id(
     }
 }
 
+/// The slot of `context`, created with the next free slot on its first registration (slot
+/// creation is serialized across nodes).
+async fn slot_for_write(
+    tx: &deadpool_postgres::Transaction<'_>,
+    context: &str,
+) -> StoreResult<i64> {
+    if context == context::DEFAULT_CONTEXT {
+        return Ok(0);
+    }
+    if let Some(slot) = read_slot(tx, context).await? {
+        return Ok(slot);
+    }
+    lock(tx, LOCK_CONTEXT, "").await?;
+    if let Some(slot) = read_slot(tx, context).await? {
+        return Ok(slot);
+    }
+    let row = query_opt(
+        tx,
+        "INSERT INTO contexts(name, slot) \
+         SELECT $1, COALESCE(MAX(slot), 0) + 1 FROM contexts RETURNING slot",
+        &[&context],
+    )
+    .await?;
+    match row {
+        Some(row) => col(&row, 0),
+        None => Err(other_err("no context slot could be allocated")),
+    }
+}
+
+async fn read_slot(client: &impl GenericClient, context: &str) -> StoreResult<Option<i64>> {
+    if context == context::DEFAULT_CONTEXT {
+        return Ok(Some(0));
+    }
+    query_opt(
+        client,
+        "SELECT slot FROM contexts WHERE name = $1",
+        &[&context],
+    )
+    .await?
+    .map(|r| col(&r, 0))
+    .transpose()
+}
+
+/// Whether any subject (soft-deleted ones included) lives in `context`.
+async fn context_in_use(client: &impl GenericClient, context: &str) -> StoreResult<bool> {
+    let row = if context == context::DEFAULT_CONTEXT {
+        query_opt(
+            client,
+            "SELECT 1 FROM subject_versions WHERE subject NOT LIKE ':.%' LIMIT 1",
+            &[],
+        )
+        .await?
+    } else {
+        let prefix = context::context_key(context);
+        query_opt(
+            client,
+            "SELECT 1 FROM subject_versions WHERE left(subject, length($1)) = $1 LIMIT 1",
+            &[&prefix],
+        )
+        .await?
+    };
+    Ok(row.is_some())
+}
+
+/// The id a new schema of `subject`'s context takes: the default context draws from the
+/// sequence, the others take one more than their highest (under a per-context lock).
+async fn next_context_id(
+    tx: &deadpool_postgres::Transaction<'_>,
+    subject: &str,
+) -> StoreResult<Option<i64>> {
+    let context = context::context_of(subject);
+    let slot = read_slot(tx, context).await?.unwrap_or(0);
+    if slot == 0 {
+        return Ok(None);
+    }
+    lock(tx, LOCK_CONTEXT, context).await?;
+    let (lowest, highest) = context::slot_range(slot);
+    let row = query_opt(
+        tx,
+        "SELECT COALESCE(MAX(id), $1::BIGINT - 1) + 1 FROM schemas WHERE id BETWEEN $1 AND $2",
+        &[&lowest, &highest],
+    )
+    .await?;
+    row.map(|r| col(&r, 0)).transpose()
+}
+
 /// Inserts the schema row and its references; returns the id used, or `None` when the explicit
-/// `id` is already taken. With `id: None` the next sequence value is taken, skipping values an
-/// import already holds.
+/// `id` is already taken. With `id: None` the context's next id is taken (in the default
+/// context the next sequence value, skipping values an import already holds).
 async fn insert_schema(
     tx: &deadpool_postgres::Transaction<'_>,
+    subject: &str,
     id: Option<i64>,
     candidate: &NewSchema,
 ) -> StoreResult<Option<i64>> {
+    let explicit = id.is_some();
+    let id = match id {
+        Some(id) => Some(id),
+        None => next_context_id(tx, subject).await?,
+    };
     let refs = serde_json::to_string(&candidate.references).map_err(other_err)?;
     let metadata = candidate
         .metadata
@@ -762,7 +870,8 @@ async fn insert_schema(
         .await?;
         match row {
             Some(row) => break col::<i64>(&row, 0)?,
-            None if id.is_some() => return Ok(None),
+            None if explicit => return Ok(None),
+            None if id.is_some() => return Err(other_err("a context id was taken meanwhile")),
             None => continue,
         }
     };
@@ -772,7 +881,13 @@ async fn insert_schema(
             tx,
             "INSERT INTO schema_references(schema_id, ordinal, name, subject, version) \
              VALUES ($1, $2, $3, $4, $5)",
-            &[&id, &ordinal, &r.name, &r.subject, &r.version],
+            &[
+                &id,
+                &ordinal,
+                &r.name,
+                &context::qualify_with_parent(subject, &r.subject),
+                &r.version,
+            ],
         )
         .await?;
     }
@@ -897,13 +1012,15 @@ async fn referencing_in(
 /// sees the new reference).
 async fn check_references_live(
     tx: &deadpool_postgres::Transaction<'_>,
+    subject: &str,
     candidate: &NewSchema,
 ) -> StoreResult<()> {
     for r in &candidate.references {
+        let target = context::qualify_with_parent(subject, &r.subject);
         let live = query_opt(
             tx,
             "SELECT 1 FROM subject_versions WHERE subject = $1 AND version = $2 AND NOT deleted",
-            &[&r.subject, &r.version],
+            &[&target, &r.version],
         )
         .await?
         .is_some();
@@ -1090,7 +1207,12 @@ impl Store for PostgresStore {
 
     async fn max_schema_id(&self) -> StoreResult<i64> {
         let client = self.client().await?;
-        let rows = query(&client, "SELECT COALESCE(MAX(id), 0) FROM schemas", &[]).await?;
+        let rows = query(
+            &client,
+            "SELECT COALESCE(MAX(id), 0) FROM schemas WHERE id <= $1",
+            &[&context::MAX_PUBLIC_ID],
+        )
+        .await?;
         match rows.first() {
             Some(row) => col(row, 0),
             None => Ok(0),
@@ -1238,6 +1360,53 @@ impl Store for PostgresStore {
     async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>> {
         let client = self.client().await?;
         read_mode(&client, scope_key(scope)).await
+    }
+
+    async fn contexts(&self) -> StoreResult<Vec<(String, i64)>> {
+        let client = self.client().await?;
+        query(
+            &client,
+            "SELECT name, slot FROM contexts ORDER BY name",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| Ok((col(r, 0)?, col(r, 1)?)))
+        .collect()
+    }
+
+    async fn context_slot(&self, context: &str) -> StoreResult<Option<i64>> {
+        let client = self.client().await?;
+        read_slot(&client, context).await
+    }
+
+    async fn delete_context(&self, context: &str, audit: Audit<'_>) -> StoreResult<bool> {
+        let removed = in_transaction!(self, |tx| {
+            lock(&tx, LOCK_CONTEXT, "").await?;
+            if context_in_use(&tx, context).await? {
+                return Err(StoreError::ContextNotEmpty(context.to_string()));
+            }
+            let slot = read_slot(&tx, context).await?.filter(|slot| *slot != 0);
+            if let Some(slot) = slot {
+                let (lowest, highest) = context::slot_range(slot);
+                exec(
+                    &tx,
+                    "DELETE FROM schema_references WHERE schema_id BETWEEN $1 AND $2",
+                    &[&lowest, &highest],
+                )
+                .await?;
+                exec(
+                    &tx,
+                    "DELETE FROM schemas WHERE id BETWEEN $1 AND $2",
+                    &[&lowest, &highest],
+                )
+                .await?;
+                exec(&tx, "DELETE FROM contexts WHERE name = $1", &[&context]).await?;
+                audit_in(&tx, audit, "context.delete", context_target(context)).await?;
+            }
+            slot.is_some()
+        });
+        Ok(removed)
     }
 
     async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()> {

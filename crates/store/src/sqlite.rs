@@ -4,11 +4,13 @@
 //! concurrently, which WAL allows.
 
 use crate::audit::{AUDIT_COLUMNS, AuditLine, audit_filter};
+use crate::context;
 use crate::sqlite_conn::{self, blocking};
 use crate::{
     Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
     Placement, Registered, SchemaRecord, Scope, Store, StoreError, StoreResult, StoredVersion,
-    delete_operation, delete_target, register_operation, registered_target, scope_target,
+    context_target, delete_operation, delete_target, register_operation, registered_target,
+    scope_target,
 };
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -83,6 +85,13 @@ const MIGRATIONS: &[(i64, &str)] = &[
         3,
         "ALTER TABLE schemas ADD COLUMN guid TEXT;
     CREATE INDEX schemas_guid ON schemas(guid);",
+    ),
+    (
+        4,
+        "CREATE TABLE contexts (
+        name TEXT PRIMARY KEY,
+        slot INTEGER NOT NULL UNIQUE
+    );",
     ),
 ];
 
@@ -315,11 +324,13 @@ fn register_in(
         return Ok(existing);
     }
     guard(&versions).map_err(StoreError::Rejected)?;
-    check_references_live(tx, candidate)?;
+    check_references_live(tx, subject, candidate)?;
 
     let version = placement.next_version(subject, &versions)?;
+    let slot = slot_for_write(tx, context::context_of(subject))?;
+    let (lowest, highest) = context::slot_range(slot);
 
-    let id = match placement.id {
+    let id = match placement.id.map(|id| context::stored_id(slot, id)) {
         Some(id) => {
             let bound: Option<String> = tx
                 .query_row("SELECT content_key FROM schemas WHERE id = ?1", [id], |r| {
@@ -332,20 +343,20 @@ fn register_in(
                     return Err(StoreError::IdConflict { id });
                 }
                 Some(_) => id,
-                None => insert_schema(tx, Some(id), candidate)?,
+                None => insert_schema(tx, subject, Some(id), candidate)?,
             }
         }
         None => {
             let found: Option<i64> = tx
                 .query_row(
-                    "SELECT MIN(id) FROM schemas WHERE content_key = ?1",
-                    [&candidate.content_key],
+                    "SELECT MIN(id) FROM schemas WHERE content_key = ?1 AND id BETWEEN ?2 AND ?3",
+                    params![&candidate.content_key, lowest, highest],
                     |r| r.get(0),
                 )
                 .map_err(backend)?;
             match found {
                 Some(id) => id,
-                None => insert_schema(tx, None, candidate)?,
+                None => insert_schema(tx, subject, None, candidate)?,
             }
         }
     };
@@ -363,16 +374,74 @@ fn register_in(
     })
 }
 
+/// The slot of `context`, created with the next free slot on its first registration.
+fn slot_for_write(tx: &rusqlite::Transaction<'_>, context: &str) -> StoreResult<i64> {
+    if context == context::DEFAULT_CONTEXT {
+        return Ok(0);
+    }
+    if let Some(slot) = read_slot(tx, context)? {
+        return Ok(slot);
+    }
+    let slot: i64 = tx
+        .query_row("SELECT COALESCE(MAX(slot), 0) + 1 FROM contexts", [], |r| {
+            r.get(0)
+        })
+        .map_err(backend)?;
+    tx.execute(
+        "INSERT INTO contexts(name, slot) VALUES (?1, ?2)",
+        params![context, slot],
+    )
+    .map_err(backend)?;
+    Ok(slot)
+}
+
+fn read_slot(conn: &Connection, context: &str) -> StoreResult<Option<i64>> {
+    if context == context::DEFAULT_CONTEXT {
+        return Ok(Some(0));
+    }
+    conn.query_row(
+        "SELECT slot FROM contexts WHERE name = ?1",
+        [context],
+        |r| r.get(0),
+    )
+    .optional()
+    .map_err(backend)
+}
+
+/// Whether any subject (soft-deleted ones included) lives in `context`.
+fn context_in_use(conn: &Connection, context: &str) -> StoreResult<bool> {
+    let sql = if context == context::DEFAULT_CONTEXT {
+        "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject NOT LIKE ':.%')"
+    } else {
+        "SELECT EXISTS(SELECT 1 FROM subject_versions \
+         WHERE substr(subject, 1, length(?1)) = ?1)"
+    };
+    let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
+    let found = if context == context::DEFAULT_CONTEXT {
+        stmt.query_row([], |r| r.get(0))
+    } else {
+        stmt.query_row([context::context_key(context)], |r| r.get(0))
+    };
+    found.map_err(backend)
+}
+
 fn insert_schema(
     tx: &rusqlite::Transaction<'_>,
+    subject: &str,
     id: Option<i64>,
     candidate: &NewSchema,
 ) -> StoreResult<i64> {
     let id = match id {
         Some(id) => id,
         None => {
+            let slot = read_slot(tx, context::context_of(subject))?.unwrap_or(0);
+            let (lowest, highest) = context::slot_range(slot);
             let max: i64 = tx
-                .query_row("SELECT COALESCE(MAX(id), 0) FROM schemas", [], |r| r.get(0))
+                .query_row(
+                    "SELECT COALESCE(MAX(id), ?1 - 1) FROM schemas WHERE id BETWEEN ?1 AND ?2",
+                    params![lowest, highest],
+                    |r| r.get(0),
+                )
                 .map_err(backend)?;
             max + 1
         }
@@ -409,7 +478,13 @@ fn insert_schema(
         tx.execute(
             "INSERT INTO schema_references(schema_id, ordinal, name, subject, version) \
              VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id, ordinal as i64, r.name, r.subject, r.version],
+            params![
+                id,
+                ordinal as i64,
+                r.name,
+                context::qualify_with_parent(subject, &r.subject),
+                r.version
+            ],
         )
         .map_err(backend)?;
     }
@@ -439,14 +514,19 @@ fn check_versions_exist(
     Ok(())
 }
 
-/// Every reference of a schema about to be written must name a live version.
-fn check_references_live(tx: &rusqlite::Transaction<'_>, candidate: &NewSchema) -> StoreResult<()> {
+/// Every reference of a schema about to be written must name a live version (an unqualified
+/// reference names a subject of the referring subject's context).
+fn check_references_live(
+    tx: &rusqlite::Transaction<'_>,
+    subject: &str,
+    candidate: &NewSchema,
+) -> StoreResult<()> {
     for r in &candidate.references {
         let live: bool = tx
             .query_row(
                 "SELECT EXISTS(SELECT 1 FROM subject_versions \
                  WHERE subject = ?1 AND version = ?2 AND deleted = 0)",
-                params![r.subject, r.version],
+                params![context::qualify_with_parent(subject, &r.subject), r.version],
                 |row| row.get(0),
             )
             .map_err(backend)?;
@@ -690,8 +770,12 @@ impl Store for SqliteStore {
 
     async fn max_schema_id(&self) -> StoreResult<i64> {
         self.read(|conn| {
-            conn.query_row("SELECT COALESCE(MAX(id), 0) FROM schemas", [], |r| r.get(0))
-                .map_err(backend)
+            conn.query_row(
+                "SELECT COALESCE(MAX(id), 0) FROM schemas WHERE id <= ?1",
+                [context::MAX_PUBLIC_ID],
+                |r| r.get(0),
+            )
+            .map_err(backend)
         })
     }
 
@@ -843,6 +927,48 @@ impl Store for SqliteStore {
                 audit_in(tx, audit, "mode.delete", scope_target(scope, "mode", None))?;
             }
             Ok(old)
+        })
+    }
+
+    async fn contexts(&self) -> StoreResult<Vec<(String, i64)>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT name, slot FROM contexts ORDER BY name")
+                .map_err(backend)?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)
+        })
+    }
+
+    async fn context_slot(&self, context: &str) -> StoreResult<Option<i64>> {
+        self.read(|conn| read_slot(conn, context))
+    }
+
+    async fn delete_context(&self, context: &str, audit: Audit<'_>) -> StoreResult<bool> {
+        self.write(|tx| {
+            if context_in_use(tx, context)? {
+                return Err(StoreError::ContextNotEmpty(context.to_string()));
+            }
+            let Some(slot) = read_slot(tx, context)?.filter(|slot| *slot != 0) else {
+                return Ok(false);
+            };
+            let (lowest, highest) = context::slot_range(slot);
+            tx.execute(
+                "DELETE FROM schema_references WHERE schema_id BETWEEN ?1 AND ?2",
+                params![lowest, highest],
+            )
+            .map_err(backend)?;
+            tx.execute(
+                "DELETE FROM schemas WHERE id BETWEEN ?1 AND ?2",
+                params![lowest, highest],
+            )
+            .map_err(backend)?;
+            tx.execute("DELETE FROM contexts WHERE name = ?1", [context])
+                .map_err(backend)?;
+            audit_in(tx, audit, "context.delete", context_target(context))?;
+            Ok(true)
         })
     }
 

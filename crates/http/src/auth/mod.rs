@@ -691,6 +691,16 @@ async fn subject_param(parts: &mut Parts) -> Option<String> {
     params.remove("subject")
 }
 
+/// What a `{subject}` parameter protects: a context key (`:.ctx:`, on config and mode routes)
+/// stands for the registry as a whole.
+fn subject_resource(subject: String) -> Resource {
+    if covenant_store::context::is_context_only(&subject) {
+        Resource::Global
+    } else {
+        Resource::Subject(subject)
+    }
+}
+
 /// The layer itself (installed by [`crate::router_with_auth`] on every route).
 pub(crate) async fn guard(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
@@ -714,7 +724,12 @@ pub(crate) async fn guard(State(auth): State<Arc<Auth>>, request: Request, next:
     let resource = match target {
         Target::Public | Target::Filtered => None,
         Target::Global => Some(Resource::Global),
-        Target::Subject => subject_param(&mut parts).await.map(Resource::Subject),
+        Target::Subject => subject_param(&mut parts).await.map(subject_resource),
+    };
+    // A whole context's config or mode (`:.ctx:`) is the registry's, like the global one.
+    let operation = match (&resource, operation) {
+        (Some(Resource::Global), Operation::Write) if target == Target::Subject => Operation::Admin,
+        (_, operation) => operation,
     };
     let allowed = match (target, &resource) {
         (Target::Public, _) => true,
