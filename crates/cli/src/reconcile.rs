@@ -3,18 +3,20 @@
 //! references first) and the verification of a destination against its source (counts per kind,
 //! and for every id whether both sides hold the same schema).
 
-use crate::transfer::{Dump, DumpSchema, DumpVersion};
+use crate::transfer::{Dump, DumpSchema, DumpVersion, SchemaKey, schemas_by_key, version_key};
 use covenant_store::SchemaRef;
+use covenant_store::context::qualify_with_parent;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every version of the dump, each schema's references before the version that carries it
 /// (a registry refuses a reference to a version it does not hold), otherwise in dump order.
 pub fn write_order(dump: &Dump) -> Vec<(&str, &DumpVersion)> {
-    let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
-    let mut index: BTreeMap<(&str, i64), &DumpVersion> = BTreeMap::new();
+    let schemas = schemas_by_key(dump);
+    let mut index: VersionIndex<'_> = BTreeMap::new();
     for subject in &dump.subjects {
         for v in &subject.versions {
-            index.insert((subject.name.as_str(), v.version), v);
+            let name = subject.name.as_str();
+            index.insert((name, v.version), (name, v));
         }
     }
     let mut placed = BTreeSet::new();
@@ -27,12 +29,15 @@ pub fn write_order(dump: &Dump) -> Vec<(&str, &DumpVersion)> {
     order
 }
 
+/// Every version by (subject, version), with its subject's name borrowed from the dump.
+type VersionIndex<'a> = BTreeMap<(&'a str, i64), (&'a str, &'a DumpVersion)>;
+
 /// Depth-first placement of one version after its references; `placed` also breaks cycles.
 fn place<'a>(
     subject: &'a str,
     v: &'a DumpVersion,
-    schemas: &BTreeMap<i64, &'a DumpSchema>,
-    index: &BTreeMap<(&'a str, i64), &'a DumpVersion>,
+    schemas: &BTreeMap<SchemaKey<'a>, &'a DumpSchema>,
+    index: &VersionIndex<'a>,
     placed: &mut BTreeSet<(&'a str, i64)>,
     order: &mut Vec<(&'a str, &'a DumpVersion)>,
 ) {
@@ -40,11 +45,14 @@ fn place<'a>(
         return;
     }
     for r in schemas
-        .get(&v.id)
+        .get(&version_key(subject, v))
         .map(|s| s.references.as_slice())
         .unwrap_or(&[])
     {
-        if let Some((&(name, _), target)) = index.get_key_value(&(r.subject.as_str(), r.version)) {
+        let target_subject = qualify_with_parent(subject, &r.subject);
+        // The map is covariant in its key: looked up with a shorter-lived name.
+        let lookup: &BTreeMap<(&str, i64), (&'a str, &'a DumpVersion)> = index;
+        if let Some(&(name, target)) = lookup.get(&(target_subject.as_str(), r.version)) {
             place(name, target, schemas, index, placed, order);
         }
     }
@@ -56,9 +64,13 @@ pub fn unresolved_references(dump: &Dump) -> BTreeSet<(String, i64)> {
     let held: BTreeSet<(&str, i64)> = held_versions(dump).collect();
     dump.schemas
         .iter()
-        .flat_map(|s| &s.references)
-        .filter(|r| !held.contains(&(r.subject.as_str(), r.version)))
-        .map(|r| (r.subject.clone(), r.version))
+        .flat_map(|s| {
+            let parent = covenant_store::context::qualify(&s.context, "");
+            s.references
+                .iter()
+                .map(move |r| (qualify_with_parent(&parent, &r.subject), r.version))
+        })
+        .filter(|(subject, version)| !held.contains(&(subject.as_str(), *version)))
         .collect()
 }
 
@@ -72,7 +84,7 @@ fn held_versions(dump: &Dump) -> impl Iterator<Item = (&str, i64)> {
 /// (transitively), so that what is kept can still be registered; then only the ids kept
 /// versions carry.
 pub fn keep_with_references(dump: &mut Dump, keep: impl Fn(&str) -> bool) {
-    let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
+    let schemas = schemas_by_key(dump);
     let ids: BTreeMap<(&str, i64), i64> = dump
         .subjects
         .iter()
@@ -88,7 +100,10 @@ pub fn keep_with_references(dump: &mut Dump, keep: impl Fn(&str) -> bool) {
         if !kept.insert((subject.to_string(), version)) {
             continue;
         }
-        let refs = ids.get(&(subject, version)).and_then(|id| schemas.get(id));
+        let context = covenant_store::context::context_of(subject);
+        let refs = ids
+            .get(&(subject, version))
+            .and_then(|id| schemas.get(&(context, *id)));
         for r in refs.map(|s| s.references.as_slice()).unwrap_or(&[]) {
             pending.push((r.subject.as_str(), r.version));
         }
@@ -100,12 +115,18 @@ pub fn keep_with_references(dump: &mut Dump, keep: impl Fn(&str) -> bool) {
             .retain(|v| kept.contains(&(name.clone(), v.version)));
     }
     dump.subjects.retain(|s| !s.versions.is_empty());
-    let carried: BTreeSet<i64> = dump
+    let carried: BTreeSet<(String, i64)> = dump
         .subjects
         .iter()
-        .flat_map(|s| s.versions.iter().map(|v| v.id))
+        .flat_map(|s| {
+            s.versions.iter().map(|v| {
+                let (context, id) = version_key(&s.name, v);
+                (context.to_string(), id)
+            })
+        })
         .collect();
-    dump.schemas.retain(|s| carried.contains(&s.id));
+    dump.schemas
+        .retain(|s| carried.contains(&(s.context.clone(), s.id)));
 }
 
 /// What makes two stored schemas the same schema, on either side of a transfer: the
@@ -256,9 +277,9 @@ pub fn verify(source: &Dump, destination: &Dump) -> Verification {
             }
         }
     }
-    let ids: BTreeMap<i64, &DumpSchema> = destination.schemas.iter().map(|s| (s.id, s)).collect();
+    let ids = schemas_by_key(destination);
     for s in &source.schemas {
-        match ids.get(&s.id) {
+        match ids.get(&s.key()) {
             None => differences.push(Difference::Missing(format!("schema id {}", s.id))),
             Some(d) if schema_identity(d) != schema_identity(s) => differences.push(
                 Difference::Conflict(format!("schema id {}: the canonical forms differ", s.id)),
@@ -308,6 +329,7 @@ mod tests {
     fn schema(id: i64, text: &str, references: Vec<SchemaRef>) -> DumpSchema {
         DumpSchema {
             id,
+            context: ".".into(),
             schema_type: "JSON".into(),
             schema: text.into(),
             references,

@@ -7,6 +7,7 @@ mod governance;
 
 use crate::reconcile::{identity, schema_identity, write_order};
 use anyhow::{Context, Result, bail};
+use covenant_store::context;
 use covenant_store::governance::GovernanceSnapshot;
 use covenant_store::{
     AuditEntry, AuditQuery, ConfigRecord, Dedupe, GovernanceStore, NewSchema, Placement,
@@ -134,7 +135,14 @@ impl From<&DumpProfile> for ProfileRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DumpSchema {
+    /// The id clients see, within [`DumpSchema::context`].
     pub id: i64,
+    /// The context whose id space `id` belongs to (`.` when absent).
+    #[serde(
+        default = "default_context",
+        skip_serializing_if = "is_default_context"
+    )]
+    pub context: String,
     pub schema_type: String,
     pub schema: String,
     #[serde(default)]
@@ -144,6 +152,33 @@ pub struct DumpSchema {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_set: Option<serde_json::Value>,
     pub content_key: String,
+}
+
+fn default_context() -> String {
+    context::DEFAULT_CONTEXT.to_string()
+}
+
+fn is_default_context(c: &str) -> bool {
+    c == context::DEFAULT_CONTEXT
+}
+
+/// Where a schema sits in a dump: its context and id (ids repeat across contexts).
+pub type SchemaKey<'a> = (&'a str, i64);
+
+impl DumpSchema {
+    pub fn key(&self) -> SchemaKey<'_> {
+        (&self.context, self.id)
+    }
+}
+
+/// The key of the schema that version `v` of `subject` carries.
+pub fn version_key<'a>(subject: &'a str, v: &DumpVersion) -> SchemaKey<'a> {
+    (context::context_of(subject), v.id)
+}
+
+/// The dump's schemas by key.
+pub fn schemas_by_key(dump: &Dump) -> BTreeMap<SchemaKey<'_>, &DumpSchema> {
+    dump.schemas.iter().map(|s| (s.key(), s)).collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -297,6 +332,13 @@ pub async fn export_all(stores: &Stores) -> Result<Dump> {
 /// governance: what `covenant migrate` compares against a registry read over REST.
 pub async fn export(store: &dyn Store) -> Result<Dump> {
     let versions = store.all_versions().await?;
+    let slots: BTreeMap<i64, String> = store
+        .contexts()
+        .await?
+        .into_iter()
+        .map(|(name, slot)| (slot, name))
+        .chain([(0, default_context())])
+        .collect();
     let mut schemas: BTreeMap<i64, DumpSchema> = BTreeMap::new();
     let mut subjects: Vec<DumpSubject> = Vec::new();
     for v in versions {
@@ -307,9 +349,11 @@ pub async fn export(store: &dyn Store) -> Result<Dump> {
             created_at,
             schema,
         } = v;
-        let id = schema.id;
-        schemas.entry(id).or_insert_with(|| DumpSchema {
+        let id = context::public_id(schema.id);
+        let slot = context::slot_of(schema.id);
+        schemas.entry(schema.id).or_insert_with(|| DumpSchema {
             id,
+            context: slots.get(&slot).cloned().unwrap_or_else(default_context),
             schema_type: schema.schema_type,
             schema: schema.schema,
             references: schema.references,
@@ -438,14 +482,18 @@ pub fn validate(dump: &Dump) -> Result<()> {
     governance::validate(dump)?;
     let mut ids = BTreeMap::new();
     for s in &dump.schemas {
-        if ids.insert(s.id, s).is_some() {
-            bail!("schema id {} appears twice in the dump", s.id);
+        if ids.insert(s.key(), s).is_some() {
+            bail!(
+                "schema id {} of context '{}' appears twice in the dump",
+                s.id,
+                s.context
+            );
         }
     }
     for subject in &dump.subjects {
         let mut seen = std::collections::BTreeSet::new();
         for v in &subject.versions {
-            if !ids.contains_key(&v.id) {
+            if !ids.contains_key(&version_key(&subject.name, v)) {
                 bail!(
                     "version {} of subject '{}' carries schema id {}, which the dump does not hold",
                     v.version,
@@ -502,7 +550,7 @@ pub async fn apply(
     progress: &mut dyn FnMut(usize),
 ) -> Result<ImportCounts> {
     validate(dump)?;
-    let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
+    let schemas = schemas_by_key(dump);
     let mut counts = ImportCounts::default();
     let mut existing: BTreeMap<&str, Vec<StoredVersion>> = BTreeMap::new();
     let mut to_delete = Vec::new();
@@ -511,7 +559,8 @@ pub async fn apply(
             existing.insert(subject, store.subject_versions(subject).await?);
         }
         let present = existing[subject].iter().find(|e| e.version == v.version);
-        let live = apply_version(store, subject, v, schemas[&v.id], present, &mut counts).await?;
+        let schema = schemas[&version_key(subject, v)];
+        let live = apply_version(store, subject, v, schema, present, &mut counts).await?;
         if v.deleted && live {
             to_delete.push((subject, v.version));
         }
@@ -557,12 +606,12 @@ async fn apply_version(
 ) -> Result<bool> {
     let what = format!("version {} of subject '{subject}' (id {})", v.version, v.id);
     match present {
-        Some(e) if e.schema.id == v.id => {
+        Some(e) if context::public_id(e.schema.id) == v.id => {
             counts.versions_present += 1;
             return Ok(!e.deleted);
         }
         Some(e) => {
-            let id = e.schema.id;
+            let id = context::public_id(e.schema.id);
             counts
                 .conflicts
                 .push(format!("{what} already exists with schema id {id}"));
@@ -578,7 +627,12 @@ async fn apply_version(
         rule_set: schema.rule_set.clone(),
         content_key: schema.content_key.clone(),
     };
-    if let Some(held) = store.schema_by_id(v.id).await? {
+    let slot = store.context_slot(context::context_of(subject)).await?;
+    let held = match slot {
+        Some(slot) => store.schema_by_id(context::stored_id(slot, v.id)).await?,
+        None => None,
+    };
+    if let Some(held) = held {
         let same = identity(
             &held.schema_type,
             &held.schema,

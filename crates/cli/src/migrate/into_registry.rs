@@ -71,7 +71,7 @@ async fn held_versions(remote: &Remote, subject: &str) -> Result<BTreeMap<i64, (
 /// Writes every version in [`reconcile::write_order`], then the soft deletes, referrers first
 /// (a registry refuses to delete a version a live one refers to).
 async fn write_versions(remote: &Remote, dump: &Dump) -> Result<Vec<String>> {
-    let schemas: BTreeMap<i64, &DumpSchema> = dump.schemas.iter().map(|s| (s.id, s)).collect();
+    let schemas = crate::transfer::schemas_by_key(dump);
     let order = reconcile::write_order(dump);
     let progress = Progress::new("wrote versions", order.len());
     let mut held: BTreeMap<&str, BTreeMap<i64, (i64, bool)>> = BTreeMap::new();
@@ -82,7 +82,8 @@ async fn write_versions(remote: &Remote, dump: &Dump) -> Result<Vec<String>> {
             held.insert(subject, held_versions(remote, subject).await?);
         }
         let present = held[subject].get(&v.version).copied();
-        let live = write_version(remote, subject, v, schemas[&v.id], present, &mut tally).await?;
+        let schema = schemas[&crate::transfer::version_key(subject, v)];
+        let live = write_version(remote, subject, v, schema, present, &mut tally).await?;
         if v.deleted && live {
             to_delete.push((subject, v));
         }

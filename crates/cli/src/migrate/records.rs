@@ -24,22 +24,24 @@ pub fn empty_dump() -> Dump {
     }
 }
 
-/// Adds one id's schema; the same id with other content (as Confluent contexts allow) cannot be
-/// kept in one id space, so it stops the migration before anything is written.
+/// Adds one id's schema in the context of `subject`; the same id with other content in one
+/// context is a source that contradicts itself, and stops the migration before anything is
+/// written.
 pub fn add_schema(
-    schemas: &mut BTreeMap<i64, (String, DumpSchema)>,
+    schemas: &mut BTreeMap<(String, i64), (String, DumpSchema)>,
     subject: &str,
-    schema: DumpSchema,
+    mut schema: DumpSchema,
 ) -> Result<()> {
-    match schemas.get(&schema.id) {
+    schema.context = covenant_store::context::context_of(subject).to_string();
+    let key = (schema.context.clone(), schema.id);
+    match schemas.get(&key) {
         Some((first, held)) if held.content_key != schema.content_key => bail!(
-            "schema id {} carries different schemas in subjects '{first}' and '{subject}' \
-             (ids numbered per context cannot share one id space)",
+            "schema id {} carries different schemas in subjects '{first}' and '{subject}'",
             schema.id
         ),
         Some(_) => Ok(()),
         None => {
-            schemas.insert(schema.id, (subject.to_string(), schema));
+            schemas.insert(key, (subject.to_string(), schema));
             Ok(())
         }
     }
@@ -72,6 +74,7 @@ pub fn schema_from(body: &Value) -> Result<DumpSchema> {
         covenant_registry::content_key(&schema_type, &schema, &references, &metadata, &rule_set);
     Ok(DumpSchema {
         id,
+        context: covenant_store::context::DEFAULT_CONTEXT.to_string(),
         schema_type,
         schema,
         references,

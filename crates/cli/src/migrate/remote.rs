@@ -169,7 +169,7 @@ pub(super) async fn read_registry(
 
 /// Joins the subjects read into one dump, with the global config and mode.
 async fn assemble(remote: &Remote, reads: Vec<SubjectRead>) -> Result<Dump> {
-    let mut schemas: BTreeMap<i64, (String, DumpSchema)> = BTreeMap::new();
+    let mut schemas: BTreeMap<(String, i64), (String, DumpSchema)> = BTreeMap::new();
     let mut dump = empty_dump();
     for read in reads {
         for schema in read.schemas {
@@ -277,15 +277,17 @@ async fn read_references(remote: &Remote, dump: &mut Dump) -> Result<()> {
             .filter(|r| tried.insert(r.clone()))
             .collect();
         if wanted.is_empty() {
-            dump.schemas.sort_by_key(|s| s.id);
+            dump.schemas
+                .sort_by(|a, b| (&a.context, a.id).cmp(&(&b.context, b.id)));
             return Ok(());
         }
         for (name, version) in wanted {
             let (_, live) = version_lists(remote, &name).await?;
-            let Some((v, schema)) = read_version(remote, &name, version, &live).await? else {
+            let Some((v, mut schema)) = read_version(remote, &name, version, &live).await? else {
                 continue;
             };
-            match dump.schemas.iter().find(|s| s.id == schema.id) {
+            schema.context = covenant_store::context::context_of(&name).to_string();
+            match dump.schemas.iter().find(|s| s.key() == schema.key()) {
                 Some(held) if held.content_key != schema.content_key => bail!(
                     "schema id {} carries different schemas in '{name}' and elsewhere",
                     schema.id
