@@ -8,6 +8,7 @@
 mod generate;
 mod http;
 mod inproc;
+mod migrate;
 mod process;
 mod profile;
 mod scale;
@@ -64,11 +65,11 @@ struct Args {
     /// Sizes in MB of the two generated files the profile part reads.
     #[arg(long, value_delimiter = ',')]
     profile_mb: Option<Vec<u64>>,
-    /// Parts to run: any of check, http, scale, profile.
+    /// Parts to run: any of check, http, scale, profile, migrate.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "check,http,scale,profile"
+        default_value = "check,http,scale,profile,migrate"
     )]
     parts: Vec<String>,
     /// Repetitions of each timed measurement (median and spread are reported).
@@ -86,6 +87,9 @@ struct Args {
     /// Longest time the scale part spends loading, in seconds.
     #[arg(long)]
     scale_max_seconds: Option<u64>,
+    /// Schemas the migrate part moves.
+    #[arg(long)]
+    migrate_schemas: Option<u64>,
     /// Seconds each HTTP route is driven.
     #[arg(long)]
     http_seconds: Option<f64>,
@@ -286,6 +290,20 @@ fn run(args: Args) -> Result<bool> {
         }
         part(&mut rows, &mut failed, "3 scale, embedded SQLite", |rows| {
             runtime.block_on(scale::run(&covenant, sizes, scratch.path(), rows))
+        });
+    }
+
+    if wants("migrate") {
+        let mut sizes = if smoke {
+            migrate::MigrateSizes::SMOKE
+        } else {
+            migrate::MigrateSizes::FULL
+        };
+        if let Some(n) = args.migrate_schemas {
+            sizes.schemas = n.max(1);
+        }
+        part(&mut rows, &mut failed, "5 migrate", |rows| {
+            runtime.block_on(migrate::run(&covenant, sizes, scratch.path(), rows))
         });
     }
 

@@ -63,6 +63,10 @@ pub struct MigrateArgs {
     /// global config and mode are then left as the destination has them).
     #[arg(long, value_name = "PREFIX", default_value = "")]
     subjects: String,
+    /// Only the subjects of one Confluent context (`.ctx`), with their ids, and the versions
+    /// they refer to.
+    #[arg(long, value_name = "CONTEXT", conflicts_with = "subjects")]
+    context: Option<String>,
     /// Read both sides and report what would be written; write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -97,13 +101,27 @@ pub fn run(args: MigrateArgs) -> Result<ExitCode> {
         .block_on(migrate(args))
 }
 
+/// The subject prefix of a context: `:.ctx:`.
+fn context_prefix(context: &str) -> Result<String> {
+    match covenant_store::context::normalize_context(context) {
+        Some(c) if c == covenant_store::context::DEFAULT_CONTEXT => anyhow::bail!(
+            "--context . is every unqualified subject; leave --context out, or use --subjects"
+        ),
+        Some(c) => Ok(covenant_store::context::context_key(&c)),
+        None => anyhow::bail!("'{context}' is not a context name"),
+    }
+}
+
 /// Where the migration writes.
 enum Destination {
     Store(Arc<dyn covenant_store::Store>),
     Registry(Arc<Remote>),
 }
 
-async fn migrate(args: MigrateArgs) -> Result<ExitCode> {
+async fn migrate(mut args: MigrateArgs) -> Result<ExitCode> {
+    if let Some(context) = &args.context {
+        args.subjects = context_prefix(context)?;
+    }
     let parallel = usize::from(args.parallel);
     if args.dry_run && args.data_dir.as_deref().is_some_and(|d| !d.exists()) {
         // A store that does not exist yet holds nothing, and a dry run does not create it.

@@ -130,7 +130,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let address = listener.local_addr().context("reading the bound address")?;
     let auth = crate::auth::layer(&args.auth, address).await?;
     let tls = args.auth.tls()?;
-    let (registry, governance_store) = open_registry(&args).await?;
+    let (registry, governance_store, exporter_store) = open_registry(&args).await?;
+    let exporters = covenant_exporter::Exporters::new(registry.clone(), exporter_store);
+    exporters.spawn();
     spawn_audit_pruning(registry.store().clone(), args.audit_retention_days);
     let governance = covenant_http::governance::enable(
         &registry,
@@ -141,9 +143,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Every refusal of the authorization layer is recorded in the audit trail.
     let audit = covenant_http::audit::AuditSink::new(registry.store().clone());
     let auth = Arc::new(auth.with_denial_hook(Arc::new(audit)));
-    let app = covenant_http::router_counting_into(
+    let app = covenant_http::router_serving(
         registry.clone(),
         Some(governance.clone()),
+        Some(exporters),
         HttpConfig {
             max_body_bytes: args.max_body_bytes,
         },
@@ -193,9 +196,14 @@ fn server_limits(args: &ServeArgs) -> ServerLimits {
 /// on how long another node's permanent delete may still be served from this node's cache.
 ///
 /// Governance (consumers, usage, deprecations) lives in the same database as the schemas.
-async fn open_registry(
-    args: &ServeArgs,
-) -> anyhow::Result<(Arc<Registry>, Arc<dyn GovernanceStore>)> {
+/// The registry and the stores beside it: governance, and exporters.
+type Opened = (
+    Arc<Registry>,
+    Arc<dyn GovernanceStore>,
+    Arc<dyn covenant_store::exporters::ExporterStore>,
+);
+
+async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
     let Some(url) = &args.store else {
         let store = SqliteStore::open(&args.data_dir)
             .with_context(|| format!("opening the store in {}", args.data_dir.display()))?;
@@ -206,13 +214,20 @@ async fn open_registry(
             .with_context(|| format!("opening the profile store in {}", args.data_dir.display()))?;
         let governance = covenant_store::SqliteGovernanceStore::open(&args.data_dir)
             .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
+        let exporters =
+            covenant_store::exporters_sqlite::SqliteExporterStore::open(store.path())
+                .with_context(|| format!("opening the exporters in {}", args.data_dir.display()))?;
         let registry = Registry::new(Arc::new(store))
             .with_cache_entries(args.cache_entries)
             .with_schema_limits(args.limits.limits())
             .with_check_budget(args.limits.budget())
             .with_samples(Arc::new(samples))
             .with_profiles(Arc::new(profiles));
-        return Ok((Arc::new(registry), Arc::new(governance)));
+        return Ok((
+            Arc::new(registry),
+            Arc::new(governance),
+            Arc::new(exporters),
+        ));
     };
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         anyhow::bail!("--store expects a postgres:// URL");
@@ -230,6 +245,7 @@ async fn open_registry(
         .map_err(|e| anyhow::anyhow!("governance store: {e}"))?;
     let samples = PostgresSampleStore::open_lazy(url)?;
     let profiles = covenant_store::PostgresProfileStore::open_lazy(url)?;
+    let exporters = covenant_store::exporters_postgres::PostgresExporterStore::open_lazy(url)?;
     let mut changes = store.subscribe_changes();
     let registry = Arc::new(
         Registry::new(Arc::new(store))
@@ -258,7 +274,7 @@ async fn open_registry(
             }
         }
     });
-    Ok((registry, Arc::new(governance)))
+    Ok((registry, Arc::new(governance), Arc::new(exporters)))
 }
 
 /// Resolves on SIGINT or SIGTERM; in-flight requests then finish before exit.

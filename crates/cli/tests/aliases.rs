@@ -65,6 +65,35 @@ async fn reads_and_lookups_of_an_alias_resolve_to_its_target() {
         (&json!("orders"), &json!(1))
     );
 
+    // `GET /schemas?aliases=true` lists each version with the subjects aliasing it, and the
+    // versions of subjects aliased from under the prefix.
+    let (_, plain) = call(&serve, "GET", "/schemas", None).await;
+    assert_eq!(plain[0].get("aliases"), None, "{plain}");
+    let (status, with_aliases) = call(&serve, "GET", "/schemas?aliases=true", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(with_aliases[0]["subject"], "orders");
+    assert_eq!(
+        with_aliases[0]["aliases"],
+        json!(["orders-alias"]),
+        "{with_aliases}"
+    );
+    let (_, by_alias_prefix) = call(
+        &serve,
+        "GET",
+        "/schemas?aliases=true&subjectPrefix=orders-al",
+        None,
+    )
+    .await;
+    assert_eq!(
+        by_alias_prefix
+            .as_array()
+            .map(|a| a.iter().map(|v| v["subject"].clone()).collect::<Vec<_>>()),
+        Some(vec![json!("orders")]),
+        "{by_alias_prefix}"
+    );
+    let (_, none) = call(&serve, "GET", "/schemas?subjectPrefix=orders-al", None).await;
+    assert_eq!(none, json!([]));
+
     // An alias naming its own subject is no alias.
     let (status, _) = call(
         &serve,

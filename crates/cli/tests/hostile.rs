@@ -280,6 +280,17 @@ async fn odd_requests(http: &reqwest::Client, base: &str, seen: &Seen) {
         "/covenant/v1/subjects/x/profiles/99999999999999999999".into(),
         "/covenant/v1/subjects/x/profiles/trend?path=%00".into(),
         "/covenant/v1/subjects/x/profiles/findings?removeShare=1e400".into(),
+        "/contexts/%00".into(),
+        "/contexts/a:b/subjects".into(),
+        format!("/contexts/{long}"),
+        format!("/contexts/.{long}/subjects/x/versions"),
+        "/contexts/.x/schemas/ids/99999999999999999999".into(),
+        "/contexts/.x/config/%00".into(),
+        "/schemas/ids/1?subject=:.%00:".into(),
+        "/subjects?subjectPrefix=:*:%00".into(),
+        "/exporters/%00".into(),
+        format!("/exporters/{long}/status"),
+        "/exporters/..%2F..%2Fetc/config".into(),
     ];
     for path in &paths {
         for method in [
@@ -506,6 +517,82 @@ async fn hostile_schema_requests(http: &reqwest::Client, base: &str, seen: &Seen
     slowest
 }
 
+/// Exporter specifications built to cost or to hang: patterns that would backtrack, a
+/// thousand patterns, destinations that refuse connections or never answer, nested JSON; the
+/// running ones fail and retry in the background while the probe measures everyone else.
+async fn hostile_exporter_requests(http: &reqwest::Client, base: &str, seen: &Seen) {
+    // A destination that accepts connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a silent port");
+    let silent_url = format!("http://{}", silent.local_addr().expect("address"));
+    let closed_url = format!("http://127.0.0.1:{}", support::free_port());
+    let pathological = format!("{}b", "*a".repeat(500));
+    let many: Vec<String> = (0..1000).map(|i| format!("s{i}*")).collect();
+    let too_many: Vec<String> = (0..1001).map(|i| format!("s{i}")).collect();
+    let specs = [
+        (
+            "backtracking pattern",
+            json!({"name": "e-glob", "subjects": [pathological],
+            "config": {"schema.registry.url": closed_url}}),
+            200,
+        ),
+        (
+            "a thousand patterns",
+            json!({"name": "e-many", "subjects": many,
+            "config": {"schema.registry.url": closed_url}}),
+            200,
+        ),
+        (
+            "silent destination",
+            json!({"name": "e-silent", "contextType": "CUSTOM",
+            "context": "x", "config": {"schema.registry.url": silent_url}}),
+            200,
+        ),
+        (
+            "too many patterns",
+            json!({"name": "e-too-many", "subjects": too_many,
+            "config": {"schema.registry.url": closed_url}}),
+            409,
+        ),
+        ("no destination", json!({"name": "e-none"}), 409),
+        (
+            "odd name",
+            json!({"name": "../e", "config": {"schema.registry.url": closed_url}}),
+            409,
+        ),
+        (
+            "nested config",
+            json!({"name": "e-nested",
+            "config": {"schema.registry.url": {"a": {"b": [1, 2, 3]}}}}),
+            409,
+        ),
+    ];
+    for (what, body, expected) in specs {
+        let request = http
+            .post(format!("{base}/exporters"))
+            .header("content-type", V1)
+            .body(body.to_string());
+        let status = send(request, what, seen).await;
+        assert_eq!(status, expected, "{what}");
+    }
+    let nested = format!("{}{}", "{\"a\":".repeat(50_000), "1}".repeat(50_000));
+    let request = http
+        .post(format!("{base}/exporters"))
+        .header("content-type", V1)
+        .body(nested);
+    send(request, "deeply nested exporter", seen).await;
+    for name in ["e-glob", "e-many", "e-silent"] {
+        let status = send(
+            http.get(format!("{base}/exporters/{name}/status")),
+            "exporter status",
+            seen,
+        )
+        .await;
+        assert_eq!(status, 200, "{name}");
+    }
+    // Left running: the probe keeps measuring while they fail and retry.
+    std::mem::forget(silent);
+}
+
 /// Profile documents built to cost: thousands of paths and escape-hatch keys, then the routes
 /// and the metrics that read them back; and documents that are not profiles at all.
 async fn hostile_profile_requests(http: &reqwest::Client, base: &str, seen: &Seen) {
@@ -602,6 +689,7 @@ async fn hostile_clients_never_take_the_server_down() {
     raw_oddities(port, &seen).await;
     odd_requests(&http, &base, &seen).await;
     hostile_profile_requests(&http, &base, &seen).await;
+    hostile_exporter_requests(&http, &base, &seen).await;
     let slowest_schema = hostile_schema_requests(&http, &base, &seen).await;
 
     state.stop.store(true, Ordering::Relaxed);

@@ -339,6 +339,72 @@ async fn a_prefix_moves_only_its_subjects_what_they_refer_to_and_leaves_the_glob
     assert_eq!(keep["compatibilityLevel"], "FULL");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contexts_move_with_their_own_ids() {
+    let source = TestServer::start().await;
+    post(&source, "orders", json!({"schema": ADDRESS})).await;
+    post(&source, ":.eu:orders", json!({"schema": CURRENCY})).await;
+    post(&source, ":.eu:money", json!({"schema": "\"long\""})).await;
+    let reference = json!([{"name": "com.example.Currency", "subject": "orders", "version": 1}]);
+    let invoice = json!({"schema": INVOICE, "references": reference});
+    post(&source, ":.eu:invoice", invoice).await;
+    put(&source, "/config/:.eu:", json!({"compatibility": "NONE"})).await;
+
+    // Everything, into a running registry: ids 1..3 of `.eu` and id 1 of the default context.
+    let destination = TestServer::start().await;
+    let run = covenant(&["migrate", "--from", &source.base, "--to", &destination.base]);
+    assert_clean(&run);
+    for path in [
+        "/contexts",
+        "/subjects",
+        "/schemas/ids/1",
+        "/schemas/ids/1?subject=:.eu:",
+        "/schemas/ids/3?subject=:.eu:invoice",
+        "/subjects/:.eu:orders/versions/1/referencedby",
+    ] {
+        let (status, there) = destination.call("GET", path, None).await;
+        assert_eq!(
+            (status, there),
+            source.call("GET", path, None).await,
+            "{path}"
+        );
+    }
+    let (_, level) = destination.call("GET", "/config/:.eu:", None).await;
+    assert_eq!(level["compatibilityLevel"], "NONE");
+
+    // One context only, into a store.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let run = covenant(&[
+        "migrate",
+        "--from",
+        &source.base,
+        "--data-dir",
+        s(&data),
+        "--context",
+        "eu",
+    ]);
+    assert_clean(&run);
+    let (serve, client) = serve_dir(&data).await;
+    let (_, subjects) = get(&client, &serve.base, "/subjects").await;
+    assert_eq!(
+        subjects,
+        json!([":.eu:invoice", ":.eu:money", ":.eu:orders"])
+    );
+    let (_, ids) = get(&client, &serve.base, "/schemas/ids/2?subject=:.eu:").await;
+    assert_eq!(ids["schema"], "\"long\"");
+    let refused = covenant(&[
+        "migrate",
+        "--from",
+        &source.base,
+        "--data-dir",
+        s(&data),
+        "--context",
+        "a:b",
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+}
+
 /// An auth file whose `admin` (password `pw`) may do everything, and `reader` only read.
 fn admin_auth_file(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("auth.json");

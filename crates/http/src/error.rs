@@ -18,7 +18,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(code: u32, message: impl Into<String>) -> ApiError {
+    pub(crate) fn new(code: u32, message: impl Into<String>) -> ApiError {
         // Five-digit codes carry their status in the first three digits; framework errors
         // use the status itself as the code.
         let status_number = if code >= 10_000 { code / 100 } else { code };

@@ -328,18 +328,29 @@ pub async fn schema_types() -> Response {
 pub async fn schemas(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
     // Confluent's default prefix here is the default context's empty one; `:*:` lists all.
     let prefix = Some(params.get("subjectPrefix").unwrap_or(""));
-    let mut versions = state
-        .registry
-        .list_schemas(prefix, params.flag("deleted"), params.flag("latestOnly"))
-        .await?;
-    versions.retain(|v| access.can_read(&v.subject));
+    let (deleted, latest) = (params.flag("deleted"), params.flag("latestOnly"));
+    let mut versions = if params.flag("aliases") {
+        state
+            .registry
+            .list_schemas_with_aliases(prefix, deleted, latest)
+            .await?
+    } else {
+        let listed = state.registry.list_schemas(prefix, deleted, latest).await?;
+        listed.into_iter().map(|v| (v, Vec::new())).collect()
+    };
+    versions.retain(|(v, _)| access.can_read(&v.subject));
     if let Some(rule_type) = params.get("ruleType").filter(|t| !t.is_empty()) {
-        versions.retain(|v| v.schema.has_rules_of_type(rule_type));
+        versions.retain(|(v, _)| v.schema.has_rules_of_type(rule_type));
     }
     let versions = page(versions, &params, Some(1000));
     let mut out = Vec::with_capacity(versions.len());
-    for v in &versions {
-        out.push(version_view(v, v.schema.schema.clone()));
+    for (v, mut aliases) in versions {
+        let mut view = version_view(&v, v.schema.schema.clone());
+        aliases.retain(|a| access.can_read(a));
+        if let (Some(m), false) = (view.as_object_mut(), aliases.is_empty()) {
+            m.insert("aliases".into(), json!(aliases));
+        }
+        out.push(view);
     }
     Ok(ok(Value::Array(out)))
 }

@@ -10,6 +10,7 @@ pub mod auth;
 mod context_prefix;
 pub mod deprecation_signals;
 pub mod error;
+mod exporter_routes;
 pub mod extract;
 pub mod governance;
 mod handlers;
@@ -51,6 +52,8 @@ pub struct AppState {
     pub reads: Arc<reads::ReadTally>,
     /// Live deprecation records as read handlers see them, for their response headers.
     pub signals: Arc<deprecation_signals::DeprecationSignals>,
+    /// Replication to other registries (`/exporters`); its routes answer 503 when absent.
+    pub exporters: Option<Arc<covenant_exporter::Exporters>>,
 }
 
 impl AppState {
@@ -190,6 +193,17 @@ pub const ROUTES: &[(&str, &str)] = &[
         "DELETE",
         "/covenant/v1/subjects/{subject}/versions/{version}/live",
     ),
+    ("GET", "/exporters"),
+    ("POST", "/exporters"),
+    ("GET", "/exporters/{name}"),
+    ("PUT", "/exporters/{name}"),
+    ("DELETE", "/exporters/{name}"),
+    ("GET", "/exporters/{name}/config"),
+    ("PUT", "/exporters/{name}/config"),
+    ("PUT", "/exporters/{name}/pause"),
+    ("PUT", "/exporters/{name}/resume"),
+    ("PUT", "/exporters/{name}/reset"),
+    ("GET", "/exporters/{name}/status"),
     ("POST", "/covenant/v1/subjects/{subject}/profiles"),
     ("GET", "/covenant/v1/subjects/{subject}/profiles"),
     ("GET", "/covenant/v1/subjects/{subject}/profiles/trend"),
@@ -206,6 +220,7 @@ pub fn operations() -> impl Iterator<Item = &'static (&'static str, &'static str
         .iter()
         .chain(policy_routes::OPERATIONS)
         .chain(profile_routes::OPERATIONS)
+        .chain(exporter_routes::OPERATIONS)
 }
 
 /// The process-wide Prometheus recorder (metrics has one global recorder per process).
@@ -361,6 +376,7 @@ fn api(state: AppState, auth: Arc<auth::Auth>) -> Router {
         .merge(governance_routes())
         .merge(policy_router())
         .merge(profile_router())
+        .merge(exporter_router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Subject names are checked after routing (the layer needs the route template), for
@@ -424,6 +440,25 @@ fn governance_routes() -> Router<AppState> {
             post(g::removal_gate_preview),
         )
         .route("/covenant/v1/subjects/{subject}/readers", get(g::readers))
+}
+
+/// Replication to other registries (see [`exporter_routes`]).
+fn exporter_router() -> Router<AppState> {
+    use exporter_routes as e;
+    Router::new()
+        .route("/exporters", get(e::list).post(e::create))
+        .route(
+            "/exporters/{name}",
+            get(e::info).put(e::update).delete(e::delete),
+        )
+        .route(
+            "/exporters/{name}/config",
+            get(e::config).put(e::update_config),
+        )
+        .route("/exporters/{name}/pause", axum::routing::put(e::pause))
+        .route("/exporters/{name}/resume", axum::routing::put(e::resume))
+        .route("/exporters/{name}/reset", axum::routing::put(e::reset))
+        .route("/exporters/{name}/status", get(e::status))
 }
 
 /// Data profiles over time (see [`profile_routes`]).
@@ -514,6 +549,18 @@ pub fn router_counting_into(
     auth: Arc<auth::Auth>,
     reads: Arc<reads::ReadTally>,
 ) -> Router {
+    router_serving(registry, governance, None, config, auth, reads)
+}
+
+/// The whole service as `covenant serve` runs it: [`router_counting_into`] with exporters.
+pub fn router_serving(
+    registry: Arc<Registry>,
+    governance: Option<Arc<covenant_governance::Governance>>,
+    exporters: Option<Arc<covenant_exporter::Exporters>>,
+    config: HttpConfig,
+    auth: Arc<auth::Auth>,
+    reads: Arc<reads::ReadTally>,
+) -> Router {
     if let Some(gov) = &governance {
         reads::ReadTally::spawn_flusher(&reads, registry.clone(), gov.clone());
     }
@@ -523,6 +570,7 @@ pub fn router_counting_into(
         governance,
         reads,
         signals: Arc::default(),
+        exporters,
     };
     let normalized = ServiceBuilder::new()
         .map_request(strip_trailing_slash)

@@ -30,7 +30,7 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "GET",
         "/schemas",
-        "Every subject version, filtered by subjectPrefix, deleted, latestOnly and ruleType.",
+        "Every subject version, filtered by subjectPrefix (default context unless ':*:'), deleted, latestOnly and ruleType; aliases=true adds the subjects aliased and lists each version's aliases.",
     ),
     ("GET", "/schemas/types", "The schema types supported."),
     (
@@ -294,6 +294,7 @@ fn parameters(path: &str) -> Vec<Value> {
         ("profileId", "A stored profile's id."),
         ("guid", "A schema guid, in UUID form or as 32 hex digits."),
         ("context", "A context name: '.ctx', 'ctx' or ':.ctx:'."),
+        ("name", "Exporter name."),
     ] {
         if path.contains(&format!("{{{name}}}")) {
             out.push(json!({

@@ -230,6 +230,8 @@ fn concrete(template: &str, subject: &str, id: i64, guid: &str) -> String {
         .replace("{consumer}", "c1")
         .replace("{sampleId}", "1")
         .replace("{profileId}", "1")
+        .replace("{context}", ".ctx-a")
+        .replace("{name}", "e1")
 }
 
 /// A body the route can read (its answer may still be an error; only authorization matters).

@@ -47,7 +47,7 @@ use covenant_store::{
 };
 use serde_json::{Map, Value};
 use sha2::Digest;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::str::FromStr;
@@ -295,6 +295,18 @@ pub fn validate_subject(subject: &str, using: SubjectUse) -> RegistryResult<()> 
         return Err(RegistryError::InvalidSubject(subject.to_string()));
     }
     Ok(())
+}
+
+/// The last version of each subject in a listing ordered by subject, then version.
+fn latest_per_subject(all: Vec<StoredVersion>) -> Vec<StoredVersion> {
+    let mut latest: Vec<StoredVersion> = Vec::new();
+    for v in all {
+        match latest.last_mut() {
+            Some(last) if last.subject == v.subject => *last = v,
+            _ => latest.push(v),
+        }
+    }
+    latest
 }
 
 /// Whether a stored schema is the candidate (whose key is `key`). Records stored before the
@@ -796,17 +808,56 @@ impl Registry {
             .into_iter()
             .filter(|v| prefix_matches(subject_prefix, &v.subject) && (deleted || !v.deleted))
             .collect();
-        if !latest_only {
-            return Ok(all);
-        }
-        let mut latest: Vec<StoredVersion> = Vec::new();
-        for v in all {
-            match latest.last_mut() {
-                Some(last) if last.subject == v.subject => *last = v,
-                _ => latest.push(v),
+        Ok(if latest_only {
+            latest_per_subject(all)
+        } else {
+            all
+        })
+    }
+
+    /// `GET /schemas?aliases=true`: [`Registry::list_schemas`] plus the versions of subjects
+    /// that a subject under the prefix is an alias of, each version with the subjects aliasing
+    /// its own (as Confluent's `ExtendedSchema` carries them).
+    pub async fn list_schemas_with_aliases(
+        &self,
+        subject_prefix: Option<&str>,
+        deleted: bool,
+        latest_only: bool,
+    ) -> RegistryResult<Vec<(StoredVersion, Vec<String>)>> {
+        let mut aliases: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (scope, config) in self.store.all_configs().await? {
+            let Some(subject) = scope.filter(|s| prefix_matches(subject_prefix, s)) else {
+                continue;
+            };
+            if let Some(alias) = config.extra.get("alias").and_then(Value::as_str)
+                && !alias.is_empty()
+            {
+                let target = covenant_store::context::qualify_with_parent(&subject, alias);
+                aliases.entry(target).or_default().push(subject);
             }
         }
-        Ok(latest)
+        let all: Vec<StoredVersion> = self
+            .store
+            .all_versions()
+            .await?
+            .into_iter()
+            .filter(|v| {
+                (prefix_matches(subject_prefix, &v.subject) || aliases.contains_key(&v.subject))
+                    && (deleted || !v.deleted)
+            })
+            .collect();
+        let listed = if latest_only {
+            latest_per_subject(all)
+        } else {
+            all
+        };
+        Ok(listed
+            .into_iter()
+            .map(|v| {
+                let names = aliases.get(&v.subject).cloned().unwrap_or_default();
+                (v, names)
+            })
+            .collect())
     }
 
     /// Count of distinct schemas by type, for metrics.

@@ -44,6 +44,7 @@ pub async fn run_all(store: &dyn Store) {
     guarded_deletes_see_references(store).await;
     config_and_mode(store).await;
     audit_entries_commit_with_their_change(store).await;
+    contexts_have_their_own_ids(store).await;
 }
 
 pub async fn ids_and_dedupe(store: &dyn Store) {
@@ -839,4 +840,82 @@ pub async fn audit_entries_commit_with_their_change(store: &dyn Store) {
     assert!(store.prune_audit(2_000).await.expect("prune") >= 1);
     assert!(trail_of(store, "conf-audit-old").await.is_empty());
     assert_eq!(trail_of(store, who).await.len(), before);
+}
+
+/// Each context numbers its schemas from 1 (the same content gets an id per context), explicit
+/// ids land in the subject's context, references resolve in the referrer's context, and a
+/// context goes only once no subject (soft-deleted ones included) is left in it.
+pub async fn contexts_have_their_own_ids(store: &dyn Store) {
+    use crate::context::{public_id, slot_of};
+    let context = format!(".conf-{}", store.max_schema_id().await.expect("max id"));
+    let subject = |name: &str| format!(":{context}:{name}");
+    let register = |subject: String, candidate: NewSchema, id: Option<i64>| async move {
+        let placement = Placement {
+            id,
+            ..Placement::default()
+        };
+        store
+            .register(&subject, &candidate, placement, &allow, None)
+            .await
+            .expect("register in a context")
+    };
+    let first = register(subject("a"), schema("ctx-one"), None).await;
+    assert_eq!(public_id(first.id), 1, "a context's first id is 1");
+    assert_ne!(
+        slot_of(first.id),
+        0,
+        "stored apart from the default context"
+    );
+    let again = register(subject("b"), schema("ctx-one"), None).await;
+    assert_eq!(
+        again.id, first.id,
+        "the same content in the same context: the same id"
+    );
+    let second = register(subject("c"), schema("ctx-two"), None).await;
+    assert_eq!(public_id(second.id), 2);
+    let imported = register(subject("d"), schema("ctx-three"), Some(40)).await;
+    assert_eq!(
+        (public_id(imported.id), slot_of(imported.id)),
+        (40, slot_of(first.id))
+    );
+    let mut referrer = schema("ctx-referrer");
+    referrer.references = vec![SchemaRef {
+        name: "one".into(),
+        subject: "a".into(),
+        version: 1,
+    }];
+    register(subject("e"), referrer, None).await;
+    let referencing = store
+        .referencing_versions(&subject("a"), 1)
+        .await
+        .expect("referrers");
+    assert_eq!(
+        referencing.len(),
+        1,
+        "an unqualified reference names its own context"
+    );
+    let slot = store.context_slot(&context).await.expect("slot");
+    assert_eq!(slot, Some(slot_of(first.id)));
+    assert!(
+        store
+            .contexts()
+            .await
+            .expect("contexts")
+            .iter()
+            .any(|(name, s)| name == &context && Some(*s) == slot)
+    );
+    match store.delete_context(&context, None).await {
+        Err(StoreError::ContextNotEmpty(name)) => assert_eq!(name, context),
+        other => panic!("a context with subjects was deleted: {other:?}"),
+    }
+    for name in ["e", "a", "b", "c", "d"] {
+        store
+            .hard_delete(&subject(name), &[1])
+            .await
+            .expect("hard delete");
+    }
+    assert!(store.delete_context(&context, None).await.expect("delete"));
+    assert_eq!(store.context_slot(&context).await.expect("slot"), None);
+    let fresh = register(subject("a"), schema("ctx-two"), None).await;
+    assert_eq!(public_id(fresh.id), 1, "a context made again starts afresh");
 }

@@ -13,6 +13,9 @@
 pub mod audit;
 pub mod conformance;
 pub mod context;
+pub mod exporters;
+pub mod exporters_postgres;
+pub mod exporters_sqlite;
 pub mod governance;
 pub mod governance_postgres;
 pub mod governance_sqlite;
@@ -448,6 +451,10 @@ pub trait Store: Send + Sync {
 
     /// Removes entries older than `before` (ms); returns how many went.
     async fn prune_audit(&self, before: i64) -> StoreResult<u64>;
+
+    /// The sequence number of the newest trail entry (0 when the trail is empty): how far the
+    /// registry's change log reaches, for exporters following it.
+    async fn last_audit_seq(&self) -> StoreResult<i64>;
 
     /// Checks that the backing storage answers (readiness); embedded stores always do.
     async fn ping(&self) -> StoreResult<()> {

@@ -1484,6 +1484,15 @@ impl Store for PostgresStore {
         exec(&client, "DELETE FROM audit_log WHERE at < $1", &[&before]).await
     }
 
+    async fn last_audit_seq(&self) -> StoreResult<i64> {
+        let client = self.client().await?;
+        let rows = query(&client, "SELECT COALESCE(MAX(seq), 0) FROM audit_log", &[]).await?;
+        match rows.first() {
+            Some(row) => col(row, 0),
+            None => Ok(0),
+        }
+    }
+
     async fn all_configs(&self) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
         let client = self.client().await?;
         let rows = query(

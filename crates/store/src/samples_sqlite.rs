@@ -379,7 +379,7 @@ mod tests {
         let samples = SqliteSampleStore::open(registry.path()).expect("open samples");
         assert_eq!(
             registry.applied_migrations().expect("migrations"),
-            [1, 2, 3],
+            [1, 2, 3, 4],
             "the registry's ledger is untouched"
         );
         assert!(samples.samples("s", None).await.expect("list").is_empty());

@@ -1002,6 +1002,60 @@ impl Store for SqliteStore {
         })
     }
 
+    async fn all_configs(&self) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT scope, compatibility, extra FROM config ORDER BY scope <> ?1, scope",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map([GLOBAL_SCOPE], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
+                })
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)?;
+            rows.into_iter()
+                .map(|(scope, compatibility, extra)| {
+                    let record = ConfigRecord {
+                        compatibility,
+                        extra: serde_json::from_str(&extra).map_err(backend)?,
+                    };
+                    Ok(((scope != GLOBAL_SCOPE).then_some(scope), record))
+                })
+                .collect()
+        })
+    }
+
+    async fn all_modes(&self) -> StoreResult<Vec<(Option<String>, String)>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT scope, mode FROM modes ORDER BY scope <> ?1, scope")
+                .map_err(backend)?;
+            stmt.query_map([GLOBAL_SCOPE], |r| {
+                let scope: String = r.get(0)?;
+                Ok(((scope != GLOBAL_SCOPE).then_some(scope), r.get(1)?))
+            })
+            .map_err(backend)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(backend)
+        })
+    }
+
+    async fn last_audit_seq(&self) -> StoreResult<i64> {
+        self.read(|conn| {
+            conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM audit_log", [], |r| {
+                r.get(0)
+            })
+            .map_err(backend)
+        })
+    }
+
     async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
         self.write(|tx| {
             let n = tx

@@ -331,3 +331,24 @@ test('the declared subject listing route answers', async () => {
   const all = await sr.api.Subject.all()
   assert.ok(all.data().includes(subject))
 })
+
+test('contexts: a client whose host names a context has its own ids', async () => {
+  const context = `.${fresh('node-ctx')}`
+  const scoped = new SchemaRegistry({ host: `${host}/contexts/${context}`, retry })
+  const subject = fresh('node-ctx-orders')
+  const first = await scoped.register(
+    { type: SchemaType.AVRO, schema: JSON.stringify(userV1) },
+    { subject },
+  )
+  assert.equal(first.id, 1, 'a new context numbers its schemas from 1')
+  const bytes = await scoped.encode(first.id, { name: 'ctx' })
+  // A fresh client of the same context decodes through /contexts/{ctx}/schemas/ids/1.
+  const reader = new SchemaRegistry({ host: `${host}/contexts/${context}`, retry })
+  assert.deepEqual({ ...(await reader.decode(bytes)) }, { name: 'ctx' })
+  // A plain client sees the qualified subject and the context.
+  const qualified = `:${context}:${subject}`
+  assert.ok((await registry().api.Subject.all()).data().includes(qualified))
+  assert.equal(await registry().getRegistryId(qualified, 1), 1)
+  const contexts = await getJson('/contexts')
+  assert.ok(contexts.body.includes(context))
+})

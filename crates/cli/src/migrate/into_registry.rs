@@ -30,18 +30,57 @@ pub(super) async fn write(remote: &Remote, dump: &Dump) -> Result<Vec<String>> {
     remote
         .put("/mode?force=true", json!({"mode": "IMPORT"}))
         .await?;
+    // The default context's mode does not reach other contexts: each goes to IMPORT too.
+    let contexts = context_modes(remote, dump).await?;
+    for key in contexts.keys() {
+        let path = format!("/mode/{}?force=true", enc(key));
+        remote.put(&path, json!({"mode": "IMPORT"})).await?;
+    }
     let written = write_versions(remote, dump).await;
     let settings = match &written {
         Ok(_) => write_settings(remote, dump).await,
         Err(_) => Ok(()),
     };
-    let restored = remote
+    let mut restored = remote
         .put("/mode?force=true", json!({"mode": restore}))
         .await;
+    for (key, before) in &contexts {
+        let path = format!("/mode/{}?force=true", enc(key));
+        let back = match before {
+            Some(mode) => remote.put(&path, json!({"mode": mode})).await,
+            None => remote
+                .send(reqwest::Method::DELETE, &path, None)
+                .await
+                .map(drop),
+        };
+        restored = restored.and(back);
+    }
     let conflicts = written?;
     settings?;
     restored?;
     Ok(conflicts)
+}
+
+/// The key (`:.ctx:`) of every non-default context the dump writes into, with the mode the
+/// destination has set on it now (restored after the run).
+async fn context_modes(remote: &Remote, dump: &Dump) -> Result<BTreeMap<String, Option<String>>> {
+    let mut out = BTreeMap::new();
+    for subject in &dump.subjects {
+        let context = covenant_store::context::context_of(&subject.name);
+        if context == covenant_store::context::DEFAULT_CONTEXT {
+            continue;
+        }
+        let key = covenant_store::context::context_key(context);
+        if out.contains_key(&key) {
+            continue;
+        }
+        let mode = remote
+            .get_setting(&format!("/mode/{}", enc(&key)))
+            .await?
+            .and_then(|m| m.get("mode").and_then(Value::as_str).map(str::to_string));
+        out.insert(key, mode);
+    }
+    Ok(out)
 }
 
 /// What the destination holds of one subject: version to (id, soft-deleted).

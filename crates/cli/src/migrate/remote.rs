@@ -194,7 +194,33 @@ async fn assemble(remote: &Remote, reads: Vec<SubjectRead>) -> Result<Dump> {
         ),
         _ => {}
     }
+    read_context_settings(remote, &mut dump).await?;
     Ok(dump)
+}
+
+/// The config and mode set on each context the dump's subjects live in (`/config/:.ctx:`).
+async fn read_context_settings(remote: &Remote, dump: &mut Dump) -> Result<()> {
+    let contexts: BTreeSet<String> = dump
+        .subjects
+        .iter()
+        .map(|s| covenant_store::context::context_of(&s.name))
+        .filter(|c| *c != covenant_store::context::DEFAULT_CONTEXT)
+        .map(covenant_store::context::context_key)
+        .collect();
+    for key in contexts {
+        let e = enc(&key);
+        if let Some(config) = remote.get_setting(&format!("/config/{e}")).await? {
+            dump.configs.push(config_from(Some(&key), &config));
+        }
+        let mode = remote.get_setting(&format!("/mode/{e}")).await?;
+        if let Some(mode) = mode.as_ref().and_then(|m| m.get("mode")?.as_str()) {
+            dump.modes.push(DumpMode {
+                subject: Some(key.clone()),
+                mode: mode.to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 async fn read_subject(remote: &Remote, name: String) -> Result<SubjectRead> {

@@ -66,7 +66,11 @@ pub struct Serve {
 impl Serve {
     /// Starts `covenant serve` on `data_dir`; `configure` adds options or environment.
     pub fn spawn(data_dir: &Path, configure: impl FnOnce(&mut Command)) -> Serve {
-        let port = free_port();
+        Serve::spawn_on(free_port(), data_dir, configure)
+    }
+
+    /// [`Serve::spawn`] on a given port, to restart a server where its clients expect it.
+    pub fn spawn_on(port: u16, data_dir: &Path, configure: impl FnOnce(&mut Command)) -> Serve {
         let mut command = Command::new(env!("CARGO_BIN_EXE_covenant"));
         command
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])

@@ -27,6 +27,17 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
     ("GET", "/v1/metadata/version", Read, Target::Public),
     ("GET", "/contexts", Read, Target::Filtered),
     ("DELETE", "/contexts/{context}", Admin, Target::Global),
+    ("GET", "/exporters", Read, Target::Global),
+    ("POST", "/exporters", Admin, Target::Global),
+    ("GET", "/exporters/{name}", Admin, Target::Global),
+    ("PUT", "/exporters/{name}", Admin, Target::Global),
+    ("DELETE", "/exporters/{name}", Admin, Target::Global),
+    ("GET", "/exporters/{name}/config", Admin, Target::Global),
+    ("PUT", "/exporters/{name}/config", Admin, Target::Global),
+    ("PUT", "/exporters/{name}/pause", Admin, Target::Global),
+    ("PUT", "/exporters/{name}/resume", Admin, Target::Global),
+    ("PUT", "/exporters/{name}/reset", Admin, Target::Global),
+    ("GET", "/exporters/{name}/status", Read, Target::Global),
     ("GET", "/schemas", Read, Target::Filtered),
     ("GET", "/schemas/types", Read, Target::Public),
     ("GET", "/schemas/ids/{id}", Read, Target::Filtered),
@@ -302,8 +313,12 @@ mod tests {
             let governance_read = *method == "GET"
                 && *target == Target::Global
                 && template.starts_with("/covenant/v1/");
+            // An exporter's record holds its destination's credentials.
+            let exporter_read = *method == "GET"
+                && template.starts_with("/exporters/{name}")
+                && !template.ends_with("/status");
             assert_eq!(
-                changes || governance_read,
+                changes || governance_read || exporter_read,
                 *op != Read,
                 "{method} {template} asks for {op}"
             );
