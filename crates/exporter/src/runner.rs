@@ -41,11 +41,23 @@ enum CopyError {
     Spec(String),
 }
 
-/// An exporter this node runs: its lease, and when it may try again after a failure.
+/// An exporter this node runs: its lease, its step in progress (each exporter steps in a task
+/// of its own, so a destination that never answers delays no other exporter), and when it may
+/// try again after a failure.
 struct Held {
     _lease: Box<dyn Lease>,
+    step: Option<tokio::task::JoinHandle<Result<(), CopyError>>>,
     failures: u32,
     retry_at: Instant,
+}
+
+impl Drop for Held {
+    /// A paused or deleted exporter stops at once, mid-step (every step is idempotent).
+    fn drop(&mut self) {
+        if let Some(step) = &self.step {
+            step.abort();
+        }
+    }
 }
 
 impl Exporters {
@@ -55,7 +67,7 @@ impl Exporters {
         tokio::spawn(async move { exporters.run().await })
     }
 
-    async fn run(&self) {
+    async fn run(self: Arc<Self>) {
         let mut held: HashMap<String, Held> = HashMap::new();
         loop {
             if let Err(e) = self.tick(&mut held).await {
@@ -68,7 +80,7 @@ impl Exporters {
         }
     }
 
-    async fn tick(&self, held: &mut HashMap<String, Held>) -> Result<(), StoreError> {
+    async fn tick(self: &Arc<Self>, held: &mut HashMap<String, Held>) -> Result<(), StoreError> {
         let records = self.store.exporters().await?;
         // Paused or deleted exporters give their lease back.
         held.retain(|name, _| {
@@ -85,6 +97,7 @@ impl Exporters {
                             record.name.clone(),
                             Held {
                                 _lease: lease,
+                                step: None,
                                 failures: 0,
                                 retry_at: Instant::now(),
                             },
@@ -100,21 +113,50 @@ impl Exporters {
             let Some(state) = held.get_mut(&record.name) else {
                 continue;
             };
+            match state.step.take() {
+                Some(step) if !step.is_finished() => {
+                    state.step = Some(step);
+                    continue;
+                }
+                Some(step) => {
+                    let outcome = step
+                        .await
+                        .unwrap_or_else(|e| Err(CopyError::Spec(format!("the step stopped: {e}"))));
+                    self.settle(record, state, outcome).await?;
+                }
+                None => {}
+            }
             if Instant::now() < state.retry_at {
                 continue;
             }
-            match self.advance(record).await {
-                Ok(()) => state.failures = 0,
-                Err(e) => {
-                    state.failures = state.failures.saturating_add(1);
-                    let pause = Duration::from_millis(250 << state.failures.min(7));
-                    state.retry_at = Instant::now() + pause.min(MAX_BACKOFF);
-                    tracing::warn!(exporter = %record.name, error = %e, "exporter failed; retrying");
-                    let trace = e.to_string();
-                    self.store
-                        .record_progress(&record.name, record.offset, now_ms(), &trace)
-                        .await?;
-                }
+            let (exporters, record) = (self.clone(), record.clone());
+            state.step = Some(tokio::spawn(
+                async move { exporters.advance(&record).await },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Records how a step ended: a failure pauses the exporter a little longer each time and
+    /// shows the error as its trace.
+    async fn settle(
+        &self,
+        record: &ExporterRecord,
+        state: &mut Held,
+        outcome: Result<(), CopyError>,
+    ) -> Result<(), StoreError> {
+        match outcome {
+            Ok(()) => state.failures = 0,
+            Err(e) => {
+                state.failures = state.failures.saturating_add(1);
+                let pause = Duration::from_millis(250 << state.failures.min(7));
+                state.retry_at = Instant::now() + pause.min(MAX_BACKOFF);
+                tracing::warn!(exporter = %record.name, error = %e, "exporter failed; retrying");
+                let current = self.store.exporter(&record.name).await?;
+                let offset = current.map_or(record.offset, |c| c.offset);
+                self.store
+                    .record_progress(&record.name, offset, now_ms(), &e.to_string())
+                    .await?;
             }
         }
         Ok(())
