@@ -11,6 +11,7 @@ pub fn field_tree(schema: &ParsedSchema) -> FieldTree {
         ParsedSchema::Avro(s) => covenant_avro::field_tree(s),
         ParsedSchema::Json(s) => covenant_jsonschema::field_tree(s),
         ParsedSchema::Protobuf(s) => covenant_protobuf::field_tree(s),
+        ParsedSchema::Iceberg(s) => covenant_iceberg::field_tree(s),
     }
 }
 

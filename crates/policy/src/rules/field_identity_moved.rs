@@ -115,7 +115,9 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
     for (old_parent, new_parent) in pair.matched() {
         let (old, new) = (fields(old_parent), fields(new_parent));
         match pair.format() {
-            "protobuf" => number_moved(&old, &new, &mut findings),
+            // Iceberg binds by field id as Protobuf binds by number: a name under a new id
+            // is a new column, and the old column's data is no longer read under that name.
+            "protobuf" | "iceberg" => number_moved(&old, &new, &mut findings),
             "avro" => alias_moved(&old, &new, &mut findings),
             _ => {}
         }
