@@ -1,0 +1,55 @@
+//! The conformance set: Iceberg evolution cases with their source (a row of the
+//! specification's promotion table, the evolution documentation, or the Iceberg project's
+//! schema-update tests, described, not copied) and the verdict and rules expected.
+
+use covenant_engine::{CheckOptions, Format, Level, PriorVersion, check_history};
+use covenant_iceberg::IcebergFormat;
+use serde_json::Value;
+
+const CASES: &str = include_str!("cases.jsonl");
+
+#[test]
+fn every_case_gets_its_expected_verdict_and_rules() {
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for line in CASES.lines().filter(|l| !l.trim().is_empty()) {
+        let case: Value = serde_json::from_str(line).expect("a case is JSON");
+        let id = case["id"].as_str().expect("id");
+        assert!(
+            case["source"].as_str().is_some_and(|s| !s.is_empty()),
+            "{id}: no source"
+        );
+        let parse = |key: &str| {
+            IcebergFormat::parse(&case[key].to_string(), &[])
+                .unwrap_or_else(|e| panic!("{id} {key}: {e}"))
+        };
+        let (old, new) = (parse("old"), parse("new"));
+        let level: Level = case["level"]
+            .as_str()
+            .expect("level")
+            .parse()
+            .expect("a level");
+        let history = [PriorVersion {
+            version: 1,
+            schema: &old,
+        }];
+        let report =
+            check_history::<IcebergFormat>(level, &new, &history, &CheckOptions::default());
+        let expected = case["compatible"].as_bool().expect("compatible");
+        if report.compatible != expected {
+            failures.push(format!(
+                "{id}: expected compatible={expected}, got {:#?}",
+                report.findings
+            ));
+        }
+        for rule in case["rules"].as_array().expect("rules") {
+            let rule = rule.as_str().expect("rule id");
+            if !report.findings.iter().any(|f| f.rule == rule) {
+                failures.push(format!("{id}: expected {rule}, got {:#?}", report.findings));
+            }
+        }
+        count += 1;
+    }
+    assert!(count >= 30, "only {count} cases");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
