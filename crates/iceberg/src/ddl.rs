@@ -325,7 +325,7 @@ impl Planner<'_, '_> {
                 .old
                 .children_of(parent)
                 .into_iter()
-                .filter(|id| target.contains(id))
+                .filter(|id| pair.new.get(*id).is_some_and(|c| c.parent == parent))
                 .collect();
             current.extend(target.iter().filter(|id| pair.old.get(**id).is_none()));
             let moved: BTreeSet<i32> = rules::column_moved::moved(&current, &target)

@@ -42,6 +42,8 @@ pub struct Index<'a> {
     pub columns: BTreeMap<i32, Column<'a>>,
     /// Ids in schema order, parents before children.
     pub order: Vec<i32>,
+    /// The ids directly under each parent (`None`: the top level), in order.
+    children: BTreeMap<Option<i32>, Vec<i32>>,
 }
 
 impl<'a> Index<'a> {
@@ -49,6 +51,7 @@ impl<'a> Index<'a> {
         let mut index = Index {
             columns: BTreeMap::new(),
             order: Vec::new(),
+            children: BTreeMap::new(),
         };
         let mut stack: Vec<Column<'a>> = schema
             .fields
@@ -61,6 +64,11 @@ impl<'a> Index<'a> {
             let children = children(&column);
             stack.extend(children.into_iter().rev());
             index.order.push(column.id);
+            index
+                .children
+                .entry(column.parent)
+                .or_default()
+                .push(column.id);
             index.columns.insert(column.id, column);
         }
         index

@@ -27,11 +27,11 @@ pub(crate) fn check(pair: &Pair<'_>, out: &mut Vec<Finding>) {
             .old
             .children_of(parent)
             .into_iter()
-            .filter(|id| new_order.contains(id))
+            .filter(|id| pair.new.get(*id).is_some_and(|c| c.parent == parent))
             .collect();
         let new_common: Vec<i32> = new_order
             .into_iter()
-            .filter(|id| old_order.contains(id))
+            .filter(|id| pair.old.get(*id).is_some_and(|c| c.parent == parent))
             .collect();
         for id in moved(&old_order, &new_common) {
             if let Some(c) = pair.new.get(id) {
