@@ -322,3 +322,27 @@ def test_pyiceberg_accepts_exactly_what_covenant_plans_and_ends_at_the_new_schem
     print(f"pyiceberg differential: {CASES} cases, {agreed} agreed ({applied} applied through "
           f"Covenant's DDL), documented disagreements: {exceptions}")
     assert applied >= 20 and agreed >= CASES // 2
+
+
+@pytest.mark.parametrize("old_type,new_type", [
+    ("decimal(9, 2)", "decimal(9, 3)"),
+    ("decimal(9, 2)", "decimal(12, 1)"),
+    ("string", "binary"),
+    ("binary", "string"),
+])
+def test_documented_disagreements_still_hold(old_type, new_type):
+    """Each listed disagreement is real: pyiceberg applies the change, Covenant refuses it. When
+    pyiceberg changes its mind, this fails and the list above must shrink."""
+    old = {"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "c", "required": False, "type": old_type}]}
+    new = json.loads(json.dumps(old))
+    new["fields"][0]["type"] = new_type
+    assert known_disagreement(old, new)
+    with tempfile.TemporaryDirectory() as tmp:
+        assert "refused" in covenant_plan(tmp, old, new)
+        cat = catalog(tmp)
+        cat.create_namespace("ns")
+        table = cat.create_table("ns.t", schema=Schema.model_validate_json(json.dumps(old)))
+        apply_naively(table, old, new)
+        got = json.loads(cat.load_table("ns.t").schema().model_dump_json(by_alias=True))
+        assert str(iceberg_type(got["fields"][0]["type"])) == str(iceberg_type(new_type))
