@@ -198,7 +198,7 @@ def apply_naively(table, old, new):
                 parent = was[parent_id][0]
             u.add_column(parent + (f["name"],), iceberg_type(f["type"]), doc=f.get("doc"),
                          required=f["required"])
-        if set(old["identifier-field-ids"]) != set(new["identifier-field-ids"]):
+        if set(old.get("identifier-field-ids", [])) != set(new.get("identifier-field-ids", [])):
             u.set_identifier_fields(*[".".join(now[i][0]) for i in new["identifier-field-ids"]])
 
 
