@@ -1,4 +1,4 @@
-//! Seeded generators of random schemas in the three formats: recursive (self and mutual
+//! Seeded generators of random schemas in the four formats: recursive (self and mutual
 //! references through named types, `$ref`s and message types), deep, wide, and a mutated
 //! second version of each so that checks have differences to judge.
 
