@@ -26,12 +26,14 @@ pub mod ddl;
 mod fields;
 pub mod index;
 mod parse;
+mod position;
 pub mod rules;
 pub mod types;
 
 pub use ddl::{DdlOp, DdlPlan, plan_ddl};
 pub use fields::field_tree;
 pub use parse::MAX_FIELD_ID;
+pub use position::locate;
 
 use covenant_engine::{
     CheckOptions, Direction, Finding, Format, Limits, Pass, Reference, RuleSpec, SchemaError,

@@ -217,7 +217,7 @@ pub fn locate(
         SchemaType::Avro => covenant_avro::locate(text, path),
         SchemaType::Json => covenant_jsonschema::locate(text, path),
         SchemaType::Protobuf => covenant_protobuf::locate(text, path),
-        SchemaType::Iceberg => None,
+        SchemaType::Iceberg => covenant_iceberg::locate(text, path),
     }
 }
 
