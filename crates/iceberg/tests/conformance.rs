@@ -19,6 +19,10 @@ fn every_case_gets_its_expected_verdict_and_rules() {
             case["source"].as_str().is_some_and(|s| !s.is_empty()),
             "{id}: no source"
         );
+        if let Some(matrix) = case.get("matrix") {
+            count += matrix_case(id, matrix, &mut failures);
+            continue;
+        }
         let parse = |key: &str| {
             IcebergFormat::parse(&case[key].to_string(), &[])
                 .unwrap_or_else(|e| panic!("{id} {key}: {e}"))
@@ -52,4 +56,55 @@ fn every_case_gets_its_expected_verdict_and_rules() {
     }
     assert!(count >= 30, "only {count} cases");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every ordered pair of `types` on one required column: compatible exactly for the pairs
+/// listed as allowed (and identity). Answers how many pairs were judged.
+fn matrix_case(id: &str, matrix: &Value, failures: &mut Vec<String>) -> usize {
+    let list = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .expect("a list")
+            .iter()
+            .map(|t| t.as_str().expect("a type").to_string())
+            .collect()
+    };
+    let types = list(&matrix["types"]);
+    let allowed: Vec<(String, String)> = matrix["allowed"]
+        .as_array()
+        .expect("allowed")
+        .iter()
+        .map(|p| {
+            let p = list(p);
+            (p[0].clone(), p[1].clone())
+        })
+        .collect();
+    let schema = |t: &str| {
+        let text = serde_json::json!({"type": "struct", "fields": [{"id": 1, "name": "col", "required": true, "type": t}]});
+        IcebergFormat::parse(&text.to_string(), &[]).unwrap_or_else(|e| panic!("{id} {t}: {e}"))
+    };
+    let mut judged = 0;
+    for from in &types {
+        for to in &types {
+            let (old, new) = (schema(from), schema(to));
+            let history = [PriorVersion {
+                version: 1,
+                schema: &old,
+            }];
+            let report = check_history::<IcebergFormat>(
+                Level::Backward,
+                &new,
+                &history,
+                &CheckOptions::default(),
+            );
+            let expected = from == to || allowed.contains(&(from.clone(), to.clone()));
+            if report.compatible != expected {
+                failures.push(format!(
+                    "{id}: {from} -> {to}: expected compatible={expected}, got {:#?}",
+                    report.findings
+                ));
+            }
+            judged += 1;
+        }
+    }
+    judged
 }
