@@ -387,6 +387,21 @@ async fn registered_over_rest_with_a_governed_column_removal() {
         .ok("POST", &stage, json!({"to": "removable", "by": "refdata"}))
         .await;
     assert_eq!(record["stage"], json!("removable"), "{record}");
-    let registered = server.ok("POST", versions, register(v3)).await;
+    let registered = server.ok("POST", versions, register(v3.clone())).await;
     assert_eq!(registered["version"], json!(3), "{registered}");
+
+    // Id 5 was dropped in version 3; under plain BACKWARD only version 3 is compared, and the
+    // history rule still finds the id's earlier column.
+    let mut v4 = v3;
+    v4["fields"]
+        .as_array_mut()
+        .expect("fields")
+        .push(col(5, "listing_venue", false, "int"));
+    let (status, refusal) = server.call("POST", versions, register(v4)).await;
+    assert_eq!(status, 409, "{refusal}");
+    let message = refusal["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("ICEBERG_HISTORY_ID_REUSED") && message.contains("'legacy_code'"),
+        "{refusal}"
+    );
 }
