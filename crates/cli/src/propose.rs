@@ -462,6 +462,32 @@ mod tests {
     }
 
     #[test]
+    fn iceberg_gets_optional_columns_with_ids_past_every_used_one() {
+        let text = r#"{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"symbol","required":true,"type":"string"},{"id":7,"name":"pts","required":false,"type":{"type":"list","element-id":9,"element-required":false,"element":"double"}}]}"#;
+        let schema = parse(SchemaType::Iceberg, text);
+        let wanted = promotions(
+            &profile(),
+            &paths(&["marginTradingAllowed", "lotSteps"]),
+            Style::Snake,
+        );
+        let (out, added) = propose(&schema, text, &wanted).expect("proposal");
+        assert_eq!(added.len(), 2);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["fields"][2]["id"], json!(10), "after the element id 9");
+        assert_eq!(v["fields"][2]["name"], "margin_trading_allowed");
+        assert_eq!(v["fields"][2]["required"], json!(false));
+        assert_eq!(v["fields"][3]["type"], json!("long"));
+        let next = parse(SchemaType::Iceberg, &out);
+        let report = covenant_schema::check(
+            covenant_engine::Level::Backward,
+            &next,
+            &[(1, &schema)],
+            &covenant_engine::CheckOptions::default(),
+        );
+        assert!(report.compatible, "{report:?}");
+    }
+
+    #[test]
     fn avro_gets_a_nullable_field_with_a_null_default_once() {
         let text = r#"{"type":"record","name":"I","fields":[{"name":"symbol","type":"string"},{"name":"tick_size","type":"double"}]}"#;
         let schema = parse(SchemaType::Avro, text);

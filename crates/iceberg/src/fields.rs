@@ -4,8 +4,9 @@
 //! The root is the table's struct (kind `Record`); each field is a `Field` node at the path
 //! the Iceberg findings use, carrying its id as the node's `number`, so the semantic rules
 //! that follow identity by number (a rename under the same number, a name moved to another
-//! number) treat Iceberg ids as they treat Protobuf field numbers. A list's element and a
-//! map's key and value are `Field` nodes named `element`, `key` and `value`. Types keep
+//! number) treat Iceberg ids as they treat Protobuf field numbers. A list of structs (or a map
+//! to structs) carries the struct's fields as its children, like an Avro array of records;
+//! element, key and value ids are judged by the Iceberg rules themselves. Types keep
 //! Iceberg's spelling (`long`, `decimal(38, 18)`, `timestamptz`), with containers in the
 //! tree's vocabulary (`array<...>`, `map<...>`, `struct`).
 
@@ -56,43 +57,21 @@ fn typed(
     node.number = Some(i64::from(id));
     node.required = required;
     node.nullable = !required;
-    node.children = match ty {
+    node.children = nested(path, ty, allowance);
+    node
+}
+
+/// The struct fields a value of type `ty` holds: a struct's own, and through lists and maps
+/// those of the element's or value's struct, as the other formats lower arrays and maps of
+/// records (so profiles of the data meet the same names). Their paths keep the `element` or
+/// `value` step the Iceberg findings use.
+fn nested(path: &str, ty: &Type, allowance: &mut TreeAllowance) -> Vec<Node> {
+    match ty {
         Type::Primitive(_) => Vec::new(),
         Type::Struct(list) => fields(list, path, allowance),
-        Type::List {
-            element_id,
-            element_required,
-            element,
-        } => {
-            let at = format!("{path}/element");
-            vec![typed(
-                "element",
-                &at,
-                *element_id,
-                *element_required,
-                element,
-                allowance,
-            )]
-        }
-        Type::Map {
-            key_id,
-            key,
-            value_id,
-            value_required,
-            value,
-        } => vec![
-            typed("key", &format!("{path}/key"), *key_id, true, key, allowance),
-            typed(
-                "value",
-                &format!("{path}/value"),
-                *value_id,
-                *value_required,
-                value,
-                allowance,
-            ),
-        ],
-    };
-    node
+        Type::List { element, .. } => nested(&format!("{path}/element"), element, allowance),
+        Type::Map { value, .. } => nested(&format!("{path}/value"), value, allowance),
+    }
 }
 
 fn type_name(ty: &Type) -> String {
@@ -101,5 +80,34 @@ fn type_name(ty: &Type) -> String {
         Type::Struct(_) => "struct".into(),
         Type::List { element, .. } => format!("array<{}>", type_name(element)),
         Type::Map { key, value, .. } => format!("map<{}, {}>", type_name(key), type_name(value)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use covenant_engine::Format;
+
+    #[test]
+    fn ids_are_numbers_and_lists_of_structs_carry_the_struct_fields() {
+        let text = r#"{"type":"struct","fields":[
+            {"id":1,"name":"sk","required":true,"type":"long","doc":"key"},
+            {"id":2,"name":"pts","required":false,"type":{"type":"list","element-id":3,"element-required":true,
+              "element":{"type":"struct","fields":[{"id":4,"name":"x","required":true,"type":"double"}]}}}]}"#;
+        let schema = crate::IcebergFormat::parse(text, &[]).expect("parses");
+        let tree = field_tree(&schema);
+        assert_eq!(tree.format, "ICEBERG");
+        let sk = tree.find("/fields/sk").expect("sk");
+        assert_eq!(
+            (sk.number, sk.required, sk.nullable),
+            (Some(1), true, false)
+        );
+        assert_eq!(sk.doc.as_deref(), Some("key"));
+        let pts = tree.find("/fields/pts").expect("pts");
+        assert_eq!(pts.type_name, "array<struct>");
+        assert_eq!(pts.children.len(), 1);
+        assert_eq!(pts.children[0].name, "x");
+        assert_eq!(pts.children[0].path, "/fields/pts/element/fields/x");
+        assert_eq!(pts.children[0].number, Some(4));
     }
 }
