@@ -27,16 +27,28 @@ fn every_case_gets_its_expected_verdict_and_rules() {
             IcebergFormat::parse(&case[key].to_string(), &[])
                 .unwrap_or_else(|e| panic!("{id} {key}: {e}"))
         };
-        let (old, new) = (parse("old"), parse("new"));
+        // One earlier version (`old`) or several (`history`, oldest first).
+        let olds: Vec<_> = match case.get("history").and_then(Value::as_array) {
+            Some(list) => list
+                .iter()
+                .map(|v| {
+                    IcebergFormat::parse(&v.to_string(), &[])
+                        .unwrap_or_else(|e| panic!("{id} history: {e}"))
+                })
+                .collect(),
+            None => vec![parse("old")],
+        };
+        let new = parse("new");
         let level: Level = case["level"]
             .as_str()
             .expect("level")
             .parse()
             .expect("a level");
-        let history = [PriorVersion {
-            version: 1,
-            schema: &old,
-        }];
+        let history: Vec<PriorVersion<'_, _>> = olds
+            .iter()
+            .zip(1..)
+            .map(|(schema, version)| PriorVersion { version, schema })
+            .collect();
         let report =
             check_history::<IcebergFormat>(level, &new, &history, &CheckOptions::default());
         let expected = case["compatible"].as_bool().expect("compatible");
