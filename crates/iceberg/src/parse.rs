@@ -192,14 +192,16 @@ impl Parser<'_> {
                 Some(Value::String(d)) => Some(d.clone()),
                 Some(_) => return Err(invalid(&at, "'doc' must be a string.")),
             };
+            let initial_default = default_of(field, "initial-default", &ty, &at)?;
+            let write_default = default_of(field, "write-default", &ty, &at)?;
             fields.push(Field {
                 id,
                 name,
                 required,
                 ty,
                 doc,
-                initial_default: field.get("initial-default").cloned(),
-                write_default: field.get("write-default").cloned(),
+                initial_default,
+                write_default,
             });
         }
         Ok(fields)
@@ -274,6 +276,42 @@ impl Parser<'_> {
                 "A nested type must have \"type\" struct, list or map.",
             )),
         }
+    }
+}
+
+/// A field's default in the specification's single-value JSON form, checked against its type
+/// (the shape only: booleans, integers, numbers, strings for text, dates, times, uuids,
+/// decimals and hex bytes, objects for structs, arrays for lists, key/value arrays for maps).
+fn default_of(
+    field: &Map<String, Value>,
+    key: &str,
+    ty: &Type,
+    path: &str,
+) -> Result<Option<Value>, SchemaError> {
+    let Some(value) = field.get(key) else {
+        return Ok(None);
+    };
+    let fits = match (ty, value) {
+        (_, Value::Null) => true,
+        (Type::Primitive(p), v) => match p {
+            Primitive::Boolean => v.is_boolean(),
+            Primitive::Int | Primitive::Long => v.is_i64() || v.is_u64(),
+            Primitive::Float | Primitive::Double => v.is_number(),
+            Primitive::Variant | Primitive::Unknown => true,
+            _ => v.is_string(),
+        },
+        (Type::Struct(_), v) => v.is_object(),
+        (Type::List { .. }, v) => v.is_array(),
+        (Type::Map { .. }, v) => v.is_object(),
+    };
+    if fits {
+        Ok(Some(value.clone()))
+    } else {
+        Err(SchemaError::new(
+            SchemaErrorKind::InvalidDefault,
+            path,
+            format!("'{key}' {value} does not fit the field's type {ty}."),
+        ))
     }
 }
 

@@ -102,6 +102,17 @@ fn invalid_schemas_are_refused_with_a_path_and_reason() {
         "source-id 8",
     );
     refused("[1]", "JSON object");
+    refused(
+        r#"{"type":"struct","fields":[{"id":1,"name":"a","required":true,"type":"int","initial-default":"x"}]}"#,
+        "'initial-default' \"x\" does not fit the field's type int",
+    );
+    refused(
+        r#"{"type":"struct","fields":[{"id":1,"name":"a","required":false,"type":"decimal(9, 2)","write-default":1.5}]}"#,
+        "does not fit",
+    );
+    parse(
+        r#"{"type":"struct","fields":[{"id":1,"name":"a","required":true,"type":"decimal(9, 2)","initial-default":"1.50","write-default":"2.00"}]}"#,
+    );
     let err = IcebergFormat::parse("{", &[]).expect_err("syntax");
     assert_eq!(err.kind, SchemaErrorKind::Syntax);
 }
