@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the real-client suites against a freshly built `covenant serve` on a free loopback port
 # with a temporary data directory:
-#   - tests/clients/*.py: pytest + confluent-kafka's Schema Registry client and serializers;
+#   - tests/clients/*.py: pytest + confluent-kafka's Schema Registry client and serializers, and
+#     pyiceberg as the differential peer of the Iceberg format (test_iceberg.py);
 #   - tests/clients/node: `node --test` + @kafkajs/confluent-schema-registry (npm ci, cached in
 #     tests/clients/node/node_modules);
 #   - schemathesis: generated requests for every operation of /openapi.json (bounded by
@@ -26,6 +27,11 @@ fi
 if ! "$VENV/bin/python" -c "import confluent_kafka.schema_registry, fastavro, pytest, google.protobuf, jsonschema, cryptography" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check \
     "confluent-kafka[schemaregistry,avro,json,protobuf]" pytest cryptography
+fi
+# pyiceberg (pinned) is the differential peer of the Iceberg format (tests/clients/test_iceberg.py),
+# on its SQLite catalog.
+if ! "$VENV/bin/python" -c "import pyiceberg, sqlalchemy; assert pyiceberg.__version__ == '0.12.0'" 2>/dev/null; then
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "pyiceberg[sql-sqlite]==0.12.0"
 fi
 if [ ! -x "$VENV/bin/schemathesis" ]; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis>=4,<5"

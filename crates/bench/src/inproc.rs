@@ -327,6 +327,7 @@ pub fn format_available(schema_type: SchemaType) -> Option<String> {
         SchemaType::Avro => "\"string\"",
         SchemaType::Json => "{\"type\": \"string\"}",
         SchemaType::Protobuf => "syntax = \"proto3\";\nmessage Probe { string a = 1; }\n",
+        SchemaType::Iceberg => "{\"type\": \"struct\", \"fields\": []}",
     };
     match ParsedSchema::parse(schema_type, probe, &[]) {
         Ok(_) => None,

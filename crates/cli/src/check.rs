@@ -37,7 +37,8 @@ pub enum Output {
 
 #[derive(clap::Args)]
 pub struct SchemaInputArgs {
-    /// Schema format: avro, json (JSON Schema) or protobuf. Default: from the file extension
+    /// Schema format: avro, json (JSON Schema), protobuf or iceberg (a table schema, or a
+    /// table's metadata.json whose current schema is read). Default: from the file extension
     /// (.proto is protobuf, .avsc avro) and, for other files such as .json, from the content
     /// (`$schema`, `properties` or a JSON Schema type is JSON Schema), else avro.
     #[arg(long, short = 'f')]
@@ -129,6 +130,7 @@ impl SampleArgs {
                 ParsedSchema::Avro(_) => SampleEncoding::Avro,
                 ParsedSchema::Json(_) => SampleEncoding::Json,
                 ParsedSchema::Protobuf(_) => SampleEncoding::Protobuf,
+                ParsedSchema::Iceberg(_) => SampleEncoding::Json,
             },
         };
         covenant_policy::replay::check_encoding(candidate, encoding, self.message.as_deref())
@@ -381,6 +383,9 @@ pub struct PlanArgs {
     /// every one given (their producers, consumers and data may meet the new version).
     #[arg(required = true)]
     pub old: Vec<PathBuf>,
+    /// Iceberg: the table the `ALTER TABLE` statements name.
+    #[arg(long, default_value = covenant_iceberg::ddl::DEFAULT_TABLE)]
+    pub table: String,
 }
 
 /// The rollout plan: which producer/consumer combinations are safe and in which order to
@@ -395,15 +400,60 @@ pub fn run_plan(args: PlanArgs) -> Result<ExitCode> {
     let plan = within_budget(&args.input, || {
         covenant_policy::rollout(&candidate, &every, &options, &context, &settings)
     })?;
+    let ddl = match (&candidate, history.last()) {
+        (ParsedSchema::Iceberg(new), Some((_, ParsedSchema::Iceberg(old)))) => {
+            Some(covenant_iceberg::plan_ddl(old, new, &args.table))
+        }
+        _ => None,
+    };
     match args.output {
-        Output::Json | Output::Sarif => outln!("{}", serde_json::to_string_pretty(&plan)?),
-        Output::Text => out!("{}", plan.render_text()),
+        Output::Json | Output::Sarif => {
+            let mut value = serde_json::to_value(&plan)?;
+            if let (Some(ddl), serde_json::Value::Object(map)) = (&ddl, &mut value) {
+                map.insert("ddl".into(), ddl_json(ddl));
+            }
+            outln!("{}", serde_json::to_string_pretty(&value)?)
+        }
+        Output::Text => {
+            out!("{}", plan.render_text());
+            if let Some(ddl) = &ddl {
+                out!("{}", ddl_text(ddl));
+            }
+        }
     }
-    Ok(if plan.order == covenant_policy::DeploymentOrder::Neither {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let refused = matches!(ddl, Some(Err(_)));
+    Ok(
+        if plan.order == covenant_policy::DeploymentOrder::Neither || refused {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
+}
+
+type DdlResult = Result<covenant_iceberg::DdlPlan, Vec<covenant_engine::Finding>>;
+
+/// The `ddl` member of `plan --output json`: the statements with their operations, or
+/// `refused` with the findings that make the change one Iceberg cannot apply.
+fn ddl_json(ddl: &DdlResult) -> serde_json::Value {
+    match ddl {
+        Ok(plan) => serde_json::to_value(plan).unwrap_or_default(),
+        Err(findings) => serde_json::json!({ "refused": findings }),
+    }
+}
+
+fn ddl_text(ddl: &DdlResult) -> String {
+    match ddl {
+        Ok(plan) => format!("\nIceberg DDL (Spark SQL):\n{}", plan.render()),
+        Err(findings) => {
+            let mut out =
+                String::from("\nIceberg DDL: refused, Iceberg cannot apply this change:\n");
+            for f in findings {
+                out.push_str(&format!("  {} {}: {}\n", f.rule, f.path, f.message));
+            }
+            out
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -550,7 +600,7 @@ fn schema_type_for(input: &SchemaInputArgs, file: &Path) -> Result<Chosen> {
     if let Some(format) = &input.format {
         let schema_type = format.parse().map_err(|_| {
             InvalidInput(format!(
-                "invalid --format '{format}': expected avro, json or protobuf"
+                "invalid --format '{format}': expected avro, json, protobuf or iceberg"
             ))
         })?;
         return Ok(Chosen {
@@ -582,7 +632,7 @@ fn schema_type_for(input: &SchemaInputArgs, file: &Path) -> Result<Chosen> {
     })
 }
 
-/// Tells JSON Schema from Avro by content, for files whose extension (`.json`) fits both.
+/// Tells JSON Schema from Avro (and Iceberg) by content, for files whose extension (`.json`) fits them all.
 /// JSON Schema: a boolean schema, or an object with `$schema`, `properties`, `$ref`, `$defs`
 /// or a `type` only JSON Schema has. Avro: a `fields` or `symbols` list, or a `type` only
 /// Avro has. Anything else (a bare `"string"`, a union) is left undecided.
@@ -593,6 +643,13 @@ fn infer_from_content(text: &str) -> Option<SchemaType> {
         serde_json::Value::Object(object) => object,
         _ => return None,
     };
+    // Iceberg: a schema is `"type": "struct"` (a type neither other format has), and table
+    // metadata carries `format-version`.
+    if object.get("type").and_then(|t| t.as_str()) == Some("struct")
+        || object.contains_key("format-version")
+    {
+        return Some(SchemaType::Iceberg);
+    }
     const JSON_KEYS: [&str; 5] = ["$schema", "properties", "$ref", "$defs", "definitions"];
     const AVRO_KEYS: [&str; 2] = ["fields", "symbols"];
     if AVRO_KEYS.iter().any(|k| object.contains_key(*k)) {
@@ -719,7 +776,7 @@ fn parse_file(
                 " (read as {schema_type} by its file extension; pass --format to choose another format)"
             ),
             Why::Content => format!(
-                " (read as {schema_type}, the format its content suggests; pass --format avro, json or protobuf to choose)"
+                " (read as {schema_type}, the format its content suggests; pass --format avro, json, protobuf or iceberg to choose)"
             ),
             Why::Default => format!(
                 " (read as {schema_type}, the default; pass --format json or protobuf for other formats)"

@@ -210,6 +210,7 @@ pub fn propose(
         SchemaType::Avro => avro(text, &new)?,
         SchemaType::Json => json_schema(text, &new)?,
         SchemaType::Protobuf => protobuf(schema, text, &new)?,
+        SchemaType::Iceberg => iceberg(schema, text, &new)?,
     };
     Ok((text, new))
 }
@@ -239,6 +240,41 @@ fn avro(text: &str, new: &[Promotion]) -> Result<String, ProposeError> {
         }));
     }
     Ok(pretty(&schema))
+}
+
+/// Iceberg: optional top-level columns with ids after the highest the schema (or the table's
+/// `last-column-id`) has used, so no dropped column's id comes back.
+fn iceberg(schema: &ParsedSchema, text: &str, new: &[Promotion]) -> Result<String, ProposeError> {
+    let ParsedSchema::Iceberg(table) = schema else {
+        return Err(ProposeError("not an Iceberg schema".into()));
+    };
+    let mut value = parse_json(text)?;
+    if value.get("format-version").is_some() {
+        return Err(ProposeError(
+            "the Iceberg text is table metadata; propose from the schema object itself".into(),
+        ));
+    }
+    let highest = covenant_iceberg::index::Index::new(table)
+        .columns
+        .keys()
+        .copied()
+        .chain(table.last_column_id)
+        .max()
+        .unwrap_or(0);
+    let Some(fields) = value.get_mut("fields").and_then(Value::as_array_mut) else {
+        return Err(ProposeError("the Iceberg schema has no fields list".into()));
+    };
+    for (p, id) in new.iter().zip(highest + 1..) {
+        fields.push(json!({
+            "id": id,
+            "name": p.name,
+            "required": false,
+            // Iceberg spells these four primitives as Avro does.
+            "type": p.kind.avro(),
+            "doc": format!("Promoted from {}.", p.source),
+        }));
+    }
+    Ok(pretty(&value))
 }
 
 /// JSON Schema: a property that is not `required`.
@@ -423,6 +459,32 @@ mod tests {
 
     fn parse(t: SchemaType, text: &str) -> ParsedSchema {
         ParsedSchema::parse(t, text, &[]).expect("parses")
+    }
+
+    #[test]
+    fn iceberg_gets_optional_columns_with_ids_past_every_used_one() {
+        let text = r#"{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"symbol","required":true,"type":"string"},{"id":7,"name":"pts","required":false,"type":{"type":"list","element-id":9,"element-required":false,"element":"double"}}]}"#;
+        let schema = parse(SchemaType::Iceberg, text);
+        let wanted = promotions(
+            &profile(),
+            &paths(&["marginTradingAllowed", "lotSteps"]),
+            Style::Snake,
+        );
+        let (out, added) = propose(&schema, text, &wanted).expect("proposal");
+        assert_eq!(added.len(), 2);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["fields"][2]["id"], json!(10), "after the element id 9");
+        assert_eq!(v["fields"][2]["name"], "margin_trading_allowed");
+        assert_eq!(v["fields"][2]["required"], json!(false));
+        assert_eq!(v["fields"][3]["type"], json!("long"));
+        let next = parse(SchemaType::Iceberg, &out);
+        let report = covenant_schema::check(
+            covenant_engine::Level::Backward,
+            &next,
+            &[(1, &schema)],
+            &covenant_engine::CheckOptions::default(),
+        );
+        assert!(report.compatible, "{report:?}");
     }
 
     #[test]

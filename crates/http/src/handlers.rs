@@ -321,8 +321,9 @@ pub async fn health_ready(State(state): State<AppState>) -> Response {
 
 // ----- /schemas --------------------------------------------------------------------------
 
+/// Confluent's three types in Confluent's order, then Covenant's own `ICEBERG`.
 pub async fn schema_types() -> Response {
-    ok(json!(["JSON", "PROTOBUF", "AVRO"]))
+    ok(json!(["JSON", "PROTOBUF", "AVRO", "ICEBERG"]))
 }
 
 pub async fn schemas(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
@@ -986,7 +987,7 @@ pub async fn delete_subject_mode(
 
 pub async fn metrics(State(state): State<AppState>, access: Access) -> Response {
     if let Ok(counts) = state.registry.schema_counts().await {
-        for t in ["AVRO", "JSON", "PROTOBUF"] {
+        for t in ["AVRO", "JSON", "PROTOBUF", "ICEBERG"] {
             let n = counts
                 .iter()
                 .find(|(k, _)| k == t)

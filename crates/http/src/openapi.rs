@@ -431,7 +431,7 @@ fn components() -> Value {
             "required": ["schema"],
             "properties": {
                 "schema": {"type": "string", "description": "The schema text."},
-                "schemaType": {"type": "string", "enum": ["AVRO", "JSON", "PROTOBUF"]},
+                "schemaType": {"type": "string", "enum": ["AVRO", "JSON", "PROTOBUF", "ICEBERG"]},
                 "references": {"type": "array", "items": {
                     "type": "object",
                     "required": ["name", "subject", "version"],

@@ -17,7 +17,7 @@ async fn empty_registry_answers_like_confluent() {
     assert_eq!(app.send("POST", "/", Some("{\"a\":1}")).await.text, "{}");
     assert_eq!(app.get("/contexts").await.json(), json!(["."]));
     let types = app.get("/schemas/types").await.json();
-    assert_eq!(types, json!(["JSON", "PROTOBUF", "AVRO"]));
+    assert_eq!(types, json!(["JSON", "PROTOBUF", "AVRO", "ICEBERG"]));
     assert_eq!(app.get("/schemas").await.json(), json!([]));
     let r = app.get("/schemas/ids/1").await;
     assert_eq!((r.status.as_u16(), r.code()), (404, 40403));

@@ -99,6 +99,7 @@ impl<'a> Pair<'a> {
             "AVRO" => "avro",
             "JSON" => "json",
             "PROTOBUF" => "protobuf",
+            "ICEBERG" => "iceberg",
             _ => "any",
         }
     }

@@ -140,8 +140,12 @@ pub fn decode_framed_body(writer: &ParsedSchema, body: &[u8]) -> Result<serde_js
         ParsedSchema::Json(_) => {
             serde_json::from_slice(body).map_err(|e| format!("The payload is not JSON: {e}."))
         }
+        ParsedSchema::Iceberg(_) => Err(NO_ICEBERG_SAMPLES.into()),
     }
 }
+
+/// Why an Iceberg schema takes no samples.
+const NO_ICEBERG_SAMPLES: &str = "An ICEBERG table schema takes no message samples: its rows live in the table's data files, not in framed messages.";
 
 /// Checks that an encoding fits the schema type before anything is stored.
 pub fn check_encoding(
@@ -149,6 +153,9 @@ pub fn check_encoding(
     encoding: SampleEncoding,
     message_name: Option<&str>,
 ) -> Result<(), String> {
+    if let ParsedSchema::Iceberg(_) = schema {
+        return Err(NO_ICEBERG_SAMPLES.into());
+    }
     let fits = matches!(
         (schema, encoding),
         (_, SampleEncoding::Confluent)
@@ -164,7 +171,7 @@ pub fn check_encoding(
             match schema {
                 ParsedSchema::Avro(_) => "avro",
                 ParsedSchema::Protobuf(_) => "protobuf",
-                ParsedSchema::Json(_) => "json",
+                ParsedSchema::Json(_) | ParsedSchema::Iceberg(_) => "json",
             }
         ));
     }
@@ -179,6 +186,7 @@ fn schema_type(schema: &ParsedSchema) -> &'static str {
         ParsedSchema::Avro(_) => "AVRO",
         ParsedSchema::Protobuf(_) => "PROTOBUF",
         ParsedSchema::Json(_) => "JSON",
+        ParsedSchema::Iceberg(_) => "ICEBERG",
     }
 }
 

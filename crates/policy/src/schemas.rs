@@ -11,6 +11,7 @@ pub fn field_tree(schema: &ParsedSchema) -> FieldTree {
         ParsedSchema::Avro(s) => covenant_avro::field_tree(s),
         ParsedSchema::Json(s) => covenant_jsonschema::field_tree(s),
         ParsedSchema::Protobuf(s) => covenant_protobuf::field_tree(s),
+        ParsedSchema::Iceberg(s) => covenant_iceberg::field_tree(s),
     }
 }
 
@@ -48,10 +49,11 @@ pub fn evaluate_schemas_in_history(
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Vec<Finding> {
-    // Only Protobuf rules read the whole lineage (numbers and names); other formats are
-    // compared with the latest version alone, so the other trees are not built.
+    // Only Protobuf and Iceberg rules read the whole lineage (numbers, names and field ids);
+    // other formats are compared with the latest version alone, so the other trees are not
+    // built.
     let wanted = match new {
-        ParsedSchema::Protobuf(_) => lineage,
+        ParsedSchema::Protobuf(_) | ParsedSchema::Iceberg(_) => lineage,
         _ => &lineage[lineage.len().saturating_sub(1)..],
     };
     let trees: Vec<(i64, FieldTree)> = wanted.iter().map(|(v, s)| (*v, field_tree(s))).collect();

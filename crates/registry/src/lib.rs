@@ -355,20 +355,22 @@ fn stored_text(
         return parsed.normalized();
     }
     match schema_type {
-        SchemaType::Avro | SchemaType::Json => match serde_json::from_str::<Value>(raw) {
-            Ok(value) => {
-                if schema_type == SchemaType::Avro
-                    && let Value::Object(map) = &value
-                    && map.len() == 1
-                    && let Some(Value::String(t)) = map.get("type")
-                    && is_avro_primitive(t)
-                {
-                    return Value::String(t.clone()).to_string();
+        SchemaType::Avro | SchemaType::Json | SchemaType::Iceberg => {
+            match serde_json::from_str::<Value>(raw) {
+                Ok(value) => {
+                    if schema_type == SchemaType::Avro
+                        && let Value::Object(map) = &value
+                        && map.len() == 1
+                        && let Some(Value::String(t)) = map.get("type")
+                        && is_avro_primitive(t)
+                    {
+                        return Value::String(t.clone()).to_string();
+                    }
+                    value.to_string()
                 }
-                value.to_string()
+                Err(_) => raw.trim().to_string(),
             }
-            Err(_) => raw.trim().to_string(),
-        },
+        }
         // Base64 descriptor input is stored as .proto text, as Confluent's canonical string.
         SchemaType::Protobuf => match parsed {
             ParsedSchema::Protobuf(p) => p.text().trim().to_string(),

@@ -1,4 +1,4 @@
-//! One entry point over the three schema formats, for callers that hold a schema type as data
+//! One entry point over the four schema formats, for callers that hold a schema type as data
 //! (the registry, the CLI). Each format crate stays independent of the others.
 
 use covenant_avro::{AvroFormat, AvroSchema};
@@ -6,6 +6,7 @@ use covenant_engine::{
     CheckOptions, Finding, Format, Level, Limits, PriorVersion, Reference, Report, RuleSpec,
     SchemaError, Severity, check_history,
 };
+use covenant_iceberg::{IcebergFormat, IcebergSchema};
 use covenant_jsonschema::{JsonSchema, JsonSchemaFormat};
 use covenant_protobuf::{ProtobufFormat, ProtobufSchema};
 use std::fmt;
@@ -20,16 +21,24 @@ pub enum SchemaType {
     Avro,
     Json,
     Protobuf,
+    /// An Apache Iceberg table schema (not a Confluent type).
+    Iceberg,
 }
 
 impl SchemaType {
-    pub const ALL: [SchemaType; 3] = [SchemaType::Avro, SchemaType::Json, SchemaType::Protobuf];
+    pub const ALL: [SchemaType; 4] = [
+        SchemaType::Avro,
+        SchemaType::Json,
+        SchemaType::Protobuf,
+        SchemaType::Iceberg,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             SchemaType::Avro => AvroFormat::NAME,
             SchemaType::Json => JsonSchemaFormat::NAME,
             SchemaType::Protobuf => ProtobufFormat::NAME,
+            SchemaType::Iceberg => IcebergFormat::NAME,
         }
     }
 }
@@ -42,12 +51,14 @@ impl fmt::Display for SchemaType {
 
 impl FromStr for SchemaType {
     type Err = String;
-    /// Accepts Confluent's names case-insensitively, plus the CLI's `json`/`jsonschema`/`proto`.
+    /// Accepts Confluent's names case-insensitively, plus the CLI's `json`/`jsonschema`/`proto`,
+    /// and `ICEBERG`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_uppercase().as_str() {
             "AVRO" => Ok(SchemaType::Avro),
             "JSON" | "JSONSCHEMA" | "JSON_SCHEMA" => Ok(SchemaType::Json),
             "PROTOBUF" | "PROTO" => Ok(SchemaType::Protobuf),
+            "ICEBERG" => Ok(SchemaType::Iceberg),
             _ => Err(format!("Invalid schema type {s}")),
         }
     }
@@ -59,6 +70,7 @@ pub enum ParsedSchema {
     Avro(AvroSchema),
     Json(JsonSchema),
     Protobuf(ProtobufSchema),
+    Iceberg(IcebergSchema),
 }
 
 impl ParsedSchema {
@@ -88,6 +100,9 @@ impl ParsedSchema {
             SchemaType::Protobuf => {
                 ParsedSchema::Protobuf(ProtobufFormat::parse_with(text, references, limits)?)
             }
+            SchemaType::Iceberg => {
+                ParsedSchema::Iceberg(IcebergFormat::parse_with(text, references, limits)?)
+            }
         })
     }
 
@@ -96,6 +111,7 @@ impl ParsedSchema {
             ParsedSchema::Avro(_) => SchemaType::Avro,
             ParsedSchema::Json(_) => SchemaType::Json,
             ParsedSchema::Protobuf(_) => SchemaType::Protobuf,
+            ParsedSchema::Iceberg(_) => SchemaType::Iceberg,
         }
     }
 
@@ -105,6 +121,7 @@ impl ParsedSchema {
             ParsedSchema::Avro(s) => AvroFormat::normalized(s),
             ParsedSchema::Json(s) => JsonSchemaFormat::normalized(s),
             ParsedSchema::Protobuf(s) => ProtobufFormat::normalized(s),
+            ParsedSchema::Iceberg(s) => IcebergFormat::normalized(s),
         }
     }
 }
@@ -115,7 +132,7 @@ pub static SCHEMA_TYPE_CHANGED: RuleSpec = RuleSpec {
     format: "any",
     category: "structural",
     default_severity: Severity::Error,
-    summary: "The new version has a different schema type (Avro, JSON Schema, Protobuf) than an earlier one; no reader of one can read the other.",
+    summary: "The new version has a different schema type (Avro, JSON Schema, Protobuf, Iceberg) than an earlier one; no reader of one can read the other.",
     bad_example: "version 1: AVRO record; version 2: PROTOBUF message",
     good_example: "a new subject (or a new topic) for the Protobuf message",
     hint: "Register the new format under a new subject and migrate consumers to it.",
@@ -161,6 +178,11 @@ pub fn check(
             _ => None,
         })
         .map(|h| check_history::<ProtobufFormat>(level, c, &h, options)),
+        ParsedSchema::Iceberg(c) => same(history, |s| match s {
+            ParsedSchema::Iceberg(s) => Some(s),
+            _ => None,
+        })
+        .map(|h| check_history::<IcebergFormat>(level, c, &h, options)),
     };
     match result {
         Ok(report) => report,
@@ -195,6 +217,7 @@ pub fn locate(
         SchemaType::Avro => covenant_avro::locate(text, path),
         SchemaType::Json => covenant_jsonschema::locate(text, path),
         SchemaType::Protobuf => covenant_protobuf::locate(text, path),
+        SchemaType::Iceberg => covenant_iceberg::locate(text, path),
     }
 }
 
@@ -206,6 +229,7 @@ pub fn rule_groups() -> Vec<(&'static str, &'static [&'static RuleSpec])> {
         ("Avro", covenant_avro::rules()),
         ("JSON Schema", covenant_jsonschema::rules()),
         ("Protobuf", covenant_protobuf::rules()),
+        ("Iceberg", covenant_iceberg::rules()),
     ]
 }
 

@@ -16,6 +16,7 @@
 
 use crate::pair::{Located, Pair};
 use covenant_engine::{Finding, Node, NodeKind, RuleSpec, Severity};
+use std::collections::HashMap;
 
 pub static RULE: RuleSpec = RuleSpec {
     id: "FIELD_IDENTITY_MOVED",
@@ -46,10 +47,13 @@ fn hint(name: &str) -> String {
     )
 }
 
-/// Protobuf: a field name present in both versions under different numbers.
+/// Protobuf (and Iceberg ids): a field name present in both versions under different
+/// numbers. Maps, not scans: a struct of many thousand fields must stay linear.
 fn number_moved(old: &[&Node], new: &[&Node], out: &mut Vec<Finding>) {
+    let by_name: HashMap<&str, &Node> = old.iter().map(|o| (o.name.as_str(), *o)).collect();
+    let by_number: HashMap<i64, &Node> = old.iter().filter_map(|o| Some((o.number?, *o))).collect();
     for n in new {
-        let Some(o) = old.iter().find(|o| o.name == n.name) else {
+        let Some(o) = by_name.get(n.name.as_str()) else {
             continue;
         };
         let (Some(was), Some(now)) = (o.number, n.number) else {
@@ -58,9 +62,8 @@ fn number_moved(old: &[&Node], new: &[&Node], out: &mut Vec<Finding>) {
         if was == now {
             continue;
         }
-        let taken = old
-            .iter()
-            .find(|x| x.number == Some(now))
+        let taken = by_number
+            .get(&now)
             .map(|x| {
                 format!(
                     "; number {now} was '{}', so its old data now decodes as '{}'",
@@ -115,7 +118,9 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
     for (old_parent, new_parent) in pair.matched() {
         let (old, new) = (fields(old_parent), fields(new_parent));
         match pair.format() {
-            "protobuf" => number_moved(&old, &new, &mut findings),
+            // Iceberg binds by field id as Protobuf binds by number: a name under a new id
+            // is a new column, and the old column's data is no longer read under that name.
+            "protobuf" | "iceberg" => number_moved(&old, &new, &mut findings),
             "avro" => alias_moved(&old, &new, &mut findings),
             _ => {}
         }

@@ -112,6 +112,12 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
                     "; its alias '{}' lets Avro readers resolve old data, but queries, dashboards and lineage still see a removal and an addition",
                     old.name
                 )
+            } else if old.number.is_some() && old.number == new.number && pair.format() == "iceberg"
+            {
+                format!(
+                    " under the same field id {}; Iceberg reads the old data under the new name, but queries, views and consumers that name the column see a removal and an addition",
+                    old.number.unwrap_or_default()
+                )
             } else if old.number.is_some() && old.number == new.number {
                 format!(
                     " under the same number {}; binary readers are unaffected, but JSON encodings, generated code and queries see a removal and an addition",

@@ -9,6 +9,7 @@ pub(crate) mod enum_value_added;
 pub(crate) mod field_default_changed;
 pub(crate) mod field_identity_moved;
 pub(crate) mod field_removed_without_deprecation;
+pub(crate) mod iceberg_history_reused;
 pub(crate) mod json_additional_properties_implicit;
 pub(crate) mod json_format_added;
 pub(crate) mod key_field_changed;
@@ -85,6 +86,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
         check: field_identity_moved::check,
     },
     Entry {
+        spec: &iceberg_history_reused::RULE,
+        check: iceberg_history_reused::check,
+    },
+    Entry {
         spec: &nullability_changed::RULE,
         check: nullability_changed::check,
     },
@@ -155,7 +160,7 @@ mod tests {
             assert!(seen.insert(rule.id), "{} listed twice", rule.id);
             assert_eq!(rule.category, "semantic", "{}", rule.id);
             assert!(
-                ["any", "avro", "json", "protobuf"].contains(&rule.format),
+                ["any", "avro", "json", "protobuf", "iceberg"].contains(&rule.format),
                 "{}",
                 rule.id
             );

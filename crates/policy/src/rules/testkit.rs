@@ -160,6 +160,19 @@ pub fn run(rule: &str, old: &FieldTree, new: &FieldTree, context: &PolicyContext
         .collect()
 }
 
+/// [`run`] with every earlier version known (oldest first; the last is the one replaced).
+pub fn run_in_history(
+    rule: &str,
+    lineage: &[(i64, &FieldTree)],
+    new: &FieldTree,
+    context: &PolicyContext,
+) -> Vec<Finding> {
+    crate::evaluate_in_history(lineage, new, context, &PolicySettings::default())
+        .into_iter()
+        .filter(|f| f.rule == rule)
+        .collect()
+}
+
 pub fn none() -> PolicyContext {
     PolicyContext::default()
 }

@@ -452,3 +452,82 @@ fn a_cycle_through_not_ends() {
         "a retyped property is still seen"
     );
 }
+
+// ----- Iceberg: deep lists and maps, wide structs, ids at the edge ----------------------
+
+/// A column nested `levels` lists deep (each list one level, the table's struct one more).
+fn iceberg_nested_lists(levels: usize) -> String {
+    let mut ty = json!("long");
+    for i in 0..levels {
+        ty =
+            json!({"type": "list", "element-id": 10 + i, "element-required": false, "element": ty});
+    }
+    json!({"type": "struct", "fields": [{"id": 1, "name": "deep", "required": false, "type": ty}]})
+        .to_string()
+}
+
+/// An Iceberg schema one past a random limit set to a random small value.
+pub fn iceberg_past_a_limit(rng: &mut TestRng) -> (String, Limits, Limit) {
+    let n = rng.random_range(2..20);
+    let over = n + 1 + rng.random_range(0..5);
+    let (limit, text) = if rng.random_bool(0.5) {
+        (Limit::Depth, iceberg_nested_lists(over))
+    } else {
+        (
+            Limit::Fields,
+            json!({"type": "struct", "fields": (0..over).map(|i| json!({"id": i + 1, "name": format!("f{i}"), "required": false, "type": "int"})).collect::<Vec<_>>()}).to_string(),
+        )
+    };
+    (text, small_limits(limit, n), limit)
+}
+
+#[test]
+fn iceberg_deep_lists_and_maps_within_the_limit_are_judged_and_past_it_refused() {
+    let depth = Limits::default().max_depth;
+    let within = iceberg_nested_lists(depth - 1);
+    assert!(judged(SchemaType::Iceberg, &within, &within));
+    let promoted = within.replace("\"long\"", "\"int\"");
+    assert!(
+        !judged(SchemaType::Iceberg, &within, &promoted),
+        "long to int deep inside lists"
+    );
+    let message = refused(
+        SchemaType::Iceberg,
+        &iceberg_nested_lists(depth + 5),
+        &Limits::default(),
+    );
+    assert!(message.contains("max-depth"), "{message}");
+    let mut ty = json!("string");
+    for i in 0..depth - 1 {
+        ty = json!({"type": "map", "key-id": 100 + 2 * i, "key": "string", "value-id": 101 + 2 * i, "value-required": false, "value": ty});
+    }
+    let maps = json!({"type": "struct", "fields": [{"id": 1, "name": "m", "required": false, "type": ty}]}).to_string();
+    assert!(judged(SchemaType::Iceberg, &maps, &maps));
+}
+
+#[test]
+fn iceberg_wide_structs_and_edge_ids() {
+    let wide = |n: usize| {
+        json!({"type": "struct", "fields": (0..n).map(|i| json!({"id": i + 1, "name": format!("c{i}"), "required": false, "type": "long"})).collect::<Vec<_>>()}).to_string()
+    };
+    let (old, new) = (wide(10_000), wide(10_001));
+    assert!(
+        judged(SchemaType::Iceberg, &old, &new),
+        "an optional column added to 10,000"
+    );
+    let message = refused(
+        SchemaType::Iceberg,
+        &wide(Limits::default().max_fields + 1),
+        &Limits::default(),
+    );
+    assert!(message.contains("max-fields"), "{message}");
+    let edge = json!({"type": "struct", "fields": [{"id": 2_147_483_447, "name": "last", "required": false, "type": "int"}]}).to_string();
+    assert!(judged(SchemaType::Iceberg, &edge, &edge));
+    for id in ["2147483448", "9223372036854775807", "1e40", "-1"] {
+        let text = format!(
+            r#"{{"type":"struct","fields":[{{"id":{id},"name":"x","required":false,"type":"int"}}]}}"#
+        );
+        let err = ParsedSchema::parse(SchemaType::Iceberg, &text, &[]).expect_err(id);
+        assert_eq!(err.kind, SchemaErrorKind::Invalid, "{id}: {err}");
+    }
+}

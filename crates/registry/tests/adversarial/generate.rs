@@ -1,4 +1,4 @@
-//! Seeded generators of random schemas in the three formats: recursive (self and mutual
+//! Seeded generators of random schemas in the four formats: recursive (self and mutual
 //! references through named types, `$ref`s and message types), deep, wide, and a mutated
 //! second version of each so that checks have differences to judge.
 
@@ -464,4 +464,106 @@ impl ProtoMessage {
         }
         out.push_str("}\n");
     }
+}
+
+// ----- Iceberg -------------------------------------------------------------------------
+
+/// Iceberg: nested structs, lists and maps, ids assigned in order (sometimes starting near
+/// the largest id allowed); no recursion exists in the format, so depth and width are what
+/// a hostile table schema can grow.
+pub struct Iceberg {
+    next: i64,
+}
+
+const ICEBERG_PRIMITIVES: [&str; 12] = [
+    "int",
+    "long",
+    "float",
+    "double",
+    "string",
+    "boolean",
+    "date",
+    "timestamptz",
+    "binary",
+    "decimal(9, 2)",
+    "decimal(18,2)",
+    "fixed[16]",
+];
+
+impl Iceberg {
+    pub fn schema(rng: &mut TestRng, shape: Shape) -> Value {
+        let start = if rng.random_bool(0.1) {
+            2_147_483_447 - 10_000
+        } else {
+            1
+        };
+        let mut g = Iceberg { next: start };
+        let fields = g.fields(rng, shape, shape.depth);
+        json!({"type": "struct", "schema-id": 0, "fields": fields})
+    }
+
+    fn id(&mut self) -> i64 {
+        self.next += 1;
+        self.next
+    }
+
+    fn fields(&mut self, rng: &mut TestRng, shape: Shape, depth: usize) -> Vec<Value> {
+        (0..shape.width.max(1))
+            .map(|i| {
+                let id = self.id();
+                let ty = self.ty(rng, shape, depth);
+                json!({"id": id, "name": format!("c{i}"), "required": rng.random_bool(0.3), "type": ty})
+            })
+            .collect()
+    }
+
+    fn ty(&mut self, rng: &mut TestRng, shape: Shape, depth: usize) -> Value {
+        if depth == 0 || rng.random_bool(0.5) {
+            return json!(pick(rng, &ICEBERG_PRIMITIVES));
+        }
+        match rng.random_range(0..3) {
+            0 => {
+                json!({"type": "struct", "fields": self.fields(rng, Shape { width: shape.width.min(4), ..shape }, depth - 1)})
+            }
+            1 => {
+                let element_id = self.id();
+                json!({"type": "list", "element-id": element_id, "element-required": rng.random_bool(0.5), "element": self.ty(rng, shape, depth - 1)})
+            }
+            _ => {
+                let (key_id, value_id) = (self.id(), self.id());
+                json!({"type": "map", "key-id": key_id, "key": "string", "value-id": value_id, "value-required": false, "value": self.ty(rng, shape, depth - 1)})
+            }
+        }
+    }
+}
+
+/// A next version: a few random evolution steps on top-level or nested fields (add, drop,
+/// rename, retype, require, reorder, reuse an id).
+pub fn mutate_iceberg(rng: &mut TestRng, schema: &Value) -> Value {
+    let mut new = schema.clone();
+    let mut structs = pointers_to(&new, "fields");
+    structs.push("/fields".into());
+    for _ in 0..rng.random_range(1..4) {
+        let at = pick(rng, &structs).clone();
+        let Some(fields) = new.pointer_mut(&at).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        let n = fields.len();
+        match rng.random_range(0..7) {
+            0 => fields.push(json!({"id": 2_000_000_000 + rng.random_range(0..1000), "name": format!("added{}", rng.random_range(0..1000)), "required": rng.random_bool(0.2), "type": "string"})),
+            1 if n > 0 => {
+                fields.remove(rng.random_range(0..n));
+            }
+            2 if n > 0 => fields[rng.random_range(0..n)]["name"] = json!(format!("renamed{}", rng.random_range(0..1000))),
+            3 if n > 0 => fields[rng.random_range(0..n)]["type"] = json!(pick(rng, &ICEBERG_PRIMITIVES)),
+            4 if n > 0 => fields[rng.random_range(0..n)]["required"] = json!(rng.random_bool(0.5)),
+            5 if n > 1 => fields.swap(0, n - 1),
+            6 if n > 0 => {
+                let id = fields[0]["id"].clone();
+                fields.push(json!({"id": id, "name": "reused", "required": false, "type": "int"}));
+            }
+            _ => {}
+        }
+    }
+    new
 }

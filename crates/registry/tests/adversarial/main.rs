@@ -208,6 +208,17 @@ fn proto_case(rng: &mut TestRng) -> (String, String, Limits, Option<Limit>) {
     (old.text(), new.text(), Limits::default(), None)
 }
 
+fn iceberg_case(rng: &mut TestRng) -> (String, String, Limits, Option<Limit>) {
+    if rng.random_bool(0.1) {
+        let (text, limits, limit) = cases::iceberg_past_a_limit(rng);
+        return (text.clone(), text, limits, Some(limit));
+    }
+    let shape = Shape::random(rng);
+    let old = generate::Iceberg::schema(rng, shape);
+    let new = generate::mutate_iceberg(rng, &old);
+    (old.to_string(), new.to_string(), Limits::default(), None)
+}
+
 #[test]
 fn generated_schemas_never_take_the_process_down() {
     let runs = [
@@ -216,6 +227,10 @@ fn generated_schemas_never_take_the_process_down() {
         (
             SchemaType::Protobuf,
             run_generator(SchemaType::Protobuf, proto_case),
+        ),
+        (
+            SchemaType::Iceberg,
+            run_generator(SchemaType::Iceberg, iceberg_case),
         ),
     ];
     for (format, tally) in &runs {
