@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the real-client suites against a freshly built `covenant serve` on a free loopback port
 # with a temporary data directory:
-#   - tests/clients/*.py: pytest + confluent-kafka's Schema Registry client and serializers;
+#   - tests/clients/*.py: pytest + confluent-kafka's Schema Registry client and serializers, and
+#     the web console in headless Chromium driven by Selenium (test_console.py);
 #   - tests/clients/node: `node --test` + @kafkajs/confluent-schema-registry (npm ci, cached in
 #     tests/clients/node/node_modules);
 #   - schemathesis: generated requests for every operation of /openapi.json (bounded by
@@ -26,6 +27,14 @@ fi
 if ! "$VENV/bin/python" -c "import confluent_kafka.schema_registry, fastavro, pytest, google.protobuf, jsonschema, cryptography" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check \
     "confluent-kafka[schemaregistry,avro,json,protobuf]" pytest cryptography
+fi
+# Selenium drives Debian's Chromium in the web console's browser test (test_console.py).
+if ! "$VENV/bin/python" -c "import selenium" 2>/dev/null; then
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "selenium>=4.20,<5"
+fi
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  echo "client-tests: installing Chromium and ChromeDriver from Debian's packages" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } || true
 fi
 if [ ! -x "$VENV/bin/schemathesis" ]; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis>=4,<5"

@@ -212,7 +212,8 @@ fn secure_headers(headers: &mut HeaderMap) {
     set(headers, "content-security-policy", CONTENT_SECURITY_POLICY);
     set(headers, "x-content-type-options", "nosniff");
     set(headers, "x-frame-options", "DENY");
-    set(headers, "referrer-policy", "no-referrer");
+    // `no-referrer` would make browsers send `Origin: null` on the console's own forms.
+    set(headers, "referrer-policy", "same-origin");
     set(headers, "cache-control", "no-store");
 }
 

@@ -212,6 +212,39 @@ pub fn display_text(schema_type: &str, text: &str) -> String {
         .unwrap_or_else(|| text.to_string())
 }
 
+#[derive(Debug, PartialEq, Eq)]
+enum Side {
+    Old,
+    New,
+}
+
+/// Which text a diff finding is pinned to: the new one where its path is there, the old one
+/// for what the new version no longer has (a path missing from a text locates at its root,
+/// line 1, so a line past the root in the old text is the better place).
+fn pick_side(new: Option<usize>, old: Option<usize>) -> Option<(Side, usize)> {
+    match (new, old) {
+        (Some(1), Some(o)) if o > 1 => Some((Side::Old, o)),
+        (Some(n), _) => Some((Side::New, n)),
+        (None, Some(o)) => Some((Side::Old, o)),
+        (None, None) => None,
+    }
+}
+
+/// The line a finding is pinned to: where `locate` puts it, except that a bare opening
+/// bracket of pretty-printed JSON (where a field's object starts) moves to the next line,
+/// which names the field.
+fn anchor_line(text: &str, line: usize) -> usize {
+    let bare = text
+        .lines()
+        .nth(line.saturating_sub(1))
+        .is_some_and(|l| matches!(l.trim(), "{" | "["));
+    if bare && line < text.lines().count() {
+        line + 1
+    } else {
+        line
+    }
+}
+
 fn schema_type(name: &str) -> SchemaType {
     SchemaType::from_str(name).unwrap_or_default()
 }
@@ -522,17 +555,19 @@ pub async fn diff(
     let mut anchored = Vec::new();
     for f in report.findings {
         let in_new = covenant_schema::locate(schema_type(&b.schema.schema_type), &new, &f.path);
-        let anchor = match in_new {
-            Some(p) => {
-                new_flags.entry(p.line).or_default().push(f.rule.clone());
-                Some(format!("b-L{}", p.line))
+        let in_old = covenant_schema::locate(schema_type(&a.schema.schema_type), &old, &f.path);
+        let anchor = match pick_side(in_new.map(|p| p.line), in_old.map(|p| p.line)) {
+            Some((Side::New, line)) => {
+                let line = anchor_line(&new, line);
+                new_flags.entry(line).or_default().push(f.rule.clone());
+                Some(format!("b-L{line}"))
             }
-            None => covenant_schema::locate(schema_type(&a.schema.schema_type), &old, &f.path).map(
-                |p| {
-                    old_flags.entry(p.line).or_default().push(f.rule.clone());
-                    format!("a-L{}", p.line)
-                },
-            ),
+            Some((Side::Old, line)) => {
+                let line = anchor_line(&old, line);
+                old_flags.entry(line).or_default().push(f.rule.clone());
+                Some(format!("a-L{line}"))
+            }
+            None => None,
         };
         anchored.push((f, anchor));
     }
@@ -576,7 +611,7 @@ fn side_by_side(
     let new_lines: Vec<&str> = new.lines().collect();
     let diff = similar::TextDiff::from_lines(old, new);
     let mut out = String::from(
-        "<table class=\"diff\" id=\"diff\"><thead><tr><th colspan=\"3\">Old</th><th colspan=\"3\">New</th></tr></thead><tbody>",
+        "<table class=\"diff\" id=\"diff\"><colgroup><col class=\"ln\"><col class=\"mk\"><col><col class=\"ln\"><col class=\"mk\"><col></colgroup><thead><tr><th colspan=\"3\">Old</th><th colspan=\"3\">New</th></tr></thead><tbody>",
     );
     let cell = |side: &str,
                 lines: &[&str],
@@ -674,8 +709,9 @@ pub async fn candidate(
                 .map(|f| {
                     let anchor =
                         covenant_schema::locate(schema_type(&kind), &shown, &f.path).map(|p| {
-                            flags.entry(p.line).or_default().push(f.rule.clone());
-                            format!("candidate-L{}", p.line)
+                            let line = anchor_line(&shown, p.line);
+                            flags.entry(line).or_default().push(f.rule.clone());
+                            format!("candidate-L{line}")
                         });
                     (f, anchor)
                 })
@@ -783,6 +819,23 @@ mod tests {
             html.contains(">-</td>") && html.contains(">+</td>"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn findings_on_what_the_new_text_lost_point_into_the_old_one() {
+        assert_eq!(pick_side(Some(12), Some(12)), Some((Side::New, 12)));
+        assert_eq!(pick_side(Some(1), Some(12)), Some((Side::Old, 12)));
+        assert_eq!(pick_side(None, Some(3)), Some((Side::Old, 3)));
+        assert_eq!(pick_side(Some(1), Some(1)), Some((Side::New, 1)));
+        assert_eq!(pick_side(None, None), None);
+    }
+
+    #[test]
+    fn findings_on_an_objects_bracket_point_at_its_first_member() {
+        let text = "{\n  \"fields\": [\n    {\n      \"name\": \"total\"\n    }\n  ]\n}";
+        assert_eq!(anchor_line(text, 3), 4);
+        assert_eq!(anchor_line(text, 2), 2);
+        assert_eq!(anchor_line("{", 1), 1);
     }
 
     #[test]
