@@ -34,6 +34,7 @@ SHOTS = ROOT / "docs" / "screenshots"
 SUBJECT = "orders-value"
 HOSTILE_SUBJECT = "orders-<img src=x onerror=window.__pwned=3>"
 HOSTILE_DOC = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+DAILY_REPORTS = [1, 2, 4, 3, 5, 6, 4, 7, 5, 2]
 PASSWORDS = {"steward": "s-pass", "reader": "r-pass", "svc-billing": "b-pass", "svc-analytics": "a-pass",
              "svc-mystery": "m-pass"}
 
@@ -75,7 +76,7 @@ def avro(fields, doc="Orders as placed."):
     return json.dumps({"type": "record", "name": "Order", "namespace": "shop", "doc": doc, "fields": fields})
 
 
-def seed(base, bin_path, tmp):
+def seed(base, bin_path, tmp, clock):
     fields = [{"name": "id", "type": "string"}, {"name": "amount", "type": "double"}]
     versions = f"/subjects/{SUBJECT}/versions"
     # The subject began without a compatibility level: v6 renamed `amount` to `total`, which
@@ -110,7 +111,18 @@ def seed(base, bin_path, tmp):
             "cadence": "daily", "criticality": "high", "contact": f"{name}@example.com",
             "clients": [client], "reads": [{"subject": SUBJECT, "fields": read}],
         })
-    for client, read in [("svc-billing", ["note1", "id"]), ("svc-analytics", ["total"]), ("svc-mystery", ["note1"])]:
+    # Usage over the last ten days: the server reads governance time from a clock file, moved
+    # back a day at a time, then set to now again.
+    now_ms = int(time.time() * 1000)
+    for days_ago, reports in zip(range(9, -1, -1), DAILY_REPORTS):
+        clock.write_text(str(now_ms - days_ago * 86_400_000))
+        for _ in range(reports):
+            ok(base, "POST", "/covenant/v1/usage", {
+                "subject": SUBJECT, "client_id": "svc-billing", "fields_read": ["note1", "id"],
+                "records_by_version": {"11": 500},
+            }, user="svc-billing")
+    clock.write_text(str(now_ms))
+    for client, read in [("svc-analytics", ["total"]), ("svc-mystery", ["note1"])]:
         ok(base, "POST", "/covenant/v1/usage", {
             "subject": SUBJECT, "client_id": client, "fields_read": read, "records_by_version": {"11": 500},
         }, user=client)
@@ -150,7 +162,9 @@ def server():
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = open(tmp / "server.log", "w")
-    proc = subprocess.Popen([bin_path, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(tmp / "data"),
+    clock = tmp / "clock"
+    clock.write_text(str(int(time.time() * 1000)))
+    proc = subprocess.Popen([bin_path, "serve", "--clock-file", str(clock), "--listen", f"127.0.0.1:{port}", "--data-dir", str(tmp / "data"),
                              "--auth-file", str(auth)], stdout=log, stderr=subprocess.STDOUT)
     for _ in range(200):
         try:
@@ -158,7 +172,7 @@ def server():
             break
         except OSError:
             time.sleep(0.05)
-    seed(base, bin_path, tmp)
+    seed(base, bin_path, tmp, clock)
     yield base
     proc.terminate()
     proc.wait(timeout=10)
@@ -189,7 +203,7 @@ def browser():
 def shot(driver, name):
     SHOTS.mkdir(parents=True, exist_ok=True)
     height = driver.execute_script("return Math.min(document.body.scrollHeight, 2400)")
-    driver.set_window_size(1280, max(700, height))
+    driver.set_window_size(1280, max(700, height + 160))
     driver.save_screenshot(str(SHOTS / f"{name}.png"))
     driver.set_window_size(1280, 1000)
 
@@ -314,7 +328,10 @@ def test_consumers_page(server, browser):
     assert "steward" in browser.find_element(By.ID, "readers").text
     chart = browser.find_element(By.CSS_SELECTOR, "#usage svg")
     assert chart.get_attribute("role") == "img"
-    assert "3 reports" in browser.find_element(By.CSS_SELECTOR, "#usage figcaption").text
+    total = sum(DAILY_REPORTS) + 2
+    assert f"{total} reports" in browser.find_element(By.CSS_SELECTOR, "#usage figcaption").text
+    labels = [t.text for t in chart.find_elements(By.CSS_SELECTOR, "text.val")]
+    assert labels[-10:] == [str(n) for n in DAILY_REPORTS[:-1]] + [str(DAILY_REPORTS[-1] + 2)], labels
     shot(browser, "consumers")
 
 
