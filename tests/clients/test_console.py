@@ -76,19 +76,22 @@ def avro(fields, doc="Orders as placed."):
     return json.dumps({"type": "record", "name": "Order", "namespace": "shop", "doc": doc, "fields": fields})
 
 
+def order_fields(n):
+    """The fields of version n + 1 of the orders subject: each version adds an optional note,
+    and the sixth renamed `amount` to `total`."""
+    fields = [{"name": "id", "type": "string"}, {"name": "total" if n >= 5 else "amount", "type": "double"}]
+    return fields + [{"name": f"note{k}", "type": ["null", "string"], "default": None} for k in range(1, n + 1)]
+
+
 def seed(base, bin_path, tmp, clock):
-    fields = [{"name": "id", "type": "string"}, {"name": "amount", "type": "double"}]
     versions = f"/subjects/{SUBJECT}/versions"
     # The subject began without a compatibility level: v6 renamed `amount` to `total`, which
     # BACKWARD would have refused (the diff of v5 and v6 shows it); it has been BACKWARD since.
     ok(base, "PUT", f"/config/{SUBJECT}", {"compatibility": "NONE"})
-    ok(base, "POST", versions, {"schema": avro(fields)})
-    for n in range(1, 11):
-        fields = fields + [{"name": f"note{n}", "type": ["null", "string"], "default": None}]
-        if n == 5:
-            fields = [{"name": "total", "type": "double"} if f["name"] == "amount" else f for f in fields]
+    for n in range(0, 11):
         doc = HOSTILE_DOC if n == 10 else "Orders as placed."
-        ok(base, "POST", versions, {"schema": avro(fields, doc)})
+        ok(base, "POST", versions, {"schema": avro(order_fields(n), doc)})
+    fields = order_fields(10)
     ok(base, "PUT", f"/config/{SUBJECT}", {"compatibility": "BACKWARD"})
     refused = fields + [{"name": "currency", "type": "string"}]
     status, answer = call(base, "POST", versions, {"schema": avro(refused)})
@@ -135,7 +138,8 @@ def seed(base, bin_path, tmp, clock):
     })
     records = tmp / "orders.jsonl"
     for window, filled in [("2026-10-01T00:00:00Z", 80), ("2026-11-01T00:00:00Z", 40)]:
-        lines = [json.dumps({"id": str(i), "amount": i * 1.5, "note1": "x" if i < filled else None}) for i in range(100)]
+        lines = [json.dumps({"id": str(i), "total": i * 1.5, "note1": "x" if i < filled else None,
+                             "note2": "y" if i >= filled else None}) for i in range(100)]
         records.write_text("\n".join(lines) + "\n")
         profile = tmp / "orders.profile.json"
         subprocess.run([bin_path, "profile", str(records), "-o", str(profile)], check=True, capture_output=True)
@@ -304,8 +308,8 @@ def test_diff_shows_findings_anchored_to_lines(server, browser):
 
 def test_candidate_is_judged_with_its_rollout_plan(server, browser):
     browser.get(server + f"/ui/subjects/{SUBJECT}")
-    fields = [{"name": "id", "type": "string"}, {"name": "amount", "type": "double"},
-              {"name": "currency", "type": "string"}]
+    # The change the registry refused while seeding: a new field without a default.
+    fields = order_fields(10) + [{"name": "currency", "type": "string"}]
     area = browser.find_element(By.ID, "candidate")
     area.clear()
     area.send_keys(avro(fields))
@@ -313,7 +317,10 @@ def test_candidate_is_judged_with_its_rollout_plan(server, browser):
     verdict = browser.find_element(By.ID, "verdict").text
     assert verdict.startswith("✗"), verdict
     rules = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#findings tbody td:first-child")]
-    assert rules, "the refused candidate lists its findings"
+    assert "READER_FIELD_MISSING_DEFAULT_VALUE" in rules, rules
+    link = browser.find_element(By.XPATH, "//table[@id='findings']//a[text()='/fields/currency']")
+    line = browser.find_element(By.ID, link.get_attribute("href").split("#")[1])
+    assert "currency" in line.text and "⚑" in line.text, line.text
     plan = browser.find_elements(By.CSS_SELECTOR, "#plan tbody tr")
     assert len(plan) == 4, "old/old, old/new, new/old, new/new"
     assert any("unsafe" in r.text for r in plan)

@@ -497,9 +497,14 @@ fn findings_table(findings: &[(Finding, Option<String>)]) -> String {
         findings.len()
     );
     for (f, anchor) in findings {
+        let shown = if f.path.is_empty() {
+            "(the schema)"
+        } else {
+            f.path.as_str()
+        };
         let path = match anchor {
-            Some(a) => format!("<a href=\"#{a}\">{}</a>", E(&f.path)),
-            None => E(&f.path).to_string(),
+            Some(a) => format!("<a href=\"#{a}\">{}</a>", E(shown)),
+            None => E(shown).to_string(),
         };
         write!(
             out,
