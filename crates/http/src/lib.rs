@@ -530,6 +530,7 @@ pub fn router_counting_into(
         auth: auth.clone(),
         sessions: Arc::default(),
         secure_cookies: config.secure_cookies,
+        names: Arc::default(),
     });
     let normalized = ServiceBuilder::new()
         .map_request(strip_trailing_slash)

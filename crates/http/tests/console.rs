@@ -343,3 +343,44 @@ async fn the_api_keeps_its_own_answers_and_the_console_can_be_off() {
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
     assert!(gone.body.contains("\"error_code\""), "{}", gone.body);
 }
+
+#[tokio::test]
+async fn the_subject_list_pages_fifty_at_a_time_and_searches_by_name() {
+    let (app, _dir) = app(HttpConfig::default(), false).await;
+    // The fixture's registry is inside the router; register more through the API.
+    for i in 0..110 {
+        let body = json!({"schema": json!({"type": "record", "name": "P", "fields": [{"name": "a", "type": "string"}]}).to_string()}).to_string();
+        let mut request = Request::builder()
+            .method("POST")
+            .uri(format!("/subjects/page-{i:03}/versions"))
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(Body::from(body))
+            .unwrap();
+        request
+            .extensions_mut()
+            .insert(ConnectInfo("127.0.0.1:5000".parse::<SocketAddr>().unwrap()));
+        assert!(
+            app.clone()
+                .oneshot(request)
+                .await
+                .unwrap()
+                .status()
+                .is_success()
+        );
+    }
+    let rows = |body: &str| body.matches("<tr><td><a href=\"/ui/subjects/").count();
+    let first = send(&app, "GET", "/ui/subjects?q=page-", None, None).await;
+    assert!(first.body.contains("110 subjects match"), "{}", first.body);
+    assert_eq!(rows(&first.body), 50);
+    assert!(first.body.contains("from=50\" rel=\"next\""));
+    assert!(!first.body.contains("rel=\"prev\""));
+    let last = send(&app, "GET", "/ui/subjects?q=page-&from=100", None, None).await;
+    assert_eq!(rows(&last.body), 10);
+    assert!(last.body.contains("/ui/subjects/page-109\""));
+    assert!(!last.body.contains("rel=\"next\""));
+    let one = send(&app, "GET", "/ui/subjects?q=PAGE-042", None, None).await;
+    assert_eq!(rows(&one.body), 1, "search ignores case");
+    let by_type = send(&app, "GET", "/ui/subjects?type=PROTOBUF", None, None).await;
+    assert_eq!(rows(&by_type.body), 0);
+}

@@ -47,6 +47,49 @@ pub struct Console {
     pub sessions: Arc<session::Sessions>,
     /// Whether the server speaks TLS (the cookie is then `Secure`).
     pub secure_cookies: bool,
+    pub names: Arc<NameCache>,
+}
+
+/// How long the list of live subject names is reused: listing 100,000 subjects from the
+/// store costs far more than rendering a page of them, and a list a moment old is fine for
+/// browsing (a subject page itself always reads the store).
+const NAMES_TTL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A live subject's name, and in lower case for searching.
+pub struct Name {
+    pub name: String,
+    pub lower: String,
+}
+
+/// The live subject names, sorted, as last read from the store.
+#[derive(Default)]
+pub struct NameCache(std::sync::Mutex<Option<(std::time::Instant, Arc<Vec<Name>>)>>);
+
+impl NameCache {
+    /// The names, read again when older than [`NAMES_TTL`].
+    pub async fn get(
+        &self,
+        registry: &covenant_registry::Registry,
+    ) -> covenant_registry::RegistryResult<Arc<Vec<Name>>> {
+        if let Some((at, names)) = &*self.0.lock().unwrap_or_else(|e| e.into_inner())
+            && at.elapsed() < NAMES_TTL
+        {
+            return Ok(names.clone());
+        }
+        let names: Vec<Name> = registry
+            .subjects("", false, false)
+            .await?
+            .into_iter()
+            .map(|name| Name {
+                lower: name.to_lowercase(),
+                name,
+            })
+            .collect();
+        let names = Arc::new(names);
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((std::time::Instant::now(), names.clone()));
+        Ok(names)
+    }
 }
 
 /// The console's routes under `/ui`, with their session layer.

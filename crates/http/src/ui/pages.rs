@@ -20,7 +20,7 @@ use std::str::FromStr;
 const PAGE: usize = 50;
 /// Subjects looked at for one page when a filter needs each subject's details (type, level);
 /// past it the page ends early with a link to go on, so no request walks 100,000 subjects.
-const SCAN: usize = 2_000;
+const SCAN: usize = 500;
 
 /// The stage of each subject's most advanced live deprecation, for badges.
 async fn deprecation_stages(console: &Console) -> HashMap<String, String> {
@@ -76,14 +76,12 @@ pub async fn subjects(State(console): State<Console>, ctx: Ctx, params: Params) 
     let level = params.get("level").unwrap_or("").to_string();
     let from = params.int("from").unwrap_or(0).max(0) as usize;
     let everywhere = ctx.access.allows_everywhere(Operation::Read);
-    let names: Vec<String> = console
-        .app
-        .registry
-        .subjects("", false, false)
-        .await?
-        .into_iter()
+    let all = console.names.get(&console.app.registry).await?;
+    let names: Vec<&String> = all
+        .iter()
+        .filter(|n| query.is_empty() || n.lower.contains(&query))
+        .map(|n| &n.name)
         .filter(|n| in_context(n, &context))
-        .filter(|n| query.is_empty() || n.to_lowercase().contains(&query))
         .filter(|n| everywhere || ctx.can_read(n))
         .collect();
     let stages = deprecation_stages(&console).await;
@@ -146,7 +144,17 @@ pub async fn subjects(State(console): State<Console>, ctx: Ctx, params: Params) 
         )
         .ok();
     }
-    body.push_str("</tbody></table><nav class=\"pager\">");
+    body.push_str("</tbody></table>");
+    if limit == SCAN && rows.len() < PAGE && next < names.len() {
+        write!(
+            body,
+            "<p class=\"note\" id=\"scanned\">Looked at subjects {} to {next} of {} for this type and level; Next looks further.</p>",
+            from + 1,
+            names.len()
+        )
+        .ok();
+    }
+    body.push_str("<nav class=\"pager\">");
     let keep = format!(
         "q={}&context={}&type={}&level={}",
         url(&query),
