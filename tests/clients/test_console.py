@@ -197,6 +197,7 @@ def browser():
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1000"]:
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=driver_path))
     driver.implicitly_wait(2)
     yield driver
@@ -376,6 +377,22 @@ def test_audit_page_records_console_actions(server, browser):
     trail = browser.find_element(By.ID, "audit").text
     assert "deprecation.stage" in trail and "deprecation.exception" in trail
     shot(browser, "audit")
+
+
+def test_pages_break_no_content_security_policy(server, browser):
+    """Every page visited so far kept to the policy: no inline script or style was needed."""
+    for page in ["/ui/subjects", f"/ui/subjects/{SUBJECT}", f"/ui/subjects/{SUBJECT}/diff?a=5&b=6",
+                 f"/ui/subjects/{SUBJECT}/consumers", f"/ui/subjects/{SUBJECT}/profiles", "/ui/deprecations", "/ui/audit"]:
+        browser.get(server + page)
+    violations = [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e["message"]]
+    assert not violations, violations
+    # The control: a script added to the page is refused by the policy, and the refusal is seen.
+    browser.execute_script(
+        "var s = document.createElement('script'); s.textContent = 'window.__inline = 1';"
+        " document.body.appendChild(s);")
+    assert browser.execute_script("return window.__inline === undefined")
+    refused = [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e["message"]]
+    assert refused, "an inline script is refused and logged"
 
 
 def test_phone_width_keeps_the_page_within_the_screen(server, browser):
