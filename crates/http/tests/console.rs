@@ -8,7 +8,7 @@ use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
 use covenant_governance::SystemClock;
 use covenant_http::auth::file::Algorithm;
-use covenant_http::auth::{Auth, AuthSettings};
+use covenant_http::auth::{Auth, AuthSettings, JwtSettings, JwtVerifier};
 use covenant_http::{HttpConfig, router_with_auth};
 use covenant_registry::{Registry, SchemaRequest};
 use covenant_store::{SqliteGovernanceStore, SqliteStore};
@@ -52,9 +52,18 @@ async fn register(registry: &Registry, subject: &str, doc: &str) {
 }
 
 async fn app(config: HttpConfig, with_auth: bool) -> (Router, tempfile::TempDir) {
+    app_with(config, with_auth, None).await
+}
+
+async fn app_with(
+    config: HttpConfig,
+    with_auth: bool,
+    jwt: Option<Arc<JwtVerifier>>,
+) -> (Router, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = AuthSettings {
         loopback_hosts_only: !with_auth,
+        jwt,
         ..AuthSettings::default()
     };
     if with_auth {
@@ -383,4 +392,52 @@ async fn the_subject_list_pages_fifty_at_a_time_and_searches_by_name() {
     assert_eq!(rows(&one.body), 1, "search ignores case");
     let by_type = send(&app, "GET", "/ui/subjects?type=PROTOBUF", None, None).await;
     assert_eq!(rows(&by_type.body), 0);
+}
+
+/// An Ed25519 key made now (PKCS#8: a fixed 16-byte header and the seed) and its public JWK.
+fn ed25519_key() -> (jsonwebtoken::EncodingKey, Value) {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).unwrap();
+    let mut der = vec![
+        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
+        0x20,
+    ];
+    der.extend_from_slice(&seed);
+    let key = jsonwebtoken::EncodingKey::from_ed_der(&der);
+    let mut jwk =
+        jsonwebtoken::jwk::Jwk::from_encoding_key(&key, jsonwebtoken::Algorithm::EdDSA).unwrap();
+    jwk.common.key_id = Some("k1".into());
+    (key, serde_json::to_value(jwk).unwrap())
+}
+
+#[tokio::test]
+async fn a_bearer_token_signs_in_as_its_principal() {
+    let (key, jwk) = ed25519_key();
+    let verifier =
+        JwtVerifier::new(JwtSettings::default(), &json!({"keys": [jwk]}).to_string()).unwrap();
+    let (app, _dir) = app_with(HttpConfig::default(), true, Some(Arc::new(verifier))).await;
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 600;
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
+    header.kid = Some("k1".into());
+    let token = jsonwebtoken::encode(&header, &json!({"sub": "reader", "exp": exp}), &key).unwrap();
+    let form = send(&app, "GET", "/ui/sign-in", None, None).await;
+    let cookie = form.cookie().unwrap();
+    let forged = format!("csrf={}&token=not.a.token", form.csrf());
+    let refused = send(&app, "POST", "/ui/sign-in", Some(&cookie), Some(&forged)).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    let body = format!("csrf={}&token={token}", form.csrf());
+    let done = send(&app, "POST", "/ui/sign-in", Some(&cookie), Some(&body)).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let session = done.cookie().unwrap();
+    let list = send(&app, "GET", "/ui/subjects", Some(&session), None).await;
+    assert!(
+        list.body.contains("Signed in as <b>reader</b>"),
+        "{}",
+        list.body
+    );
+    assert!(list.body.contains("orders-value") && !list.body.contains("secret-value"));
 }
