@@ -105,6 +105,11 @@ def seed(base, bin_path, tmp, clock):
     proto2 = proto.replace("  string id = 1;\n", "  string id = 1;\n  int64 cents = 2;\n")
     ok(base, "POST", "/subjects/payments-value/versions", {"schema": proto2, "schemaType": "PROTOBUF"})
     ok(base, "POST", f"/subjects/{quoted(HOSTILE_SUBJECT)}/versions", {"schema": avro(fields[:2])})
+    for name, level, record in [("inventory.stock-value", "FULL", "Stock"), ("shipping.parcel-value", "FORWARD", "Parcel"),
+                                ("shop.cart-key", "NONE", "CartKey"), ("shop.cart-value", "BACKWARD_TRANSITIVE", "Cart")]:
+        ok(base, "PUT", f"/config/{name}", {"compatibility": level})
+        schema = {"type": "record", "name": record, "fields": [{"name": "id", "type": "string"}]}
+        ok(base, "POST", f"/subjects/{name}/versions", {"schema": json.dumps(schema)})
     for name, client, read in [
         ("billing", "svc-billing", ["id", "note1"]),
         ("analytics", "svc-analytics", ["total", "note2"]),
@@ -268,6 +273,8 @@ def test_subjects_page_searches_and_shows_badges(server, browser):
     click_through(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
     names = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#subjects tbody td a")]
     assert names == ["payments-value"]
+    browser.get(server + "/ui/subjects?level=FULL")
+    assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#subjects tbody td a")] == ["inventory.stock-value"]
     browser.get(server + "/ui/subjects?q=customer")
     assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#subjects tbody td a")] == ["orders-customer-json"]
 
