@@ -24,7 +24,7 @@ import pytest
 # Drivers are given explicitly: Selenium Manager must not look for downloads.
 os.environ.setdefault("SE_OFFLINE", "true")
 from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException, WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
@@ -228,7 +228,17 @@ def click_through(driver, element, confirm=None):
         alert = driver.switch_to.alert
         assert confirm in alert.text, alert.text
         alert.accept()
-    WebDriverWait(driver, 10).until(EC.staleness_of(old))
+    WebDriverWait(driver, 10).until(lambda _: replaced(old))
+
+
+def replaced(element):
+    """Whether the page holding `element` has gone; while it goes, Chromium may answer with
+    a stale-element error or another inspector error, both meaning the same."""
+    try:
+        element.is_enabled()
+        return False
+    except WebDriverException:
+        return True
 
 
 def assert_nothing_ran(driver):
@@ -407,6 +417,7 @@ def test_phone_width_keeps_the_page_within_the_screen(server, browser):
     browser.get(server + "/ui/subjects")
     assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1")
     browser.get(server + f"/ui/subjects/{SUBJECT}")
+    assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1")
     browser.save_screenshot(str(SHOTS / "subject-phone.png"))
     browser.set_window_size(1280, 1000)
 
