@@ -105,6 +105,12 @@ def seed(base, bin_path, tmp, clock):
     proto2 = proto.replace("  string id = 1;\n", "  string id = 1;\n  int64 cents = 2;\n")
     ok(base, "POST", "/subjects/payments-value/versions", {"schema": proto2, "schemaType": "PROTOBUF"})
     ok(base, "POST", f"/subjects/{quoted(HOSTILE_SUBJECT)}/versions", {"schema": avro(fields[:2])})
+    line_item = {"type": "record", "name": "LineItem", "namespace": "shop",
+                 "fields": [{"name": "order", "type": "shop.Order"}, {"name": "sku", "type": "string"}]}
+    ok(base, "POST", "/subjects/orders-line-value/versions", {
+        "schema": json.dumps(line_item),
+        "references": [{"name": "shop.Order", "subject": SUBJECT, "version": 11}],
+    })
     for name, level, record in [("inventory.stock-value", "FULL", "Stock"), ("shipping.parcel-value", "FORWARD", "Parcel"),
                                 ("shop.cart-key", "NONE", "CartKey"), ("shop.cart-value", "BACKWARD_TRANSITIVE", "Cart")]:
         ok(base, "PUT", f"/config/{name}", {"compatibility": level})
@@ -298,8 +304,14 @@ def test_subject_page_and_hostile_doc(server, browser):
     schema = browser.find_element(By.ID, "schema").text
     assert "<script>window.__pwned=1</script>" in schema, "the doc is shown as text"
     assert browser.find_elements(By.CSS_SELECTOR, "#schema span.s"), "strings are highlighted"
+    assert "orders-line-value v1" in browser.find_element(By.ID, "referenced-by").text
     assert_nothing_ran(browser)
     shot(browser, "subject")
+    click_through(browser, browser.find_element(By.LINK_TEXT, "orders-line-value v1"))
+    assert f"{SUBJECT} v11" in browser.find_element(By.ID, "references").text
+    browser.get(server + "/ui/subjects/payments-value")
+    keywords = [k.text for k in browser.find_elements(By.CSS_SELECTOR, "#schema span.k")]
+    assert "message" in keywords and "syntax" in keywords, keywords
     browser.get(server + "/ui/subjects/" + quoted(HOSTILE_SUBJECT))
     assert browser.find_element(By.ID, "subject-name").text == HOSTILE_SUBJECT
     assert_nothing_ran(browser)
@@ -380,6 +392,14 @@ def test_deprecation_blockers_and_advancing_a_stage(server, browser):
     click_through(browser, record.find_element(By.CSS_SELECTOR, "button[id^=advance-]"), confirm="frozen")
     record = browser.find_element(By.CSS_SELECTOR, "article.record")
     assert "Stage: frozen" in record.text
+    record.find_element(By.CSS_SELECTOR, "details:nth-of-type(1) summary").click()
+    form = record.find_element(By.CSS_SELECTOR, "form[action$='/evidence']")
+    form.find_element(By.NAME, "claim").send_keys("analytics reads note2 only")
+    form.find_element(By.NAME, "consumer").send_keys("analytics")
+    form.find_element(By.NAME, "statement").send_keys("moved in November")
+    click_through(browser, form.find_element(By.CSS_SELECTOR, "button"), confirm="sign-off")
+    record = browser.find_element(By.CSS_SELECTOR, "article.record")
+    assert "sign-off of analytics by steward: moved in November" in record.find_element(By.CSS_SELECTOR, "ul.evidence").text
     record.find_element(By.CSS_SELECTOR, "details:nth-of-type(2) summary").click()
     form = record.find_element(By.CSS_SELECTOR, "form[action$='/exceptions']")
     form.find_element(By.NAME, "party").send_keys("billing")
@@ -392,7 +412,8 @@ def test_deprecation_blockers_and_advancing_a_stage(server, browser):
 def test_audit_page_records_console_actions(server, browser):
     browser.get(server + "/ui/audit?principal=steward")
     trail = browser.find_element(By.ID, "audit").text
-    assert "deprecation.stage" in trail and "deprecation.exception" in trail
+    for operation in ["deprecation.stage", "deprecation.evidence", "deprecation.exception", "register"]:
+        assert operation in trail, operation
     shot(browser, "audit")
 
 
