@@ -441,3 +441,75 @@ async fn a_bearer_token_signs_in_as_its_principal() {
     );
     assert!(list.body.contains("orders-value") && !list.body.contains("secret-value"));
 }
+
+#[tokio::test]
+async fn a_steward_advances_a_deprecation_and_the_trail_names_them() {
+    let (app, _dir) = app(HttpConfig::default(), true).await;
+    let mut request = Request::builder()
+        .method("POST")
+        .uri("/covenant/v1/deprecations")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header(
+            "authorization",
+            format!(
+                "Basic {}",
+                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "steward:pw")
+            ),
+        )
+        .body(Body::from(
+            json!({"target": {"kind": "field", "subject": "orders-value", "path": "id"},
+                   "old_promise": "id is a string", "new_promise": "id is a uuid"})
+            .to_string(),
+        ))
+        .unwrap();
+    request
+        .extensions_mut()
+        .insert(ConnectInfo("127.0.0.1:5000".parse::<SocketAddr>().unwrap()));
+    let created = app.clone().oneshot(request).await.unwrap();
+    assert!(created.status().is_success());
+
+    let steward = sign_in(&app, "steward").await;
+    let page = send(&app, "GET", "/ui/deprecations", Some(&steward), None).await;
+    assert!(
+        page.body.contains("Stage: <b>announced</b>"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("data-confirm=\"Move deprecation #1 to frozen?\"")
+    );
+    let token = page.csrf();
+    let moved = send(
+        &app,
+        "POST",
+        "/ui/deprecations/1/stage",
+        Some(&steward),
+        Some(&format!("csrf={token}&to=frozen&note=no+new+use")),
+    )
+    .await;
+    assert_eq!(moved.status, StatusCode::SEE_OTHER, "{}", moved.body);
+    let page = send(&app, "GET", "/ui/deprecations", Some(&steward), None).await;
+    assert!(page.body.contains("Stage: <b>frozen</b>"), "{}", page.body);
+    let trail = send(
+        &app,
+        "GET",
+        "/ui/audit?principal=steward",
+        Some(&steward),
+        None,
+    )
+    .await;
+    assert!(trail.body.contains("deprecation.stage"), "{}", trail.body);
+    assert!(trail.body.contains("deprecation 1"));
+    let wrong = send(
+        &app,
+        "POST",
+        "/ui/deprecations/1/stage",
+        Some(&steward),
+        Some(&format!("csrf={token}&to=sideways")),
+    )
+    .await;
+    assert_eq!(wrong.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(wrong.body.contains("Unknown stage."));
+}
