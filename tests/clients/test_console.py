@@ -378,6 +378,8 @@ def test_profiles_page(server, browser):
     assert "/note1" in bars and "40%" in bars
     trend = browser.find_element(By.ID, "trend").text
     assert "80%" in trend and "40%" in trend
+    sparks = [e.get_attribute("aria-label") for e in browser.find_elements(By.CSS_SELECTOR, "#trend svg.spark")]
+    assert "/note1: 80% → 40%" in sparks and "/note2: 20% → 60%" in sparks, sparks
     shot(browser, "profiles")
 
 

@@ -573,13 +573,14 @@ pub async fn profiles(
     for (r, _) in &recent {
         write!(body, "<th>{}</th>", &html::time(r.window_to)[..10]).ok();
     }
-    body.push_str("</tr></thead><tbody>");
+    body.push_str("<th>Trend</th></tr></thead><tbody>");
     for path in latest.paths.keys() {
         write!(body, "<tr><td><code>{}</code></td>", E(path)).ok();
-        for (_, p) in &recent {
-            write!(body, "<td>{:.0}%</td>", p.population(path) * 100.0).ok();
+        let shares: Vec<f64> = recent.iter().map(|(_, p)| p.population(path)).collect();
+        for share in &shares {
+            write!(body, "<td>{:.0}%</td>", share * 100.0).ok();
         }
-        body.push_str("</tr>");
+        write!(body, "<td>{}</td></tr>", html::sparkline(path, &shares)).ok();
     }
     body.push_str("</tbody></table><h2>Promotion and removal candidates</h2>");
     match registry

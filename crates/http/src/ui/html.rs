@@ -225,6 +225,37 @@ pub fn time_chart(title: &str, buckets: &[(String, u64)]) -> String {
     svg
 }
 
+/// Shares (0 to 1) over time as a small line, the values also written in its label so the
+/// trend reads without the drawing.
+pub fn sparkline(title: &str, shares: &[f64]) -> String {
+    let step = if shares.len() > 1 {
+        100.0 / (shares.len() - 1) as f64
+    } else {
+        0.0
+    };
+    let points: Vec<String> = shares
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            format!(
+                "{:.1},{:.1}",
+                i as f64 * step,
+                22.0 - v.clamp(0.0, 1.0) * 20.0
+            )
+        })
+        .collect();
+    let words: Vec<String> = shares
+        .iter()
+        .map(|v| format!("{:.0}%", v * 100.0))
+        .collect();
+    format!(
+        "<svg class=\"spark\" role=\"img\" viewBox=\"-2 0 104 24\" aria-label=\"{}: {}\"><polyline class=\"line\" points=\"{}\"/></svg>",
+        E(title),
+        words.join(" → "),
+        points.join(" ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,6 +290,14 @@ mod tests {
             proto.contains("<span class=\"c\">// &lt;b&gt;</span>"),
             "{proto}"
         );
+    }
+
+    #[test]
+    fn sparklines_say_their_values() {
+        let s = sparkline("/a<b>", &[0.8, 0.4]);
+        assert!(s.contains("aria-label=\"/a&lt;b&gt;: 80% → 40%\""), "{s}");
+        assert!(s.contains("points=\"0.0,6.0 100.0,14.0\""), "{s}");
+        assert!(sparkline("x", &[0.5]).contains("points=\"0.0,12.0\""));
     }
 
     #[test]
