@@ -148,13 +148,14 @@ def seed(base, bin_path, tmp, clock):
         "owners": [{"role": "producer", "name": "orders-team"}],
     })
     records = tmp / "orders.jsonl"
-    for window, filled in [("2026-10-01T00:00:00Z", 80), ("2026-11-01T00:00:00Z", 40)]:
+    for start, window, filled in [("2026-09-01T00:00:00Z", "2026-10-01T00:00:00Z", 80),
+                                  ("2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z", 40)]:
         lines = [json.dumps({"id": str(i), "total": i * 1.5, "note1": "x" if i < filled else None,
                              "note2": "y" if i >= filled else None}) for i in range(100)]
         records.write_text("\n".join(lines) + "\n")
         profile = tmp / "orders.profile.json"
         subprocess.run([bin_path, "profile", str(records), "-o", str(profile)], check=True, capture_output=True)
-        path = f"/covenant/v1/subjects/{SUBJECT}/profiles?to={urllib.parse.quote(window)}"
+        path = f"/covenant/v1/subjects/{SUBJECT}/profiles?from={urllib.parse.quote(start)}&to={urllib.parse.quote(window)}"
         status, answer = call(base, "POST", path, raw=profile.read_bytes())
         assert status == 200, answer
 
