@@ -24,18 +24,23 @@ const SCAN: usize = 500;
 
 /// The stage of each subject's most advanced live deprecation, for badges.
 async fn deprecation_stages(console: &Console) -> HashMap<String, String> {
-    let mut stages = HashMap::new();
+    use covenant_store::governance::Stage;
+    let mut stages: HashMap<String, Stage> = HashMap::new();
     let Some(gov) = &console.app.governance else {
-        return stages;
+        return HashMap::new();
     };
     if let Ok(all) = gov.deprecations(None).await {
-        for d in all {
-            if d.stage != covenant_store::governance::Stage::Removed {
-                stages.insert(d.target.subject().to_string(), d.stage.as_str().to_string());
-            }
+        for d in all.into_iter().filter(|d| d.stage != Stage::Removed) {
+            let stage = stages
+                .entry(d.target.subject().to_string())
+                .or_insert(d.stage);
+            *stage = (*stage).max(d.stage);
         }
     }
     stages
+        .into_iter()
+        .map(|(subject, stage)| (subject, stage.as_str().to_string()))
+        .collect()
 }
 
 /// One subject's row: its latest live version and effective level.
