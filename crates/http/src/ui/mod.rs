@@ -77,10 +77,12 @@ impl NameCache {
             return Ok(names.clone());
         }
         let names: Vec<Name> = registry
-            .subjects("", false, false)
+            .store()
+            .subjects()
             .await?
             .into_iter()
-            .map(|name| Name {
+            .filter(|(_, live)| *live)
+            .map(|(name, _)| Name {
                 lower: name.to_lowercase(),
                 name,
             })
