@@ -336,7 +336,10 @@ async fn console_timings(
 ) -> Result<Vec<(String, Vec<u64>)>> {
     let deep = loaded.saturating_sub(60);
     let pages = [
-        ("console GET /ui/subjects, first page of 50".to_string(), "/ui/subjects".to_string()),
+        (
+            "console GET /ui/subjects, first page of 50".to_string(),
+            "/ui/subjects".to_string(),
+        ),
         (
             format!("console GET /ui/subjects?from={deep}, a page deep in the list"),
             format!("/ui/subjects?from={deep}"),
