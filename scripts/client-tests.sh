@@ -2,7 +2,8 @@
 # Runs the real-client suites against a freshly built `covenant serve` on a free loopback port
 # with a temporary data directory:
 #   - tests/clients/*.py: pytest + confluent-kafka's Schema Registry client and serializers, and
-#     pyiceberg as the differential peer of the Iceberg format (test_iceberg.py);
+#     pyiceberg as the differential peer of the Iceberg format (test_iceberg.py); the web
+#     console in headless Chromium driven by Selenium (test_console.py);
 #   - tests/clients/node: `node --test` + @kafkajs/confluent-schema-registry (npm ci, cached in
 #     tests/clients/node/node_modules);
 #   - schemathesis: generated requests for every operation of /openapi.json (bounded by
@@ -32,6 +33,14 @@ fi
 # on its SQLite catalog.
 if ! "$VENV/bin/python" -c "import pyiceberg, sqlalchemy; assert pyiceberg.__version__ == '0.12.0'" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "pyiceberg[sql-sqlite]==0.12.0"
+fi
+# Selenium drives Debian's Chromium in the web console's browser test (test_console.py).
+if ! "$VENV/bin/python" -c "import selenium" 2>/dev/null; then
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "selenium>=4.20,<5"
+fi
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  echo "client-tests: installing Chromium and ChromeDriver from Debian's packages" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } || true
 fi
 if [ ! -x "$VENV/bin/schemathesis" ]; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis>=4,<5"

@@ -216,6 +216,7 @@ pub async fn run(
         bail!("after restart {scale_listed} subjects are listed, {loaded} were loaded");
     }
     let memory_restarted = server.memory_kib();
+    let console = console_timings(&client, &server.base, loaded).await?;
 
     // Lookups of random (subject, version) pairs, and GET by id of random ids.
     let base = server.base.clone();
@@ -284,6 +285,17 @@ pub async fn run(
                 mem(memory_restarted)
             )),
     );
+    for (workload, mut lat) in console {
+        if let Some((p50, p90, p99)) = percentiles(&mut lat) {
+            rows.push(
+                Row::new(PART, workload)
+                    .covenant(format!("p50 {} / p90 {} / p99 {}", us(p50), us(p90), us(p99)))
+                    .notes(format!(
+                        "{CONSOLE_REQUESTS} requests one at a time over loopback (so close to server time), {loaded} subjects; target: under 200 ms"
+                    )),
+            );
+        }
+    }
     let mut lat = lookups.latencies_us.clone();
     if let Some((p50, p90, p99)) = percentiles(&mut lat) {
         rows.push(
@@ -309,6 +321,58 @@ pub async fn run(
         );
     }
     Ok(())
+}
+
+/// Requests per console page timed.
+const CONSOLE_REQUESTS: usize = 20;
+
+/// The web console's subject list on the loaded store: the first page, a page deep in the
+/// list, and a name search, each timed [`CONSOLE_REQUESTS`] times in microseconds. A page
+/// that does not answer 200 with the subjects table fails the part.
+async fn console_timings(
+    client: &reqwest::Client,
+    base: &str,
+    loaded: u64,
+) -> Result<Vec<(String, Vec<u64>)>> {
+    let deep = loaded.saturating_sub(60);
+    let pages = [
+        (
+            "console GET /ui/subjects, first page of 50".to_string(),
+            "/ui/subjects".to_string(),
+        ),
+        (
+            format!("console GET /ui/subjects?from={deep}, a page deep in the list"),
+            format!("/ui/subjects?from={deep}"),
+        ),
+        (
+            "console GET /ui/subjects?q=scale-1, name search".to_string(),
+            "/ui/subjects?q=scale-1".to_string(),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (workload, path) in pages {
+        let mut lat = Vec::with_capacity(CONSOLE_REQUESTS);
+        for _ in 0..CONSOLE_REQUESTS {
+            let start = Instant::now();
+            let r = client
+                .get(format!("{base}{path}"))
+                .send()
+                .await
+                .with_context(|| format!("GET {path}"))?;
+            let status = r.status();
+            let text = r.text().await.unwrap_or_default();
+            lat.push(start.elapsed().as_micros() as u64);
+            if status.as_u16() == 404 {
+                // A server built without the console.
+                return Ok(Vec::new());
+            }
+            if !status.is_success() || !text.contains("id=\"subjects\"") {
+                bail!("GET {path}: HTTP {status}");
+            }
+        }
+        out.push((workload, lat));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

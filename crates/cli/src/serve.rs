@@ -33,6 +33,9 @@ pub struct ServeArgs {
     /// Largest request body accepted; larger ones get a 413.
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
+    /// Do not serve the web console at /ui.
+    #[arg(long)]
+    pub no_ui: bool,
     /// Seconds a client may take to send a request head, counted from when the server starts
     /// waiting for it; also how long an idle kept-alive connection stays open.
     #[arg(long, default_value_t = 10, env = "COVENANT_HEADER_TIMEOUT_SECS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -149,6 +152,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(exporters),
         HttpConfig {
             max_body_bytes: args.max_body_bytes,
+            console: !args.no_ui,
+            secure_cookies: tls.is_some(),
         },
         auth,
         reads.clone(),

@@ -22,6 +22,7 @@ pub mod reads;
 pub mod server;
 mod subject_names;
 pub mod tls;
+pub mod ui;
 mod views;
 
 use axum::Router;
@@ -88,12 +89,18 @@ impl AppState {
 #[derive(Debug, Clone, Copy)]
 pub struct HttpConfig {
     pub max_body_bytes: usize,
+    /// Serve the web console at `/ui` ([`ui`]).
+    pub console: bool,
+    /// The server speaks TLS: the console's session cookie is then `Secure`.
+    pub secure_cookies: bool,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             max_body_bytes: 16 * 1024 * 1024,
+            console: true,
+            secure_cookies: false,
         }
     }
 }
@@ -572,11 +579,24 @@ pub fn router_serving(
         signals: Arc::default(),
         exporters,
     };
+    let console = config.console.then(|| ui::Console {
+        app: state.clone(),
+        auth: auth.clone(),
+        sessions: Arc::default(),
+        secure_cookies: config.secure_cookies,
+        names: Arc::default(),
+    });
     let normalized = ServiceBuilder::new()
         .map_request(strip_trailing_slash)
         .map_request(context_prefix::rewrite)
         .service(api(state, auth));
-    Router::new()
+    // The console is not part of the API: it has its own routes, session layer and error
+    // pages, outside `ROUTES` and the API description.
+    let outer = match console {
+        Some(console) => ui::router(console),
+        None => Router::new(),
+    };
+    outer
         .fallback_service(normalized)
         .layer(axum::Extension(BodyLimit(config.max_body_bytes)))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))

@@ -80,6 +80,7 @@ async fn all_accepted_media_types_are_read() {
 async fn oversized_and_deeply_nested_bodies_are_rejected_cleanly() {
     let app = app_with(HttpConfig {
         max_body_bytes: 1024,
+        ..HttpConfig::default()
     });
     let big = format!("{{\"schema\": \"{}\"}}", "x".repeat(4096));
     let r = app.send("POST", "/subjects/s/versions", Some(&big)).await;

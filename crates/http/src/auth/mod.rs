@@ -236,7 +236,7 @@ impl Access {
 
     /// Whether anything at all may be done; an anonymous caller without any allowed
     /// operation is asked to authenticate even on filtered listings.
-    fn allows_anything(&self) -> bool {
+    pub fn allows_anything(&self) -> bool {
         self.grants.as_ref().is_none_or(|g| !g.is_empty())
     }
 }
@@ -481,6 +481,35 @@ impl Auth {
             }));
         }
         Access::with_grants(grants)
+    }
+
+    /// Checks credentials given another way than in the request's own headers (the console's
+    /// sign-in form) exactly as an `Authorization: <authorization>` header on `parts` would be
+    /// checked: same verification, same failure limit, same denial hook.
+    pub async fn sign_in(
+        &self,
+        parts: &Parts,
+        authorization: &str,
+    ) -> Result<Principal, DenialReason> {
+        let mut parts = parts.clone();
+        let value =
+            HeaderValue::from_str(authorization).map_err(|_| DenialReason::BadCredentials)?;
+        parts.headers.insert(header::AUTHORIZATION, value);
+        match self.authenticate(&parts).await {
+            Ok(principal) => Ok(principal),
+            Err(refusal) => {
+                let reason = refusal.reason;
+                parts.headers.remove(header::AUTHORIZATION);
+                let _ = self.refuse(refusal, parts).await;
+                Err(reason)
+            }
+        }
+    }
+
+    /// Whether a request must be refused for its `Host` alone: an unauthenticated server that
+    /// only answers loopback names, asked under another name (DNS rebinding).
+    pub fn refuses_host(&self, parts: &Parts) -> bool {
+        !self.is_enabled() && self.loopback_hosts_only && !names_loopback_host(parts)
     }
 
     /// The caller of a request: anonymous without an `Authorization` header, else the
