@@ -348,6 +348,9 @@ pub struct Profiler {
     group_ids: HashMap<String, usize>,
     /// A spare tape for the JSON text an escape hatch holds.
     hatch_tape: Tape,
+    /// Walk buffers for tapes, one per walk in progress (an escape hatch's walk runs inside
+    /// its record's).
+    tape_scratch: Vec<Scratch<usize>>,
 }
 
 struct PathNode {
@@ -402,8 +405,10 @@ trait Document<'r>: Copy {
     type At: Copy;
     fn root(self) -> Self::At;
     fn scalar(self, at: Self::At) -> Scalar<'r>;
-    /// Appends the members of the container at `at` in document order (keys for objects).
-    fn members(self, at: Self::At, out: &mut Vec<(Option<&'r str>, Self::At)>);
+    /// Appends the members of the container at `at` in document order.
+    fn members(self, at: Self::At, out: &mut Vec<Self::At>);
+    /// The key of `member`, a member of an object.
+    fn key(self, member: Self::At) -> &'r str;
     /// The value of `key` when `at` is an object.
     fn member(self, at: Self::At, key: &str) -> Option<Self::At>;
     /// The item at `index` when `at` is an array.
@@ -412,42 +417,68 @@ trait Document<'r>: Copy {
     /// Walks the object that an escape hatch's string holds under `node`, parsed the way
     /// this kind of record is; text that is not a JSON object is left alone.
     fn walk_hatch(profiler: &mut Profiler, text: &str, node: usize, group: Option<usize>);
+    /// Buffers for a walk (a tape's are reused from record to record).
+    fn scratch(_profiler: &mut Profiler) -> Scratch<Self::At> {
+        Scratch::default()
+    }
+    fn keep_scratch(_profiler: &mut Profiler, _scratch: Scratch<Self::At>) {}
 }
 
+/// A walk's stack of `(node, place, escape-hatch key)` and a container's members.
+struct Scratch<A> {
+    stack: Vec<(usize, A, bool)>,
+    members: Vec<A>,
+}
+
+impl<A> Default for Scratch<A> {
+    fn default() -> Self {
+        Scratch {
+            stack: Vec::new(),
+            members: Vec::new(),
+        }
+    }
+}
+
+/// A place in a `Value` carries its key (empty for array items and the record itself).
 impl<'r> Document<'r> for &'r Value {
-    type At = &'r Value;
+    type At = (&'r str, &'r Value);
 
-    fn root(self) -> &'r Value {
-        self
+    fn root(self) -> Self::At {
+        ("", self)
     }
 
-    fn scalar(self, at: &'r Value) -> Scalar<'r> {
-        Scalar::of(at)
+    fn scalar(self, at: Self::At) -> Scalar<'r> {
+        Scalar::of(at.1)
     }
 
-    fn members(self, at: &'r Value, out: &mut Vec<(Option<&'r str>, &'r Value)>) {
-        match at {
-            Value::Object(map) => out.extend(map.iter().map(|(k, v)| (Some(k.as_str()), v))),
-            Value::Array(items) => out.extend(items.iter().map(|v| (None, v))),
+    fn members(self, at: Self::At, out: &mut Vec<Self::At>) {
+        match at.1 {
+            Value::Object(map) => out.extend(map.iter().map(|(k, v)| (k.as_str(), v))),
+            Value::Array(items) => out.extend(items.iter().map(|v| ("", v))),
             _ => {}
         }
     }
 
-    fn member(self, at: &'r Value, key: &str) -> Option<&'r Value> {
-        at.as_object()?.get(key)
+    fn key(self, member: Self::At) -> &'r str {
+        member.0
     }
 
-    fn item(self, at: &'r Value, index: usize) -> Option<&'r Value> {
-        at.as_array()?.get(index)
+    fn member(self, at: Self::At, key: &str) -> Option<Self::At> {
+        let (key, value) = at.1.as_object()?.get_key_value(key)?;
+        Some((key.as_str(), value))
     }
 
-    fn value(self, at: &'r Value) -> Value {
-        at.clone()
+    fn item(self, at: Self::At, index: usize) -> Option<Self::At> {
+        at.1.as_array()?.get(index).map(|v| ("", v))
+    }
+
+    fn value(self, at: Self::At) -> Value {
+        at.1.clone()
     }
 
     fn walk_hatch(profiler: &mut Profiler, text: &str, node: usize, group: Option<usize>) {
         if let Ok(parsed @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
-            profiler.walk(&parsed, &parsed, node, true, group);
+            profiler.walk(&parsed, ("", &parsed), node, true, group);
         }
     }
 }
@@ -471,8 +502,15 @@ impl<'r> Document<'r> for &'r Tape {
         }
     }
 
-    fn members(self, at: usize, out: &mut Vec<(Option<&'r str>, usize)>) {
-        out.extend(Tape::members(self, at));
+    fn members(self, at: usize, out: &mut Vec<usize>) {
+        out.extend(Tape::members(self, at).map(|(_, v)| v));
+    }
+
+    fn key(self, member: usize) -> &'r str {
+        match member.checked_sub(1).map(|k| self.event(k)) {
+            Some(Event::Key(span)) => self.str(*span),
+            _ => "",
+        }
     }
 
     fn member(self, at: usize, key: &str) -> Option<usize> {
@@ -500,12 +538,21 @@ impl<'r> Document<'r> for &'r Tape {
         if tape.parse_str(text).is_ok() && matches!(tape.event(0), Event::Object { .. }) {
             if tape.has_duplicate_keys() {
                 let parsed = tape.to_value();
-                profiler.walk(&parsed, &parsed, node, true, group);
+                profiler.walk(&parsed, ("", &parsed), node, true, group);
             } else {
                 profiler.walk(&tape, 0, node, true, group);
             }
         }
         profiler.hatch_tape = tape;
+    }
+
+    fn scratch(profiler: &mut Profiler) -> Scratch<usize> {
+        profiler.tape_scratch.pop().unwrap_or_default()
+    }
+
+    fn keep_scratch(profiler: &mut Profiler, mut scratch: Scratch<usize>) {
+        scratch.stack.clear();
+        profiler.tape_scratch.push(scratch);
     }
 }
 
@@ -524,6 +571,7 @@ impl Profiler {
             groups: Vec::new(),
             group_ids: HashMap::default(),
             hatch_tape: Tape::default(),
+            tape_scratch: Vec::new(),
         }
     }
 
@@ -613,18 +661,18 @@ impl Profiler {
         in_hatch: bool,
         group: Option<usize>,
     ) {
-        let mut stack = Vec::new();
-        let mut members = Vec::new();
-        self.push_children(record, root, base, in_hatch, &mut stack, &mut members);
-        while let Some((node, at, hatch_key)) = stack.pop() {
+        let mut scratch = D::scratch(self);
+        self.push_children(record, root, base, in_hatch, &mut scratch);
+        while let Some((node, at, hatch_key)) = scratch.stack.pop() {
             let value = record.scalar(at);
             self.record_occurrence(node, value, hatch_key, group);
             let is_hatch = self.nodes[node].is_hatch;
             match value {
                 Scalar::String(text) if is_hatch => D::walk_hatch(self, text, node, group),
-                _ => self.push_children(record, at, node, is_hatch, &mut stack, &mut members),
+                _ => self.push_children(record, at, node, is_hatch, &mut scratch),
             }
         }
+        D::keep_scratch(self, scratch);
     }
 
     /// Pushes the children of the container at `at` (node `parent`), creating their nodes
@@ -637,8 +685,7 @@ impl Profiler {
         at: D::At,
         parent: usize,
         hatch: bool,
-        stack: &mut Vec<(usize, D::At, bool)>,
-        members: &mut Vec<(Option<&'r str>, D::At)>,
+        scratch: &mut Scratch<D::At>,
     ) {
         let items = match record.scalar(at) {
             Scalar::Object => None,
@@ -648,16 +695,15 @@ impl Profiler {
             },
             _ => return,
         };
-        members.clear();
-        record.members(at, members);
+        scratch.members.clear();
+        record.members(at, &mut scratch.members);
         let mut guess = self.nodes[parent].keys.len().wrapping_sub(1);
-        for &(key, child) in members.iter().rev() {
-            match (items, key) {
-                (Some(node), _) => stack.push((node, child, false)),
-                (None, key) => {
-                    let key = key.unwrap_or_default();
-                    if let Some(node) = self.keyed_child(parent, key, &mut guess) {
-                        stack.push((node, child, hatch));
+        for &child in scratch.members.iter().rev() {
+            match items {
+                Some(node) => scratch.stack.push((node, child, false)),
+                None => {
+                    if let Some(node) = self.keyed_child(parent, record.key(child), &mut guess) {
+                        scratch.stack.push((node, child, hatch));
                     }
                 }
             }
