@@ -158,7 +158,10 @@ fn json_lines(
         if blank(text) {
             continue;
         }
-        tape.parse_slice(text)
+        // One check of the whole line is cheaper than the parser's check of every string.
+        let text = std::str::from_utf8(text)
+            .map_err(|e| input_err(name, format!("line {number}: not UTF-8: {e}")))?;
+        tape.parse_str(text)
             .map_err(|e| input_err(name, format!("line {number}: invalid JSON: {e}")))?;
         each(Record::Json(&tape));
     }

@@ -213,7 +213,7 @@ fn errors_name_the_line_and_match_the_parser() {
     invalid_utf8.extend([0xff, b'"', b'}', b'\n']);
     let error = source::read_records("input", &invalid_utf8[..], &mut |_| {}).expect_err("utf-8");
     assert!(
-        error.to_string().starts_with("input: line 2: invalid JSON"),
+        error.to_string().starts_with("input: line 2: not UTF-8"),
         "{error}"
     );
 }
