@@ -27,6 +27,8 @@ impl ProfileSizes {
 /// What one run of a tool cost.
 struct Cost {
     elapsed: Duration,
+    /// User and system time of the process (all its threads).
+    cpu: Duration,
     peak_mib: f64,
 }
 
@@ -119,11 +121,19 @@ fn throughput(cost: &Cost, bytes: u64) -> f64 {
     bytes as f64 / 1_048_576.0 / cost.elapsed.as_secs_f64().max(1e-9)
 }
 
+/// MB per second of CPU time: throughput on one core, which other load on a shared machine
+/// does not change the way it changes wall-clock time.
+fn cpu_throughput(cost: &Cost, bytes: u64) -> f64 {
+    bytes as f64 / 1_048_576.0 / cost.cpu.as_secs_f64().max(1e-9)
+}
+
 fn describe(cost: &Cost, bytes: u64) -> String {
     format!(
-        "{:.1} MB/s ({:.2} s), peak RSS {:.0} MiB",
+        "{:.1} MB/s ({:.2} s); {:.1} MB per CPU second ({:.2} s CPU); peak RSS {:.0} MiB",
         throughput(cost, bytes),
         cost.elapsed.as_secs_f64(),
+        cpu_throughput(cost, bytes),
+        cost.cpu.as_secs_f64(),
         cost.peak_mib
     )
 }
@@ -133,13 +143,15 @@ fn peer_row(workload: &str, peer: &str, ours: &Cost, theirs: &Cost, bytes: u64) 
         .covenant(describe(ours, bytes))
         .peer(describe(theirs, bytes))
         .ratio(format!(
-            "{:.2}×",
-            throughput(ours, bytes) / throughput(theirs, bytes)
+            "{:.2}× ({:.2}× per CPU second)",
+            throughput(ours, bytes) / throughput(theirs, bytes),
+            cpu_throughput(ours, bytes) / cpu_throughput(theirs, bytes)
         ))
-        .notes("ratio of throughputs (MB/s)")
+        .notes("ratio of throughputs (MB/s of wall-clock time, and of CPU time)")
 }
 
-/// Runs `command` to completion, sampling its peak resident memory (`VmHWM`) while it runs.
+/// Runs `command` to completion, sampling its peak resident memory (`VmHWM`) and its CPU
+/// time while it runs (the last sample is at most 10 ms before its exit).
 fn measure(command: &mut Command) -> Result<Cost> {
     let started = Instant::now();
     let mut child = command
@@ -148,7 +160,9 @@ fn measure(command: &mut Command) -> Result<Cost> {
         .spawn()
         .with_context(|| format!("starting {command:?}"))?;
     let status_file = format!("/proc/{}/status", child.id());
+    let stat_file = format!("/proc/{}/stat", child.id());
     let mut peak_kib = 0u64;
+    let mut cpu_ticks = 0u64;
     let status = loop {
         if let Ok(text) = std::fs::read_to_string(&status_file)
             && let Some(kib) = text
@@ -157,6 +171,12 @@ fn measure(command: &mut Command) -> Result<Cost> {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         {
             peak_kib = peak_kib.max(kib);
+        }
+        if let Some(ticks) = std::fs::read_to_string(&stat_file)
+            .ok()
+            .and_then(|text| cpu_ticks_of(&text))
+        {
+            cpu_ticks = cpu_ticks.max(ticks);
         }
         if let Some(status) = child.try_wait()? {
             break status;
@@ -173,8 +193,22 @@ fn measure(command: &mut Command) -> Result<Cost> {
     }
     Ok(Cost {
         elapsed,
+        cpu: Duration::from_millis(cpu_ticks * 1000 / USER_HZ),
         peak_mib: peak_kib as f64 / 1024.0,
     })
+}
+
+/// The clock ticks per second of `/proc/<pid>/stat` (`USER_HZ`, fixed by Linux's ABI).
+const USER_HZ: u64 = 100;
+
+/// User plus system time, in ticks, from the text of `/proc/<pid>/stat` (fields 14 and 15;
+/// the command name before them is in parentheses and may hold spaces).
+fn cpu_ticks_of(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let user: u64 = fields.get(11)?.parse().ok()?;
+    let system: u64 = fields.get(12)?.parse().ok()?;
+    Some(user + system)
 }
 
 /// Writes instrument records until the file holds `megabytes`; returns its size in bytes.
@@ -226,4 +260,18 @@ fn generate(path: &Path, megabytes: u64) -> Result<u64> {
     }
     out.flush()?;
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_read_past_an_odd_command_name() {
+        let stat = "4242 (a) (b c) R 1 2 3 0 -1 4194304 125 0 0 0 250 31 0 0 20 0 1 0";
+        assert_eq!(cpu_ticks_of(stat), Some(281));
+        assert_eq!(cpu_ticks_of("4242 (cut"), None);
+        let own = std::fs::read_to_string("/proc/self/stat").expect("stat");
+        assert!(cpu_ticks_of(&own).is_some(), "{own}");
+    }
 }

@@ -12,6 +12,7 @@ mod profile;
 mod profile_remote;
 mod propose;
 mod reconcile;
+mod references;
 mod samples;
 mod serve;
 mod transfer;

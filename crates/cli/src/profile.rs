@@ -8,8 +8,8 @@ use crate::profile_remote::{self, RemoteArgs};
 use anyhow::{Context, Result};
 use covenant_engine::Finding;
 use covenant_profile::{
-    DeclaredField, Evidence, Profile, ProfileOptions, Profiler, Thresholds, declared_fields,
-    findings, source,
+    DeclaredField, Evidence, Profile, ProfileOptions, Profiler, Record, Thresholds,
+    declared_fields, findings, source,
 };
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -184,12 +184,13 @@ fn build(args: BuildArgs) -> Result<ExitCode> {
     };
     let mut progress = Progress::new();
     for file in &args.files {
-        let mut each = |record: serde_json::Value| {
-            profiler.observe(&record);
+        let mut each = |record: Record<'_>| {
+            profiler.observe_record(record);
             progress.tick(profiler.records());
         };
         if let (Some(framing), Some(schemas)) = (args.framed, schemas.as_mut()) {
             let name = file.display().to_string();
+            let mut each = |value| each(Record::Value(value));
             if file.as_os_str() == "-" {
                 framed::read(&name, std::io::stdin().lock(), framing, schemas, &mut each)?;
             } else {

@@ -163,7 +163,8 @@ async fn propose_async(request: ProposeRequest<'_>) -> Result<ExitCode> {
         .schema_type
         .parse()
         .map_err(|_| InvalidInput(format!("unknown schema type {}", latest.schema_type)))?;
-    let schema = ParsedSchema::parse(schema_type, &latest.text, &[]).map_err(|e| {
+    let references = crate::references::resolve(server, &latest.references).await?;
+    let schema = ParsedSchema::parse(schema_type, &latest.text, &references).map_err(|e| {
         InvalidInput(format!(
             "version {} of '{}' does not parse here: {e}",
             latest.version, request.subject

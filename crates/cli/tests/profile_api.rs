@@ -656,3 +656,81 @@ async fn a_protobuf_proposal_takes_the_next_free_number() {
         .await;
     assert_eq!(status, 200, "{r}");
 }
+
+/// A `.proto` subject whose latest version imports registered schemas (two levels deep): the
+/// proposal is written against the schema parsed with its references fetched from the
+/// registry, takes the next number that is not reserved, is judged with the same references
+/// and is accepted by the registry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protobuf_proposal_resolves_the_schemas_it_imports() {
+    const CURRENCY: &str = "syntax = \"proto3\";\npackage refdata;\n\nenum Currency {\n  CURRENCY_UNSPECIFIED = 0;\n  USD = 1;\n}\n";
+    const MONEY: &str = "syntax = \"proto3\";\npackage refdata;\n\nimport \"refdata/currency.proto\";\n\nmessage Money {\n  Currency currency = 1;\n  int64 units = 2;\n}\n";
+    const INSTRUMENT: &str = "syntax = \"proto3\";\npackage refdata;\n\nimport \"refdata/money.proto\";\n\nmessage Instrument {\n  string instrument_id = 1;\n  string source_system = 2;\n  Money min_notional = 3;\n  string vendor_data = 5;\n  reserved 6 to 8;\n}\n";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::spawn(&dir.path().join("data"), |_| {});
+    let api = Api {
+        base: serve.base.clone(),
+        client: reqwest::Client::new(),
+    };
+    support::wait_ready(&api.client, &api.base).await;
+    register_proto(&api, "currency-proto", CURRENCY, json!([])).await;
+    let money_refs =
+        json!([{"name": "refdata/currency.proto", "subject": "currency-proto", "version": 1}]);
+    register_proto(&api, "money-proto", MONEY, money_refs).await;
+    let refs = json!([{"name": "refdata/money.proto", "subject": "money-proto", "version": 1}]);
+    let subject = "instruments-proto-refs";
+    register_proto(&api, subject, INSTRUMENT, refs.clone()).await;
+
+    let mut records = bronze("binance", 20, 8);
+    records.extend(bronze("kraken", 20, 8));
+    let profile = write(
+        dir.path(),
+        "profile.json",
+        &profile_of(&records).to_string(),
+    );
+    let next = dir.path().join("next.proto");
+    let out = covenant(&[
+        "profile",
+        "propose",
+        s(&profile),
+        "--subject",
+        subject,
+        "--url",
+        &serve.base,
+        "-o",
+        s(&next),
+    ]);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{report} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        report.contains("verdict: compatible with the latest version (BACKWARD)"),
+        "{report}"
+    );
+    let proposed = std::fs::read_to_string(&next).expect("proposal");
+    assert!(
+        proposed.contains("import \"refdata/money.proto\";")
+            && proposed.contains("  Money min_notional = 3;"),
+        "the import and the field of an imported type stay: {proposed}"
+    );
+    assert!(
+        proposed.contains("optional bool margin_trading_allowed = 9;"),
+        "6 to 8 are reserved: {proposed}"
+    );
+    register_proto(&api, subject, proposed.trim_end(), refs).await;
+    let (_, latest) = api
+        .call("GET", &format!("/subjects/{subject}/versions/latest"), None)
+        .await;
+    assert_eq!(latest["version"], 2, "{latest}");
+}
+
+async fn register_proto(api: &Api, subject: &str, schema: &str, references: Value) {
+    let body = json!({"schemaType": "PROTOBUF", "schema": schema, "references": references});
+    let (status, r) = api
+        .call("POST", &format!("/subjects/{subject}/versions"), Some(body))
+        .await;
+    assert_eq!(status, 200, "{subject}: {r}");
+}

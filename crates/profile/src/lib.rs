@@ -12,12 +12,15 @@ mod profile;
 pub mod rules;
 pub mod sketch;
 pub mod source;
+mod tape;
 
 pub use profile::{
     DEFAULT_MAX_PATHS, EXAMPLES, FORMAT, FORMAT_VERSION, GroupStats, NO_GROUP, PathStats, Profile,
     ProfileError, ProfileOptions, Profiler, json_type, segment,
 };
 pub use rules::{Evidence, Thresholds, findings, rules};
+pub use source::Record;
+pub use tape::Tape;
 
 use covenant_engine::{FieldTree, Node, NodeKind};
 

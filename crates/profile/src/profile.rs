@@ -5,9 +5,15 @@
 //! most [`EXAMPLES`] example values.
 
 use crate::sketch::DistinctSketch;
+use crate::source::Record;
+use crate::tape::{Event, Tape};
+/// Keys are hashed once per occurrence: SipHash's DoS resistance is not worth its cost here
+/// (paths are bounded by `max_paths` anyway), foldhash is seeded per process.
+use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use serde_json::{Number, Value};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 /// The `format` of every profile document.
 pub const FORMAT: &str = "covenant-profile";
@@ -212,22 +218,21 @@ impl PathStats {
     }
 
     fn add_example(&mut self, value: &Value) {
-        if self.examples.len() < EXAMPLES && !self.examples.contains(value) {
-            self.examples.push(value.clone());
+        self.add_example_if_new(|e| e == value, || value.clone());
+    }
+
+    /// Keeps an example unless enough are kept or an equal one is; `make` only runs when it
+    /// is kept, so repeated values cost no allocation.
+    fn add_example_if_new(&mut self, same: impl Fn(&Value) -> bool, make: impl FnOnce() -> Value) {
+        if self.examples.len() < EXAMPLES && !self.examples.iter().any(same) {
+            self.examples.push(make());
         }
     }
 
-    /// One occurrence of a scalar (or the type of a container) at this path.
-    fn observe(&mut self, value: &Value) {
-        let kind = json_type(value);
-        match self.types.get_mut(kind) {
-            Some(count) => *count += 1,
-            None => {
-                self.types.insert(kind.to_string(), 1);
-            }
-        }
+    /// One occurrence of a scalar at this path (types are counted by the profiler's node).
+    fn observe(&mut self, value: Scalar<'_>) {
         match value {
-            Value::Number(n) => {
+            Scalar::Number(n) => {
                 let x = n.as_f64().unwrap_or(0.0);
                 self.min = min_of(self.min, Some(x));
                 self.max = max_of(self.max, Some(x));
@@ -236,22 +241,22 @@ impl PathStats {
                     Some(i) => self.distinct.insert(&i.to_le_bytes()),
                     None => self.distinct.insert(&x.to_bits().to_be_bytes()),
                 }
-                self.add_example(value);
+                self.add_example_if_new(|e| e.as_number() == Some(n), || Value::Number(n.clone()));
             }
-            Value::String(s) => {
+            Scalar::String(s) => {
                 let length = s.chars().count() as u64;
                 self.min_length = min_of(self.min_length, Some(length));
                 self.max_length = max_of(self.max_length, Some(length));
                 self.distinct.insert(s.as_bytes());
                 if s.len() <= 200 {
-                    self.add_example(value);
+                    self.add_example_if_new(|e| e.as_str() == Some(s), || Value::String(s.into()));
                 }
             }
-            Value::Bool(b) => {
-                self.distinct.insert(if *b { b"true" } else { b"false" });
-                self.add_example(value);
+            Scalar::Bool(b) => {
+                self.distinct.insert(if b { b"true" } else { b"false" });
+                self.add_example_if_new(|e| e.as_bool() == Some(b), || Value::Bool(b));
             }
-            Value::Null | Value::Array(_) | Value::Object(_) => {}
+            Scalar::Null | Scalar::Array | Scalar::Object => {}
         }
     }
 }
@@ -273,16 +278,50 @@ fn max_of<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
 }
 
 /// JSON's type names, with whole numbers told apart from others (an Avro `long` column and a
-/// `double` one differ).
+/// `double` one differ), in the order of [`Scalar::kind`].
+const TYPES: [&str; 7] = [
+    "null", "boolean", "integer", "number", "string", "array", "object",
+];
+
+/// JSON's type name of `value` (see [`TYPES`]).
 pub fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
+    TYPES[Scalar::of(value).kind()]
+}
+
+/// What the walker sees at one place of a record, whichever parser produced it.
+#[derive(Debug, Clone, Copy)]
+enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Number(&'a Number),
+    String(&'a str),
+    Array,
+    Object,
+}
+
+impl<'a> Scalar<'a> {
+    fn of(value: &'a Value) -> Scalar<'a> {
+        match value {
+            Value::Null => Scalar::Null,
+            Value::Bool(b) => Scalar::Bool(*b),
+            Value::Number(n) => Scalar::Number(n),
+            Value::String(s) => Scalar::String(s),
+            Value::Array(_) => Scalar::Array,
+            Value::Object(_) => Scalar::Object,
+        }
+    }
+
+    /// The index of its type name in [`TYPES`].
+    fn kind(self) -> usize {
+        match self {
+            Scalar::Null => 0,
+            Scalar::Bool(_) => 1,
+            Scalar::Number(n) if n.is_i64() || n.is_u64() => 2,
+            Scalar::Number(_) => 3,
+            Scalar::String(_) => 4,
+            Scalar::Array => 5,
+            Scalar::Object => 6,
+        }
     }
 }
 
@@ -296,21 +335,34 @@ pub fn segment(key: &str) -> String {
 ///
 /// Paths are interned as a tree of nodes, so a record walks by looking up each key under its
 /// parent rather than formatting its full path: only a path seen for the first time is
-/// spelled out.
+/// spelled out. Records come as a `serde_json::Value` or, from JSON text, as a [`Tape`]
+/// (no `Value` built); both are walked by the same code.
 pub struct Profiler {
     options: ProfileOptions,
     profile: Profile,
     hatch_paths: Vec<String>,
     /// Node 0 is the record itself (the empty path, not profiled).
     nodes: Vec<PathNode>,
-    /// Per group, records where each node is present (by node id).
-    group_present: BTreeMap<String, Vec<u64>>,
+    /// Groups in order of first sight, found by name once per record.
+    groups: Vec<GroupCounts>,
+    group_ids: HashMap<String, usize>,
+    /// A spare tape for the JSON text an escape hatch holds.
+    hatch_tape: Tape,
+    /// Walk buffers for tapes, one per walk in progress (an escape hatch's walk runs inside
+    /// its record's).
+    tape_scratch: Vec<Scratch<usize>>,
 }
 
 struct PathNode {
     path: String,
     stats: PathStats,
+    /// Occurrences per type, in the order of [`TYPES`]; folded into the stats at the end.
+    types: [u64; TYPES.len()],
+    /// Object keys seen here, each with its position in `keys`.
     children: HashMap<String, usize>,
+    /// The same keys with their nodes, in order of first sight: records mostly repeat their
+    /// key order, so the next key is guessed from the last one before any hashing.
+    keys: Vec<(Box<str>, usize)>,
     items: Option<usize>,
     is_hatch: bool,
     /// The last record counted as present and as filled here (records are numbered from 1).
@@ -323,7 +375,9 @@ impl PathNode {
         PathNode {
             path,
             stats: PathStats::default(),
-            children: HashMap::new(),
+            types: [0; TYPES.len()],
+            children: HashMap::default(),
+            keys: Vec::new(),
             items: None,
             is_hatch,
             last_present: 0,
@@ -332,10 +386,174 @@ impl PathNode {
     }
 }
 
+/// One group's records and, per node, the records where it is present.
+struct GroupCounts {
+    name: String,
+    records: u64,
+    present: Vec<u64>,
+}
+
 /// Where a child sits under its parent: an object key or the items of an array.
 enum Step<'a> {
     Key(&'a str),
     Items,
+}
+
+/// A parsed record the walker visits, whichever parser produced it.
+trait Document<'r>: Copy {
+    /// A place in the record.
+    type At: Copy;
+    fn root(self) -> Self::At;
+    fn scalar(self, at: Self::At) -> Scalar<'r>;
+    /// Appends the members of the container at `at` in document order.
+    fn members(self, at: Self::At, out: &mut Vec<Self::At>);
+    /// The key of `member`, a member of an object.
+    fn key(self, member: Self::At) -> &'r str;
+    /// The value of `key` when `at` is an object.
+    fn member(self, at: Self::At, key: &str) -> Option<Self::At>;
+    /// The item at `index` when `at` is an array.
+    fn item(self, at: Self::At, index: usize) -> Option<Self::At>;
+    fn value(self, at: Self::At) -> Value;
+    /// Walks the object that an escape hatch's string holds under `node`, parsed the way
+    /// this kind of record is; text that is not a JSON object is left alone.
+    fn walk_hatch(profiler: &mut Profiler, text: &str, node: usize, group: Option<usize>);
+    /// Buffers for a walk (a tape's are reused from record to record).
+    fn scratch(_profiler: &mut Profiler) -> Scratch<Self::At> {
+        Scratch::default()
+    }
+    fn keep_scratch(_profiler: &mut Profiler, _scratch: Scratch<Self::At>) {}
+}
+
+/// A walk's stack of `(node, place, escape-hatch key)` and a container's members.
+struct Scratch<A> {
+    stack: Vec<(usize, A, bool)>,
+    members: Vec<A>,
+}
+
+impl<A> Default for Scratch<A> {
+    fn default() -> Self {
+        Scratch {
+            stack: Vec::new(),
+            members: Vec::new(),
+        }
+    }
+}
+
+/// A place in a `Value` carries its key (empty for array items and the record itself).
+impl<'r> Document<'r> for &'r Value {
+    type At = (&'r str, &'r Value);
+
+    fn root(self) -> Self::At {
+        ("", self)
+    }
+
+    fn scalar(self, at: Self::At) -> Scalar<'r> {
+        Scalar::of(at.1)
+    }
+
+    fn members(self, at: Self::At, out: &mut Vec<Self::At>) {
+        match at.1 {
+            Value::Object(map) => out.extend(map.iter().map(|(k, v)| (k.as_str(), v))),
+            Value::Array(items) => out.extend(items.iter().map(|v| ("", v))),
+            _ => {}
+        }
+    }
+
+    fn key(self, member: Self::At) -> &'r str {
+        member.0
+    }
+
+    fn member(self, at: Self::At, key: &str) -> Option<Self::At> {
+        let (key, value) = at.1.as_object()?.get_key_value(key)?;
+        Some((key.as_str(), value))
+    }
+
+    fn item(self, at: Self::At, index: usize) -> Option<Self::At> {
+        at.1.as_array()?.get(index).map(|v| ("", v))
+    }
+
+    fn value(self, at: Self::At) -> Value {
+        at.1.clone()
+    }
+
+    fn walk_hatch(profiler: &mut Profiler, text: &str, node: usize, group: Option<usize>) {
+        if let Ok(parsed @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
+            profiler.walk(&parsed, ("", &parsed), node, true, group);
+        }
+    }
+}
+
+impl<'r> Document<'r> for &'r Tape {
+    type At = usize;
+
+    fn root(self) -> usize {
+        0
+    }
+
+    fn scalar(self, at: usize) -> Scalar<'r> {
+        match self.event(at) {
+            Event::Null => Scalar::Null,
+            Event::Bool(b) => Scalar::Bool(*b),
+            Event::Number(n) => Scalar::Number(n),
+            Event::String(span) => Scalar::String(self.str(*span)),
+            Event::Array { .. } => Scalar::Array,
+            Event::Object { .. } => Scalar::Object,
+            Event::Key(_) => unreachable!("keys are read with their object"),
+        }
+    }
+
+    fn members(self, at: usize, out: &mut Vec<usize>) {
+        out.extend(Tape::members(self, at).map(|(_, v)| v));
+    }
+
+    fn key(self, member: usize) -> &'r str {
+        match member.checked_sub(1).map(|k| self.event(k)) {
+            Some(Event::Key(span)) => self.str(*span),
+            _ => "",
+        }
+    }
+
+    fn member(self, at: usize, key: &str) -> Option<usize> {
+        match self.event(at) {
+            Event::Object { .. } => Tape::members(self, at)
+                .find(|(k, _)| *k == Some(key))
+                .map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn item(self, at: usize, index: usize) -> Option<usize> {
+        match self.event(at) {
+            Event::Array { .. } => Tape::members(self, at).nth(index).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn value(self, at: usize) -> Value {
+        self.value_at(at)
+    }
+
+    fn walk_hatch(profiler: &mut Profiler, text: &str, node: usize, group: Option<usize>) {
+        let mut tape = std::mem::take(&mut profiler.hatch_tape);
+        if tape.parse_str(text).is_ok() && matches!(tape.event(0), Event::Object { .. }) {
+            if tape.has_duplicate_keys() {
+                let parsed = tape.to_value();
+                profiler.walk(&parsed, ("", &parsed), node, true, group);
+            } else {
+                profiler.walk(&tape, 0, node, true, group);
+            }
+        }
+        profiler.hatch_tape = tape;
+    }
+
+    fn scratch(profiler: &mut Profiler) -> Scratch<usize> {
+        profiler.tape_scratch.pop().unwrap_or_default()
+    }
+
+    fn keep_scratch(profiler: &mut Profiler, mut scratch: Scratch<usize>) {
+        scratch.stack.clear();
+        profiler.tape_scratch.push(scratch);
+    }
 }
 
 impl Profiler {
@@ -350,7 +568,10 @@ impl Profiler {
             options,
             hatch_paths,
             nodes: vec![PathNode::new(String::new(), false)],
-            group_present: BTreeMap::new(),
+            groups: Vec::new(),
+            group_ids: HashMap::default(),
+            hatch_tape: Tape::default(),
+            tape_scratch: Vec::new(),
         }
     }
 
@@ -362,90 +583,165 @@ impl Profiler {
         let Profiler {
             mut profile,
             nodes,
-            group_present,
+            groups,
             ..
         } = self;
-        for (group, counts) in group_present {
-            let stats = profile.groups.entry(group).or_default();
-            for (id, count) in counts.into_iter().enumerate().filter(|(_, c)| *c > 0) {
+        for group in groups {
+            let stats = profile.groups.entry(group.name).or_default();
+            stats.records += group.records;
+            for (id, count) in group
+                .present
+                .into_iter()
+                .enumerate()
+                .filter(|(_, c)| *c > 0)
+            {
                 stats.present.insert(nodes[id].path.clone(), count);
             }
         }
         for node in nodes.into_iter().skip(1) {
-            profile.paths.insert(node.path, node.stats);
+            let mut stats = node.stats;
+            for (kind, count) in node.types.iter().enumerate().filter(|(_, c)| **c > 0) {
+                stats.types.insert(TYPES[kind].to_string(), *count);
+            }
+            profile.paths.insert(node.path, stats);
         }
         profile
     }
 
     /// Profiles one record.
     pub fn observe(&mut self, record: &Value) {
+        self.observe_document(record);
+    }
+
+    /// Profiles one record as a source hands it over; parsed JSON text is walked as it is.
+    pub fn observe_record(&mut self, record: Record<'_>) {
+        match record {
+            Record::Value(value) => self.observe(&value),
+            Record::Json(tape) if tape.has_duplicate_keys() => self.observe(&tape.to_value()),
+            Record::Json(tape) => self.observe_document(tape),
+        }
+    }
+
+    fn observe_document<'r, D: Document<'r>>(&mut self, record: D) {
         self.profile.records += 1;
         let group = self
             .options
             .group_by
             .as_deref()
             .map(|g| group_of(record, g));
-        if let Some(group) = &group {
-            self.profile
-                .groups
-                .entry(group.clone())
-                .or_default()
-                .records += 1;
-        }
-        self.walk(record, 0, false, group.as_deref());
+        let group = group.map(|name| self.count_group(&name));
+        self.walk(record, record.root(), 0, false, group);
+    }
+
+    /// Counts a record of the group `name`; answers the group's index.
+    fn count_group(&mut self, name: &str) -> usize {
+        let id = match self.group_ids.get(name) {
+            Some(&id) => id,
+            None => {
+                self.group_ids.insert(name.to_string(), self.groups.len());
+                self.groups.push(GroupCounts {
+                    name: name.to_string(),
+                    records: 0,
+                    present: Vec::new(),
+                });
+                self.groups.len() - 1
+            }
+        };
+        self.groups[id].records += 1;
+        id
     }
 
     /// Visits every path under `root` without recursion (nesting depth costs heap, not
     /// stack). An escape hatch holding a JSON string is parsed and walked in its place.
-    fn walk(&mut self, root: &Value, base: usize, in_hatch: bool, group: Option<&str>) {
-        let mut stack: Vec<(usize, &Value, bool)> = Vec::new();
-        self.push_children(&mut stack, base, root, in_hatch);
-        while let Some((node, value, hatch_key)) = stack.pop() {
+    fn walk<'r, D: Document<'r>>(
+        &mut self,
+        record: D,
+        root: D::At,
+        base: usize,
+        in_hatch: bool,
+        group: Option<usize>,
+    ) {
+        let mut scratch = D::scratch(self);
+        self.push_children(record, root, base, in_hatch, &mut scratch);
+        while let Some((node, at, hatch_key)) = scratch.stack.pop() {
+            let value = record.scalar(at);
             self.record_occurrence(node, value, hatch_key, group);
             let is_hatch = self.nodes[node].is_hatch;
             match value {
-                Value::String(text) if is_hatch => {
-                    if let Ok(parsed @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
-                        self.walk(&parsed, node, true, group);
+                Scalar::String(text) if is_hatch => D::walk_hatch(self, text, node, group),
+                _ => self.push_children(record, at, node, is_hatch, &mut scratch),
+            }
+        }
+        D::keep_scratch(self, scratch);
+    }
+
+    /// Pushes the children of the container at `at` (node `parent`), creating their nodes
+    /// in reverse document order, so that they pop in document order (examples then follow
+    /// the input) and the same paths are kept when the bound is reached, whichever parser
+    /// produced the record.
+    fn push_children<'r, D: Document<'r>>(
+        &mut self,
+        record: D,
+        at: D::At,
+        parent: usize,
+        hatch: bool,
+        scratch: &mut Scratch<D::At>,
+    ) {
+        let items = match record.scalar(at) {
+            Scalar::Object => None,
+            Scalar::Array => match self.child(parent, Step::Items) {
+                Some(node) => Some(node),
+                None => return,
+            },
+            _ => return,
+        };
+        scratch.members.clear();
+        record.members(at, &mut scratch.members);
+        let mut guess = self.nodes[parent].keys.len().wrapping_sub(1);
+        for &child in scratch.members.iter().rev() {
+            match items {
+                Some(node) => scratch.stack.push((node, child, false)),
+                None => {
+                    if let Some(node) = self.keyed_child(parent, record.key(child), &mut guess) {
+                        scratch.stack.push((node, child, hatch));
                     }
                 }
-                _ => self.push_children(&mut stack, node, value, is_hatch),
             }
         }
     }
 
-    fn push_children<'a>(
-        &mut self,
-        stack: &mut Vec<(usize, &'a Value, bool)>,
-        parent: usize,
-        value: &'a Value,
-        hatch: bool,
-    ) {
-        // Reversed so that paths pop in document order (examples then follow the input).
-        match value {
-            Value::Object(map) => {
-                for (key, child) in map.iter().rev() {
-                    if let Some(node) = self.child(parent, Step::Key(key)) {
-                        stack.push((node, child, hatch));
-                    }
-                }
+    /// The node of `key` under `parent` (see [`Profiler::child`]), trying the key at the
+    /// `guess`ed position first; the guess then moves to the key before it, since members
+    /// are visited last first.
+    fn keyed_child(&mut self, parent: usize, key: &str, guess: &mut usize) -> Option<usize> {
+        let keys = &self.nodes[parent].keys;
+        let position = match keys.get(*guess) {
+            Some((known, _)) if **known == *key => *guess,
+            // The record may lack one key the others have.
+            _ if matches!(keys.get(guess.wrapping_sub(1)), Some((k, _)) if **k == *key) => {
+                guess.wrapping_sub(1)
             }
-            Value::Array(items) => {
-                if let Some(node) = self.child(parent, Step::Items) {
-                    for child in items.iter().rev() {
-                        stack.push((node, child, false));
-                    }
+            _ => match self.nodes[parent].children.get(key) {
+                Some(&position) => position,
+                None => {
+                    let node = self.child(parent, Step::Key(key))?;
+                    *guess = self.nodes[parent].keys.len().wrapping_sub(2);
+                    return Some(node);
                 }
-            }
-            _ => {}
-        }
+            },
+        };
+        *guess = position.wrapping_sub(1);
+        Some(self.nodes[parent].keys[position].1)
     }
 
     /// The node of `step` under `parent`, created on first sight; `None` when it is new and
     /// the path bound is reached (its occurrences, and those below it, are only counted).
     fn child(&mut self, parent: usize, step: Step<'_>) -> Option<usize> {
         let known = match &step {
-            Step::Key(key) => self.nodes[parent].children.get(*key).copied(),
+            Step::Key(key) => {
+                let parent = &self.nodes[parent];
+                parent.children.get(*key).map(|&p| parent.keys[p].1)
+            }
             Step::Items => self.nodes[parent].items,
         };
         if known.is_some() {
@@ -462,11 +758,13 @@ impl Profiler {
         let is_hatch = self.hatch_paths.contains(&path);
         let id = self.nodes.len();
         self.nodes.push(PathNode::new(path, is_hatch));
+        let parent = &mut self.nodes[parent];
         match step {
             Step::Key(key) => {
-                self.nodes[parent].children.insert(key.to_string(), id);
+                parent.children.insert(key.to_string(), parent.keys.len());
+                parent.keys.push((key.into(), id));
             }
-            Step::Items => self.nodes[parent].items = Some(id),
+            Step::Items => parent.items = Some(id),
         }
         Some(id)
     }
@@ -475,9 +773,9 @@ impl Profiler {
     fn record_occurrence(
         &mut self,
         node: usize,
-        value: &Value,
+        value: Scalar<'_>,
         hatch_key: bool,
-        group: Option<&str>,
+        group: Option<usize>,
     ) {
         let n = self.profile.records;
         let entry = &mut self.nodes[node];
@@ -486,10 +784,7 @@ impl Profiler {
             entry.last_present = n;
             entry.stats.present += 1;
             if let Some(group) = group {
-                let counts = match self.group_present.get_mut(group) {
-                    Some(counts) => counts,
-                    None => self.group_present.entry(group.to_string()).or_default(),
-                };
+                let counts = &mut self.groups[group].present;
                 if counts.len() <= node {
                     counts.resize(node + 1, 0);
                 }
@@ -497,26 +792,52 @@ impl Profiler {
             }
         }
         let entry = &mut self.nodes[node];
-        if !value.is_null() && entry.last_non_null != n {
+        if !matches!(value, Scalar::Null) && entry.last_non_null != n {
             entry.last_non_null = n;
             entry.stats.non_null += 1;
         }
+        entry.types[value.kind()] += 1;
         entry.stats.observe(value);
     }
 }
 
-/// The group a record belongs to: the text of its group-by field.
-fn group_of(record: &Value, group_by: &str) -> String {
-    let value = if group_by.starts_with('/') {
-        record.pointer(group_by)
+/// The group a record belongs to: the text of its group-by field (a top-level field, or a
+/// JSON Pointer when it starts with `/`).
+fn group_of<'r, D: Document<'r>>(record: D, group_by: &str) -> Cow<'r, str> {
+    let found = if group_by.starts_with('/') {
+        pointer(record, group_by)
     } else {
-        record.get(group_by)
+        record.member(record.root(), group_by)
     };
-    match value {
-        None | Some(Value::Null) => NO_GROUP.to_string(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
+    let Some(at) = found else {
+        return NO_GROUP.into();
+    };
+    match record.scalar(at) {
+        Scalar::Null => NO_GROUP.into(),
+        Scalar::String(s) => s.into(),
+        _ => record.value(at).to_string().into(),
     }
+}
+
+/// What the JSON Pointer `pointer` points at, as `Value::pointer` finds it: `~1` and `~0`
+/// unescaped, array items by an index without a sign or leading zeros.
+fn pointer<'r, D: Document<'r>>(record: D, pointer: &str) -> Option<D::At> {
+    pointer
+        .split('/')
+        .skip(1)
+        .try_fold(record.root(), |at, token| {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            match record.scalar(at) {
+                Scalar::Object => record.member(at, &token),
+                Scalar::Array => {
+                    let signed_or_padded =
+                        token.starts_with('+') || (token.starts_with('0') && token.len() > 1);
+                    let index = token.parse().ok().filter(|_| !signed_or_padded)?;
+                    record.item(at, index)
+                }
+                _ => None,
+            }
+        })
 }
 
 #[cfg(test)]

@@ -1,15 +1,36 @@
 //! Records from files: JSON Lines (plain, gzip or zstd), a JSON array, an Avro object
 //! container file or a Parquet file, told apart by their first bytes. Records are streamed: a
 //! JSON array is read element by element, an Avro file block by block and a Parquet file row
-//! group by row group, so memory does not grow with the input.
+//! group by row group, so memory does not grow with the input. JSON text is parsed into a
+//! reused [`Tape`] rather than a `serde_json::Value` (see the tape's module for why).
 
-use crate::ProfileError;
+use crate::{ProfileError, Tape};
 use parquet::file::serialized_reader::SerializedFileReader;
 use serde::de::{DeserializeSeed, SeqAccess, Visitor};
 use serde_json::Value;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+
+/// Buffer size for reading inputs: large reads keep system calls out of the per-record cost.
+const BUFFER: usize = 256 * 1024;
+
+/// One record as a source hands it over.
+pub enum Record<'a> {
+    /// Decoded by a format's crate (Avro, Parquet) or by the caller.
+    Value(Value),
+    /// JSON text, parsed without building a `Value`.
+    Json(&'a Tape),
+}
+
+impl Record<'_> {
+    pub fn into_value(self) -> Value {
+        match self {
+            Record::Value(value) => value,
+            Record::Json(tape) => tape.to_value(),
+        }
+    }
+}
 
 /// The layout of an input, as detected from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,10 +75,10 @@ pub fn detect(reader: &mut impl BufRead) -> std::io::Result<InputKind> {
 }
 
 /// Streams every record of the file at `path` into `each`.
-pub fn read_file(path: &Path, each: &mut dyn FnMut(Value)) -> Result<InputKind, ProfileError> {
+pub fn read_file(path: &Path, each: &mut dyn FnMut(Record<'_>)) -> Result<InputKind, ProfileError> {
     let name = path.display().to_string();
     let file = File::open(path).map_err(|e| input_err(&name, e))?;
-    let mut head = BufReader::new(file);
+    let mut head = BufReader::with_capacity(BUFFER, file);
     if detect(&mut head).map_err(|e| input_err(&name, e))? == InputKind::Parquet {
         // Parquet is read from its footer, so it needs the file itself, not a stream.
         parquet_file(&name, head.into_inner(), each)?;
@@ -71,21 +92,21 @@ pub fn read_file(path: &Path, each: &mut dyn FnMut(Value)) -> Result<InputKind, 
 pub fn read_records(
     name: &str,
     reader: impl Read,
-    each: &mut dyn FnMut(Value),
+    each: &mut dyn FnMut(Record<'_>),
 ) -> Result<InputKind, ProfileError> {
-    let mut reader = BufReader::new(reader);
+    let mut reader = BufReader::with_capacity(BUFFER, reader);
     let kind = detect(&mut reader).map_err(|e| input_err(name, e))?;
     match kind {
         InputKind::JsonLines => json_lines(name, reader, each)?,
         InputKind::GzipJsonLines => json_lines(
             name,
-            BufReader::new(flate2::read::MultiGzDecoder::new(reader)),
+            BufReader::with_capacity(BUFFER, flate2::read::MultiGzDecoder::new(reader)),
             each,
         )?,
         InputKind::ZstdJsonLines => {
             let decoder = ruzstd::decoding::StreamingDecoder::new(reader)
                 .map_err(|e| input_err(name, format!("not a readable zstd file: {e}")))?;
-            json_lines(name, BufReader::new(decoder), each)?
+            json_lines(name, BufReader::with_capacity(BUFFER, decoder), each)?
         }
         InputKind::JsonArray => json_array(name, reader, each)?,
         InputKind::AvroContainer => avro_container(name, reader, each)?,
@@ -99,7 +120,11 @@ pub fn read_records(
     Ok(kind)
 }
 
-fn parquet_file(name: &str, file: File, each: &mut dyn FnMut(Value)) -> Result<(), ProfileError> {
+fn parquet_file(
+    name: &str,
+    file: File,
+    each: &mut dyn FnMut(Record<'_>),
+) -> Result<(), ProfileError> {
     use parquet::file::reader::FileReader;
     let reader = SerializedFileReader::new(file)
         .map_err(|e| input_err(name, format!("not a readable Parquet file: {e}")))?;
@@ -108,30 +133,60 @@ fn parquet_file(name: &str, file: File, each: &mut dyn FnMut(Value)) -> Result<(
         .map_err(|e| input_err(name, format!("Parquet: {e}")))?;
     for (index, row) in rows.enumerate() {
         let row = row.map_err(|e| input_err(name, format!("Parquet row {}: {e}", index + 1)))?;
-        each(row.to_json_value());
+        each(Record::Value(row.to_json_value()));
     }
     Ok(())
 }
 
 fn json_lines(
     name: &str,
-    reader: impl BufRead,
-    each: &mut dyn FnMut(Value),
+    mut reader: impl BufRead,
+    each: &mut dyn FnMut(Record<'_>),
 ) -> Result<(), ProfileError> {
-    for (index, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| input_err(name, format!("line {}: {e}", index + 1)))?;
-        if line.trim().is_empty() {
+    let mut line = Vec::new();
+    let mut tape = Tape::default();
+    for number in 1.. {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| input_err(name, format!("line {number}: {e}")))?;
+        if read == 0 {
+            break;
+        }
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if blank(text) {
             continue;
         }
-        let record: Value = serde_json::from_str(&line)
-            .map_err(|e| input_err(name, format!("line {}: invalid JSON: {e}", index + 1)))?;
-        each(record);
+        // One check of the whole line is cheaper than the parser's check of every string.
+        let text = std::str::from_utf8(text)
+            .map_err(|e| input_err(name, format!("line {number}: not UTF-8: {e}")))?;
+        tape.parse_str(text)
+            .map_err(|e| input_err(name, format!("line {number}: invalid JSON: {e}")))?;
+        each(Record::Json(&tape));
     }
     Ok(())
 }
 
+/// Whether a line holds nothing but whitespace, as `str::trim` sees it (such lines are
+/// skipped). Decides on the first byte that is not ASCII whitespace, so a record line costs
+/// no UTF-8 check here (the parser checks its strings).
+fn blank(line: &[u8]) -> bool {
+    let first = line
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'));
+    match first {
+        None => true,
+        Some(b) if b.is_ascii() => false,
+        Some(_) => std::str::from_utf8(line).is_ok_and(|s| s.trim().is_empty()),
+    }
+}
+
 /// Hands each element of a top-level JSON array to the callback as it is parsed.
-struct Elements<'a>(&'a mut dyn FnMut(Value));
+struct Elements<'a> {
+    each: &'a mut dyn FnMut(Record<'_>),
+    tape: Tape,
+}
 
 impl<'de> Visitor<'de> for Elements<'_> {
     type Value = ();
@@ -140,9 +195,9 @@ impl<'de> Visitor<'de> for Elements<'_> {
         f.write_str("an array of records")
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(record) = seq.next_element::<Value>()? {
-            (self.0)(record);
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(self.tape.seed())?.is_some() {
+            (self.each)(Record::Json(&self.tape));
         }
         Ok(())
     }
@@ -159,10 +214,14 @@ impl<'de> DeserializeSeed<'de> for Elements<'_> {
 fn json_array(
     name: &str,
     reader: impl Read,
-    each: &mut dyn FnMut(Value),
+    each: &mut dyn FnMut(Record<'_>),
 ) -> Result<(), ProfileError> {
     let mut deserializer = serde_json::Deserializer::from_reader(reader);
-    Elements(each)
+    let elements = Elements {
+        each,
+        tape: Tape::default(),
+    };
+    elements
         .deserialize(&mut deserializer)
         .and_then(|()| deserializer.end())
         .map_err(|e| input_err(name, format!("invalid JSON: {e}")))
@@ -171,7 +230,7 @@ fn json_array(
 fn avro_container(
     name: &str,
     reader: impl Read,
-    each: &mut dyn FnMut(Value),
+    each: &mut dyn FnMut(Record<'_>),
 ) -> Result<(), ProfileError> {
     let records = apache_avro::Reader::new(reader)
         .map_err(|e| input_err(name, format!("not a readable Avro container file: {e}")))?;
@@ -180,7 +239,7 @@ fn avro_container(
             record.map_err(|e| input_err(name, format!("Avro record {}: {e}", index + 1)))?;
         let json = Value::try_from(record)
             .map_err(|e| input_err(name, format!("Avro record {} as JSON: {e}", index + 1)))?;
-        each(json);
+        each(Record::Value(json));
     }
     Ok(())
 }
@@ -193,7 +252,7 @@ mod tests {
 
     fn collect(bytes: &[u8]) -> Result<(InputKind, Vec<Value>), ProfileError> {
         let mut out = Vec::new();
-        let kind = read_records("input", bytes, &mut |v| out.push(v))?;
+        let kind = read_records("input", bytes, &mut |r| out.push(r.into_value()))?;
         Ok((kind, out))
     }
 
@@ -316,7 +375,7 @@ mod tests {
         let path = dir.path().join("instruments.parquet");
         parquet_file(&path, 4);
         let mut records = Vec::new();
-        let kind = read_file(&path, &mut |v| records.push(v)).expect("parquet");
+        let kind = read_file(&path, &mut |r| records.push(r.into_value())).expect("parquet");
         assert_eq!(kind, InputKind::Parquet);
         assert_eq!(records.len(), 4);
         assert_eq!(records[0], json!({"id": 0, "label": "l0"}));

@@ -12,15 +12,13 @@ use base64::Engine;
 use covenant_engine::Reference;
 use covenant_schema::{ParsedSchema, SchemaType};
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::sync::Arc;
 
 /// The largest payload a length prefix may announce; a larger one means the file is not in
 /// this layout.
 const MAX_PAYLOAD: usize = 64 * 1024 * 1024;
-/// How deep references may nest before the registry's answers are taken to be circular.
-const MAX_REFERENCE_DEPTH: usize = 32;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Framing {
@@ -68,58 +66,15 @@ impl Schemas {
             return Ok(parsed.clone());
         }
         let answer = self.get(&format!("/schemas/ids/{id}"))?;
-        let mut references = Vec::new();
-        self.resolve(
+        let references = self.runtime.block_on(crate::references::resolve(
+            &self.server,
             &answer["references"],
-            &mut references,
-            &mut HashSet::new(),
-            0,
-        )?;
+        ))?;
         let parsed = Arc::new(parse(&answer, &references).map_err(|e| {
             InvalidInput(format!("schema {id} from the registry does not parse: {e}"))
         })?);
         self.parsed.insert(id, parsed.clone());
         Ok(parsed)
-    }
-
-    /// Appends the schemas `references` names, dependencies first.
-    fn resolve(
-        &self,
-        references: &Value,
-        out: &mut Vec<Reference>,
-        seen: &mut HashSet<(String, i64)>,
-        depth: usize,
-    ) -> Result<()> {
-        let Some(list) = references.as_array() else {
-            return Ok(());
-        };
-        if depth > MAX_REFERENCE_DEPTH {
-            return Err(InvalidInput("schema references nest too deeply".into()).into());
-        }
-        for reference in list {
-            let name = reference["name"].as_str().unwrap_or_default().to_string();
-            let subject = reference["subject"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            let version = reference["version"].as_i64().unwrap_or(-1);
-            if !seen.insert((subject.clone(), version)) {
-                continue;
-            }
-            let path = format!(
-                "/subjects/{}/versions/{version}",
-                crate::samples::encode_segment(&subject)
-            );
-            let answer = self.get(&path)?;
-            self.resolve(&answer["references"], out, seen, depth + 1)?;
-            out.push(Reference {
-                name,
-                subject,
-                version,
-                schema: answer["schema"].as_str().unwrap_or_default().to_string(),
-            });
-        }
-        Ok(())
     }
 }
 
