@@ -44,7 +44,8 @@ def test_register_lookup_and_read_back(client, subject):
     assert subject in client.get_subjects()
     assert client.get_subjects_by_schema_id(sid) == [subject]
     assert [(v.subject, v.version) for v in client.get_schema_versions(sid)] == [(subject, 1)]
-    assert set(client.get_schema_types()) == {"AVRO", "JSON", "PROTOBUF"}
+    # Confluent's three types, and Apache Iceberg table schemas.
+    assert set(client.get_schema_types()) == {"AVRO", "JSON", "PROTOBUF", "ICEBERG"}
     assert client.get_contexts()[0] == "."
 
 
