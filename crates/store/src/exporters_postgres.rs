@@ -60,6 +60,37 @@ impl PostgresExporterStore {
     async fn client(&self) -> StoreResult<deadpool_postgres::Object> {
         self.tables.client().await
     }
+
+    /// Runs `sql` (an insert or update binding the record's columns as $1..$6) with its audit
+    /// line, appended in the same transaction only when a row changed; answers whether one did.
+    async fn write_record(
+        &self,
+        sql: &str,
+        record: &ExporterRecord,
+        audit: AuditLine<'_>,
+    ) -> StoreResult<bool> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let changed = tx
+            .execute(
+                sql,
+                &[
+                    &record.name,
+                    &record.spec,
+                    &record.state,
+                    &record.offset,
+                    &record.ts,
+                    &record.trace,
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        if changed == 1 {
+            append_line(&tx, audit).await?;
+        }
+        tx.commit().await.map_err(backend)?;
+        Ok(changed == 1)
+    }
 }
 
 /// The connection holding a lease; the lock lives exactly as long as it.
@@ -83,28 +114,13 @@ impl ExporterStore for PostgresExporterStore {
         record: &ExporterRecord,
         audit: AuditLine<'_>,
     ) -> StoreResult<bool> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(backend)?;
-        let inserted = tx
-            .execute(
-                "INSERT INTO exp_exporters(name, spec, state, progress, ts, trace) \
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
-                &[
-                    &record.name,
-                    &record.spec,
-                    &record.state,
-                    &record.offset,
-                    &record.ts,
-                    &record.trace,
-                ],
-            )
-            .await
-            .map_err(backend)?;
-        if inserted == 1 {
-            append_line(&tx, audit).await?;
-        }
-        tx.commit().await.map_err(backend)?;
-        Ok(inserted == 1)
+        self.write_record(
+            "INSERT INTO exp_exporters(name, spec, state, progress, ts, trace) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
+            record,
+            audit,
+        )
+        .await
     }
 
     async fn exporter(&self, name: &str) -> StoreResult<Option<ExporterRecord>> {
@@ -136,28 +152,13 @@ impl ExporterStore for PostgresExporterStore {
         record: &ExporterRecord,
         audit: AuditLine<'_>,
     ) -> StoreResult<bool> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(backend)?;
-        let updated = tx
-            .execute(
-                "UPDATE exp_exporters SET spec = $2, state = $3, progress = $4, ts = $5, \
-                 trace = $6 WHERE name = $1",
-                &[
-                    &record.name,
-                    &record.spec,
-                    &record.state,
-                    &record.offset,
-                    &record.ts,
-                    &record.trace,
-                ],
-            )
-            .await
-            .map_err(backend)?;
-        if updated == 1 {
-            append_line(&tx, audit).await?;
-        }
-        tx.commit().await.map_err(backend)?;
-        Ok(updated == 1)
+        self.write_record(
+            "UPDATE exp_exporters SET spec = $2, state = $3, progress = $4, ts = $5, \
+             trace = $6 WHERE name = $1",
+            record,
+            audit,
+        )
+        .await
     }
 
     async fn record_progress(

@@ -69,18 +69,19 @@ impl SqliteExporterStore {
     }
 }
 
-#[async_trait]
-impl ExporterStore for SqliteExporterStore {
-    async fn create_exporter(
+impl SqliteExporterStore {
+    /// Runs `sql` (an insert or update binding the record's columns as ?1..?6) with its audit
+    /// line, appended only when a row changed; answers whether one did.
+    fn write_record(
         &self,
+        sql: &str,
         record: &ExporterRecord,
         audit: AuditLine<'_>,
     ) -> StoreResult<bool> {
         self.write(|tx| {
-            let inserted = tx
+            let changed = tx
                 .execute(
-                    "INSERT INTO exp_exporters(name, spec, state, progress, ts, trace) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO NOTHING",
+                    sql,
                     params![
                         record.name,
                         record.spec,
@@ -91,11 +92,27 @@ impl ExporterStore for SqliteExporterStore {
                     ],
                 )
                 .map_err(backend)?;
-            if inserted == 1 {
+            if changed == 1 {
                 crate::sqlite::append_line(tx, audit)?;
             }
-            Ok(inserted == 1)
+            Ok(changed == 1)
         })
+    }
+}
+
+#[async_trait]
+impl ExporterStore for SqliteExporterStore {
+    async fn create_exporter(
+        &self,
+        record: &ExporterRecord,
+        audit: AuditLine<'_>,
+    ) -> StoreResult<bool> {
+        self.write_record(
+            "INSERT INTO exp_exporters(name, spec, state, progress, ts, trace) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO NOTHING",
+            record,
+            audit,
+        )
     }
 
     async fn exporter(&self, name: &str) -> StoreResult<Option<ExporterRecord>> {
@@ -131,26 +148,12 @@ impl ExporterStore for SqliteExporterStore {
         record: &ExporterRecord,
         audit: AuditLine<'_>,
     ) -> StoreResult<bool> {
-        self.write(|tx| {
-            let updated = tx
-                .execute(
-                    "UPDATE exp_exporters SET spec = ?2, state = ?3, progress = ?4, ts = ?5, \
-                     trace = ?6 WHERE name = ?1",
-                    params![
-                        record.name,
-                        record.spec,
-                        record.state,
-                        record.offset,
-                        record.ts,
-                        record.trace
-                    ],
-                )
-                .map_err(backend)?;
-            if updated == 1 {
-                crate::sqlite::append_line(tx, audit)?;
-            }
-            Ok(updated == 1)
-        })
+        self.write_record(
+            "UPDATE exp_exporters SET spec = ?2, state = ?3, progress = ?4, ts = ?5, \
+             trace = ?6 WHERE name = ?1",
+            record,
+            audit,
+        )
     }
 
     async fn record_progress(
