@@ -148,7 +148,9 @@ pub fn proto_version(sizes: &Sizes, v: usize) -> String {
                 3 => format!("  bool flag_{j} = {number};"),
                 4 => format!("  repeated string tags_{j} = {number};"),
                 5 => format!("  Status status_{j} = {number};"),
-                6 => format!("  Message{} child_{j} = {number};", (i + 1) % m),
+                // A tree of references (each message points at its parent, the root at itself):
+                // recursive, and about log2(m) deep, within the default depth limit.
+                6 => format!("  Message{} child_{j} = {number};", i / 2),
                 _ => format!("  map<string, int32> counters_{j} = {number};"),
             };
             out.push_str(&line);
