@@ -269,10 +269,16 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
             };
             match change {
                 Ok(change) => match change.kind {
-                    ChangeKind::Subject => registry.invalidate(change.id),
+                    ChangeKind::Subject => {
+                        // A delete may change answers of other subjects that refer to it.
+                        registry.invalidate(change.id);
+                        registry.forget_answers(None);
+                    }
+                    // New ids are never cached negatively, but the subject's answers change.
+                    ChangeKind::Schema => registry.forget_answers(change.subject.as_deref()),
+                    // Config and mode are not cached, but requests inherit them.
+                    ChangeKind::Config | ChangeKind::Mode => registry.forget_answers(None),
                     ChangeKind::Resync => registry.invalidate(None),
-                    // New ids are never cached negatively; config and mode are not cached.
-                    ChangeKind::Schema | ChangeKind::Config | ChangeKind::Mode => {}
                 },
                 Err(broadcast::error::RecvError::Lagged(_)) => registry.invalidate(None),
                 Err(broadcast::error::RecvError::Closed) => return,

@@ -532,11 +532,21 @@ pub async fn register(
     };
     let request = body.into_request()?;
     let sent = request.schema.trim().to_string();
-    // The removal gate inside the registration must see every read counted so far.
-    state.flush_reads().await;
-    let reg = state.registry.register(&subject, request, options).await?;
-    // What versions exist decides which ones a deprecation covers and what succeeds them.
-    state.signals.invalidate();
+    let reg = match state
+        .registry
+        .registered(&subject, &request, options.normalize)
+    {
+        Some(existing) => existing,
+        None => {
+            // The removal gate inside the registration must see every read counted so far.
+            state.flush_reads().await;
+            state.registry.register(&subject, request, options).await?
+        }
+    };
+    if reg.created {
+        // What versions exist decides which ones a deprecation covers and what succeeds them.
+        state.signals.invalidate();
+    }
     // Protobuf sent as a base64 descriptor is stored as .proto text; without an explicit
     // format the answer echoes the descriptor as sent, since clients cache the answer by id
     // and later parse it as a descriptor.

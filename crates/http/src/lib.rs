@@ -273,6 +273,20 @@ async fn track(req: Request, next: Next) -> Response {
     response
 }
 
+/// An answer may have read a committed write that is not durable yet (the embedded store
+/// syncs commits in groups); it leaves only once that write is on disk.
+async fn settle(
+    axum::extract::State(registry): axum::extract::State<Arc<Registry>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let response = next.run(req).await;
+    match registry.settled().await {
+        Ok(()) => response,
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
 async fn not_found() -> Response {
     ApiError::not_found_path().into_response()
 }
@@ -571,6 +585,7 @@ pub fn router_serving(
     if let Some(gov) = &governance {
         reads::ReadTally::spawn_flusher(&reads, registry.clone(), gov.clone());
     }
+    let settling = registry.clone();
     let state = AppState {
         registry,
         metrics: prometheus(),
@@ -598,6 +613,7 @@ pub fn router_serving(
     };
     outer
         .fallback_service(normalized)
+        .layer(middleware::from_fn_with_state(settling, settle))
         .layer(axum::Extension(BodyLimit(config.max_body_bytes)))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
         .layer(CatchPanicLayer::custom(panic_response))

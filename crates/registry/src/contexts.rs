@@ -155,6 +155,7 @@ impl Registry {
             ));
         }
         self.store.delete_context(&ctx, audit).await?;
+        self.forget_answers(None);
         Ok(())
     }
 }

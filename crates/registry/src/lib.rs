@@ -11,6 +11,7 @@
 //! another's). The id caches are bounded LRU maps ([`DEFAULT_CACHE_ENTRIES`],
 //! [`Registry::with_cache_entries`]): the least recently used ids are read from the store again.
 
+mod answers;
 mod cache;
 mod check_budget;
 mod contexts;
@@ -53,6 +54,7 @@ use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 
+use answers::{Answer, Answers, RequestKey, Route};
 use cache::IdCache;
 use judged::{Attempt, Judged, SubjectTurns, off_runtime, retry_pause, same_versions};
 
@@ -216,6 +218,8 @@ impl TextFormat {
 pub struct CacheUsage {
     pub records: usize,
     pub parsed: usize,
+    /// Cached lookup and registration answers.
+    pub answers: usize,
     pub capacity: usize,
 }
 
@@ -225,6 +229,8 @@ pub struct Registry {
     default_level: Level,
     by_id: IdCache<SchemaRecord>,
     parsed: IdCache<ParsedSchema>,
+    /// Lookup and idempotent registration answers by request content ([`answers`]).
+    answers: Answers,
     removal_check: RwLock<Option<Arc<dyn RemovalCheck>>>,
     samples: Option<Arc<dyn covenant_store::SampleStore>>,
     usage: RwLock<Option<Arc<dyn UsageEvidence>>>,
@@ -563,6 +569,7 @@ impl Registry {
             default_level: Level::Backward,
             by_id: IdCache::new(DEFAULT_CACHE_ENTRIES),
             parsed: IdCache::new(DEFAULT_CACHE_ENTRIES),
+            answers: Answers::new(DEFAULT_CACHE_ENTRIES),
             removal_check: RwLock::new(None),
             samples: None,
             usage: RwLock::new(None),
@@ -582,6 +589,7 @@ impl Registry {
     pub fn with_cache_entries(mut self, entries: usize) -> Registry {
         self.by_id = IdCache::new(entries);
         self.parsed = IdCache::new(entries);
+        self.answers = Answers::new(entries);
         self
     }
 
@@ -590,6 +598,7 @@ impl Registry {
         CacheUsage {
             records: self.by_id.len(),
             parsed: self.parsed.len(),
+            answers: self.answers.len(),
             capacity: self.by_id.capacity(),
         }
     }
@@ -605,6 +614,7 @@ impl Registry {
     fn forget_all(&self) {
         self.by_id.clear();
         self.parsed.clear();
+        self.answers.clear();
     }
 
     /// Drops what is cached for schema `id`, or everything with `None`: another node sharing
@@ -617,6 +627,40 @@ impl Registry {
                 self.parsed.remove(id);
             }
         }
+    }
+
+    /// Drops the cached answers for `subject` (all of them with `None`): another node
+    /// registered under it, or changed settings that requests inherit.
+    pub fn forget_answers(&self, subject: Option<&str>) {
+        match subject {
+            Some(subject) => {
+                self.answers.forget_subject(subject);
+            }
+            None => self.answers.clear(),
+        }
+    }
+
+    /// The answer a registration of `request` would give when it is cached: an existing
+    /// version, returned without touching the store.
+    pub fn registered(
+        &self,
+        subject: &str,
+        request: &SchemaRequest,
+        normalize: bool,
+    ) -> Option<Registration> {
+        let key = RequestKey::of(Route::Register { normalize }, subject, request)?;
+        let answer = self.answers.get(subject, &key)?;
+        Some(Registration {
+            id: answer.schema.id,
+            version: answer.version,
+            schema: answer.schema,
+            created: false,
+        })
+    }
+
+    /// Waits until every write committed so far is durable (see [`Store::settled`]).
+    pub async fn settled(&self) -> RegistryResult<()> {
+        Ok(self.store.settled().await?)
     }
 
     /// Whether the store answers, for readiness probes.
@@ -1070,8 +1114,12 @@ impl Registry {
     /// The subject that reads of `subject` go to: the `alias` of its own config (one step, so
     /// aliases cannot loop), as in Confluent, or `None` when it names no other subject.
     pub async fn alias_target(&self, subject: &str) -> RegistryResult<Option<String>> {
+        if let Some(target) = self.answers.alias(subject) {
+            return Ok(target);
+        }
+        let epoch = self.answers.epoch();
         let config = self.store.config(Scope::Subject(subject)).await?;
-        Ok(config
+        let target = config
             .and_then(|c| {
                 c.extra
                     .get("alias")
@@ -1079,7 +1127,9 @@ impl Registry {
                     .filter(|alias| !alias.is_empty())
                     .map(|alias| covenant_store::context::qualify_with_parent(subject, alias))
             })
-            .filter(|target| target != subject))
+            .filter(|target| target != subject);
+        self.answers.insert_alias(epoch, subject, target.clone());
+        Ok(target)
     }
 
     /// `GET /config[/{s}]`.
@@ -1148,6 +1198,7 @@ impl Registry {
             }
         }
         self.store.set_config(scope, &record, audit).await?;
+        self.answers.clear();
         Ok(record)
     }
 
@@ -1159,7 +1210,9 @@ impl Registry {
     ) -> RegistryResult<ConfigView> {
         let scope = scope_for(subject);
         self.ensure_writable(scope).await?;
-        match (self.store.delete_config(scope, audit).await?, scope) {
+        let deleted = self.store.delete_config(scope, audit).await?;
+        self.answers.clear();
+        match (deleted, scope) {
             (Some(old), _) => Ok(self.config_view(old)),
             (None, Scope::Subject(s)) => Err(RegistryError::SubjectNotFound(s.to_string())),
             (None, Scope::Global) => Ok(ConfigView {
@@ -1226,6 +1279,7 @@ impl Registry {
         }
         let scope = scope_for(subject);
         self.store.set_mode(scope, mode.as_str(), audit).await?;
+        self.answers.clear();
         Ok(mode)
     }
 
@@ -1236,7 +1290,9 @@ impl Registry {
         audit: Audit<'_>,
     ) -> RegistryResult<Mode> {
         let scope = scope_for(subject);
-        match (self.store.delete_mode(scope, audit).await?, scope) {
+        let deleted = self.store.delete_mode(scope, audit).await?;
+        self.answers.clear();
+        match (deleted, scope) {
             (Some(old), _) => Mode::parse(&old),
             (None, Scope::Subject(s)) => Err(RegistryError::SubjectNotFound(s.to_string())),
             (None, Scope::Global) => Ok(Mode::ReadWrite),
@@ -1298,9 +1354,13 @@ impl Registry {
         // Registrations of one subject on this node take turns: each would invalidate the
         // others' verdicts anyway. Other subjects never wait for this.
         let _turn = self.registering.turn(subject).await;
+        let route = Route::Register {
+            normalize: options.normalize,
+        };
+        let key = RequestKey::of(route, subject, &request);
         for attempt in 1..=REGISTER_ATTEMPTS {
             if let Attempt::Done(registration) = self
-                .register_attempt(subject, request.clone(), options)
+                .register_attempt(subject, request.clone(), options, key)
                 .await?
             {
                 return Ok(registration);
@@ -1323,9 +1383,11 @@ impl Registry {
         subject: &str,
         mut request: SchemaRequest,
         options: RegisterOptions<'_>,
+        key: Option<RequestKey>,
     ) -> RegistryResult<Attempt> {
         validate_subject(subject, SubjectUse::Schemas)?;
         validate_rule_set(&request.rule_set)?;
+        let epoch = self.answers.epoch();
         let config = self.effective_config(subject).await?;
         let normalize = options.normalize
             || config
@@ -1384,6 +1446,10 @@ impl Registry {
         if let Some(v) = existing {
             let schema = Arc::new(v.schema.clone());
             self.remember(schema.clone());
+            if let Some(key) = key {
+                self.answers
+                    .insert(epoch, subject, key, Answer::of(v, schema.clone()));
+            }
             return Ok(Attempt::Done(Registration {
                 id: v.schema.id,
                 version: v.version,
@@ -1491,6 +1557,7 @@ impl Registry {
                 Err(Rejection::new(GuardRefusal::Retry))
             }
         };
+        let before_commit = self.answers.epoch();
         let outcome = match self
             .store
             .register(subject, &new_schema, placement, &unchanged, options.audit)
@@ -1533,6 +1600,7 @@ impl Registry {
             None => schema,
         };
         self.remember(schema.clone());
+        self.answer_registered(subject, key, before_commit, &outcome, &schema);
         if outcome.created
             && !dropped.is_empty()
             && let Some(check) = self.removal_check()
@@ -1555,6 +1623,31 @@ impl Registry {
         }))
     }
 
+    /// Forgets the subject's cached answers after a registration committed, then keeps this
+    /// one's, unless anything else was invalidated since `before_commit` (see [`answers`]).
+    fn answer_registered(
+        &self,
+        subject: &str,
+        key: Option<RequestKey>,
+        before_commit: u64,
+        outcome: &covenant_store::Registered,
+        schema: &Arc<SchemaRecord>,
+    ) {
+        let epoch = self.answers.forget_subject(subject);
+        if let Some(key) = key
+            && epoch == before_commit + 1
+        {
+            let answer = Answer {
+                version: outcome.version,
+                deleted: false,
+                // Registration answers carry no time.
+                created_at: 0,
+                schema: schema.clone(),
+            };
+            self.answers.insert(epoch, subject, key, answer);
+        }
+    }
+
     /// `POST /subjects/{s}`: the version of this subject holding the schema.
     pub async fn lookup(
         &self,
@@ -1563,6 +1656,13 @@ impl Registry {
         normalize: bool,
         deleted: bool,
     ) -> RegistryResult<StoredVersion> {
+        let key = RequestKey::of(Route::Lookup { normalize, deleted }, subject, request);
+        if let Some(key) = &key
+            && let Some(answer) = self.answers.get(subject, key)
+        {
+            return Ok(answer.to_version(subject));
+        }
+        let epoch = self.answers.epoch();
         let versions = self.store.subject_versions(subject).await?;
         let visible: Vec<&StoredVersion> =
             versions.iter().filter(|v| deleted || !v.deleted).collect();
@@ -1588,6 +1688,11 @@ impl Registry {
             .find(|v| same_identity(&v.schema, &candidate.content_key))
             .or_else(|| visible.iter().rev().find(same_text));
         if let Some(v) = found {
+            if let Some(key) = key {
+                let schema = Arc::new(v.schema.clone());
+                self.answers
+                    .insert(epoch, subject, key, Answer::of(v, schema));
+            }
             return Ok((*v).clone());
         }
         if normalize {
@@ -1720,7 +1825,10 @@ impl Registry {
             .delete_guarded(subject, versions, permanent, &guard, audit)
             .await
         {
-            Ok(()) => Ok(Deleted::Done),
+            Ok(()) => {
+                self.answers.clear();
+                Ok(Deleted::Done)
+            }
             // A concurrent permanent delete got there first: decide again on what is left.
             Err(StoreError::NoSuchVersion { .. }) => Ok(Deleted::Vanished),
             Err(StoreError::Rejected(rejection)) => {

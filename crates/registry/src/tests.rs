@@ -905,3 +905,106 @@ fn subject_names_follow_confluent_and_the_documented_limit() {
     assert!(ok(":.ctx", SubjectUse::ConfigOrMode));
     assert!(!ok("__GLOBAL", SubjectUse::ConfigOrMode));
 }
+
+#[tokio::test]
+async fn cached_answers_follow_deletes_config_and_new_versions() {
+    use serde_json::json;
+    let (_d, reg) = registry();
+    let v1 = r#"{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}"#;
+    let v2 = r#"{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"int","default":0}]}"#;
+    let first = reg
+        .register("s", avro_request(v1), RegisterOptions::default())
+        .await
+        .expect("v1");
+    // Filled on write: the same request is answered without the store.
+    let cached = reg
+        .registered("s", &avro_request(v1), false)
+        .expect("cached");
+    assert_eq!(
+        (cached.id, cached.version, cached.created),
+        (first.id, 1, false)
+    );
+    assert!(
+        reg.registered("s", &avro_request(v1), true).is_none(),
+        "normalize is another key"
+    );
+    let found = reg
+        .lookup("s", &avro_request(v1), false, false)
+        .await
+        .expect("lookup");
+    assert_eq!(found.version, 1);
+    assert!(
+        reg.cache_usage().answers >= 2,
+        "{:?}",
+        reg.cache_usage().answers
+    );
+
+    reg.register("s", avro_request(v2), RegisterOptions::default())
+        .await
+        .expect("v2");
+    // A soft delete is seen at once by both routes.
+    reg.delete_version("s", VersionSpec::Number(1), false, None)
+        .await
+        .expect("soft delete");
+    assert!(reg.registered("s", &avro_request(v1), false).is_none());
+    assert!(matches!(
+        reg.lookup("s", &avro_request(v1), false, false).await,
+        Err(RegistryError::SchemaNotFound)
+    ));
+    let deleted = reg
+        .lookup("s", &avro_request(v1), false, true)
+        .await
+        .expect("deleted=true");
+    assert!(deleted.deleted);
+    // Registering it again makes a new version, not the cached old answer.
+    let again = reg
+        .register("s", avro_request(v1), RegisterOptions::default())
+        .await
+        .expect("again");
+    assert_eq!((again.version, again.created), (3, true));
+
+    // Settings a request inherits: metadata from config changes what the same body registers.
+    let before = reg
+        .register("s", avro_request(v1), RegisterOptions::default())
+        .await
+        .expect("idempotent");
+    assert!(!before.created);
+    reg.set_config(
+        Some("s"),
+        extra(json!({"overrideMetadata": {"properties": {"owner": "team"}}})),
+        None,
+    )
+    .await
+    .expect("config");
+    assert!(reg.registered("s", &avro_request(v1), false).is_none());
+    let with_metadata = reg
+        .register("s", avro_request(v1), RegisterOptions::default())
+        .await
+        .expect("with metadata");
+    assert!(with_metadata.created, "the override makes it a new schema");
+}
+
+#[tokio::test]
+async fn a_stale_answer_is_never_cached_across_a_hard_delete() {
+    let (_d, reg) = registry();
+    let text = r#"{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}"#;
+    for round in 0..3 {
+        let r = reg
+            .register("s", avro_request(text), RegisterOptions::default())
+            .await
+            .expect("register");
+        reg.lookup("s", &avro_request(text), false, false)
+            .await
+            .expect("lookup");
+        reg.delete_subject("s", false, None).await.expect("soft");
+        reg.delete_subject("s", true, None).await.expect("hard");
+        assert!(
+            matches!(
+                reg.lookup("s", &avro_request(text), false, false).await,
+                Err(RegistryError::SubjectNotFound(_))
+            ),
+            "round {round}: lookup answered {r:?} after a permanent delete"
+        );
+        assert!(reg.registered("s", &avro_request(text), false).is_none());
+    }
+}

@@ -19,6 +19,7 @@ pub mod exporters_sqlite;
 pub mod governance;
 pub mod governance_postgres;
 pub mod governance_sqlite;
+pub mod group_commit;
 pub mod guid;
 mod pg_pool;
 pub mod postgres;
@@ -455,6 +456,13 @@ pub trait Store: Send + Sync {
     /// The sequence number of the newest trail entry (0 when the trail is empty): how far the
     /// registry's change log reaches, for exporters following it.
     async fn last_audit_seq(&self) -> StoreResult<i64>;
+
+    /// Waits until every write committed so far is durable: an answer that may have read one
+    /// must not be sent before. Backends whose commits are durable when they return need not
+    /// wait; the embedded store syncs commits in groups ([`group_commit`]).
+    async fn settled(&self) -> StoreResult<()> {
+        Ok(())
+    }
 
     /// Checks that the backing storage answers (readiness); embedded stores always do.
     async fn ping(&self) -> StoreResult<()> {

@@ -5,6 +5,7 @@
 
 use crate::audit::{AUDIT_COLUMNS, AuditLine, audit_filter};
 use crate::context;
+use crate::group_commit::GroupCommit;
 use crate::sqlite_conn::{self, blocking};
 use crate::{
     Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
@@ -107,6 +108,8 @@ const SCHEMA_COLUMNS: &str =
 pub struct SqliteStore {
     path: PathBuf,
     writer: Mutex<Connection>,
+    /// Makes the writer's commits durable in groups ([`crate::group_commit`]).
+    group: GroupCommit,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
 }
@@ -251,10 +254,15 @@ impl SqliteStore {
         let path = dir.join("covenant.sqlite3");
         let mut writer = open_connection(&path)?;
         migrate(&mut writer)?;
+        // Commits are synced by `group`, once for every write committed meanwhile.
+        writer
+            .execute_batch("PRAGMA synchronous=NORMAL;")
+            .map_err(backend)?;
         let readers = (0..READERS)
             .map(|_| open_connection(&path).map(Mutex::new))
             .collect::<StoreResult<Vec<_>>>()?;
         Ok(SqliteStore {
+            group: GroupCommit::new(&path),
             path,
             writer: Mutex::new(writer),
             readers,
@@ -308,7 +316,7 @@ impl SqliteStore {
         &self,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> StoreResult<T>,
     ) -> StoreResult<T> {
-        sqlite_conn::write_tx(|| self.writer(), work)
+        sqlite_conn::write_tx_grouped(|| self.writer(), &self.group, work)
     }
 }
 
@@ -703,6 +711,10 @@ fn audit_row(r: &Row<'_>) -> rusqlite::Result<AuditEntry> {
 
 #[async_trait]
 impl Store for SqliteStore {
+    async fn settled(&self) -> StoreResult<()> {
+        self.group.settled().await
+    }
+
     async fn register(
         &self,
         subject: &str,

@@ -73,6 +73,36 @@ where
     })
 }
 
+/// Like [`write_tx`], but the commit is made durable by `group` after the writer connection
+/// is released, so that concurrent writers share one sync of the log
+/// ([`crate::group_commit`]). The connection must commit with `synchronous=NORMAL`.
+pub(crate) fn write_tx_grouped<C, T>(
+    conn: impl FnOnce() -> crate::StoreResult<C>,
+    group: &crate::group_commit::GroupCommit,
+    work: impl FnOnce(&rusqlite::Transaction<'_>) -> crate::StoreResult<T>,
+) -> crate::StoreResult<T>
+where
+    C: std::ops::DerefMut<Target = Connection>,
+{
+    let backend = |e: rusqlite::Error| crate::StoreError::Backend(e.to_string());
+    blocking(|| {
+        group.check()?;
+        let (out, seq, committed) = {
+            let mut conn = conn()?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let out = work(&tx)?;
+            let (seq, committed) = group.commit(tx);
+            (out, seq, committed)
+        };
+        // Synced even when the commit failed, so that answers waiting for it move on.
+        group.make_durable(seq)?;
+        committed.map_err(backend)?;
+        Ok(out)
+    })
+}
+
 /// Runs blocking store work without stalling other tasks on a multi-threaded runtime.
 pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
