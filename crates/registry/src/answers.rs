@@ -20,7 +20,7 @@
 //! before that read.
 
 use crate::SchemaRequest;
-use covenant_store::{SchemaRecord, StoredVersion};
+use covenant_store::{ConfigRecord, SchemaRecord, StoredVersion};
 use hashlink::LruCache;
 use sha2::{Digest, Sha256};
 use std::sync::{Arc, Mutex};
@@ -131,6 +131,10 @@ struct Inner {
     /// Each subject's alias target (`None`: no alias), read from its config, which every
     /// subject-addressed read follows first.
     aliases: LruCache<String, Option<String>>,
+    /// Config and mode rows by scope (`None`: the global scope), kept only for stores this
+    /// process is the only writer of ([`covenant_store::Store::only_writer`]).
+    configs: LruCache<Option<String>, Option<ConfigRecord>>,
+    modes: LruCache<Option<String>, Option<String>>,
 }
 
 /// Distinct requests kept per subject: a subject is asked with a handful of spellings of its
@@ -145,6 +149,8 @@ impl Answers {
                 len: 0,
                 subjects: LruCache::new_unbounded(),
                 aliases: LruCache::new(capacity),
+                configs: LruCache::new(capacity),
+                modes: LruCache::new(capacity),
             }),
             capacity,
         }
@@ -218,6 +224,39 @@ impl Answers {
         }
     }
 
+    pub(crate) fn config(&self, scope: &Option<String>) -> Option<Option<ConfigRecord>> {
+        self.inner.lock().ok()?.configs.get(scope).cloned()
+    }
+
+    /// Keeps a config row read after `epoch` was read, like [`Answers::insert`].
+    pub(crate) fn insert_config(
+        &self,
+        epoch: u64,
+        scope: Option<String>,
+        row: Option<ConfigRecord>,
+    ) {
+        if let Ok(mut inner) = self.inner.lock()
+            && inner.epoch == epoch
+            && self.capacity > 0
+        {
+            inner.configs.insert(scope, row);
+        }
+    }
+
+    pub(crate) fn mode(&self, scope: &Option<String>) -> Option<Option<String>> {
+        self.inner.lock().ok()?.modes.get(scope).cloned()
+    }
+
+    /// Keeps a mode row read after `epoch` was read, like [`Answers::insert`].
+    pub(crate) fn insert_mode(&self, epoch: u64, scope: Option<String>, row: Option<String>) {
+        if let Ok(mut inner) = self.inner.lock()
+            && inner.epoch == epoch
+            && self.capacity > 0
+        {
+            inner.modes.insert(scope, row);
+        }
+    }
+
     /// Forgets the answers of `subject`; returns the new epoch.
     pub(crate) fn forget_subject(&self, subject: &str) -> u64 {
         let Ok(mut inner) = self.inner.lock() else {
@@ -235,6 +274,8 @@ impl Answers {
             inner.epoch += 1;
             inner.subjects.clear();
             inner.aliases.clear();
+            inner.configs.clear();
+            inner.modes.clear();
             inner.len = 0;
         }
     }

@@ -377,8 +377,8 @@ impl Registry {
 
     /// Semantic rule levels for a subject: the global ones with the subject's laid over them.
     pub async fn policy_settings(&self, subject: &str) -> RegistryResult<PolicySettings> {
-        let global = self.store.config(Scope::Global).await?;
-        let own = self.store.config(Scope::Subject(subject)).await?;
+        let global = self.config_row(Scope::Global).await?;
+        let own = self.config_row(Scope::Subject(subject)).await?;
         let global = global.map(|c| settings_from(&c.extra)).unwrap_or_default();
         let own = own.map(|c| settings_from(&c.extra)).unwrap_or_default();
         Ok(global.overridden_by(&own))

@@ -509,6 +509,13 @@ fn validate_rule_set(rule_set: &Option<Value>) -> RegistryResult<()> {
     Ok(())
 }
 
+fn scope_cache_key(scope: Scope<'_>) -> Option<String> {
+    match scope {
+        Scope::Global => None,
+        Scope::Subject(s) => Some(s.to_string()),
+    }
+}
+
 /// The pairwise direction of a level without its transitive scope.
 fn single_step(level: Level) -> Level {
     match level {
@@ -1028,7 +1035,7 @@ impl Registry {
     async fn effective_config(&self, subject: &str) -> RegistryResult<ConfigView> {
         let mut records = Vec::new();
         for key in contexts::scope_chain(Some(subject)) {
-            records.push(self.store.config(contexts::scope(&key)).await?);
+            records.push(self.config_row(contexts::scope(&key)).await?);
         }
         let mut extra = Map::new();
         for record in records.iter().rev().flatten() {
@@ -1045,15 +1052,46 @@ impl Registry {
         Ok(ConfigView { level, extra })
     }
 
+    /// The config row of `scope`, from memory when this process is the store's only writer
+    /// (every change then goes through [`Registry::set_config`] and friends, which forget it).
+    async fn config_row(&self, scope: Scope<'_>) -> RegistryResult<Option<ConfigRecord>> {
+        if !self.store.only_writer() {
+            return Ok(self.store.config(scope).await?);
+        }
+        let key = scope_cache_key(scope);
+        if let Some(row) = self.answers.config(&key) {
+            return Ok(row);
+        }
+        let epoch = self.answers.epoch();
+        let row = self.store.config(scope).await?;
+        self.answers.insert_config(epoch, key, row.clone());
+        Ok(row)
+    }
+
+    /// The mode row of `scope`, like [`Registry::config_row`].
+    async fn mode_row(&self, scope: Scope<'_>) -> RegistryResult<Option<String>> {
+        if !self.store.only_writer() {
+            return Ok(self.store.mode(scope).await?);
+        }
+        let key = scope_cache_key(scope);
+        if let Some(row) = self.answers.mode(&key) {
+            return Ok(row);
+        }
+        let epoch = self.answers.epoch();
+        let row = self.store.mode(scope).await?;
+        self.answers.insert_mode(epoch, key, row.clone());
+        Ok(row)
+    }
+
     /// The subject's mode along its scope chain; the default context's global
     /// READONLY_OVERRIDE stops every context.
     async fn effective_mode(&self, subject: &str) -> RegistryResult<Mode> {
-        let global = self.store.mode(Scope::Global).await?;
+        let global = self.mode_row(Scope::Global).await?;
         if let Some(Mode::ReadOnlyOverride) = global.as_deref().and_then(|m| Mode::parse(m).ok()) {
             return Ok(Mode::ReadOnlyOverride);
         }
         for key in contexts::scope_chain(Some(subject)) {
-            if let Some(mode) = self.store.mode(contexts::scope(&key)).await? {
+            if let Some(mode) = self.mode_row(contexts::scope(&key)).await? {
                 return Mode::parse(&mode);
             }
         }
@@ -1064,7 +1102,7 @@ impl Registry {
     /// reads it.
     async fn inherited_config(&self, subject: Option<&str>) -> RegistryResult<ConfigView> {
         for key in contexts::scope_chain(subject).iter().skip(1) {
-            if let Some(c) = self.store.config(contexts::scope(key)).await? {
+            if let Some(c) = self.config_row(contexts::scope(key)).await? {
                 return Ok(self.config_view(c));
             }
         }

@@ -464,6 +464,13 @@ pub trait Store: Send + Sync {
         Ok(())
     }
 
+    /// Whether this process is the only one writing the store, so that what it changed itself
+    /// is all that can change (the embedded store: one server per data directory). The
+    /// registry then keeps config and mode in memory; with several writers it reads them.
+    fn only_writer(&self) -> bool {
+        false
+    }
+
     /// Checks that the backing storage answers (readiness); embedded stores always do.
     async fn ping(&self) -> StoreResult<()> {
         Ok(())

@@ -129,6 +129,26 @@ fn now_millis() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// `query_row` through the connection's statement cache: nearly every statement here runs
+/// once per request, and preparing it again each time cost more than running it.
+fn cached_row<T, P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    params: P,
+    f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.prepare_cached(sql)?.query_row(params, f)
+}
+
+/// `execute` through the connection's statement cache (see [`cached_row`]).
+fn cached_execute<P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    params: P,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
 fn open_connection(path: &Path) -> StoreResult<Connection> {
     sqlite_conn::open(path).map_err(backend)
 }
@@ -155,7 +175,8 @@ fn fill_missing_guids(conn: &mut Connection) -> StoreResult<()> {
     };
     for row in rows {
         let record = schema_record(row)?;
-        tx.execute(
+        cached_execute(
+            &tx,
             "UPDATE schemas SET guid = ?1 WHERE id = ?2",
             params![record.guid(), record.id],
         )
@@ -340,12 +361,14 @@ fn register_in(
 
     let id = match placement.id.map(|id| context::stored_id(slot, id)) {
         Some(id) => {
-            let bound: Option<String> = tx
-                .query_row("SELECT content_key FROM schemas WHERE id = ?1", [id], |r| {
-                    r.get(0)
-                })
-                .optional()
-                .map_err(backend)?;
+            let bound: Option<String> = cached_row(
+                tx,
+                "SELECT content_key FROM schemas WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(backend)?;
             match bound {
                 Some(key) if key != candidate.content_key => {
                     return Err(StoreError::IdConflict { id });
@@ -355,13 +378,13 @@ fn register_in(
             }
         }
         None => {
-            let found: Option<i64> = tx
-                .query_row(
-                    "SELECT MIN(id) FROM schemas WHERE content_key = ?1 AND id BETWEEN ?2 AND ?3",
-                    params![&candidate.content_key, lowest, highest],
-                    |r| r.get(0),
-                )
-                .map_err(backend)?;
+            let found: Option<i64> = cached_row(
+                tx,
+                "SELECT MIN(id) FROM schemas WHERE content_key = ?1 AND id BETWEEN ?2 AND ?3",
+                params![&candidate.content_key, lowest, highest],
+                |r| r.get(0),
+            )
+            .map_err(backend)?;
             match found {
                 Some(id) => id,
                 None => insert_schema(tx, subject, None, candidate)?,
@@ -369,7 +392,7 @@ fn register_in(
         }
     };
     let now = now_millis();
-    tx.execute(
+    cached_execute(tx,
         "INSERT INTO subject_versions(subject, version, schema_id, deleted, created_at, updated_at) \
          VALUES (?1, ?2, ?3, 0, ?4, ?4)",
         params![subject, version, id, now],
@@ -390,12 +413,15 @@ fn slot_for_write(tx: &rusqlite::Transaction<'_>, context: &str) -> StoreResult<
     if let Some(slot) = read_slot(tx, context)? {
         return Ok(slot);
     }
-    let slot: i64 = tx
-        .query_row("SELECT COALESCE(MAX(slot), 0) + 1 FROM contexts", [], |r| {
-            r.get(0)
-        })
-        .map_err(backend)?;
-    tx.execute(
+    let slot: i64 = cached_row(
+        tx,
+        "SELECT COALESCE(MAX(slot), 0) + 1 FROM contexts",
+        [],
+        |r| r.get(0),
+    )
+    .map_err(backend)?;
+    cached_execute(
+        tx,
         "INSERT INTO contexts(name, slot) VALUES (?1, ?2)",
         params![context, slot],
     )
@@ -407,7 +433,8 @@ fn read_slot(conn: &Connection, context: &str) -> StoreResult<Option<i64>> {
     if context == context::DEFAULT_CONTEXT {
         return Ok(Some(0));
     }
-    conn.query_row(
+    cached_row(
+        conn,
         "SELECT slot FROM contexts WHERE name = ?1",
         [context],
         |r| r.get(0),
@@ -444,13 +471,13 @@ fn insert_schema(
         None => {
             let slot = read_slot(tx, context::context_of(subject))?.unwrap_or(0);
             let (lowest, highest) = context::slot_range(slot);
-            let max: i64 = tx
-                .query_row(
-                    "SELECT COALESCE(MAX(id), ?1 - 1) FROM schemas WHERE id BETWEEN ?1 AND ?2",
-                    params![lowest, highest],
-                    |r| r.get(0),
-                )
-                .map_err(backend)?;
+            let max: i64 = cached_row(
+                tx,
+                "SELECT COALESCE(MAX(id), ?1 - 1) FROM schemas WHERE id BETWEEN ?1 AND ?2",
+                params![lowest, highest],
+                |r| r.get(0),
+            )
+            .map_err(backend)?;
             max + 1
         }
     };
@@ -467,7 +494,8 @@ fn insert_schema(
         .map(serde_json::to_string)
         .transpose()
         .map_err(backend)?;
-    tx.execute(
+    cached_execute(
+        tx,
         "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, content_key, guid) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
@@ -483,7 +511,8 @@ fn insert_schema(
     )
     .map_err(backend)?;
     for (ordinal, r) in candidate.references.iter().enumerate() {
-        tx.execute(
+        cached_execute(
+            tx,
             "INSERT INTO schema_references(schema_id, ordinal, name, subject, version) \
              VALUES (?1, ?2, ?3, ?4, ?5)",
             params![
@@ -505,13 +534,13 @@ fn check_versions_exist(
     versions: &[i64],
 ) -> StoreResult<()> {
     for &version in versions {
-        let exists: bool = tx
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject = ?1 AND version = ?2)",
-                params![subject, version],
-                |r| r.get(0),
-            )
-            .map_err(backend)?;
+        let exists: bool = cached_row(
+            tx,
+            "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject = ?1 AND version = ?2)",
+            params![subject, version],
+            |r| r.get(0),
+        )
+        .map_err(backend)?;
         if !exists {
             return Err(StoreError::NoSuchVersion {
                 subject: subject.to_string(),
@@ -530,14 +559,14 @@ fn check_references_live(
     candidate: &NewSchema,
 ) -> StoreResult<()> {
     for r in &candidate.references {
-        let live: bool = tx
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM subject_versions \
+        let live: bool = cached_row(
+            tx,
+            "SELECT EXISTS(SELECT 1 FROM subject_versions \
                  WHERE subject = ?1 AND version = ?2 AND deleted = 0)",
-                params![context::qualify_with_parent(subject, &r.subject), r.version],
-                |row| row.get(0),
-            )
-            .map_err(backend)?;
+            params![context::qualify_with_parent(subject, &r.subject), r.version],
+            |row| row.get(0),
+        )
+        .map_err(backend)?;
         if !live {
             return Err(StoreError::NoSuchVersion {
                 subject: r.subject.clone(),
@@ -556,7 +585,8 @@ fn soft_delete_in(
     check_versions_exist(tx, subject, versions)?;
     let now = now_millis();
     for version in versions {
-        tx.execute(
+        cached_execute(
+            tx,
             "UPDATE subject_versions SET deleted = 1, updated_at = ?3 \
              WHERE subject = ?1 AND version = ?2",
             params![subject, version, now],
@@ -573,24 +603,23 @@ fn hard_delete_in(
 ) -> StoreResult<()> {
     check_versions_exist(tx, subject, versions)?;
     for version in versions {
-        tx.execute(
+        cached_execute(
+            tx,
             "DELETE FROM subject_versions WHERE subject = ?1 AND version = ?2",
             params![subject, version],
         )
         .map_err(backend)?;
     }
-    let left: bool = tx
-        .query_row(
-            "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject = ?1)",
-            [subject],
-            |r| r.get(0),
-        )
-        .map_err(backend)?;
+    let left: bool = cached_row(
+        tx,
+        "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject = ?1)",
+        [subject],
+        |r| r.get(0),
+    )
+    .map_err(backend)?;
     if !left {
-        tx.execute("DELETE FROM config WHERE scope = ?1", [subject])
-            .map_err(backend)?;
-        tx.execute("DELETE FROM modes WHERE scope = ?1", [subject])
-            .map_err(backend)?;
+        cached_execute(tx, "DELETE FROM config WHERE scope = ?1", [subject]).map_err(backend)?;
+        cached_execute(tx, "DELETE FROM modes WHERE scope = ?1", [subject]).map_err(backend)?;
     }
     Ok(())
 }
@@ -621,14 +650,14 @@ fn referencing_in(
 }
 
 fn read_config(conn: &Connection, key: &str) -> StoreResult<Option<ConfigRecord>> {
-    let row: Option<(Option<String>, String)> = conn
-        .query_row(
-            "SELECT compatibility, extra FROM config WHERE scope = ?1",
-            [key],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()
-        .map_err(backend)?;
+    let row: Option<(Option<String>, String)> = cached_row(
+        conn,
+        "SELECT compatibility, extra FROM config WHERE scope = ?1",
+        [key],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
+    .map_err(backend)?;
     row.map(|(compatibility, extra)| {
         Ok(ConfigRecord {
             compatibility,
@@ -639,9 +668,12 @@ fn read_config(conn: &Connection, key: &str) -> StoreResult<Option<ConfigRecord>
 }
 
 fn read_mode(conn: &Connection, key: &str) -> StoreResult<Option<String>> {
-    conn.query_row("SELECT mode FROM modes WHERE scope = ?1", [key], |r| {
-        r.get(0)
-    })
+    cached_row(
+        conn,
+        "SELECT mode FROM modes WHERE scope = ?1",
+        [key],
+        |r| r.get(0),
+    )
     .optional()
     .map_err(backend)
 }
@@ -715,6 +747,10 @@ impl Store for SqliteStore {
         self.group.settled().await
     }
 
+    fn only_writer(&self) -> bool {
+        true
+    }
+
     async fn register(
         &self,
         subject: &str,
@@ -782,7 +818,8 @@ impl Store for SqliteStore {
 
     async fn max_schema_id(&self) -> StoreResult<i64> {
         self.read(|conn| {
-            conn.query_row(
+            cached_row(
+                conn,
                 "SELECT COALESCE(MAX(id), 0) FROM schemas WHERE id <= ?1",
                 [context::MAX_PUBLIC_ID],
                 |r| r.get(0),
@@ -881,7 +918,7 @@ impl Store for SqliteStore {
     ) -> StoreResult<()> {
         let extra = serde_json::to_string(&config.extra).map_err(backend)?;
         self.write(|tx| {
-            tx.execute(
+            cached_execute(tx,
                 "INSERT INTO config(scope, compatibility, extra) VALUES (?1, ?2, ?3) \
                  ON CONFLICT(scope) DO UPDATE SET compatibility = excluded.compatibility, extra = excluded.extra",
                 params![scope_key(scope), config.compatibility, extra],
@@ -899,8 +936,12 @@ impl Store for SqliteStore {
     ) -> StoreResult<Option<ConfigRecord>> {
         self.write(|tx| {
             let old = read_config(tx, scope_key(scope))?;
-            tx.execute("DELETE FROM config WHERE scope = ?1", [scope_key(scope)])
-                .map_err(backend)?;
+            cached_execute(
+                tx,
+                "DELETE FROM config WHERE scope = ?1",
+                [scope_key(scope)],
+            )
+            .map_err(backend)?;
             if old.is_some() {
                 audit_in(
                     tx,
@@ -919,7 +960,8 @@ impl Store for SqliteStore {
 
     async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()> {
         self.write(|tx| {
-            tx.execute(
+            cached_execute(
+                tx,
                 "INSERT INTO modes(scope, mode) VALUES (?1, ?2) \
                  ON CONFLICT(scope) DO UPDATE SET mode = excluded.mode",
                 params![scope_key(scope), mode],
@@ -933,7 +975,7 @@ impl Store for SqliteStore {
     async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>> {
         self.write(|tx| {
             let old = read_mode(tx, scope_key(scope))?;
-            tx.execute("DELETE FROM modes WHERE scope = ?1", [scope_key(scope)])
+            cached_execute(tx, "DELETE FROM modes WHERE scope = ?1", [scope_key(scope)])
                 .map_err(backend)?;
             if old.is_some() {
                 audit_in(tx, audit, "mode.delete", scope_target(scope, "mode", None))?;
@@ -967,17 +1009,19 @@ impl Store for SqliteStore {
                 return Ok(false);
             };
             let (lowest, highest) = context::slot_range(slot);
-            tx.execute(
+            cached_execute(
+                tx,
                 "DELETE FROM schema_references WHERE schema_id BETWEEN ?1 AND ?2",
                 params![lowest, highest],
             )
             .map_err(backend)?;
-            tx.execute(
+            cached_execute(
+                tx,
                 "DELETE FROM schemas WHERE id BETWEEN ?1 AND ?2",
                 params![lowest, highest],
             )
             .map_err(backend)?;
-            tx.execute("DELETE FROM contexts WHERE name = ?1", [context])
+            cached_execute(tx, "DELETE FROM contexts WHERE name = ?1", [context])
                 .map_err(backend)?;
             audit_in(tx, audit, "context.delete", context_target(context))?;
             Ok(true)
@@ -1061,17 +1105,19 @@ impl Store for SqliteStore {
 
     async fn last_audit_seq(&self) -> StoreResult<i64> {
         self.read(|conn| {
-            conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM audit_log", [], |r| {
-                r.get(0)
-            })
+            cached_row(
+                conn,
+                "SELECT COALESCE(MAX(seq), 0) FROM audit_log",
+                [],
+                |r| r.get(0),
+            )
             .map_err(backend)
         })
     }
 
     async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
         self.write(|tx| {
-            let n = tx
-                .execute("DELETE FROM audit_log WHERE at < ?1", [before])
+            let n = cached_execute(tx, "DELETE FROM audit_log WHERE at < ?1", [before])
                 .map_err(backend)?;
             Ok(n as u64)
         })

@@ -17,6 +17,15 @@ const PRAGMAS: &str = "PRAGMA journal_mode=WAL;
 pub(crate) fn open(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     conn.execute_batch(PRAGMAS)?;
+    // Plans are fixed when a statement is prepared. Without this, SQLite (built with STAT4)
+    // prepares a cached statement again on every step after a new value is bound to a
+    // parameter it might plan on, which cost a quarter of a registration's time.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
+    // Room for every statement a store runs, so none is prepared twice.
+    conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }
 
