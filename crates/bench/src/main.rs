@@ -8,6 +8,7 @@
 mod generate;
 mod http;
 mod inproc;
+mod memory;
 mod migrate;
 mod process;
 mod profile;
@@ -65,11 +66,11 @@ struct Args {
     /// Sizes in MB of the two generated files the profile part reads.
     #[arg(long, value_delimiter = ',')]
     profile_mb: Option<Vec<u64>>,
-    /// Parts to run: any of check, http, scale, profile, migrate.
+    /// Parts to run: any of check, http, scale, profile, migrate, memory.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "check,http,scale,profile,migrate"
+        default_value = "check,http,scale,profile,migrate,memory"
     )]
     parts: Vec<String>,
     /// Repetitions of each timed measurement (median and spread are reported).
@@ -291,6 +292,20 @@ fn run(args: Args) -> Result<bool> {
         part(&mut rows, &mut failed, "3 scale, embedded SQLite", |rows| {
             runtime.block_on(scale::run(&covenant, sizes, scratch.path(), rows))
         });
+    }
+
+    if wants("memory") {
+        let sizes = if smoke {
+            memory::MemorySizes::SMOKE
+        } else {
+            memory::MemorySizes::FULL
+        };
+        part(
+            &mut rows,
+            &mut failed,
+            "6 memory, embedded SQLite",
+            |rows| runtime.block_on(memory::run(&covenant, sizes, scratch.path(), rows)),
+        );
     }
 
     if wants("migrate") {

@@ -2,6 +2,13 @@
 //! the middle of the stream, and after a restart on the same data directory every
 //! acknowledged registration must be there with its id and version, ids must not be shared
 //! by different schemas, and each subject's versions must be contiguous.
+//!
+//! The embedded store syncs its log once for every group of commits made meanwhile; the kill
+//! comes while groups are being formed (the server's metrics show syncs covering several
+//! commits just before it). SIGKILL keeps what the process wrote into the page cache, so this
+//! shows that nothing is acknowledged before it is committed; that the sync covers every
+//! acknowledged commit is shown by `group_commit`'s ordering: a write returns only after a
+//! sync that began after its COMMIT.
 
 mod support;
 
@@ -12,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::{Serve, V1, wait_ready};
 
-const CLIENTS: usize = 4;
+const CLIENTS: usize = 16;
 
 fn start(dir: &Path) -> Serve {
     Serve::spawn(dir, |_| {})
@@ -22,6 +29,27 @@ fn schema_text(client: usize, n: usize) -> String {
     json!({"type": "record", "name": format!("Crash{client}x{n}"),
            "fields": [{"name": "f", "type": "string"}]})
     .to_string()
+}
+
+/// The store's sync and commit counters from `/metrics`.
+async fn group_commit_counters(http: &reqwest::Client, base: &str) -> (u64, u64) {
+    let text = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    let counter = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (
+        counter("covenant_store_wal_syncs_total"),
+        counter("covenant_store_group_commits_total"),
+    )
 }
 
 #[derive(Debug, Clone)]
@@ -72,7 +100,7 @@ async fn acknowledged_registrations_survive_sigkill() {
         let base = base.clone();
         let acks = acks.clone();
         tasks.push(tokio::spawn(async move {
-            let subject = format!("crash-{}", c % 2);
+            let subject = format!("crash-{}", c % 8);
             for n in 0.. {
                 let schema = schema_text(c, n);
                 let sent = http
@@ -105,10 +133,16 @@ async fn acknowledged_registrations_survive_sigkill() {
     }
     // Let the stream run, then kill the server without warning.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while acks.lock().map(|a| a.len()).unwrap_or(0) < 60 && Instant::now() < deadline {
+    while acks.lock().map(|a| a.len()).unwrap_or(0) < 200 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let (syncs, commits) = group_commit_counters(&http, &base).await;
     server.kill().expect("SIGKILL");
+    assert!(
+        commits > syncs,
+        "no sync covered more than one commit ({commits} commits, {syncs} syncs): group commit was not exercised"
+    );
+    println!("crash test: before the kill, {commits} commits were made durable by {syncs} syncs");
     for t in tasks {
         let _ = t.await;
     }

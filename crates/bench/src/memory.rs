@@ -1,0 +1,251 @@
+//! Part 6: what the server's memory grows with. Resident memory (`VmRSS`) of a server on the
+//! embedded store, measured before and after filling each in-memory cache with the same
+//! schemas, and before and after holding many idle keep-alive connections; each difference is
+//! divided by the count. The allocator keeps some freed memory, so the figures are upper
+//! bounds of what each entry costs, not exact sizes.
+
+use crate::http::event_schema;
+use crate::server::{Backend, Limits, Server, StartError, V1, load, require_clean};
+use crate::table::Row;
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const PART: &str = "6 memory, embedded SQLite";
+
+#[derive(Debug, Clone, Copy)]
+pub struct MemorySizes {
+    /// Schemas registered, then read back into the caches (each cache holds 10,000 by default).
+    pub schemas: u64,
+    /// Fields per schema: a typical event value.
+    pub fields: usize,
+    /// Held at once; the server serves 512 by default.
+    pub connections: usize,
+}
+
+impl MemorySizes {
+    pub const FULL: MemorySizes = MemorySizes {
+        schemas: 10_000,
+        fields: 20,
+        connections: 400,
+    };
+    pub const SMOKE: MemorySizes = MemorySizes {
+        schemas: 100,
+        fields: 5,
+        connections: 20,
+    };
+}
+
+fn body(i: u64, fields: usize) -> String {
+    json!({ "schema": event_schema(&format!("Mem{i}"), fields) }).to_string()
+}
+
+fn rss_kib(server: &Server) -> Result<u64> {
+    server
+        .memory_kib()
+        .map(|(rss, _)| rss)
+        .context("reading the server's memory from /proc")
+}
+
+/// Drives `n` requests built by `make` from 8 connections; any non-2xx fails the part.
+async fn drive(
+    client: &reqwest::Client,
+    what: &str,
+    n: u64,
+    make: crate::server::MakeRequest,
+) -> Result<()> {
+    let limits = Limits {
+        concurrency: 8,
+        max_requests: n,
+        max_duration: Duration::from_secs(600),
+    };
+    let result = load(client, limits, make).await;
+    require_clean(what, &result)?;
+    if result.requests < n {
+        bail!(
+            "{what}: {} of {n} requests in the time allowed",
+            result.requests
+        );
+    }
+    Ok(())
+}
+
+pub async fn run(
+    covenant: &Path,
+    sizes: MemorySizes,
+    scratch: &Path,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    let backend = Backend::Embedded(scratch.join("memory-data"));
+    let client = crate::server::client(8)?;
+    let start = || {
+        Server::start(
+            covenant,
+            &backend,
+            scratch,
+            &client,
+            Duration::from_secs(60),
+        )
+    };
+    let (mut server, _) = match start().await {
+        Ok(s) => s,
+        Err(StartError::NotInBuild(why)) => {
+            rows.push(
+                Row::new(PART, "all measurements")
+                    .covenant("n/a")
+                    .notes(why),
+            );
+            return Ok(());
+        }
+        Err(StartError::Failed(e)) => return Err(e),
+    };
+    let (n, fields) = (sizes.schemas, sizes.fields);
+    let base = server.base.clone();
+    drive(
+        &client,
+        "registering",
+        n,
+        Arc::new(move |c, i| {
+            c.post(format!("{base}/subjects/mem-{i}/versions"))
+                .header("content-type", V1)
+                .body(body(i, fields))
+        }),
+    )
+    .await?;
+    // A fresh process on the same store: the caches are empty, SQLite's page cache is not
+    // yet warm.
+    server.stop();
+    let (server, _) = match start().await {
+        Ok(s) => s,
+        Err(StartError::NotInBuild(why)) => bail!("restart: {why}"),
+        Err(StartError::Failed(e)) => return Err(e.context("restarting")),
+    };
+    let base = server.base.clone();
+    // Warm the store's pages with reads that fill no cache (listing versions), so that the
+    // differences below are the caches' own.
+    let list_base = base.clone();
+    drive(
+        &client,
+        "listing versions",
+        n,
+        Arc::new(move |c, i| c.get(format!("{list_base}/subjects/mem-{i}/versions"))),
+    )
+    .await?;
+    let empty = rss_kib(&server)?;
+
+    let ids_base = base.clone();
+    drive(
+        &client,
+        "reading by id",
+        n,
+        Arc::new(move |c, i| c.get(format!("{ids_base}/schemas/ids/{}", i + 1))),
+    )
+    .await?;
+    let with_records = rss_kib(&server)?;
+
+    let lookup_base = base.clone();
+    drive(
+        &client,
+        "looking up",
+        n,
+        Arc::new(move |c, i| {
+            c.post(format!("{lookup_base}/subjects/mem-{i}"))
+                .header("content-type", V1)
+                .body(body(i, fields))
+        }),
+    )
+    .await?;
+    let with_answers = rss_kib(&server)?;
+
+    // Checking against the latest version parses it into the parsed-schema cache.
+    let check_base = base.clone();
+    drive(
+        &client,
+        "checking",
+        n,
+        Arc::new(move |c, i| {
+            c.post(format!(
+                "{check_base}/compatibility/subjects/mem-{i}/versions/latest"
+            ))
+            .header("content-type", V1)
+            .body(body(i, fields))
+        }),
+    )
+    .await?;
+    let with_parsed = rss_kib(&server)?;
+
+    let idle = hold_connections(&server, sizes.connections).await?;
+
+    let per = |after: u64, before: u64| {
+        let bytes = after.saturating_sub(before) as f64 * 1024.0 / n as f64;
+        format!("{:.1} KiB per schema", bytes / 1024.0)
+    };
+    let text_len = event_schema("Mem0", fields).len();
+    rows.push(
+        Row::new(
+            PART,
+            format!("schema records cache, {n} schemas of {fields} fields"),
+        )
+        .covenant(per(with_records, empty))
+        .notes(format!(
+            "GET /schemas/ids/{{id}} of each; the stored text is {text_len} bytes; RSS {} → {} KiB",
+            empty, with_records
+        )),
+    );
+    rows.push(
+        Row::new(PART, "lookup answers cache, same schemas")
+            .covenant(per(with_answers, with_records))
+            .notes(format!(
+                "POST /subjects/{{s}} of each (an answer shares the record); RSS → {with_answers} KiB"
+            )),
+    );
+    rows.push(
+        Row::new(PART, "parsed schemas cache, same schemas")
+            .covenant(per(with_parsed, with_answers))
+            .notes(format!(
+                "POST /compatibility/subjects/{{s}}/versions/latest of each; RSS → {with_parsed} KiB"
+            )),
+    );
+    rows.push(
+        Row::new(
+            PART,
+            format!("{} idle keep-alive connections", sizes.connections),
+        )
+        .covenant(format!("{:.1} KiB per connection", idle))
+        .notes("each answered one GET /health/live and stays open"),
+    );
+    Ok(())
+}
+
+/// Opens `count` connections, each sending one request and keeping the connection open, and
+/// returns the growth of the server's memory per connection in KiB.
+async fn hold_connections(server: &Server, count: usize) -> Result<f64> {
+    let addr = server
+        .base
+        .strip_prefix("http://")
+        .context("server address")?
+        .to_string();
+    let before = rss_kib(server)?;
+    let mut held = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut stream = tokio::net::TcpStream::connect(&addr)
+            .await
+            .context("opening a connection")?;
+        stream
+            .write_all(b"GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .await?;
+        let mut buf = [0u8; 512];
+        let read = stream.read(&mut buf).await?;
+        if !buf[..read].starts_with(b"HTTP/1.1 200") {
+            bail!("a held connection was not answered 200");
+        }
+        held.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = rss_kib(server)?;
+    drop(held);
+    Ok(after.saturating_sub(before) as f64 / count as f64)
+}
