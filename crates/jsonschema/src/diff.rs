@@ -25,6 +25,8 @@ struct Shared<'a> {
     w: &'a Model,
     r: &'a Model,
     policy: JsonPolicy,
+    /// Whether equal source texts are equal schemas (see [`Shared::alike`]).
+    texts_decide: bool,
     memo: HashMap<Pair, Vec<Diff>>,
     in_progress: HashSet<Pair>,
     seed: HashMap<Pair, Vec<Diff>>,
@@ -115,13 +117,21 @@ impl Ctx {
 }
 
 /// Every difference between `writer` (original) and `reader` (update).
-pub fn compare(writer: &Model, reader: &Model, policy: JsonPolicy) -> Vec<Diff> {
+/// `texts_decide` says that subschemas of the same source text mean the same (one dialect on
+/// both sides, no referenced documents): see [`Shared::alike`].
+pub fn compare(
+    writer: &Model,
+    reader: &Model,
+    policy: JsonPolicy,
+    texts_decide: bool,
+) -> Vec<Diff> {
     let mut seed: HashMap<Pair, Vec<Diff>> = HashMap::new();
     for _ in 0..32 {
         let mut shared = Shared {
             w: writer,
             r: reader,
             policy,
+            texts_decide,
             memo: HashMap::new(),
             in_progress: HashSet::new(),
             seed: seed.clone(),
@@ -283,6 +293,9 @@ impl Shared<'_> {
             }
             (Some(o), Some(u)) => (self.w.resolve(o), self.r.resolve(u)),
         };
+        if self.alike(original, update) {
+            return;
+        }
         let key = (original, update);
         let relative = if let Some(cached) = self.memo.get(&key) {
             cached.clone()
@@ -309,23 +322,40 @@ impl Shared<'_> {
             self.memo.insert(key, sub.diffs.clone());
             sub.diffs
         };
+        if relative.is_empty() {
+            return;
+        }
         let prefix = path_string(&ctx.path);
+        if prefix.len() <= 2 {
+            // At the root the relative paths and messages are already absolute.
+            ctx.diffs.extend(relative);
+            return;
+        }
+        let quoted_prefix = format!("'{}/", prefix.trim_end_matches('/'));
         for diff in relative {
-            let path = rebase(&prefix, &diff.path);
-            let message = diff
-                .message
-                .replace("'#/", &format!("'{}/", prefix.trim_end_matches('/')));
-            let message = if prefix.len() <= 2 {
-                diff.message
-            } else {
-                message
-            };
             ctx.diffs.push(Diff {
                 rule: diff.rule,
-                path,
-                message,
+                path: rebase(&prefix, &diff.path),
+                message: diff.message.replace("'#/", &quoted_prefix),
             });
         }
+    }
+
+    /// Two subschemas with the same canonical source text and no reference in it have no
+    /// differences, so they need no walk: in a long history most of a schema is unchanged
+    /// from one version to the next. References may point at different targets, and a text
+    /// read in two dialects may mean two things, so those are walked.
+    fn alike(&self, original: NodeId, update: NodeId) -> bool {
+        let (o, u) = (
+            &self.w.nodes[original].canonical,
+            &self.r.nodes[update].canonical,
+        );
+        self.texts_decide
+            && o == u
+            && !o.is_empty()
+            && !o.contains("$ref\"")
+            && !o.contains("Ref\"")
+            && !o.contains("$schema\"")
     }
 
     fn is_empty_w(&self, id: NodeId) -> bool {
@@ -342,9 +372,12 @@ impl Shared<'_> {
     }
 
     fn compare_types(&mut self, ctx: &mut Ctx, original: NodeId, update: NodeId) {
-        let okind = self.wk(original).clone();
-        let ukind = self.rk(update).clone();
-        match (&okind, &ukind) {
+        // Borrowed from the models, not from `self`: cloning an object's kind copied every
+        // property name on each comparison.
+        let (w, r) = (self.w, self.r);
+        let okind = &w.nodes[original].kind;
+        let ukind = &r.nodes[update].kind;
+        match (okind, ukind) {
             (o, Kind::Combined(criterion, subs)) if !matches!(o, Kind::Combined(..)) => {
                 if subs.len() == 1 {
                     let mut sub = ctx.sub();
@@ -401,7 +434,7 @@ impl Shared<'_> {
             _ => {}
         }
 
-        if !okind.same_class(&ukind) {
+        if !okind.same_class(ukind) {
             if matches!(okind, Kind::False) || matches!(ukind, Kind::Empty) {
                 return;
             }
@@ -629,7 +662,7 @@ impl Shared<'_> {
                 }
             }
             (Kind::Const(a), Kind::Const(b))
-                if crate::model::canonical(&a) != crate::model::canonical(&b) =>
+                if crate::model::canonical(a) != crate::model::canonical(b) =>
             {
                 ctx.add_at(
                     "const",
@@ -638,7 +671,7 @@ impl Shared<'_> {
                 );
             }
             (Kind::Enum(a), Kind::Enum(b)) => {
-                let (sa, sb) = (value_set(&a), value_set(&b));
+                let (sa, sb) = (value_set(a), value_set(b));
                 if sa != sb {
                     let (rule, verb): (&'static RuleSpec, &str) = if sb.is_superset(&sa) {
                         (&enum_array::ENUM_ARRAY_EXTENDED, "gained values")
@@ -655,12 +688,12 @@ impl Shared<'_> {
                 }
             }
             (Kind::Combined(oc, os), Kind::Combined(uc, us)) => {
-                self.combined(ctx, oc, &os, uc, &us)
+                self.combined(ctx, *oc, os, *uc, us)
             }
             (Kind::Not(o), Kind::Not(u)) => {
                 ctx.path.push("not".into());
                 let mut sub = ctx.sub();
-                self.compare_reversed(&mut sub, u, o);
+                self.compare_reversed(&mut sub, *u, *o);
                 if sub.compatible(self.policy) {
                     ctx.add(
                         &not_type::NOT_TYPE_NARROWED,
@@ -674,8 +707,8 @@ impl Shared<'_> {
                 }
                 ctx.path.pop();
             }
-            (Kind::Object(o), Kind::Object(u)) => self.object(ctx, &o, &u),
-            (Kind::Array(o), Kind::Array(u)) => self.array(ctx, &o, &u),
+            (Kind::Object(o), Kind::Object(u)) => self.object(ctx, o, u),
+            (Kind::Array(o), Kind::Array(u)) => self.array(ctx, o, u),
             _ => {}
         }
     }
@@ -687,6 +720,7 @@ impl Shared<'_> {
             w: self.r,
             r: self.w,
             policy: self.policy,
+            texts_decide: self.texts_decide,
             memo: reverse.memo,
             in_progress: reverse.in_progress,
             seed: reverse.seed,

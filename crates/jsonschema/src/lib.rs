@@ -222,17 +222,20 @@ impl Format for JsonSchemaFormat {
         // Deeply nested or mutually recursive schemas recurse deeply; give the walk its own
         // generous stack instead of depending on the caller's thread.
         // The walk charges the caller's budget from its own thread.
+        let texts_decide = reader.dialect == writer.dialect
+            && reader.references.is_empty()
+            && writer.references.is_empty();
         let budget = covenant_engine::budget::inherit();
         let diffs = std::thread::scope(|scope| {
             std::thread::Builder::new()
                 .stack_size(256 * 1024 * 1024)
                 .spawn_scoped(scope, || {
-                    budget.run(|| diff::compare(&writer.model, &reader.model, policy))
+                    budget.run(|| diff::compare(&writer.model, &reader.model, policy, texts_decide))
                 })
                 .ok()
                 .and_then(|handle| handle.join().ok())
         })
-        .unwrap_or_else(|| diff::compare(&writer.model, &reader.model, policy));
+        .unwrap_or_else(|| diff::compare(&writer.model, &reader.model, policy, texts_decide));
         diffs
             .into_iter()
             .map(|d| {
@@ -295,6 +298,41 @@ mod tests {
 
     fn parse(text: &str) -> JsonSchema {
         JsonSchemaFormat::parse(text, &[]).expect("schema parses")
+    }
+
+    #[test]
+    fn unchanged_subschemas_skipped_by_text_give_the_same_differences() {
+        let old = parse(
+            r##"{"type": "object", "properties": {"a": {"type": "string", "maxLength": 5},
+            "b": {"$ref": "#/definitions/n"}, "c": {"type": "integer"}},
+            "definitions": {"n": {"type": "integer"}}, "additionalProperties": false}"##,
+        );
+        let new = parse(
+            r##"{"type": "object", "properties": {"a": {"type": "string", "maxLength": 5},
+            "b": {"$ref": "#/definitions/n"}, "c": {"type": "integer"}, "d": {"type": "string"}},
+            "definitions": {"n": {"type": "string"}}, "additionalProperties": false}"##,
+        );
+        let policy = covenant_engine::JsonPolicy::default();
+        let summary = |diffs: Vec<diff::Diff>| -> Vec<(String, String, String)> {
+            diffs
+                .into_iter()
+                .map(|d| (d.rule.id.to_string(), d.path, d.message))
+                .collect()
+        };
+        let walked = summary(diff::compare(&old.model, &new.model, policy, false));
+        let skipped = summary(diff::compare(&old.model, &new.model, policy, true));
+        assert_eq!(walked, skipped);
+        // The referenced type changed behind an unchanged `$ref` text: still found.
+        assert!(
+            walked
+                .iter()
+                .any(|(_, path, _)| path.starts_with("#/properties/b")),
+            "{walked:?}"
+        );
+        assert!(
+            walked.iter().any(|(_, path, _)| path == "#/properties/d"),
+            "{walked:?}"
+        );
     }
 
     #[test]

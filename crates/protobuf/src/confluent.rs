@@ -157,16 +157,17 @@ fn oneof_name(f: &FieldDescriptor) -> Option<String> {
         .map(|o| o.name().to_string())
 }
 
-fn local_name(m: &MessageDescriptor) -> String {
+/// The name within the package (`Order.Line` for `acme.Order.Line`), borrowed: this runs
+/// for every message-typed field pair.
+fn local_name(m: &MessageDescriptor) -> &str {
     let pkg = m.package_name();
     let full = m.full_name();
     if pkg.is_empty() {
-        full.to_string()
-    } else {
-        full.strip_prefix(&format!("{pkg}."))
-            .unwrap_or(full)
-            .to_string()
+        return full;
     }
+    full.strip_prefix(pkg)
+        .and_then(|rest| rest.strip_prefix('.'))
+        .unwrap_or(full)
 }
 
 fn field_path(m: &MessageDescriptor, name: &str) -> String {

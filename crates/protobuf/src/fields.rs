@@ -14,6 +14,8 @@ use prost_reflect::{
     Cardinality, DescriptorPool, DynamicMessage, EnumDescriptor, FieldDescriptor, FileDescriptor,
     Kind, MapKey, MessageDescriptor, Value,
 };
+use prost_types::source_code_info::Location;
+use std::collections::HashMap;
 
 /// The schema as a neutral field tree.
 pub fn field_tree(schema: &ProtobufSchema) -> FieldTree {
@@ -25,12 +27,13 @@ pub fn field_tree(schema: &ProtobufSchema) -> FieldTree {
         if root.name.is_empty() {
             root.name = file.package_name().to_string();
         }
+        let comments = Comments::of(&file);
         for message in file.messages() {
             root.children
-                .push(message_node(&schema.pool, &file, &message));
+                .push(message_node(&schema.pool, &comments, &message));
         }
         for e in file.enums() {
-            root.children.push(enum_node(&schema.pool, &file, &e));
+            root.children.push(enum_node(&schema.pool, &comments, &e));
         }
     }
     FieldTree {
@@ -39,7 +42,7 @@ pub fn field_tree(schema: &ProtobufSchema) -> FieldTree {
     }
 }
 
-fn message_node(pool: &DescriptorPool, file: &FileDescriptor, m: &MessageDescriptor) -> Node {
+fn message_node(pool: &DescriptorPool, comments: &Comments<'_>, m: &MessageDescriptor) -> Node {
     let full = m.full_name().to_string();
     let path = format!("/{full}");
     let mut node = Node::new(
@@ -50,7 +53,7 @@ fn message_node(pool: &DescriptorPool, file: &FileDescriptor, m: &MessageDescrip
     );
     apply_meta(pool, "confluent.message_meta", &m.options(), &mut node);
     if node.doc.is_none() {
-        node.doc = comment(file, m.path());
+        node.doc = comments.of_element(m.path());
     }
     node.reserved_numbers = m
         .reserved_ranges()
@@ -61,18 +64,18 @@ fn message_node(pool: &DescriptorPool, file: &FileDescriptor, m: &MessageDescrip
         .collect();
     node.reserved_names = m.reserved_names().map(str::to_string).collect();
     for f in m.fields() {
-        node.children.push(field_node(pool, file, &f, &path));
+        node.children.push(field_node(pool, comments, &f, &path));
     }
     for child in m.child_messages().filter(|c| !c.is_map_entry()) {
-        node.children.push(message_node(pool, file, &child));
+        node.children.push(message_node(pool, comments, &child));
     }
     for e in m.child_enums() {
-        node.children.push(enum_node(pool, file, &e));
+        node.children.push(enum_node(pool, comments, &e));
     }
     node
 }
 
-fn enum_node(pool: &DescriptorPool, file: &FileDescriptor, e: &EnumDescriptor) -> Node {
+fn enum_node(pool: &DescriptorPool, comments: &Comments<'_>, e: &EnumDescriptor) -> Node {
     let full = e.full_name().to_string();
     let mut node = Node::new(
         NodeKind::Enum,
@@ -82,7 +85,7 @@ fn enum_node(pool: &DescriptorPool, file: &FileDescriptor, e: &EnumDescriptor) -
     );
     apply_meta(pool, "confluent.enum_meta", &e.options(), &mut node);
     if node.doc.is_none() {
-        node.doc = comment(file, e.path());
+        node.doc = comments.of_element(e.path());
     }
     node.enum_values = e
         .values()
@@ -101,7 +104,7 @@ fn enum_node(pool: &DescriptorPool, file: &FileDescriptor, e: &EnumDescriptor) -
 
 fn field_node(
     pool: &DescriptorPool,
-    file: &FileDescriptor,
+    comments: &Comments<'_>,
     f: &FieldDescriptor,
     parent: &str,
 ) -> Node {
@@ -123,7 +126,7 @@ fn field_node(
     }
     apply_meta(pool, "confluent.field_meta", &f.options(), &mut node);
     if node.doc.is_none() {
-        node.doc = comment(file, f.path());
+        node.doc = comments.of_element(f.path());
     }
     let (type_name, logical, wrapper) = kind_name(&f.kind());
     node.type_name = if f.is_map() {
@@ -224,16 +227,43 @@ fn apply_meta(pool: &DescriptorPool, extension: &str, options: &DynamicMessage, 
     }
 }
 
-/// The leading (else trailing) comment of the element at `path`, when source info was kept.
-fn comment(file: &FileDescriptor, path: &[i32]) -> Option<String> {
-    let info = file.file_descriptor_proto().source_code_info.as_ref()?;
-    let location = info.location.iter().find(|l| l.path == path)?;
-    location
-        .leading_comments
-        .as_deref()
-        .or(location.trailing_comments.as_deref())
-        .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "))
-        .filter(|c| !c.is_empty())
+/// The comments of one file's elements by descriptor path, looked up once per element: a
+/// search of the source info for each element was quadratic in the size of the file.
+struct Comments<'a> {
+    /// The first location of each path, as a search from the start would find it; empty
+    /// when the file has no comments at all.
+    by_path: HashMap<&'a [i32], &'a Location>,
+}
+
+impl<'a> Comments<'a> {
+    fn of(file: &'a FileDescriptor) -> Comments<'a> {
+        let mut by_path = HashMap::new();
+        let locations = file
+            .file_descriptor_proto()
+            .source_code_info
+            .as_ref()
+            .map_or(&[][..], |info| &info.location[..]);
+        let commented =
+            |l: &Location| l.leading_comments.is_some() || l.trailing_comments.is_some();
+        if locations.iter().any(commented) {
+            for l in locations {
+                by_path.entry(&l.path[..]).or_insert(l);
+            }
+        }
+        Comments { by_path }
+    }
+
+    /// The leading (else trailing) comment of the element at `path`, when source info was
+    /// kept.
+    fn of_element(&self, path: &[i32]) -> Option<String> {
+        let location = self.by_path.get(path)?;
+        location
+            .leading_comments
+            .as_deref()
+            .or(location.trailing_comments.as_deref())
+            .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|c| !c.is_empty())
+    }
 }
 
 #[cfg(test)]

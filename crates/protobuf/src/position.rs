@@ -1,8 +1,11 @@
 //! The line and column of a finding's path in the `.proto` text, from the parser's source
 //! info (`SourceCodeInfo` locations keyed by descriptor paths).
 
+use crate::ProtobufSchema;
 use covenant_engine::Position;
+use prost_reflect::FileDescriptor;
 use prost_types::{DescriptorProto, EnumDescriptorProto, FileDescriptorProto};
+use std::collections::HashMap;
 
 // Field numbers of descriptor.proto, as `SourceCodeInfo` paths use them.
 const FILE_MESSAGES: i32 = 4;
@@ -21,17 +24,78 @@ const SERVICE_METHODS: i32 = 2;
 
 /// Where the element a finding's `path` names (see the crate's path table) is declared in
 /// `text`; `None` for paths without one place (`/`, file sets) or text that does not parse.
+/// To locate several paths in one text, build a [`Locator`] once.
 pub fn locate(text: &str, path: &str) -> Option<Position> {
-    let file = protox_parse::parse("schema.proto", text).ok()?;
-    let target = descriptor_path(&file, path)?;
-    let info = file.source_code_info.as_ref()?;
-    let location = info.location.iter().find(|l| l.path == target)?;
-    let line = usize::try_from(*location.span.first()?).ok()?;
-    let column = usize::try_from(*location.span.get(1)?).ok()?;
-    Some(Position {
-        line: line + 1,
-        column: column + 1,
-    })
+    Locator::new(text).locate(path)
+}
+
+/// One `.proto` text parsed once, to locate many findings in it: a report may hold thousands
+/// of findings, and parsing a large file again for each one cost far more than the check.
+pub struct Locator {
+    file: Option<Parsed>,
+    /// The start of every element's `SourceCodeInfo` location, by its descriptor path.
+    starts: HashMap<Vec<i32>, Position>,
+}
+
+/// The file's descriptor: parsed here, or the one a schema was compiled into.
+enum Parsed {
+    Own(Box<FileDescriptorProto>),
+    Compiled(FileDescriptor),
+}
+
+impl Parsed {
+    fn proto(&self) -> &FileDescriptorProto {
+        match self {
+            Parsed::Own(file) => file,
+            Parsed::Compiled(file) => file.file_descriptor_proto(),
+        }
+    }
+}
+
+impl Locator {
+    /// Parses `text`; a text that does not parse locates nothing.
+    pub fn new(text: &str) -> Locator {
+        let file = protox_parse::parse("schema.proto", text).ok();
+        Locator::index(file.map(|f| Parsed::Own(Box::new(f))))
+    }
+
+    /// Locates in `text` through `schema` when `schema` was compiled from exactly that text,
+    /// which spares parsing it again; otherwise as [`Locator::new`].
+    pub fn for_schema(schema: &ProtobufSchema, text: &str) -> Locator {
+        match schema.main_file() {
+            Some(file) if !schema.is_set() && schema.text() == text => {
+                Locator::index(Some(Parsed::Compiled(file)))
+            }
+            _ => Locator::new(text),
+        }
+    }
+
+    fn index(file: Option<Parsed>) -> Locator {
+        let mut starts = HashMap::new();
+        let locations = file
+            .as_ref()
+            .and_then(|f| f.proto().source_code_info.as_ref())
+            .map_or(&[][..], |info| &info.location[..]);
+        // Elements have paths of (member, index) pairs; odd lengths are their properties.
+        for l in locations.iter().filter(|l| l.path.len() % 2 == 0) {
+            if let (Some(&line), Some(&column)) = (l.span.first(), l.span.get(1))
+                && let (Ok(line), Ok(column)) = (usize::try_from(line), usize::try_from(column))
+            {
+                // The first location of a path is its declaration, as a search finds it.
+                starts.entry(l.path.clone()).or_insert(Position {
+                    line: line + 1,
+                    column: column + 1,
+                });
+            }
+        }
+        Locator { file, starts }
+    }
+
+    /// Where the element `path` names is declared, as [`locate`] says.
+    pub fn locate(&self, path: &str) -> Option<Position> {
+        let target = descriptor_path(self.file.as_ref()?.proto(), path)?;
+        self.starts.get(&target).copied()
+    }
 }
 
 fn qualified(package: &str, name: &str) -> String {

@@ -221,6 +221,45 @@ pub fn locate(
     }
 }
 
+/// A schema text prepared to [`locate`] many finding paths: Protobuf and JSON Schema texts
+/// are parsed once here, not once per finding.
+pub enum Locator<'a> {
+    Protobuf(covenant_protobuf::Locator),
+    Json(covenant_engine::JsonText<'a>),
+    /// Formats located path by path.
+    Other(SchemaType, &'a str),
+}
+
+impl<'a> Locator<'a> {
+    pub fn new(schema_type: SchemaType, text: &'a str) -> Locator<'a> {
+        match schema_type {
+            SchemaType::Protobuf => Locator::Protobuf(covenant_protobuf::Locator::new(text)),
+            SchemaType::Json => Locator::Json(covenant_engine::JsonText::parse(text)),
+            other => Locator::Other(other, text),
+        }
+    }
+
+    /// A locator for `text`, the text `schema` was parsed from; a Protobuf schema's compiled
+    /// descriptors locate without parsing the text again.
+    pub fn for_schema(schema: &ParsedSchema, text: &'a str) -> Locator<'a> {
+        match schema {
+            ParsedSchema::Protobuf(p) => {
+                Locator::Protobuf(covenant_protobuf::Locator::for_schema(p, text))
+            }
+            other => Locator::new(other.schema_type(), text),
+        }
+    }
+
+    /// The same answer as [`locate`] with this locator's type and text.
+    pub fn locate(&self, path: &str) -> Option<covenant_engine::Position> {
+        match self {
+            Locator::Protobuf(l) => l.locate(path),
+            Locator::Json(j) => j.locate_pointer(path),
+            Locator::Other(schema_type, text) => locate(*schema_type, text, path),
+        }
+    }
+}
+
 /// The rule catalog of every format, in the order the catalog document lists them.
 pub fn rule_groups() -> Vec<(&'static str, &'static [&'static RuleSpec])> {
     static GENERAL: [&RuleSpec; 1] = [&SCHEMA_TYPE_CHANGED];
