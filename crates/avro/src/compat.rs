@@ -90,6 +90,9 @@ impl<'a> Checker<'a> {
     }
 
     fn get(&mut self, r: NodeId, w: NodeId) -> Rc<Vec<Issue>> {
+        if self.r.same_shape(r, self.w, w) {
+            return self.empty.clone();
+        }
         // Primitive pairs cannot recurse; memoizing them would only cost time.
         if self.r.kind(r).is_primitive() && self.w.kind(w).is_primitive() {
             let issues = self.calculate(r, w);
@@ -131,6 +134,9 @@ impl<'a> Checker<'a> {
     /// Whether a reader of `r` can read `w`, like `!incompatible(&self.get(r, w))` without
     /// keeping issues. A pair met again while in progress counts as compatible, as in `get`.
     fn compatible(&mut self, r: NodeId, w: NodeId) -> bool {
+        if self.r.same_shape(r, self.w, w) {
+            return true;
+        }
         if let Some(done) = self.verdicts.get(&(r, w)) {
             return *done;
         }
@@ -166,6 +172,10 @@ impl<'a> Checker<'a> {
         w: NodeId,
         out: &mut Vec<Issue>,
     ) {
+        // A schema reads itself with no finding: identical sub-schemas need no walk.
+        if self.r.same_shape(r, self.w, w) {
+            return;
+        }
         if self.verdict_only {
             if !self.compatible(r, w) {
                 out.push(type_mismatch::issue("", "", ""));
@@ -206,15 +216,20 @@ impl<'a> Checker<'a> {
                 (Kind::Record(rr), Kind::Record(wr)) => {
                     out.extend(name_mismatch::check(&rr.named, &wr.named, "record"));
                     // Java's `lookupWriterField`: same name, else a writer field named by a
-                    // reader alias (Java throws when several match; we take the first).
-                    let by_name: HashMap<&str, &crate::model::Field> =
-                        wr.fields.iter().map(|f| (f.name.as_str(), f)).collect();
-                    for rf in &rr.fields {
-                        let found = by_name.get(rf.name.as_str()).copied().or_else(|| {
-                            rf.aliases
-                                .iter()
-                                .find_map(|a| by_name.get(a.as_str()).copied())
-                        });
+                    // reader alias (Java throws when several match; we take the first). The
+                    // field at the same position is tried first: it is the one when fields
+                    // were only added at the end. Leading fields that are the same on both
+                    // sides read each other and are skipped.
+                    let same = self.r.shapes.common_fields(r, &self.w.shapes, w);
+                    for (i, rf) in rr.fields.iter().enumerate().skip(same) {
+                        let found = match wr.fields.get(i) {
+                            Some(wf) if wf.name == rf.name => Some(wf),
+                            // The writer's fields are all named like earlier reader fields.
+                            _ if same == wr.fields.len() && rf.aliases.is_empty() => None,
+                            _ => wr
+                                .field(&rf.name)
+                                .or_else(|| rf.aliases.iter().find_map(|a| wr.field(a))),
+                        };
                         match found {
                             Some(wf) => self.nested_with(
                                 || format!("/fields/{}/type", rf.name),
@@ -295,5 +310,69 @@ impl<'a> Checker<'a> {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::test_support::{findings, pair};
+
+    fn record(fields: &str) -> String {
+        format!(r#"{{"type":"record","name":"R","fields":[{fields}]}}"#)
+    }
+
+    #[test]
+    fn fields_after_a_shared_prefix_are_still_judged() {
+        let shared = r#"{"name":"a","type":"int"},{"name":"b","type":"string"}"#;
+        let writer = record(&format!(r#"{shared},{{"name":"c","type":"int"}}"#));
+        let reader = record(&format!(
+            r#"{shared},{{"name":"c","type":"string"}},{{"name":"d","type":"long"}}"#
+        ));
+        assert_eq!(
+            findings(&reader, &writer),
+            vec![
+                pair("TYPE_MISMATCH", "/fields/c/type"),
+                pair("READER_FIELD_MISSING_DEFAULT_VALUE", "/fields/d"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_later_reader_field_may_read_a_shared_writer_field_by_alias() {
+        let writer = record(r#"{"name":"a","type":"int"}"#);
+        let reader =
+            record(r#"{"name":"a","type":"int"},{"name":"b","aliases":["a"],"type":"string"}"#);
+        assert_eq!(
+            findings(&reader, &writer),
+            vec![pair("TYPE_MISMATCH", "/fields/b/type")]
+        );
+    }
+
+    #[test]
+    fn identical_sub_schemas_inside_different_records_have_no_findings() {
+        let line = r#"{"name":"line","type":{"type":"record","name":"L","fields":[{"name":"x","type":["null","int"]}]}}"#;
+        let writer = record(line);
+        let reader = record(&format!(
+            r#"{{"name":"z","type":"int","default":0}},{line}"#
+        ));
+        assert!(findings(&reader, &writer).is_empty());
+        assert!(findings(&writer, &reader).is_empty());
+    }
+
+    #[test]
+    fn fields_found_away_from_their_position_in_a_large_record_are_judged() {
+        // Past the size where fields are found through an index.
+        let fields: Vec<String> = (0..40)
+            .map(|i| format!(r#"{{"name":"f{i}","type":"int"}}"#))
+            .collect();
+        let writer = record(&fields.join(","));
+        let mut reordered = fields.clone();
+        reordered.reverse();
+        reordered[0] = r#"{"name":"f39","type":"string"}"#.to_string();
+        let reader = record(&reordered.join(","));
+        assert_eq!(
+            findings(&reader, &writer),
+            vec![pair("TYPE_MISMATCH", "/fields/f39/type")]
+        );
     }
 }

@@ -17,6 +17,7 @@ pub use identity::identity_string;
 mod model;
 mod parse;
 mod position;
+mod shape;
 pub use position::locate;
 pub mod rules;
 mod values;

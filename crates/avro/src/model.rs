@@ -9,6 +9,8 @@
 //! of indexes is a cheap memoization key.
 
 use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Index of a node in [`Arena::nodes`].
 pub type NodeId = usize;
@@ -55,6 +57,38 @@ pub struct Record {
     pub named: Named,
     pub is_error: bool,
     pub fields: Vec<Field>,
+    /// Field positions by name, built on the first lookup in a large record: a check looks
+    /// fields up by name in every comparison of the record, a parse never does.
+    pub by_name: OnceLock<HashMap<String, usize>>,
+}
+
+/// Up to this many fields, a scan finds a field faster than hashing its name.
+const SCAN_FIELDS: usize = 16;
+
+impl Record {
+    pub fn new(named: Named, is_error: bool, fields: Vec<Field>) -> Record {
+        Record {
+            named,
+            is_error,
+            fields,
+            by_name: OnceLock::new(),
+        }
+    }
+
+    /// The field named `name`, if any.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        if self.fields.len() <= SCAN_FIELDS {
+            return self.fields.iter().find(|f| f.name == name);
+        }
+        let index = self.by_name.get_or_init(|| {
+            self.fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.name.clone(), i))
+                .collect()
+        });
+        index.get(name).map(|i| &self.fields[*i])
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -180,6 +214,8 @@ pub struct Node {
 pub struct Arena {
     pub nodes: Vec<Node>,
     pub root: NodeId,
+    /// Structural hashes of the nodes (see `crate::shape`).
+    pub shapes: crate::shape::Shapes,
 }
 
 impl Arena {
@@ -188,6 +224,15 @@ impl Arena {
     }
     pub fn kind(&self, id: NodeId) -> &Kind {
         &self.nodes[id].kind
+    }
+
+    /// Whether `id` here and `other_id` in `other` are the same structure as far as the
+    /// compatibility check can tell (both reach no cycle and hash equal).
+    pub fn same_shape(&self, id: NodeId, other: &Arena, other_id: NodeId) -> bool {
+        matches!(
+            (self.shapes.nodes.get(id), other.shapes.nodes.get(other_id)),
+            (Some(Some(a)), Some(Some(b))) if a == b
+        )
     }
 
     /// A short human description of a node: its type name, or full name for named types.

@@ -87,6 +87,7 @@ pub fn parse(text: &str, references: &[Reference], limits: &Limits) -> Result<Ar
     let root = parser.node(&json, None, "", 0)?;
     parser.arena.root = root;
     crate::depth::check(&parser.arena, limits)?;
+    parser.arena.shapes = crate::shape::compute(&parser.arena);
     Ok(parser.arena)
 }
 
@@ -410,11 +411,7 @@ impl Parser {
         // Defined before its fields so that fields may refer to the record itself.
         let id = self.define(
             &named,
-            Kind::Record(Record {
-                named: named.clone(),
-                is_error,
-                fields: Vec::new(),
-            }),
+            Kind::Record(Record::new(named.clone(), is_error, Vec::new())),
             path,
             props,
         )?;
