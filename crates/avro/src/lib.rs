@@ -12,6 +12,7 @@ mod default;
 mod depth;
 mod fields;
 mod identity;
+mod json;
 pub use fields::field_tree;
 pub use identity::identity_string;
 mod model;
