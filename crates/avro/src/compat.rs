@@ -153,6 +153,10 @@ impl<'a> Checker<'a> {
             self.depth -= 1;
             return Found::Owned(issues);
         }
+        if self.memo.capacity() == 0 {
+            // Room for a small schema's named pairs at once, instead of growing from three.
+            self.memo.reserve(16);
+        }
         self.memo.insert((r, w), Memo::InProgress);
         let issues = self.calculate(r, w);
         let (done, found) = if issues.is_empty() {
@@ -359,8 +363,8 @@ impl<'a> Checker<'a> {
                             out.push(self.error(&missing_union_branch::RULE, || {
                                 missing_union_branch::writer_branch(
                                     &format!("/{}", self.w.branch_label(wb)),
-                                    &self.r.describe(r),
-                                    &self.w.describe(wb),
+                                    self.r.describing(r),
+                                    self.w.describing(wb),
                                 )
                             }));
                         }
@@ -395,13 +399,13 @@ impl<'a> Checker<'a> {
                 }
             }
             out.push(self.error(&missing_union_branch::RULE, || {
-                missing_union_branch::reader_union("", &self.r.describe(r), &self.w.describe(w))
+                missing_union_branch::reader_union("", self.r.describing(r), self.w.describing(w))
             }));
             return out;
         }
         if !type_mismatch::promotes(rk, wk) {
             out.push(self.error(&type_mismatch::RULE, || {
-                type_mismatch::issue("", &self.r.describe(r), &self.w.describe(w))
+                type_mismatch::issue("", self.r.describing(r), self.w.describing(w))
             }));
         }
         out

@@ -237,18 +237,12 @@ impl Arena {
 
     /// A short human description of a node: its type name, or full name for named types.
     pub fn describe(&self, id: NodeId) -> String {
-        match &self.nodes[id].kind {
-            Kind::Union(branches) => {
-                let parts: Vec<String> = branches.iter().map(|b| self.describe(*b)).collect();
-                format!("[{}]", parts.join(", "))
-            }
-            Kind::Array(items) => format!("array<{}>", self.describe(*items)),
-            Kind::Map(values) => format!("map<{}>", self.describe(*values)),
-            k => match k.named() {
-                Some(n) => n.name.full(),
-                None => k.type_name().to_string(),
-            },
-        }
+        self.describing(id).to_string()
+    }
+
+    /// [`Arena::describe`] as a `Display`, for writing into a message without a temporary.
+    pub fn describing(&self, id: NodeId) -> Describe<'_> {
+        Describe { arena: self, id }
     }
 
     /// The segment naming a union branch in a path: its type name or full name.
@@ -256,6 +250,39 @@ impl Arena {
         match self.kind(id).named() {
             Some(n) => n.name.full(),
             None => self.kind(id).type_name().to_string(),
+        }
+    }
+}
+
+/// See [`Arena::describing`].
+pub struct Describe<'a> {
+    arena: &'a Arena,
+    id: NodeId,
+}
+
+impl std::fmt::Display for Describe<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let arena = self.arena;
+        match arena.kind(self.id) {
+            Kind::Union(branches) => {
+                f.write_str("[")?;
+                for (i, b) in branches.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    arena.describing(*b).fmt(f)?;
+                }
+                f.write_str("]")
+            }
+            Kind::Array(items) => write!(f, "array<{}>", arena.describing(*items)),
+            Kind::Map(values) => write!(f, "map<{}>", arena.describing(*values)),
+            k => match k.named() {
+                Some(n) => match &n.name.namespace {
+                    Some(ns) if !ns.is_empty() => write!(f, "{ns}.{}", n.name.name),
+                    _ => f.write_str(&n.name.name),
+                },
+                None => f.write_str(k.type_name()),
+            },
         }
     }
 }
