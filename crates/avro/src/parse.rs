@@ -61,9 +61,9 @@ fn primitive_kind(name: &str) -> Option<Kind> {
 pub fn parse(text: &str, references: &[Reference], limits: &Limits) -> Result<Arena> {
     let mut parser = Parser {
         arena: Arena {
-            // About one node per 40 bytes of text in practice: growing the arena from empty
-            // would copy it a dozen times.
-            nodes: Vec::with_capacity(text.len() / 40),
+            // Rarely fewer than 24 bytes of text per node: growing the arena from empty
+            // would copy it a dozen times (the excess is given back at the end).
+            nodes: Vec::with_capacity(text.len() / 24),
             ..Arena::default()
         },
         names: HashMap::new(),
@@ -92,6 +92,7 @@ pub fn parse(text: &str, references: &[Reference], limits: &Limits) -> Result<Ar
     let json = read_json(text)?;
     let root = parser.node(&json, None, "", 0)?;
     parser.arena.root = root;
+    parser.arena.nodes.shrink_to_fit();
     crate::depth::check(&parser.arena, limits)?;
     parser.arena.shapes = crate::shape::compute(&parser.arena);
     Ok(parser.arena)
