@@ -9,26 +9,51 @@ use std::collections::HashSet;
 /// Named types from references are inlined at first use, as they would be on the wire, so
 /// the fingerprint identifies the complete writer schema.
 pub fn parsing_canonical_form(arena: &Arena) -> String {
-    let mut out = String::new();
-    let mut seen = HashSet::new();
+    let mut out = String::with_capacity(64 * arena.nodes.len());
+    let mut seen = vec![false; arena.nodes.len()];
     pcf(arena, arena.root, &mut seen, &mut out);
     out
 }
 
-fn quoted(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
+/// Appends `s` as a JSON string. Names and symbols are validated to plain ASCII letters,
+/// digits, `_` and `.`, which need no escaping; anything else goes through the JSON encoder.
+fn plain(s: &str) -> bool {
+    s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
 }
 
-fn pcf(arena: &Arena, id: NodeId, seen: &mut HashSet<NodeId>, out: &mut String) {
+fn push_quoted(out: &mut String, s: &str) {
+    if plain(s) {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&Value::String(s.to_string()).to_string());
+    }
+}
+
+fn push_full_name(out: &mut String, name: &crate::model::Name) {
+    match &name.namespace {
+        Some(ns) if !ns.is_empty() && plain(ns) && plain(&name.name) => {
+            out.push('"');
+            out.push_str(ns);
+            out.push('.');
+            out.push_str(&name.name);
+            out.push('"');
+        }
+        _ => push_quoted(out, &name.full()),
+    }
+}
+
+fn pcf(arena: &Arena, id: NodeId, seen: &mut [bool], out: &mut String) {
     let kind = arena.kind(id);
     if let Some(named) = kind.named() {
-        let full = quoted(&named.name.full());
-        if !seen.insert(id) {
-            out.push_str(&full);
+        if std::mem::replace(&mut seen[id], true) {
+            push_full_name(out, &named.name);
             return;
         }
         out.push_str("{\"name\":");
-        out.push_str(&full);
+        push_full_name(out, &named.name);
         out.push_str(",\"type\":\"");
         out.push_str(kind.type_name());
         out.push('"');
@@ -40,7 +65,7 @@ fn pcf(arena: &Arena, id: NodeId, seen: &mut HashSet<NodeId>, out: &mut String) 
                         out.push(',');
                     }
                     out.push_str("{\"name\":");
-                    out.push_str(&quoted(&f.name));
+                    push_quoted(out, &f.name);
                     out.push_str(",\"type\":");
                     pcf(arena, f.ty, seen, out);
                     out.push('}');
@@ -49,12 +74,17 @@ fn pcf(arena: &Arena, id: NodeId, seen: &mut HashSet<NodeId>, out: &mut String) 
             }
             Kind::Enum(e) => {
                 out.push_str(",\"symbols\":[");
-                let symbols: Vec<String> = e.symbols.iter().map(|s| quoted(s)).collect();
-                out.push_str(&symbols.join(","));
+                for (i, symbol) in e.symbols.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    push_quoted(out, symbol);
+                }
                 out.push(']');
             }
             Kind::Fixed(f) => {
-                out.push_str(&format!(",\"size\":{}", f.size));
+                out.push_str(",\"size\":");
+                out.push_str(&f.size.to_string());
             }
             _ => {}
         }

@@ -9,7 +9,6 @@ use crate::rules::{
     name_mismatch, reader_field_missing_default_value, type_mismatch,
 };
 use covenant_engine::{RuleSpec, Severity};
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// One finding before it is turned into a [`covenant_engine::Finding`]; `path` is relative to
@@ -50,21 +49,49 @@ fn incompatible(issues: &[Issue]) -> bool {
         .any(|i| i.rule.default_severity == Severity::Error)
 }
 
+/// Memo keys are pairs of node indexes chosen by the schemas' structure, not by who sends
+/// them, so a fast hasher with a fixed seed is enough.
+type PairMap<V> = std::collections::HashMap<(NodeId, NodeId), V, foldhash::fast::FixedState>;
+
+/// What the memo knows of a pair.
+#[derive(Clone)]
+enum Memo {
+    /// Being compared further up: met again, it counts as compatible (Java's
+    /// RECURSION_IN_PROGRESS), which is what ends recursion on recursive types.
+    InProgress,
+    /// Compared, with these issues (`None` for none: the usual case, and no allocation).
+    Done(Option<Rc<Vec<Issue>>>),
+}
+
+/// The issues under a pair: owned when nobody else holds them (they are then moved into the
+/// parent's list, not copied), shared when the memo keeps them too.
+enum Found {
+    Owned(Vec<Issue>),
+    Shared(Rc<Vec<Issue>>),
+}
+
+impl Found {
+    fn none() -> Found {
+        Found::Owned(Vec::new())
+    }
+}
+
 pub struct Checker<'a> {
     pub r: &'a Arena,
     pub w: &'a Arena,
-    /// `None` marks a pair whose check is in progress: met again, it counts as compatible
-    /// (Java's RECURSION_IN_PROGRESS), which is what ends recursion on recursive types.
-    memo: HashMap<(NodeId, NodeId), Option<Rc<Vec<Issue>>>>,
+    /// Pairs where either side is a named type. Every cycle of the walk passes through a
+    /// named type on the side that moves, so these are enough to end recursion, and an
+    /// unnamed node has one parent, so it is met again only under a memoized pair.
+    memo: PairMap<Memo>,
     /// Whether a pair is compatible, for choosing union branches: only the verdict is kept,
     /// not the issues with their paths, so trying every branch of a union against every
     /// branch of another costs one entry per pair instead of all their issues.
-    verdicts: HashMap<(NodeId, NodeId), bool>,
-    /// True while `calculate` only needs a verdict (nested issues are then not collected).
+    verdicts: PairMap<bool>,
+    /// True while `calculate` only needs a verdict (nested issues are then not collected,
+    /// and errors are recorded without their messages).
     verdict_only: bool,
     /// How many pairs are being compared one inside the other.
     depth: usize,
-    empty: Rc<Vec<Issue>>,
 }
 
 /// Nested pair comparisons deeper than this spend the whole budget instead of risking the
@@ -77,41 +104,72 @@ impl<'a> Checker<'a> {
         Checker {
             r,
             w,
-            memo: HashMap::new(),
-            verdicts: HashMap::new(),
+            memo: PairMap::default(),
+            verdicts: PairMap::default(),
             verdict_only: false,
             depth: 0,
-            empty: Rc::new(Vec::new()),
         }
     }
 
-    pub fn check_root(&mut self) -> Vec<Issue> {
-        self.get(self.r.root, self.w.root).as_ref().clone()
+    pub fn check_root(mut self) -> Vec<Issue> {
+        let found = self.get(self.r.root, self.w.root);
+        // Dropping the memo first leaves the root's issues owned once: no copy.
+        drop(self.memo);
+        match found {
+            Found::Owned(issues) => issues,
+            Found::Shared(rc) => Rc::try_unwrap(rc).unwrap_or_else(|shared| shared.to_vec()),
+        }
     }
 
-    fn get(&mut self, r: NodeId, w: NodeId) -> Rc<Vec<Issue>> {
+    fn primitives(&self, r: NodeId, w: NodeId) -> bool {
+        self.r.kind(r).is_primitive() && self.w.kind(w).is_primitive()
+    }
+
+    fn memoized(&self, r: NodeId, w: NodeId) -> bool {
+        self.r.kind(r).named().is_some() || self.w.kind(w).named().is_some()
+    }
+
+    fn get(&mut self, r: NodeId, w: NodeId) -> Found {
+        if self.r.same_shape(r, self.w, w) {
+            return Found::none();
+        }
         // Primitive pairs cannot recurse; memoizing them would only cost time.
-        if self.r.kind(r).is_primitive() && self.w.kind(w).is_primitive() {
-            let issues = self.calculate(r, w);
-            return if issues.is_empty() {
-                self.empty.clone()
-            } else {
-                Rc::new(issues)
-            };
+        if self.primitives(r, w) {
+            return Found::Owned(self.calculate(r, w));
         }
-        match self.memo.get(&(r, w)) {
-            Some(Some(done)) => return done.clone(),
-            Some(None) => return self.empty.clone(),
-            None => {}
+        let memoized = self.memoized(r, w);
+        if memoized {
+            match self.memo.get(&(r, w)) {
+                Some(Memo::Done(Some(done))) => return Found::Shared(done.clone()),
+                Some(_) => return Found::none(),
+                None => {}
+            }
         }
         if !self.enter() {
-            return self.empty.clone();
+            return Found::none();
         }
-        self.memo.insert((r, w), None);
-        let result = Rc::new(self.calculate(r, w));
-        self.memo.insert((r, w), Some(result.clone()));
+        if !memoized {
+            let issues = self.calculate(r, w);
+            self.depth -= 1;
+            return Found::Owned(issues);
+        }
+        if self.memo.capacity() == 0 {
+            // Room for a small schema's named pairs at once, instead of growing from three.
+            self.memo.reserve(16);
+        }
+        self.memo.insert((r, w), Memo::InProgress);
+        let issues = self.calculate(r, w);
+        let (done, found) = if issues.is_empty() {
+            (None, Found::none())
+        } else {
+            let rc = Rc::new(issues);
+            (Some(rc.clone()), Found::Shared(rc))
+        };
+        if let Some(slot) = self.memo.get_mut(&(r, w)) {
+            *slot = Memo::Done(done);
+        }
         self.depth -= 1;
-        result
+        found
     }
 
     /// One more nested pair, charged to the budget; false when the walk must stop (the
@@ -131,27 +189,53 @@ impl<'a> Checker<'a> {
     /// Whether a reader of `r` can read `w`, like `!incompatible(&self.get(r, w))` without
     /// keeping issues. A pair met again while in progress counts as compatible, as in `get`.
     fn compatible(&mut self, r: NodeId, w: NodeId) -> bool {
-        if let Some(done) = self.verdicts.get(&(r, w)) {
-            return *done;
+        if self.r.same_shape(r, self.w, w) {
+            return true;
         }
-        match self.memo.get(&(r, w)) {
-            Some(Some(issues)) => return !incompatible(issues),
-            Some(None) => return true,
-            None => {}
+        if self.primitives(r, w) {
+            // What `calculate` decides for two primitives, without building its issues:
+            // the same type (a changed logical type only warns) or a promotion.
+            let (rk, wk) = (self.r.kind(r), self.w.kind(w));
+            return std::mem::discriminant(rk) == std::mem::discriminant(wk)
+                || type_mismatch::promotes(rk, wk);
         }
-        if self.r.kind(r).is_primitive() && self.w.kind(w).is_primitive() {
-            return !incompatible(&self.calculate(r, w));
+        let memoized = self.memoized(r, w);
+        if memoized {
+            if let Some(done) = self.verdicts.get(&(r, w)) {
+                return *done;
+            }
+            match self.memo.get(&(r, w)) {
+                Some(Memo::Done(found)) => {
+                    return found.as_ref().is_none_or(|i| !incompatible(i));
+                }
+                Some(Memo::InProgress) => return true,
+                None => {}
+            }
         }
         if !self.enter() {
             return true;
         }
-        self.verdicts.insert((r, w), true);
+        if memoized {
+            self.verdicts.insert((r, w), true);
+        }
         let outer = std::mem::replace(&mut self.verdict_only, true);
         let verdict = !incompatible(&self.calculate(r, w));
         self.verdict_only = outer;
-        self.verdicts.insert((r, w), verdict);
+        if memoized && let Some(slot) = self.verdicts.get_mut(&(r, w)) {
+            *slot = verdict;
+        }
         self.depth -= 1;
         verdict
+    }
+
+    /// An error of `rule`: the issue `build` makes, or while only a verdict is wanted, a
+    /// marker of the rule without path or message (which costs no allocation).
+    fn error(&self, rule: &'static RuleSpec, build: impl FnOnce() -> Issue) -> Issue {
+        if self.verdict_only {
+            Issue::new(rule, String::new(), String::new())
+        } else {
+            build()
+        }
     }
 
     fn nested(&mut self, segment: &str, r: NodeId, w: NodeId, out: &mut Vec<Issue>) {
@@ -166,24 +250,40 @@ impl<'a> Checker<'a> {
         w: NodeId,
         out: &mut Vec<Issue>,
     ) {
+        // A schema reads itself with no finding: identical sub-schemas need no walk.
+        if self.r.same_shape(r, self.w, w) {
+            return;
+        }
         if self.verdict_only {
             if !self.compatible(r, w) {
-                out.push(type_mismatch::issue("", "", ""));
+                out.push(Issue::new(
+                    &type_mismatch::RULE,
+                    String::new(),
+                    String::new(),
+                ));
             }
             return;
         }
-        let issues = self.get(r, w);
-        if issues.is_empty() {
-            return;
-        }
-        let segment = segment();
-        for issue in issues.iter() {
-            out.push(Issue {
-                rule: issue.rule,
-                path: format!("{segment}{}", issue.path),
-                message: issue.message.clone(),
-                hint: issue.hint,
-            });
+        match self.get(r, w) {
+            Found::Owned(issues) => {
+                if issues.is_empty() {
+                    return;
+                }
+                let segment = segment();
+                out.extend(issues.into_iter().map(|mut issue| {
+                    issue.path.insert_str(0, &segment);
+                    issue
+                }));
+            }
+            Found::Shared(issues) => {
+                let segment = segment();
+                out.extend(issues.iter().map(|issue| Issue {
+                    rule: issue.rule,
+                    path: format!("{segment}{}", issue.path),
+                    message: issue.message.clone(),
+                    hint: issue.hint,
+                }));
+            }
         }
     }
 
@@ -206,15 +306,20 @@ impl<'a> Checker<'a> {
                 (Kind::Record(rr), Kind::Record(wr)) => {
                     out.extend(name_mismatch::check(&rr.named, &wr.named, "record"));
                     // Java's `lookupWriterField`: same name, else a writer field named by a
-                    // reader alias (Java throws when several match; we take the first).
-                    let by_name: HashMap<&str, &crate::model::Field> =
-                        wr.fields.iter().map(|f| (f.name.as_str(), f)).collect();
-                    for rf in &rr.fields {
-                        let found = by_name.get(rf.name.as_str()).copied().or_else(|| {
-                            rf.aliases
-                                .iter()
-                                .find_map(|a| by_name.get(a.as_str()).copied())
-                        });
+                    // reader alias (Java throws when several match; we take the first). The
+                    // field at the same position is tried first: it is the one when fields
+                    // were only added at the end. Leading fields that are the same on both
+                    // sides read each other and are skipped.
+                    let same = self.r.shapes.common_fields(r, &self.w.shapes, w);
+                    for (i, rf) in rr.fields.iter().enumerate().skip(same) {
+                        let found = match wr.fields.get(i) {
+                            Some(wf) if wf.name == rf.name => Some(wf),
+                            // The writer's fields are all named like earlier reader fields.
+                            _ if same == wr.fields.len() && rf.aliases.is_empty() => None,
+                            _ => wr
+                                .field(&rf.name)
+                                .or_else(|| rf.aliases.iter().find_map(|a| wr.field(a))),
+                        };
                         match found {
                             Some(wf) => self.nested_with(
                                 || format!("/fields/{}/type", rf.name),
@@ -224,22 +329,28 @@ impl<'a> Checker<'a> {
                             ),
                             None if rf.default.is_some() => {}
                             None => {
-                                let path = format!("/fields/{}", rf.name);
                                 if let Kind::Enum(e) = self.r.kind(rf.ty)
                                     && e.default.is_some()
                                 {
                                     // Java compares the reader's enum with the writer's whole
                                     // record here, which always fails as a type mismatch.
-                                    out.push(type_mismatch::enum_default_without_field(
-                                        &format!("{path}/type"),
-                                        &rf.name,
-                                        &wr.named.name.full(),
-                                    ));
+                                    out.push(self.error(&type_mismatch::RULE, || {
+                                        type_mismatch::enum_default_without_field(
+                                            &format!("/fields/{}/type", rf.name),
+                                            &rf.name,
+                                            &wr.named.name.full(),
+                                        )
+                                    }));
                                 } else {
-                                    out.push(reader_field_missing_default_value::issue(
-                                        &path,
-                                        &rf.name,
-                                        &wr.named.name.full(),
+                                    out.push(self.error(
+                                        &reader_field_missing_default_value::RULE,
+                                        || {
+                                            reader_field_missing_default_value::issue(
+                                                &format!("/fields/{}", rf.name),
+                                                &rf.name,
+                                                &wr.named.name.full(),
+                                            )
+                                        },
                                     ));
                                 }
                             }
@@ -247,13 +358,15 @@ impl<'a> Checker<'a> {
                     }
                 }
                 (Kind::Union(_), Kind::Union(wbs)) => {
-                    for wb in wbs.clone() {
+                    for &wb in wbs {
                         if !self.compatible(r, wb) {
-                            out.push(missing_union_branch::writer_branch(
-                                &format!("/{}", self.w.branch_label(wb)),
-                                &self.r.describe(r),
-                                &self.w.describe(wb),
-                            ));
+                            out.push(self.error(&missing_union_branch::RULE, || {
+                                missing_union_branch::writer_branch(
+                                    &format!("/{}", self.w.branch_label(wb)),
+                                    self.r.describing(r),
+                                    self.w.describing(wb),
+                                )
+                            }));
                         }
                     }
                 }
@@ -262,7 +375,7 @@ impl<'a> Checker<'a> {
             return out;
         }
         if let Kind::Union(wbs) = wk {
-            for wb in wbs.clone() {
+            for &wb in wbs {
                 self.nested("", r, wb, &mut out);
             }
             return out;
@@ -270,30 +383,110 @@ impl<'a> Checker<'a> {
         if let Kind::Union(rbs) = rk {
             // The branch named like the writer's type first: it is the one that matches
             // when any does, which keeps a large union against its own types linear.
-            let label = self.w.branch_label(w);
-            let mut rbs = rbs.clone();
-            if let Some(i) = rbs.iter().position(|b| self.r.branch_label(*b) == label) {
-                rbs.swap(0, i);
-            }
-            for rb in rbs {
-                if self.compatible(rb, w) {
+            let first = rbs
+                .iter()
+                .position(|b| same_label(self.r, *b, self.w, w))
+                .unwrap_or(0);
+            // That branch swapped with the first, the others in their order.
+            let swapped = |i: usize| match i {
+                0 => first,
+                i if i == first => 0,
+                i => i,
+            };
+            for i in (0..rbs.len()).map(swapped) {
+                if self.compatible(rbs[i], w) {
                     return out;
                 }
             }
-            out.push(missing_union_branch::reader_union(
-                "",
-                &self.r.describe(r),
-                &self.w.describe(w),
-            ));
+            out.push(self.error(&missing_union_branch::RULE, || {
+                missing_union_branch::reader_union("", self.r.describing(r), self.w.describing(w))
+            }));
             return out;
         }
         if !type_mismatch::promotes(rk, wk) {
-            out.push(type_mismatch::issue(
-                "",
-                &self.r.describe(r),
-                &self.w.describe(w),
-            ));
+            out.push(self.error(&type_mismatch::RULE, || {
+                type_mismatch::issue("", self.r.describing(r), self.w.describing(w))
+            }));
         }
         out
+    }
+}
+
+/// Whether two nodes have the same union branch label (`Arena::branch_label`), compared
+/// without building the labels.
+fn same_label(a: &Arena, a_id: NodeId, b: &Arena, b_id: NodeId) -> bool {
+    let (ak, bk) = (a.kind(a_id), b.kind(b_id));
+    match (ak.named(), bk.named()) {
+        (Some(x), Some(y)) => {
+            x.name.name == y.name.name
+                && x.name.namespace.as_deref().unwrap_or("")
+                    == y.name.namespace.as_deref().unwrap_or("")
+        }
+        (None, None) => ak.type_name() == bk.type_name(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::test_support::{findings, pair};
+
+    fn record(fields: &str) -> String {
+        format!(r#"{{"type":"record","name":"R","fields":[{fields}]}}"#)
+    }
+
+    #[test]
+    fn fields_after_a_shared_prefix_are_still_judged() {
+        let shared = r#"{"name":"a","type":"int"},{"name":"b","type":"string"}"#;
+        let writer = record(&format!(r#"{shared},{{"name":"c","type":"int"}}"#));
+        let reader = record(&format!(
+            r#"{shared},{{"name":"c","type":"string"}},{{"name":"d","type":"long"}}"#
+        ));
+        assert_eq!(
+            findings(&reader, &writer),
+            vec![
+                pair("TYPE_MISMATCH", "/fields/c/type"),
+                pair("READER_FIELD_MISSING_DEFAULT_VALUE", "/fields/d"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_later_reader_field_may_read_a_shared_writer_field_by_alias() {
+        let writer = record(r#"{"name":"a","type":"int"}"#);
+        let reader =
+            record(r#"{"name":"a","type":"int"},{"name":"b","aliases":["a"],"type":"string"}"#);
+        assert_eq!(
+            findings(&reader, &writer),
+            vec![pair("TYPE_MISMATCH", "/fields/b/type")]
+        );
+    }
+
+    #[test]
+    fn identical_sub_schemas_inside_different_records_have_no_findings() {
+        let line = r#"{"name":"line","type":{"type":"record","name":"L","fields":[{"name":"x","type":["null","int"]}]}}"#;
+        let writer = record(line);
+        let reader = record(&format!(
+            r#"{{"name":"z","type":"int","default":0}},{line}"#
+        ));
+        assert!(findings(&reader, &writer).is_empty());
+        assert!(findings(&writer, &reader).is_empty());
+    }
+
+    #[test]
+    fn fields_found_away_from_their_position_in_a_large_record_are_judged() {
+        // Past the size where fields are found through an index.
+        let fields: Vec<String> = (0..40)
+            .map(|i| format!(r#"{{"name":"f{i}","type":"int"}}"#))
+            .collect();
+        let writer = record(&fields.join(","));
+        let mut reordered = fields.clone();
+        reordered.reverse();
+        reordered[0] = r#"{"name":"f39","type":"string"}"#.to_string();
+        let reader = record(&reordered.join(","));
+        assert_eq!(
+            findings(&reader, &writer),
+            vec![pair("TYPE_MISMATCH", "/fields/f39/type")]
+        );
     }
 }

@@ -12,11 +12,13 @@ mod default;
 mod depth;
 mod fields;
 mod identity;
+mod json;
 pub use fields::field_tree;
 pub use identity::identity_string;
 mod model;
 mod parse;
 mod position;
+mod shape;
 pub use position::locate;
 pub mod rules;
 mod values;
@@ -107,17 +109,17 @@ impl Format for AvroFormat {
         compat::Checker::new(&reader.arena, &writer.arena)
             .check_root()
             .into_iter()
-            .map(|issue| {
-                let path = if issue.path.is_empty() {
+            .map(|issue| Finding {
+                rule: issue.rule.id.to_string(),
+                severity: issue.rule.default_severity,
+                path: if issue.path.is_empty() {
                     "/".to_string()
                 } else {
                     issue.path
-                };
-                let finding = Finding::new(issue.rule, path, issue.message);
-                match issue.hint {
-                    Some(h) => finding.with_hint(h),
-                    None => finding,
-                }
+                },
+                message: issue.message,
+                hint: issue.hint.unwrap_or(issue.rule.hint).to_string(),
+                version: None,
             })
             .collect()
     }

@@ -9,6 +9,8 @@
 //! of indexes is a cheap memoization key.
 
 use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Index of a node in [`Arena::nodes`].
 pub type NodeId = usize;
@@ -55,6 +57,38 @@ pub struct Record {
     pub named: Named,
     pub is_error: bool,
     pub fields: Vec<Field>,
+    /// Field positions by name, built on the first lookup in a large record: a check looks
+    /// fields up by name in every comparison of the record, a parse never does.
+    pub by_name: OnceLock<HashMap<String, usize>>,
+}
+
+/// Up to this many fields, a scan finds a field faster than hashing its name.
+const SCAN_FIELDS: usize = 16;
+
+impl Record {
+    pub fn new(named: Named, is_error: bool, fields: Vec<Field>) -> Record {
+        Record {
+            named,
+            is_error,
+            fields,
+            by_name: OnceLock::new(),
+        }
+    }
+
+    /// The field named `name`, if any.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        if self.fields.len() <= SCAN_FIELDS {
+            return self.fields.iter().find(|f| f.name == name);
+        }
+        let index = self.by_name.get_or_init(|| {
+            self.fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.name.clone(), i))
+                .collect()
+        });
+        index.get(name).map(|i| &self.fields[*i])
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -180,6 +214,8 @@ pub struct Node {
 pub struct Arena {
     pub nodes: Vec<Node>,
     pub root: NodeId,
+    /// Structural hashes of the nodes (see `crate::shape`).
+    pub shapes: crate::shape::Shapes,
 }
 
 impl Arena {
@@ -190,20 +226,23 @@ impl Arena {
         &self.nodes[id].kind
     }
 
+    /// Whether `id` here and `other_id` in `other` are the same structure as far as the
+    /// compatibility check can tell (both reach no cycle and hash equal).
+    pub fn same_shape(&self, id: NodeId, other: &Arena, other_id: NodeId) -> bool {
+        matches!(
+            (self.shapes.nodes.get(id), other.shapes.nodes.get(other_id)),
+            (Some(Some(a)), Some(Some(b))) if a == b
+        )
+    }
+
     /// A short human description of a node: its type name, or full name for named types.
     pub fn describe(&self, id: NodeId) -> String {
-        match &self.nodes[id].kind {
-            Kind::Union(branches) => {
-                let parts: Vec<String> = branches.iter().map(|b| self.describe(*b)).collect();
-                format!("[{}]", parts.join(", "))
-            }
-            Kind::Array(items) => format!("array<{}>", self.describe(*items)),
-            Kind::Map(values) => format!("map<{}>", self.describe(*values)),
-            k => match k.named() {
-                Some(n) => n.name.full(),
-                None => k.type_name().to_string(),
-            },
-        }
+        self.describing(id).to_string()
+    }
+
+    /// [`Arena::describe`] as a `Display`, for writing into a message without a temporary.
+    pub fn describing(&self, id: NodeId) -> Describe<'_> {
+        Describe { arena: self, id }
     }
 
     /// The segment naming a union branch in a path: its type name or full name.
@@ -211,6 +250,39 @@ impl Arena {
         match self.kind(id).named() {
             Some(n) => n.name.full(),
             None => self.kind(id).type_name().to_string(),
+        }
+    }
+}
+
+/// See [`Arena::describing`].
+pub struct Describe<'a> {
+    arena: &'a Arena,
+    id: NodeId,
+}
+
+impl std::fmt::Display for Describe<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let arena = self.arena;
+        match arena.kind(self.id) {
+            Kind::Union(branches) => {
+                f.write_str("[")?;
+                for (i, b) in branches.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    arena.describing(*b).fmt(f)?;
+                }
+                f.write_str("]")
+            }
+            Kind::Array(items) => write!(f, "array<{}>", arena.describing(*items)),
+            Kind::Map(values) => write!(f, "map<{}>", arena.describing(*values)),
+            k => match k.named() {
+                Some(n) => match &n.name.namespace {
+                    Some(ns) if !ns.is_empty() => write!(f, "{ns}.{}", n.name.name),
+                    _ => f.write_str(&n.name.name),
+                },
+                None => f.write_str(k.type_name()),
+            },
         }
     }
 }

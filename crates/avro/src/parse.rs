@@ -1,6 +1,7 @@
 //! Schema text to [`Arena`], following the Avro specification and Java's parser where the
 //! specification leaves room (Java is what Confluent runs).
 
+use crate::json::{Json, Object};
 use crate::model::{Arena, Enum, Field, Fixed, Kind, Logical, Name, Named, Node, NodeId, Record};
 use covenant_engine::{Counter, Limit, Limits, Reference, SchemaError, SchemaErrorKind};
 use serde_json::{Map, Value};
@@ -59,7 +60,12 @@ fn primitive_kind(name: &str) -> Option<Kind> {
 /// `limits`.
 pub fn parse(text: &str, references: &[Reference], limits: &Limits) -> Result<Arena> {
     let mut parser = Parser {
-        arena: Arena::default(),
+        arena: Arena {
+            // Rarely fewer than 24 bytes of text per node: growing the arena from empty
+            // would copy it a dozen times (the excess is given back at the end).
+            nodes: Vec::with_capacity(text.len() / 24),
+            ..Arena::default()
+        },
         names: HashMap::new(),
         from_reference: true,
         limits: *limits,
@@ -86,11 +92,13 @@ pub fn parse(text: &str, references: &[Reference], limits: &Limits) -> Result<Ar
     let json = read_json(text)?;
     let root = parser.node(&json, None, "", 0)?;
     parser.arena.root = root;
+    parser.arena.nodes.shrink_to_fit();
     crate::depth::check(&parser.arena, limits)?;
+    parser.arena.shapes = crate::shape::compute(&parser.arena);
     Ok(parser.arena)
 }
 
-fn read_json(text: &str) -> Result<Value> {
+fn read_json(text: &str) -> Result<Json<'_>> {
     serde_json::from_str(text).map_err(|e| {
         err(
             SchemaErrorKind::Syntax,
@@ -104,10 +112,10 @@ fn read_json(text: &str) -> Result<Value> {
     })
 }
 
-fn opt_str<'a>(obj: &'a Map<String, Value>, key: &str, path: &str) -> Result<Option<&'a str>> {
+fn opt_str<'a>(obj: &'a Object<'_>, key: &str, path: &str) -> Result<Option<&'a str>> {
     match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::String(s)) => Ok(Some(s)),
         Some(_) => Err(err(
             SchemaErrorKind::Invalid,
             &format!("{path}/{key}"),
@@ -116,13 +124,13 @@ fn opt_str<'a>(obj: &'a Map<String, Value>, key: &str, path: &str) -> Result<Opt
     }
 }
 
-fn str_list(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Vec<String>> {
+fn str_list(obj: &Object<'_>, key: &str, path: &str) -> Result<Vec<String>> {
     match obj.get(key) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
+        None | Some(Json::Null) => Ok(Vec::new()),
+        Some(Json::Array(items)) => items
             .iter()
             .map(|v| match v {
-                Value::String(s) => Ok(s.clone()),
+                Json::String(s) => Ok(s.to_string()),
                 _ => Err(err(
                     SchemaErrorKind::Invalid,
                     &format!("{path}/{key}"),
@@ -158,7 +166,13 @@ impl Parser {
         self.names.get(name).copied()
     }
 
-    fn node(&mut self, json: &Value, ns: Option<&str>, path: &str, depth: usize) -> Result<NodeId> {
+    fn node(
+        &mut self,
+        json: &Json<'_>,
+        ns: Option<&str>,
+        path: &str,
+        depth: usize,
+    ) -> Result<NodeId> {
         if depth > MAX_DEPTH {
             return Err(err(
                 SchemaErrorKind::Invalid,
@@ -167,9 +181,9 @@ impl Parser {
             ));
         }
         match json {
-            Value::String(s) => self.type_ref(s, ns, path),
-            Value::Array(branches) => self.union(branches, ns, path, depth),
-            Value::Object(obj) => self.object(obj, ns, path, depth),
+            Json::String(s) => self.type_ref(s, ns, path),
+            Json::Array(branches) => self.union(branches, ns, path, depth),
+            Json::Object(obj) => self.object(obj, ns, path, depth),
             _ => Err(err(
                 SchemaErrorKind::Invalid,
                 path,
@@ -193,7 +207,7 @@ impl Parser {
 
     fn union(
         &mut self,
-        branches: &[Value],
+        branches: &[Json<'_>],
         ns: Option<&str>,
         path: &str,
         depth: usize,
@@ -227,14 +241,14 @@ impl Parser {
 
     fn object(
         &mut self,
-        obj: &Map<String, Value>,
+        obj: &Object<'_>,
         ns: Option<&str>,
         path: &str,
         depth: usize,
     ) -> Result<NodeId> {
         let ty = match obj.get("type") {
-            Some(Value::String(t)) => t.as_str(),
-            Some(nested @ (Value::Object(_) | Value::Array(_))) => {
+            Some(Json::String(t)) => t.as_ref(),
+            Some(nested @ (Json::Object(_) | Json::Array(_))) => {
                 return self.node(nested, ns, &format!("{path}/type"), depth + 1);
             }
             Some(_) => {
@@ -253,7 +267,7 @@ impl Parser {
             }
         };
         if let Some(kind) = primitive_kind(ty) {
-            let mut props = obj.clone();
+            let mut props = obj.to_map();
             props.remove("type");
             let logical = logical_for(&kind, None, &props);
             if logical.is_some() {
@@ -270,7 +284,7 @@ impl Parser {
                     err(SchemaErrorKind::Invalid, path, "An array needs 'items'.")
                 })?;
                 let id = self.node(items, ns, &format!("{path}/items"), depth + 1)?;
-                let props = rest(obj, &["type", "items"]);
+                let props = obj.rest(&["type", "items"]);
                 Ok(self.push(Kind::Array(id), None, props))
             }
             "map" => {
@@ -278,7 +292,7 @@ impl Parser {
                     .get("values")
                     .ok_or_else(|| err(SchemaErrorKind::Invalid, path, "A map needs 'values'."))?;
                 let id = self.node(values, ns, &format!("{path}/values"), depth + 1)?;
-                let props = rest(obj, &["type", "values"]);
+                let props = obj.rest(&["type", "values"]);
                 Ok(self.push(Kind::Map(id), None, props))
             }
             other => match self.lookup(other, ns) {
@@ -295,7 +309,7 @@ impl Parser {
 
     /// Name, namespace and aliases of a named type, validated; the enclosing namespace is
     /// inherited when the type gives none.
-    fn named(&self, obj: &Map<String, Value>, ns: Option<&str>, path: &str) -> Result<Named> {
+    fn named(&self, obj: &Object<'_>, ns: Option<&str>, path: &str) -> Result<Named> {
         let raw = opt_str(obj, "name", path)?.ok_or_else(|| {
             err(
                 SchemaErrorKind::Invalid,
@@ -385,7 +399,7 @@ impl Parser {
 
     fn record(
         &mut self,
-        obj: &Map<String, Value>,
+        obj: &Object<'_>,
         is_error: bool,
         ns: Option<&str>,
         path: &str,
@@ -393,7 +407,7 @@ impl Parser {
     ) -> Result<NodeId> {
         let named = self.named(obj, ns, path)?;
         let fields_json = match obj.get("fields") {
-            Some(Value::Array(f)) => f,
+            Some(Json::Array(f)) => f,
             _ => {
                 return Err(err(
                     SchemaErrorKind::Invalid,
@@ -402,36 +416,29 @@ impl Parser {
                 ));
             }
         };
-        let props = rest(
-            obj,
-            &["type", "name", "namespace", "aliases", "doc", "fields"],
-        );
+        let props = obj.rest(&["type", "name", "namespace", "aliases", "doc", "fields"]);
         let inner_ns = named.name.namespace.clone();
         // Defined before its fields so that fields may refer to the record itself.
         let id = self.define(
             &named,
-            Kind::Record(Record {
-                named: named.clone(),
-                is_error,
-                fields: Vec::new(),
-            }),
+            Kind::Record(Record::new(named.clone(), is_error, Vec::new())),
             path,
             props,
         )?;
         self.fields
             .add(fields_json.len(), &format!("{path}/fields"))?;
         let mut fields = Vec::with_capacity(fields_json.len());
-        let mut seen = HashSet::new();
+        let mut seen: HashSet<&str> = HashSet::with_capacity(fields_json.len());
         for (i, f) in fields_json.iter().enumerate() {
-            let Value::Object(fobj) = f else {
+            let Json::Object(fobj) = f else {
                 return Err(err(
                     SchemaErrorKind::Invalid,
                     &format!("{path}/fields/{i}"),
                     "A field must be an object.",
                 ));
             };
-            let fname = match fobj.get("name") {
-                Some(Value::String(s)) => s.clone(),
+            let fname: &str = match fobj.get("name") {
+                Some(Json::String(s)) => s,
                 _ => {
                     return Err(err(
                         SchemaErrorKind::Invalid,
@@ -440,18 +447,20 @@ impl Parser {
                     ));
                 }
             };
-            let fpath = format!("{path}/fields/{fname}");
-            if !valid_name(&fname) {
+            // One allocation for both paths a field needs on the way down.
+            let type_path = format!("{path}/fields/{fname}/type");
+            let fpath = &type_path[..type_path.len() - "/type".len()];
+            if !valid_name(fname) {
                 return Err(err(
                     SchemaErrorKind::InvalidName,
                     &format!("{fpath}/name"),
                     format!("'{fname}' is not a valid field name."),
                 ));
             }
-            if !seen.insert(fname.clone()) {
+            if !seen.insert(fname) {
                 return Err(err(
                     SchemaErrorKind::Duplicate,
-                    &fpath,
+                    fpath,
                     format!(
                         "Field '{fname}' is defined more than once in record '{}'.",
                         named.name.full()
@@ -461,17 +470,12 @@ impl Parser {
             let ty_json = fobj.get("type").ok_or_else(|| {
                 err(
                     SchemaErrorKind::Invalid,
-                    &fpath,
+                    fpath,
                     format!("Field '{fname}' needs a 'type'."),
                 )
             })?;
-            let ty = self.node(
-                ty_json,
-                inner_ns.as_deref(),
-                &format!("{fpath}/type"),
-                depth + 1,
-            )?;
-            let default = fobj.get("default").cloned();
+            let ty = self.node(ty_json, inner_ns.as_deref(), &type_path, depth + 1)?;
+            let default = fobj.get("default").map(Json::to_value);
             if let Some(d) = &default
                 && !crate::default::is_valid(&self.arena, ty, d, 0)
             {
@@ -484,7 +488,7 @@ impl Parser {
                     ),
                 ));
             }
-            let order = opt_str(fobj, "order", &fpath)?.map(str::to_string);
+            let order = opt_str(fobj, "order", fpath)?.map(str::to_string);
             if let Some(o) = &order
                 && !matches!(o.as_str(), "ascending" | "descending" | "ignore")
             {
@@ -494,7 +498,7 @@ impl Parser {
                     format!("Field order '{o}' must be 'ascending', 'descending' or 'ignore'."),
                 ));
             }
-            let aliases = str_list(fobj, "aliases", &fpath)?;
+            let aliases = str_list(fobj, "aliases", fpath)?;
             if let Some(bad) = aliases.iter().find(|a| !valid_name(a)) {
                 return Err(err(
                     SchemaErrorKind::InvalidName,
@@ -502,18 +506,15 @@ impl Parser {
                     format!("Field alias '{bad}' is not a valid name."),
                 ));
             }
-            let doc = opt_str(fobj, "doc", &fpath)?.map(str::to_string);
+            let doc = opt_str(fobj, "doc", fpath)?.map(str::to_string);
             fields.push(Field {
-                name: fname,
+                name: fname.to_string(),
                 ty,
                 default,
                 aliases,
                 order,
                 doc,
-                props: rest(
-                    fobj,
-                    &["name", "type", "default", "order", "aliases", "doc"],
-                ),
+                props: fobj.rest(&["name", "type", "default", "order", "aliases", "doc"]),
             });
         }
         if let Kind::Record(r) = &mut self.arena.nodes[id].kind {
@@ -522,15 +523,10 @@ impl Parser {
         Ok(id)
     }
 
-    fn enumeration(
-        &mut self,
-        obj: &Map<String, Value>,
-        ns: Option<&str>,
-        path: &str,
-    ) -> Result<NodeId> {
+    fn enumeration(&mut self, obj: &Object<'_>, ns: Option<&str>, path: &str) -> Result<NodeId> {
         let named = self.named(obj, ns, path)?;
         let symbols = match obj.get("symbols") {
-            Some(Value::Array(_)) => str_list(obj, "symbols", path)?,
+            Some(Json::Array(_)) => str_list(obj, "symbols", path)?,
             _ => {
                 return Err(err(
                     SchemaErrorKind::Invalid,
@@ -562,8 +558,8 @@ impl Parser {
             }
         }
         let default = match obj.get("default") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(d)) if symbols.contains(d) => Some(d.clone()),
+            None | Some(Json::Null) => None,
+            Some(Json::String(d)) if symbols.iter().any(|s| s == d) => Some(d.to_string()),
             Some(d) => {
                 return Err(err(
                     SchemaErrorKind::InvalidDefault,
@@ -575,18 +571,15 @@ impl Parser {
                 ));
             }
         };
-        let props = rest(
-            obj,
-            &[
-                "type",
-                "name",
-                "namespace",
-                "aliases",
-                "doc",
-                "symbols",
-                "default",
-            ],
-        );
+        let props = obj.rest(&[
+            "type",
+            "name",
+            "namespace",
+            "aliases",
+            "doc",
+            "symbols",
+            "default",
+        ]);
         self.define(
             &named.clone(),
             Kind::Enum(Enum {
@@ -599,9 +592,9 @@ impl Parser {
         )
     }
 
-    fn fixed(&mut self, obj: &Map<String, Value>, ns: Option<&str>, path: &str) -> Result<NodeId> {
+    fn fixed(&mut self, obj: &Object<'_>, ns: Option<&str>, path: &str) -> Result<NodeId> {
         let named = self.named(obj, ns, path)?;
-        let size = match obj.get("size").and_then(Value::as_u64) {
+        let size = match obj.get("size").and_then(Json::as_u64) {
             Some(s) if s <= i32::MAX as u64 => s as usize,
             _ => {
                 return Err(err(
@@ -614,10 +607,7 @@ impl Parser {
                 ));
             }
         };
-        let mut props = rest(
-            obj,
-            &["type", "name", "namespace", "aliases", "doc", "size"],
-        );
+        let mut props = obj.rest(&["type", "name", "namespace", "aliases", "doc", "size"]);
         let kind = Kind::Fixed(Fixed {
             named: named.clone(),
             size,
@@ -630,13 +620,6 @@ impl Parser {
         self.arena.nodes[id].logical = logical;
         Ok(id)
     }
-}
-
-fn rest(obj: &Map<String, Value>, known: &[&str]) -> Map<String, Value> {
-    obj.iter()
-        .filter(|(k, _)| !known.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
 }
 
 fn strip_logical(props: &mut Map<String, Value>) {

@@ -18,13 +18,25 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 pub fn check(reader: &Enum, writer: &Enum) -> Option<Issue> {
-    // A set, not a scan: enums may hold tens of thousands of symbols.
-    let known: std::collections::HashSet<&String> = reader.symbols.iter().collect();
-    let mut missing: Vec<&String> = writer
-        .symbols
-        .iter()
-        .filter(|s| !known.contains(s))
-        .collect();
+    if reader.symbols == writer.symbols {
+        return None;
+    }
+    let mut missing: Vec<&String> = if reader.symbols.len() <= 16 {
+        // A scan of a few symbols is faster than hashing them.
+        writer
+            .symbols
+            .iter()
+            .filter(|s| !reader.symbols.contains(s))
+            .collect()
+    } else {
+        // A set, not a scan: enums may hold tens of thousands of symbols.
+        let known: std::collections::HashSet<&String> = reader.symbols.iter().collect();
+        writer
+            .symbols
+            .iter()
+            .filter(|s| !known.contains(s))
+            .collect()
+    };
     if missing.is_empty() || reader.default.is_some() {
         return None;
     }

@@ -17,7 +17,11 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 /// A branch of the writer's union that the reader's union cannot read.
-pub fn writer_branch(path: &str, reader_union: &str, writer_branch: &str) -> Issue {
+pub fn writer_branch(
+    path: &str,
+    reader_union: impl std::fmt::Display,
+    writer_branch: impl std::fmt::Display,
+) -> Issue {
     Issue::new(
         &RULE,
         path,
@@ -28,7 +32,11 @@ pub fn writer_branch(path: &str, reader_union: &str, writer_branch: &str) -> Iss
 }
 
 /// A non-union writer type that no branch of the reader's union can read.
-pub fn reader_union(path: &str, reader_union: &str, writer: &str) -> Issue {
+pub fn reader_union(
+    path: &str,
+    reader_union: impl std::fmt::Display,
+    writer: impl std::fmt::Display,
+) -> Issue {
     Issue::new(
         &RULE,
         path,

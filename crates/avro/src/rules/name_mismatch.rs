@@ -17,7 +17,8 @@ pub static RULE: RuleSpec = RuleSpec {
 /// Java's `schemaNameEquals`: unqualified names equal, or a reader alias equal to the
 /// writer's full name. Namespaces alone never make a mismatch.
 pub fn names_match(reader: &Named, writer: &Named) -> bool {
-    reader.name.name == writer.name.name || reader.aliases.contains(&writer.name.full())
+    reader.name.name == writer.name.name
+        || (!reader.aliases.is_empty() && reader.aliases.contains(&writer.name.full()))
 }
 
 pub fn check(reader: &Named, writer: &Named, kind: &str) -> Option<Issue> {

@@ -30,7 +30,7 @@ pub fn promotes(reader: &Kind, writer: &Kind) -> bool {
     )
 }
 
-pub fn issue(path: &str, reader: &str, writer: &str) -> Issue {
+pub fn issue(path: &str, reader: impl std::fmt::Display, writer: impl std::fmt::Display) -> Issue {
     Issue::new(
         &RULE,
         path,
