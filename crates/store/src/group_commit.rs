@@ -28,6 +28,10 @@ use tokio::sync::watch;
 pub struct GroupCommit {
     /// The write-ahead log of the database (`<file>-wal`), synced to make commits durable.
     wal: PathBuf,
+    /// The log, opened at the first sync and kept: a sync needs no new file descriptor, so a
+    /// process short of them cannot fail one. SQLite removes the log only when its last
+    /// connection closes, and the store keeps its connections open.
+    wal_file: Mutex<Option<std::fs::File>>,
     /// Commits begun: each write takes the next number just before its COMMIT runs.
     begun: AtomicU64,
     /// The highest number whose COMMIT has returned (writes are serialized, so in order).
@@ -46,6 +50,7 @@ impl GroupCommit {
         wal.push("-wal");
         GroupCommit {
             wal: PathBuf::from(wal),
+            wal_file: Mutex::new(None),
             begun: AtomicU64::new(0),
             ended: AtomicU64::new(0),
             durable: watch::Sender::new(0),
@@ -96,7 +101,7 @@ impl GroupCommit {
                 return Ok(());
             }
             let through = self.ended.load(Ordering::SeqCst);
-            if let Err(e) = std::fs::File::open(&self.wal).and_then(|f| f.sync_data()) {
+            if let Err(e) = self.sync_log()? {
                 let reason = format!("syncing {}: {e}", self.wal.display());
                 tracing::error!(%reason, "write-ahead log sync failed; the store stops writing");
                 if let Ok(mut p) = self.poisoned.lock() {
@@ -111,6 +116,22 @@ impl GroupCommit {
             metrics::counter!("covenant_store_group_commits_total").increment(group);
             self.durable.send_replace(through);
         }
+    }
+
+    /// Syncs the log. The outer error (the log could not be opened) leaves the store usable,
+    /// since nothing is known to be lost; the inner one (the sync itself failed) poisons it.
+    fn sync_log(&self) -> StoreResult<std::io::Result<()>> {
+        let mut file = self
+            .wal_file
+            .lock()
+            .map_err(|_| Self::refuse("a sync panicked"))?;
+        if file.is_none() {
+            let opened = std::fs::File::open(&self.wal).map_err(|e| {
+                StoreError::Backend(format!("opening {} to sync it: {e}", self.wal.display()))
+            })?;
+            *file = Some(opened);
+        }
+        Ok(file.as_ref().map_or(Ok(()), |f| f.sync_data()))
     }
 
     /// Waits until every commit begun so far is durable: an answer that may have read a
