@@ -8,8 +8,10 @@
 //! versions can never both land. Reads go straight to the store, except schemas by id,
 //! which every node serves from memory once read (an id is never rebound to other content;
 //! the cache is dropped on permanent deletes, this node's or, through the change feed,
-//! another's). The id caches are bounded LRU maps ([`DEFAULT_CACHE_ENTRIES`],
-//! [`Registry::with_cache_entries`]): the least recently used ids are read from the store again.
+//! another's), and the answers of lookups and idempotent registrations with the settings they
+//! inherit ([`answers`]: forgotten by every write that may change them). The caches are
+//! bounded LRU maps ([`DEFAULT_CACHE_ENTRIES`], [`Registry::with_cache_entries`]): the least
+//! recently used entries are read from the store again.
 
 mod answers;
 mod cache;
@@ -1661,8 +1663,8 @@ impl Registry {
         }))
     }
 
-    /// Forgets the subject's cached answers after a registration committed, then keeps this
-    /// one's, unless anything else was invalidated since `before_commit` (see [`answers`]).
+    /// Forgets the subject's cached answers after a registration wrote a version, then keeps
+    /// this one's, unless anything else was invalidated since `before_commit` (see [`answers`]).
     fn answer_registered(
         &self,
         subject: &str,
@@ -1671,9 +1673,14 @@ impl Registry {
         outcome: &covenant_store::Registered,
         schema: &Arc<SchemaRecord>,
     ) {
-        let epoch = self.answers.forget_subject(subject);
+        // A write forgets the subject's answers; a version found in the store changed nothing.
+        let (epoch, expected) = if outcome.created {
+            (self.answers.forget_subject(subject), before_commit + 1)
+        } else {
+            (before_commit, before_commit)
+        };
         if let Some(key) = key
-            && epoch == before_commit + 1
+            && epoch == expected
         {
             let answer = Answer {
                 version: outcome.version,
