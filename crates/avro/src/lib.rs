@@ -110,7 +110,7 @@ impl Format for AvroFormat {
             .check_root()
             .into_iter()
             .map(|issue| Finding {
-                rule: issue.rule.id.to_string(),
+                rule: issue.rule.id.into(),
                 severity: issue.rule.default_severity,
                 path: if issue.path.is_empty() {
                     "/".to_string()
@@ -118,7 +118,7 @@ impl Format for AvroFormat {
                     issue.path
                 },
                 message: issue.message,
-                hint: issue.hint.unwrap_or(issue.rule.hint).to_string(),
+                hint: issue.hint.unwrap_or(issue.rule.hint).into(),
                 version: None,
             })
             .collect()

@@ -50,7 +50,7 @@ fn judge(case: &Value) -> Result<(bool, Vec<String>), String> {
     let errors: Vec<String> = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
-        .map(|f| f.rule.clone())
+        .map(|f| f.rule.to_string())
         .collect();
     Ok((errors.is_empty(), errors))
 }

@@ -229,7 +229,7 @@ fn datum(rng: &mut Rng, ty: &Value) -> Value {
 
 fn data_dependent(f: &Finding) -> bool {
     matches!(
-        f.rule.as_str(),
+        f.rule.as_ref(),
         "MISSING_ENUM_SYMBOLS" | "MISSING_UNION_BRANCH"
     ) || f.path.contains("/items")
         || f.path.contains("/values")

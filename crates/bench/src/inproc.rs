@@ -16,12 +16,22 @@ use std::time::{Duration, Instant};
 
 const PART: &str = "1a check, in process";
 
+/// Each sample repeats `work` until at least this long has passed and keeps the mean of one
+/// call: a single call of a few hundred microseconds is at the mercy of the timer, the caches
+/// and the neighbours, and its ratio to a peer's moved by a third between identical runs.
+const SAMPLE_AT_LEAST: Duration = Duration::from_millis(50);
+
 fn time<T>(runs: usize, mut work: impl FnMut() -> T) -> Sample {
+    black_box(work());
     let mut out = Vec::with_capacity(runs);
     for _ in 0..runs.max(1) {
         let start = Instant::now();
-        black_box(work());
-        out.push(start.elapsed());
+        let mut calls = 0u32;
+        while calls == 0 || start.elapsed() < SAMPLE_AT_LEAST {
+            black_box(work());
+            calls += 1;
+        }
+        out.push(start.elapsed() / calls);
     }
     Sample::of(out).unwrap_or(Sample {
         median: Duration::ZERO,

@@ -24,6 +24,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use table::Row;
 
+/// The same allocator as the `covenant` binary, so in-process rows measure what it runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "covenant-bench",

@@ -18,6 +18,12 @@ mod serve;
 mod transfer;
 
 use clap::{Parser, Subcommand};
+
+/// glibc's allocator spent a third of a long compatibility check in `malloc` and
+/// `malloc_consolidate` (the engine builds many small nodes and findings); mimalloc halves
+/// parse times and steadies the server's latency (`benches/RESULTS.md`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use output::{out, outln};
 use std::process::ExitCode;
 

@@ -1,4 +1,5 @@
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::fmt;
 
 /// How much a finding matters. Only `Error` makes a change incompatible.
@@ -43,11 +44,13 @@ impl fmt::Display for Severity {
 /// by the level machinery; pairwise checks leave it `None`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
-    pub rule: String,
+    /// Borrowed from the rule's spec: a long history yields hundreds of thousands of findings,
+    /// and copying the id and the hint into each showed up in profiles.
+    pub rule: Cow<'static, str>,
     pub severity: Severity,
     pub path: String,
     pub message: String,
-    pub hint: String,
+    pub hint: Cow<'static, str>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<i64>,
 }
@@ -60,16 +63,16 @@ impl Finding {
         message: impl Into<String>,
     ) -> Finding {
         Finding {
-            rule: rule.id.to_string(),
+            rule: Cow::Borrowed(rule.id),
             severity: rule.default_severity,
             path: path.into(),
             message: message.into(),
-            hint: rule.hint.to_string(),
+            hint: Cow::Borrowed(rule.hint),
             version: None,
         }
     }
 
-    pub fn with_hint(mut self, hint: impl Into<String>) -> Finding {
+    pub fn with_hint(mut self, hint: impl Into<Cow<'static, str>>) -> Finding {
         self.hint = hint.into();
         self
     }

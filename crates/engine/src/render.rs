@@ -72,7 +72,7 @@ pub fn render_sarif_located(
     rules: &[&crate::RuleSpec],
     locate: &dyn Fn(&str) -> Option<Position>,
 ) -> Value {
-    let mut used: Vec<&str> = report.findings.iter().map(|f| f.rule.as_str()).collect();
+    let mut used: Vec<&str> = report.findings.iter().map(|f| f.rule.as_ref()).collect();
     used.sort_unstable();
     used.dedup();
     let rule_entries: Vec<Value> = used

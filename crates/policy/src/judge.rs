@@ -96,7 +96,7 @@ mod tests {
             &PolicyContext::default(),
             &PolicySettings::default(),
         );
-        let rules: Vec<&str> = report.findings.iter().map(|f| f.rule.as_str()).collect();
+        let rules: Vec<&str> = report.findings.iter().map(|f| f.rule.as_ref()).collect();
         assert!(
             rules.contains(&"READER_FIELD_MISSING_DEFAULT_VALUE"),
             "{rules:?}"

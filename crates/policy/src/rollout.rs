@@ -40,7 +40,7 @@ pub struct Reason {
 impl From<&Finding> for Reason {
     fn from(f: &Finding) -> Reason {
         Reason {
-            rule: f.rule.clone(),
+            rule: f.rule.to_string(),
             severity: f.severity,
             path: f.path.clone(),
             message: f.message.clone(),
@@ -195,7 +195,7 @@ pub fn plan_with_semantics(
     semantic: &[Finding],
 ) -> RolloutPlan {
     let reshaping = |f: &Finding, rules: &[&str]| {
-        f.severity >= Severity::Warning && rules.contains(&f.rule.as_str())
+        f.severity >= Severity::Warning && rules.contains(&f.rule.as_ref())
     };
     let blocking: Vec<Finding> = semantic
         .iter()
@@ -332,11 +332,11 @@ mod tests {
 
     fn finding(rule: &str, severity: Severity, message: &str) -> Finding {
         Finding {
-            rule: rule.into(),
+            rule: rule.to_string().into(),
             severity,
             path: "/fields/x".into(),
             message: message.into(),
-            hint: String::new(),
+            hint: "".into(),
             version: None,
         }
     }

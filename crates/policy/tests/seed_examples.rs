@@ -23,7 +23,7 @@ struct Outcome {
 
 impl Outcome {
     fn semantic_rules(&self) -> Vec<&str> {
-        self.semantic.iter().map(|f| f.rule.as_str()).collect()
+        self.semantic.iter().map(|f| f.rule.as_ref()).collect()
     }
     fn semantic(&self, rule: &str) -> &Finding {
         match self.semantic.iter().find(|f| f.rule == rule) {
@@ -32,7 +32,7 @@ impl Outcome {
         }
     }
     fn structural_errors(report: &Report) -> Vec<&str> {
-        report.errors().map(|f| f.rule.as_str()).collect()
+        report.errors().map(|f| f.rule.as_ref()).collect()
     }
 }
 

@@ -507,7 +507,7 @@ mod tests {
     fn an_unreserved_removal_is_still_reported_once_under_full() {
         let v2 = CASE_V2.replace("  reserved 7;\n  reserved \"legacy_owner\";\n", "");
         let report = judged(Level::Full, CASE_V1, &v2);
-        let ids: Vec<&str> = report.findings.iter().map(|f| f.rule.as_str()).collect();
+        let ids: Vec<&str> = report.findings.iter().map(|f| f.rule.as_ref()).collect();
         let count = |id: &str| ids.iter().filter(|i| **i == id).count();
         assert_eq!(
             count("FIELD_NO_DELETE_UNLESS_NUMBER_RESERVED"),

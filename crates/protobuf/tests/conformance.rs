@@ -108,7 +108,7 @@ fn judge_jsonl_case(case: &Value) -> Option<String> {
             .collect();
         let got: BTreeSet<String> = findings
             .iter()
-            .map(|f| f.rule.clone())
+            .map(|f| f.rule.to_string())
             .filter(|r| is_confluent_rule(r))
             .collect();
         let partial = case["expected_changes_partial"].as_bool().unwrap_or(false);

@@ -40,7 +40,7 @@ pub(crate) mod test_support {
         let w = AvroFormat::parse(writer, &[]).expect("writer parses");
         AvroFormat::check(&r, &w, &CheckOptions::default())
             .into_iter()
-            .map(|f| (f.rule, f.path))
+            .map(|f| (f.rule.into_owned(), f.path))
             .collect()
     }
 

@@ -577,12 +577,12 @@ pub async fn diff(
         let anchor = match pick_side(in_new.map(|p| p.line), in_old.map(|p| p.line)) {
             Some((Side::New, line)) => {
                 let line = anchor_line(&new, line);
-                new_flags.entry(line).or_default().push(f.rule.clone());
+                new_flags.entry(line).or_default().push(f.rule.to_string());
                 Some(format!("b-L{line}"))
             }
             Some((Side::Old, line)) => {
                 let line = anchor_line(&old, line);
-                old_flags.entry(line).or_default().push(f.rule.clone());
+                old_flags.entry(line).or_default().push(f.rule.to_string());
                 Some(format!("a-L{line}"))
             }
             None => None,
@@ -728,7 +728,7 @@ pub async fn candidate(
                     let anchor =
                         covenant_schema::locate(schema_type(&kind), &shown, &f.path).map(|p| {
                             let line = anchor_line(&shown, p.line);
-                            flags.entry(line).or_default().push(f.rule.clone());
+                            flags.entry(line).or_default().push(f.rule.to_string());
                             format!("candidate-L{line}")
                         });
                     (f, anchor)

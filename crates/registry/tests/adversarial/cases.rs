@@ -48,7 +48,7 @@ fn findings(schema_type: SchemaType, old: &str, new: &str, level: Level) -> Vec<
             &PolicySettings::default(),
         )
         .errors()
-        .map(|f| (f.rule.clone(), f.path.clone()))
+        .map(|f| (f.rule.to_string(), f.path.clone()))
         .collect()
     })
 }
