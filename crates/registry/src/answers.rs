@@ -23,6 +23,7 @@ use crate::SchemaRequest;
 use covenant_store::{ConfigRecord, SchemaRecord, StoredVersion};
 use hashlink::LruCache;
 use sha2::{Digest, Sha256};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 /// The request an answer is for: a SHA-256 of its route, flags, subject and body.
@@ -131,10 +132,20 @@ struct Inner {
     /// Each subject's alias target (`None`: no alias), read from its config, which every
     /// subject-addressed read follows first.
     aliases: LruCache<String, Option<String>>,
-    /// Config and mode rows by scope (`None`: the global scope), kept only for stores this
-    /// process is the only writer of ([`covenant_store::Store::only_writer`]).
-    configs: LruCache<Option<String>, Option<ConfigRecord>>,
-    modes: LruCache<Option<String>, Option<String>>,
+    /// Every config and mode row, kept only for stores this process is the only writer of
+    /// ([`covenant_store::Store::only_writer`]). Whole, so that a scope without a row, like
+    /// every new subject's, is answered without reading the store.
+    rows: Option<Rows>,
+}
+
+/// Config and mode rows by scope (`None`: the global scope).
+#[derive(Debug, Default)]
+pub(crate) struct Rows {
+    pub configs: HashMap<Option<String>, ConfigRecord>,
+    pub modes: HashMap<Option<String>, String>,
+    /// Scopes changed since the rows were read, to be read again one by one: reloading every
+    /// row after each change would make a loop of config changes quadratic.
+    pub unknown: HashSet<Option<String>>,
 }
 
 /// Distinct requests kept per subject: a subject is asked with a handful of spellings of its
@@ -149,8 +160,7 @@ impl Answers {
                 len: 0,
                 subjects: LruCache::new_unbounded(),
                 aliases: LruCache::new(capacity),
-                configs: LruCache::new(capacity),
-                modes: LruCache::new(capacity),
+                rows: None,
             }),
             capacity,
         }
@@ -224,36 +234,74 @@ impl Answers {
         }
     }
 
+    /// The config row of `scope` (`Some(None)`: it has none), or `None` when the rows are
+    /// not loaded.
     pub(crate) fn config(&self, scope: &Option<String>) -> Option<Option<ConfigRecord>> {
-        self.inner.lock().ok()?.configs.get(scope).cloned()
+        let inner = self.inner.lock().ok()?;
+        let rows = inner.rows.as_ref().filter(|r| !r.unknown.contains(scope))?;
+        Some(rows.configs.get(scope).cloned())
     }
 
-    /// Keeps a config row read after `epoch` was read, like [`Answers::insert`].
-    pub(crate) fn insert_config(
+    /// The mode row of `scope`, like [`Answers::config`].
+    pub(crate) fn mode(&self, scope: &Option<String>) -> Option<Option<String>> {
+        let inner = self.inner.lock().ok()?;
+        let rows = inner.rows.as_ref().filter(|r| !r.unknown.contains(scope))?;
+        Some(rows.modes.get(scope).cloned())
+    }
+
+    /// Whether the rows are loaded, so that a miss is one changed scope, not all of them.
+    pub(crate) fn rows_loaded(&self) -> bool {
+        self.inner.lock().is_ok_and(|i| i.rows.is_some())
+    }
+
+    /// Keeps the config and mode rows of one changed scope, read after `epoch` was read.
+    pub(crate) fn known_again(
         &self,
         epoch: u64,
         scope: Option<String>,
-        row: Option<ConfigRecord>,
+        config: Option<ConfigRecord>,
+        mode: Option<String>,
     ) {
-        if let Ok(mut inner) = self.inner.lock()
-            && inner.epoch == epoch
-            && self.capacity > 0
-        {
-            inner.configs.insert(scope, row);
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        if inner.epoch != epoch {
+            return;
+        }
+        if let Some(rows) = inner.rows.as_mut() {
+            match config {
+                Some(c) => rows.configs.insert(scope.clone(), c),
+                None => rows.configs.remove(&scope),
+            };
+            match mode {
+                Some(m) => rows.modes.insert(scope.clone(), m),
+                None => rows.modes.remove(&scope),
+            };
+            rows.unknown.remove(&scope);
         }
     }
 
-    pub(crate) fn mode(&self, scope: &Option<String>) -> Option<Option<String>> {
-        self.inner.lock().ok()?.modes.get(scope).cloned()
+    /// A write changed the config or mode of `scope` (or removed them with its subject): every
+    /// answer may inherit it, and its rows must be read again.
+    pub(crate) fn scope_changed(&self, scope: Option<String>) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.epoch += 1;
+            inner.subjects.clear();
+            inner.aliases.clear();
+            inner.len = 0;
+            if let Some(rows) = inner.rows.as_mut() {
+                rows.unknown.insert(scope);
+            }
+        }
     }
 
-    /// Keeps a mode row read after `epoch` was read, like [`Answers::insert`].
-    pub(crate) fn insert_mode(&self, epoch: u64, scope: Option<String>, row: Option<String>) {
+    /// Keeps every config and mode row, read after `epoch` was read, like [`Answers::insert`].
+    pub(crate) fn load_rows(&self, epoch: u64, rows: Rows) {
         if let Ok(mut inner) = self.inner.lock()
             && inner.epoch == epoch
             && self.capacity > 0
         {
-            inner.modes.insert(scope, row);
+            inner.rows = Some(rows);
         }
     }
 
@@ -274,8 +322,7 @@ impl Answers {
             inner.epoch += 1;
             inner.subjects.clear();
             inner.aliases.clear();
-            inner.configs.clear();
-            inner.modes.clear();
+            inner.rows = None;
             inner.len = 0;
         }
     }
@@ -414,5 +461,50 @@ mod tests {
         let key = RequestKey::of(LOOKUP, "s", &request("1")).unwrap();
         none.insert(none.epoch(), "s", key, answer(1));
         assert!(none.get("s", &key).is_none());
+    }
+
+    fn config(level: &str) -> ConfigRecord {
+        ConfigRecord {
+            compatibility: Some(level.to_string()),
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn loaded_rows_answer_scopes_without_a_row_until_one_changes() {
+        let answers = Answers::new(10);
+        let s = Some("s".to_string());
+        assert_eq!(answers.config(&s), None, "nothing is known before loading");
+        let mut rows = Rows::default();
+        rows.configs.insert(None, config("FULL"));
+        rows.modes.insert(s.clone(), "READONLY".into());
+        answers.load_rows(answers.epoch(), rows);
+        assert_eq!(answers.config(&None), Some(Some(config("FULL"))));
+        assert_eq!(answers.config(&Some("new".into())), Some(None));
+        assert_eq!(answers.mode(&s), Some(Some("READONLY".into())));
+
+        let before = answers.epoch();
+        answers.scope_changed(s.clone());
+        assert_eq!(answers.config(&s), None, "a changed scope is read again");
+        assert_eq!(answers.mode(&s), None);
+        assert_eq!(
+            answers.config(&None),
+            Some(Some(config("FULL"))),
+            "others stay"
+        );
+        answers.known_again(before, s.clone(), Some(config("NONE")), None);
+        assert_eq!(answers.config(&s), None, "read before the change: not kept");
+        answers.known_again(answers.epoch(), s.clone(), Some(config("NONE")), None);
+        assert_eq!(answers.config(&s), Some(Some(config("NONE"))));
+        assert_eq!(answers.mode(&s), Some(None));
+
+        let before = answers.epoch();
+        answers.clear();
+        answers.load_rows(before, Rows::default());
+        assert_eq!(
+            answers.config(&None),
+            None,
+            "rows read before a clear are not kept"
+        );
     }
 }

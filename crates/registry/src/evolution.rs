@@ -287,6 +287,14 @@ fn candidate_samples(samples: &[CandidateSample]) -> Vec<Sample<'_>> {
         .collect()
 }
 
+/// Whether [`Registry::evolution_with`] reads the evidence about earlier versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Evidence {
+    Read,
+    /// The subject has no stored version, live or deleted.
+    NoHistory,
+}
+
 impl Registry {
     /// Refuses samples submitted with a candidate that are too many, too large, of an unknown
     /// or unfitting encoding, or that do not decode with the candidate itself: a forward
@@ -391,6 +399,20 @@ impl Registry {
         extra: &Map<String, Value>,
         metadata: Option<&Value>,
     ) -> RegistryResult<Evolution> {
+        self.evolution_with(subject, extra, metadata, Evidence::Read)
+            .await
+    }
+
+    /// Like [`Registry::evolution`]; with [`Evidence::NoHistory`] the usage and samples are
+    /// not read: they only speak of earlier versions, and a subject's first registration, the
+    /// hot path of every new topic, has none.
+    pub(crate) async fn evolution_with(
+        &self,
+        subject: &str,
+        extra: &Map<String, Value>,
+        metadata: Option<&Value>,
+        evidence: Evidence,
+    ) -> RegistryResult<Evolution> {
         let scope = extra
             .get("compatibilityScope")
             .filter(|v| !v.is_null())
@@ -398,20 +420,24 @@ impl Registry {
         let mut last_seen = BTreeMap::new();
         let mut consumers = BTreeMap::new();
         let mut records = FieldRecords::default();
-        if let Some(usage) = self.usage() {
+        let usage = match evidence {
+            Evidence::Read => self.usage(),
+            Evidence::NoHistory => None,
+        };
+        if let Some(usage) = usage {
             consumers = usage.consumers_by_field(subject).await?;
             last_seen = usage.last_seen(subject).await?;
             records = usage.field_records(subject).await?;
         }
-        let samples = match &self.samples {
-            Some(store) => {
+        let samples = match (&self.samples, evidence) {
+            (Some(store), Evidence::Read) => {
                 for (version, at) in store.live_marks(subject).await? {
                     let seen = last_seen.entry(version).or_insert(at);
                     *seen = (*seen).max(at);
                 }
                 store.samples(subject, None).await?
             }
-            None => Vec::new(),
+            _ => Vec::new(),
         };
         Ok(Evolution {
             settings: self.policy_settings(subject).await?,

@@ -32,6 +32,7 @@ pub use covenant_policy::RolloutPlan;
 pub use covenant_store::ProfileRecord;
 pub use covenant_store::SampleRecord;
 pub use error::{RegistryError, RegistryResult, finding_text};
+use evolution::Evidence;
 pub use evolution::{FieldRecords, ReplayLimits, UsageEvidence};
 pub use profiles::{
     ProfileFindings, THRESHOLDS_KEY, ThresholdOverrides, TrendPoint, parse_instant,
@@ -50,7 +51,7 @@ use covenant_store::{
 };
 use serde_json::{Map, Value};
 use sha2::Digest;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::str::FromStr;
@@ -1064,10 +1065,7 @@ impl Registry {
         if let Some(row) = self.answers.config(&key) {
             return Ok(row);
         }
-        let epoch = self.answers.epoch();
-        let row = self.store.config(scope).await?;
-        self.answers.insert_config(epoch, key, row.clone());
-        Ok(row)
+        Ok(self.read_rows(scope).await?.configs.remove(&key))
     }
 
     /// The mode row of `scope`, like [`Registry::config_row`].
@@ -1079,10 +1077,43 @@ impl Registry {
         if let Some(row) = self.answers.mode(&key) {
             return Ok(row);
         }
+        Ok(self.read_rows(scope).await?.modes.remove(&key))
+    }
+
+    /// Reads the config and mode rows `scope` needs into the answers cache: every row the
+    /// first time, then only those of a changed scope. Returns what it read.
+    async fn read_rows(&self, scope: Scope<'_>) -> RegistryResult<answers::Rows> {
         let epoch = self.answers.epoch();
-        let row = self.store.mode(scope).await?;
-        self.answers.insert_mode(epoch, key, row.clone());
-        Ok(row)
+        let key = scope_cache_key(scope);
+        if self.answers.rows_loaded() {
+            let config = self.store.config(scope).await?;
+            let mode = self.store.mode(scope).await?;
+            self.answers
+                .known_again(epoch, key.clone(), config.clone(), mode.clone());
+            let mut rows = answers::Rows::default();
+            if let Some(c) = config {
+                rows.configs.insert(key.clone(), c);
+            }
+            if let Some(m) = mode {
+                rows.modes.insert(key, m);
+            }
+            return Ok(rows);
+        }
+        let configs: HashMap<_, _> = self.store.all_configs().await?.into_iter().collect();
+        let modes: HashMap<_, _> = self.store.all_modes().await?.into_iter().collect();
+        self.answers.load_rows(
+            epoch,
+            answers::Rows {
+                configs: configs.clone(),
+                modes: modes.clone(),
+                unknown: HashSet::new(),
+            },
+        );
+        Ok(answers::Rows {
+            configs,
+            modes,
+            unknown: HashSet::new(),
+        })
     }
 
     /// The subject's mode along its scope chain; the default context's global
@@ -1238,7 +1269,7 @@ impl Registry {
             }
         }
         self.store.set_config(scope, &record, audit).await?;
-        self.answers.clear();
+        self.answers.scope_changed(scope_cache_key(scope));
         Ok(record)
     }
 
@@ -1251,7 +1282,7 @@ impl Registry {
         let scope = scope_for(subject);
         self.ensure_writable(scope).await?;
         let deleted = self.store.delete_config(scope, audit).await?;
-        self.answers.clear();
+        self.answers.scope_changed(scope_cache_key(scope));
         match (deleted, scope) {
             (Some(old), _) => Ok(self.config_view(old)),
             (None, Scope::Subject(s)) => Err(RegistryError::SubjectNotFound(s.to_string())),
@@ -1319,7 +1350,7 @@ impl Registry {
         }
         let scope = scope_for(subject);
         self.store.set_mode(scope, mode.as_str(), audit).await?;
-        self.answers.clear();
+        self.answers.scope_changed(scope_cache_key(scope));
         Ok(mode)
     }
 
@@ -1331,7 +1362,7 @@ impl Registry {
     ) -> RegistryResult<Mode> {
         let scope = scope_for(subject);
         let deleted = self.store.delete_mode(scope, audit).await?;
-        self.answers.clear();
+        self.answers.scope_changed(scope_cache_key(scope));
         match (deleted, scope) {
             (Some(old), _) => Mode::parse(&old),
             (None, Scope::Subject(s)) => Err(RegistryError::SubjectNotFound(s.to_string())),
@@ -1534,8 +1565,18 @@ impl Registry {
         };
 
         let evolution = if run_check {
+            let evidence = if versions.is_empty() {
+                Evidence::NoHistory
+            } else {
+                Evidence::Read
+            };
             let mut evolution = self
-                .evolution(subject, &config.extra, new_schema.metadata.as_ref())
+                .evolution_with(
+                    subject,
+                    &config.extra,
+                    new_schema.metadata.as_ref(),
+                    evidence,
+                )
                 .await?;
             evolution.candidate_samples = request.samples.clone();
             Some(evolution)
@@ -1546,7 +1587,7 @@ impl Registry {
         let removal = if mode.is_import() {
             None
         } else {
-            self.prepare_removal(subject, &candidate).await?
+            self.prepare_removal(subject, &versions, &candidate).await?
         };
         let mut prepared: HashMap<i64, Arc<ParsedSchema>> = HashMap::new();
         if run_check || (!mode.is_import() && self.removal_check().is_some()) {
@@ -1871,7 +1912,8 @@ impl Registry {
             .await
         {
             Ok(()) => {
-                self.answers.clear();
+                // A permanent delete takes the subject's config and mode with it.
+                self.answers.scope_changed(Some(subject.to_string()));
                 Ok(Deleted::Done)
             }
             // A concurrent permanent delete got there first: decide again on what is left.

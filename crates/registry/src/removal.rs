@@ -12,6 +12,7 @@
 use crate::{Registry, RegistryError, RegistryResult};
 use covenant_engine::NodeKind;
 use covenant_schema::ParsedSchema;
+use covenant_store::StoredVersion;
 use covenant_store::governance::normalize_field_path;
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -103,12 +104,12 @@ impl Registry {
     pub(crate) async fn prepare_removal(
         &self,
         subject: &str,
+        versions: &[StoredVersion],
         candidate: &ParsedSchema,
     ) -> RegistryResult<Option<RemovalVerdict>> {
         let Some(check) = self.removal_check() else {
             return Ok(None);
         };
-        let versions = self.store.subject_versions(subject).await?;
         let Some(latest) = versions.iter().rev().find(|v| !v.deleted) else {
             return Ok(None);
         };
