@@ -7,7 +7,9 @@ use crate::table::{Row, Sample, human, speedup};
 use anyhow::{Context, Result, bail};
 use apache_avro::schema_compatibility::SchemaCompatibility;
 use covenant_avro::{AvroFormat, AvroSchema};
-use covenant_engine::{CheckOptions, Format, Level, PriorVersion, Reference, check_history};
+use covenant_engine::{
+    CheckOptions, Format, InfoFindings, Level, PriorVersion, Reference, check_history,
+};
 use covenant_schema::{ParsedSchema, SchemaType};
 use serde_json::Value;
 use std::hint::black_box;
@@ -425,27 +427,41 @@ pub fn other_generated(
         .enumerate()
         .map(|(i, s)| (i as i64 + 1, s))
         .collect();
-    let options = CheckOptions::default();
-    let report = covenant_schema::check(level, newest, &history, &options);
-    let t = time(runs, || {
-        covenant_schema::check(level, newest, &history, &options).compatible
-    });
-    let errors = report.errors().count();
-    rows.push(
-        Row::new(PART, label)
-            .covenant(t.describe())
-            .peer("no Rust peer")
-            .ratio("—")
-            .notes(format!(
-                "{} ({} error findings), pre-parsed",
-                if report.compatible {
-                    "compatible"
-                } else {
-                    "INCOMPATIBLE"
-                },
-                errors
-            )),
-    );
+    // Every finding, as a compatibility test with `verbose` reports them; then as a
+    // registration judges, keeping only errors and so building no info findings.
+    let every = CheckOptions::default();
+    let registration = CheckOptions {
+        info_findings: InfoFindings::Skipped,
+        ..CheckOptions::default()
+    };
+    for (options, label) in [
+        (every, label.clone()),
+        (
+            registration,
+            format!("{label}, as a registration (no info findings)"),
+        ),
+    ] {
+        let report = covenant_schema::check(level, newest, &history, &options);
+        let t = time(runs, || {
+            covenant_schema::check(level, newest, &history, &options).compatible
+        });
+        rows.push(
+            Row::new(PART, label)
+                .covenant(t.describe())
+                .peer("no Rust peer")
+                .ratio("—")
+                .notes(format!(
+                    "{} ({} error findings of {}), pre-parsed",
+                    if report.compatible {
+                        "compatible"
+                    } else {
+                        "INCOMPATIBLE"
+                    },
+                    report.errors().count(),
+                    report.findings.len()
+                )),
+        );
+    }
     Ok(())
 }
 

@@ -241,6 +241,7 @@ fn check_options(strictness: &str, json_policy: &str) -> Result<CheckOptions> {
     Ok(CheckOptions {
         protobuf_strictness,
         json_policy,
+        ..CheckOptions::default()
     })
 }
 

@@ -51,12 +51,31 @@ pub enum JsonPolicy {
     Lenient,
 }
 
+/// Whether a check builds its info findings (what changed without harm to anyone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InfoFindings {
+    #[default]
+    Built,
+    /// Only warnings and errors are built. A registration keeps only errors, and a long
+    /// history yields hundreds of thousands of infos ("field added", against each earlier
+    /// version), which cost more than the comparison itself.
+    Skipped,
+}
+
 /// Options that change how a pair is judged. Not `Default`-free on purpose: the defaults are
 /// Confluent's, which is what a client of a Confluent-compatible registry expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CheckOptions {
     pub protobuf_strictness: ProtobufStrictness,
     pub json_policy: JsonPolicy,
+    pub info_findings: InfoFindings,
+}
+
+impl CheckOptions {
+    /// Whether findings of `severity` are wanted; formats may skip building the others.
+    pub fn wants(&self, severity: crate::Severity) -> bool {
+        severity != crate::Severity::Info || self.info_findings == InfoFindings::Built
+    }
 }
 
 /// What kind of problem made a schema text unusable.

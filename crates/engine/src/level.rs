@@ -145,10 +145,13 @@ fn check_in_pass<F: Format>(
     earlier: &F::Schema,
     options: &CheckOptions,
 ) -> Vec<Finding> {
-    match pass.direction {
+    let mut findings = match pass.direction {
         Direction::Backward => F::check_pass(candidate, earlier, options, pass),
         Direction::Forward => F::check_pass(earlier, candidate, options, pass),
-    }
+    };
+    // Formats skip building most unwanted infos; this catches the rest.
+    findings.retain(|f| options.wants(f.severity));
+    findings
 }
 
 /// Judges `candidate` against `history` (oldest first) at `level`, as Confluent defines it:
@@ -162,6 +165,7 @@ pub fn check_history<F: Format>(
     options: &CheckOptions,
 ) -> Report {
     let mut findings = F::lint(candidate, options);
+    findings.retain(|f| options.wants(f.severity));
     let in_scope: &[PriorVersion<'_, F::Schema>] = if level.is_transitive() {
         history
     } else {

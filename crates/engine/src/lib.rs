@@ -23,7 +23,8 @@ pub use fields::{
 };
 pub use finding::{Finding, Severity};
 pub use format::{
-    CheckOptions, Format, JsonPolicy, ProtobufStrictness, Reference, SchemaError, SchemaErrorKind,
+    CheckOptions, Format, InfoFindings, JsonPolicy, ProtobufStrictness, Reference, SchemaError,
+    SchemaErrorKind,
 };
 pub use level::{Direction, Level, Pass, PriorVersion, Report, check_history, check_pair};
 pub use limits::{Counter, Limit, Limits, bracket_depth};

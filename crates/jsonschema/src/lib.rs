@@ -37,7 +37,14 @@ pub struct JsonSchema {
     references: Vec<Reference>,
     /// Built on first use and kept: replaying many samples must not rebuild it.
     validator: Arc<OnceLock<Result<jsonschema::Validator, String>>>,
+    /// No `$ref` and at most [`SHALLOW_DEPTH`] levels of nesting: a comparison with another
+    /// shallow schema recurses little and can run on the caller's stack.
+    shallow: bool,
 }
+
+/// Nesting that a comparison walks on any thread's stack (a few frames of a few hundred bytes
+/// per level); deeper or recursive schemas are compared on a thread with a large stack.
+const SHALLOW_DEPTH: usize = 32;
 
 impl JsonSchema {
     /// The dialect in effect, e.g. `2020-12`.
@@ -202,6 +209,12 @@ impl Format for JsonSchemaFormat {
         };
         meta_validate(&value, dialect)?;
         let model = Loader::new(value.clone(), dialect, references, limits)?.load_root()?;
+        let shallow = references.is_empty()
+            && covenant_engine::bracket_depth(text, SHALLOW_DEPTH + 1).0 <= SHALLOW_DEPTH
+            && !model
+                .nodes
+                .iter()
+                .any(|n| matches!(n.kind, model::Kind::Ref(_) | model::Kind::Pending));
         Ok(JsonSchema {
             text: text.to_string(),
             value,
@@ -210,6 +223,7 @@ impl Format for JsonSchemaFormat {
             model: Arc::new(model),
             references: references.to_vec(),
             validator: Arc::new(OnceLock::new()),
+            shallow,
         })
     }
 
@@ -219,23 +233,15 @@ impl Format for JsonSchemaFormat {
 
     fn check(reader: &JsonSchema, writer: &JsonSchema, options: &CheckOptions) -> Vec<Finding> {
         let policy = options.json_policy;
-        // Deeply nested or mutually recursive schemas recurse deeply; give the walk its own
-        // generous stack instead of depending on the caller's thread.
-        // The walk charges the caller's budget from its own thread.
         let texts_decide = reader.dialect == writer.dialect
             && reader.references.is_empty()
             && writer.references.is_empty();
-        let budget = covenant_engine::budget::inherit();
-        let diffs = std::thread::scope(|scope| {
-            std::thread::Builder::new()
-                .stack_size(256 * 1024 * 1024)
-                .spawn_scoped(scope, || {
-                    budget.run(|| diff::compare(&writer.model, &reader.model, policy, texts_decide))
-                })
-                .ok()
-                .and_then(|handle| handle.join().ok())
-        })
-        .unwrap_or_else(|| diff::compare(&writer.model, &reader.model, policy, texts_decide));
+        let diffs = if reader.shallow && writer.shallow {
+            // Starting a thread with a large stack cost more than comparing two small schemas.
+            diff::compare(&writer.model, &reader.model, policy, texts_decide)
+        } else {
+            compare_on_large_stack(reader, writer, policy, texts_decide)
+        };
         diffs
             .into_iter()
             .map(|d| {
@@ -290,6 +296,28 @@ fn meta_validate(value: &Value, dialect: Dialect) -> Result<(), SchemaError> {
 /// Every JSON Schema rule, in catalog order.
 pub fn rules() -> &'static [&'static RuleSpec] {
     rules::rules()
+}
+
+/// Compares on a thread of its own with a large stack: deeply nested or mutually recursive
+/// schemas recurse deeply, and the caller's thread may be small. The walk charges the caller's
+/// budget from that thread.
+fn compare_on_large_stack(
+    reader: &JsonSchema,
+    writer: &JsonSchema,
+    policy: covenant_engine::JsonPolicy,
+    texts_decide: bool,
+) -> Vec<diff::Diff> {
+    let budget = covenant_engine::budget::inherit();
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(256 * 1024 * 1024)
+            .spawn_scoped(scope, || {
+                budget.run(|| diff::compare(&writer.model, &reader.model, policy, texts_decide))
+            })
+            .ok()
+            .and_then(|handle| handle.join().ok())
+    })
+    .unwrap_or_else(|| diff::compare(&writer.model, &reader.model, policy, texts_decide))
 }
 
 #[cfg(test)]

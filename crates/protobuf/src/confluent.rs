@@ -7,18 +7,24 @@
 
 use crate::ProtobufSchema;
 use crate::rules::*;
-use covenant_engine::{Finding, RuleSpec};
+use covenant_engine::{CheckOptions, Finding, RuleSpec};
 use prost_reflect::{
     EnumDescriptor, FieldDescriptor, FileDescriptor, Kind, MessageDescriptor, Syntax,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-pub(crate) fn check(reader: &ProtobufSchema, writer: &ProtobufSchema, out: &mut Vec<Finding>) {
+pub(crate) fn check(
+    reader: &ProtobufSchema,
+    writer: &ProtobufSchema,
+    options: &CheckOptions,
+    out: &mut Vec<Finding>,
+) {
     let mut ctx = Ctx {
         reader,
         writer,
         stack: Vec::new(),
         out,
+        options,
     };
     for (w, r, prefix) in file_pairs(reader, writer) {
         match r {
@@ -64,6 +70,7 @@ struct Ctx<'a> {
     /// Writer messages being compared, so recursive types terminate.
     stack: Vec<MessageDescriptor>,
     out: &'a mut Vec<Finding>,
+    options: &'a CheckOptions,
 }
 
 /// Confluent's grouping of field types.
@@ -196,6 +203,12 @@ impl Loc<'_> {
 impl Ctx<'_> {
     fn emit(&mut self, rule: &RuleSpec, path: impl Into<String>, message: String) {
         self.out.push(Finding::new(rule, path, message));
+    }
+
+    /// Whether findings of `rule` are wanted: callers of the frequent info rules ask before
+    /// building the path and message.
+    fn wants(&self, rule: &RuleSpec) -> bool {
+        self.options.wants(rule.default_severity)
     }
 
     fn compare_files(&mut self, w: &FileDescriptor, r: &FileDescriptor, path: &str) {
@@ -492,6 +505,9 @@ impl Ctx<'_> {
     }
 
     fn field_added(&mut self, rf: &FieldDescriptor, r: &MessageDescriptor) {
+        if !self.wants(&field_added::RULE) && oneof_name(rf).is_none() && !rf.is_required() {
+            return;
+        }
         let tag = rf.number();
         let path = field_path(r, rf.name());
         match oneof_name(rf) {

@@ -346,7 +346,7 @@ fn all_findings(
     options: &CheckOptions,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
-    confluent::check(reader, writer, &mut out);
+    confluent::check(reader, writer, options, &mut out);
     match options.protobuf_strictness {
         ProtobufStrictness::Confluent => {}
         ProtobufStrictness::Wire => buf::check(reader, writer, false, &mut out),

@@ -42,7 +42,7 @@ pub use removal::{
 };
 
 use covenant_engine::{
-    CheckOptions, JsonPolicy, Level, Limits, ProtobufStrictness, Reference, Report,
+    CheckOptions, InfoFindings, JsonPolicy, Level, Limits, ProtobufStrictness, Reference, Report,
 };
 use covenant_schema::{ParsedSchema, SchemaType};
 use covenant_store::{
@@ -1579,6 +1579,8 @@ impl Registry {
                 )
                 .await?;
             evolution.candidate_samples = request.samples.clone();
+            // A registration keeps only the errors of its verdict.
+            evolution.options.info_findings = InfoFindings::Skipped;
             Some(evolution)
         } else {
             None

@@ -32,4 +32,49 @@ mod tests {
     fn silent_without_a_change() {
         silent(&RULE, OLD, OLD, Confluent);
     }
+
+    #[test]
+    fn not_built_when_infos_are_skipped_while_errors_still_are() {
+        use crate::ProtobufFormat;
+        use covenant_engine::{CheckOptions, Format, InfoFindings, Level, PriorVersion};
+        let old = ProtobufFormat::parse(OLD, &[]).expect("old");
+        let new = ProtobufFormat::parse(
+            "syntax = \"proto3\";\nmessage A { int64 x = 1; string y = 2; }\n",
+            &[],
+        )
+        .expect("new");
+        let prior = [PriorVersion {
+            version: 1,
+            schema: &old,
+        }];
+        let rules = |info_findings, keep_infos: bool| {
+            let options = CheckOptions {
+                info_findings,
+                ..CheckOptions::default()
+            };
+            let report = covenant_engine::check_history::<ProtobufFormat>(
+                Level::Full,
+                &new,
+                &prior,
+                &options,
+            );
+            let mut ids: Vec<String> = report
+                .findings
+                .iter()
+                .filter(|f| keep_infos || f.severity != covenant_engine::Severity::Info)
+                .map(|f| f.rule.to_string())
+                .collect();
+            ids.sort();
+            ids.dedup();
+            (report.compatible, ids)
+        };
+        let (compatible, every) = rules(InfoFindings::Built, true);
+        assert!(!compatible);
+        assert!(every.contains(&RULE.id.to_string()), "{every:?}");
+        let (_, errors_and_warnings) = rules(InfoFindings::Built, false);
+        assert!(!errors_and_warnings.is_empty());
+        let (compatible, skipped) = rules(InfoFindings::Skipped, true);
+        assert!(!compatible, "the verdict does not change");
+        assert_eq!(skipped, errors_and_warnings);
+    }
 }
