@@ -917,17 +917,8 @@ impl Registry {
     }
 
     /// Count of distinct schemas by type, for metrics.
-    pub async fn schema_counts(&self) -> RegistryResult<Vec<(String, usize)>> {
-        let mut seen = std::collections::HashSet::new();
-        let mut counts: HashMap<String, usize> = HashMap::new();
-        for v in self.store.all_versions().await? {
-            if seen.insert(v.schema.id) {
-                *counts.entry(v.schema.schema_type.clone()).or_default() += 1;
-            }
-        }
-        let mut out: Vec<_> = counts.into_iter().collect();
-        out.sort();
-        Ok(out)
+    pub async fn schema_counts(&self) -> RegistryResult<Vec<(String, u64)>> {
+        Ok(self.store.schema_type_counts().await?)
     }
 
     // ----- references and parsing ---------------------------------------------------------

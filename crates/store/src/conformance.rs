@@ -45,6 +45,7 @@ pub async fn run_all(store: &dyn Store) {
     config_and_mode(store).await;
     audit_entries_commit_with_their_change(store).await;
     contexts_have_their_own_ids(store).await;
+    schema_type_counts_count_each_schema_once(store).await;
 }
 
 pub async fn ids_and_dedupe(store: &dyn Store) {
@@ -918,4 +919,51 @@ pub async fn contexts_have_their_own_ids(store: &dyn Store) {
     assert_eq!(store.context_slot(&context).await.expect("slot"), None);
     let fresh = register(subject("a"), schema("ctx-two"), None).await;
     assert_eq!(public_id(fresh.id), 1, "a context made again starts afresh");
+}
+
+pub async fn schema_type_counts_count_each_schema_once(store: &dyn Store) {
+    let count = |counts: &[(String, u64)], t: &str| {
+        counts
+            .iter()
+            .find(|(k, _)| k == t)
+            .map(|(_, n)| *n)
+            .unwrap_or(0)
+    };
+    let before = store.schema_type_counts().await.expect("counts");
+    let avro = schema("counts-shared");
+    for subject in ["conf-counts-a", "conf-counts-b"] {
+        store
+            .register(subject, &avro, Placement::default(), &allow, None)
+            .await
+            .expect("register");
+    }
+    let json = NewSchema {
+        schema_type: "JSON".into(),
+        ..schema("counts-json")
+    };
+    store
+        .register(
+            "conf-counts-json",
+            &json,
+            Placement::default(),
+            &allow,
+            None,
+        )
+        .await
+        .expect("register JSON");
+    store
+        .soft_delete("conf-counts-json", &[1])
+        .await
+        .expect("soft delete");
+    let after = store.schema_type_counts().await.expect("counts");
+    assert_eq!(
+        count(&after, "AVRO"),
+        count(&before, "AVRO") + 1,
+        "a schema under two subjects counts once: {after:?}"
+    );
+    assert_eq!(
+        count(&after, "JSON"),
+        count(&before, "JSON") + 1,
+        "a soft-deleted version still carries its schema: {after:?}"
+    );
 }

@@ -1240,6 +1240,14 @@ impl Store for PostgresStore {
         query_versions(&client, "", &[]).await
     }
 
+    async fn schema_type_counts(&self) -> StoreResult<Vec<(String, u64)>> {
+        let client = self.client().await?;
+        let rows = query(&client, crate::sqlite::SCHEMA_TYPE_COUNTS, &[]).await?;
+        rows.iter()
+            .map(|r| Ok((col(r, 0)?, col::<i64>(r, 1)?.max(0) as u64)))
+            .collect()
+    }
+
     async fn versions_with_id(&self, id: i64) -> StoreResult<Vec<(String, i64, bool)>> {
         let client = self.client().await?;
         let rows = query(

@@ -19,6 +19,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+/// Schemas of each type that some version carries, by the index on `schema_id`.
+pub(crate) const SCHEMA_TYPE_COUNTS: &str = "SELECT s.schema_type, COUNT(*) FROM schemas s \
+     WHERE EXISTS (SELECT 1 FROM subject_versions v WHERE v.schema_id = s.id) \
+     GROUP BY s.schema_type ORDER BY s.schema_type";
+
 /// Numbered migrations, applied in order at open; each runs once, recorded in
 /// `schema_migrations`.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -848,6 +853,16 @@ impl Store for SqliteStore {
 
     async fn all_versions(&self) -> StoreResult<Vec<StoredVersion>> {
         self.read(|conn| query_versions(conn, "", []))
+    }
+
+    async fn schema_type_counts(&self) -> StoreResult<Vec<(String, u64)>> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(SCHEMA_TYPE_COUNTS).map_err(backend)?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)
+        })
     }
 
     async fn versions_with_id(&self, id: i64) -> StoreResult<Vec<(String, i64, bool)>> {

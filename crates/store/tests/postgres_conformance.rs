@@ -132,6 +132,10 @@ conformance_test!(
 );
 conformance_test!(conformance_config_and_mode, conformance::config_and_mode);
 conformance_test!(
+    conformance_schema_type_counts,
+    conformance::schema_type_counts_count_each_schema_once
+);
+conformance_test!(
     postgres_passes_the_whole_suite_in_one_database,
     conformance::run_all
 );
