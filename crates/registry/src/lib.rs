@@ -1056,7 +1056,7 @@ impl Registry {
         if let Some(row) = self.answers.config(&key) {
             return Ok(row);
         }
-        Ok(self.read_rows(scope).await?.configs.remove(&key))
+        Ok(self.read_rows(scope).await?.0)
     }
 
     /// The mode row of `scope`, like [`Registry::config_row`].
@@ -1068,43 +1068,36 @@ impl Registry {
         if let Some(row) = self.answers.mode(&key) {
             return Ok(row);
         }
-        Ok(self.read_rows(scope).await?.modes.remove(&key))
+        Ok(self.read_rows(scope).await?.1)
     }
 
-    /// Reads the config and mode rows `scope` needs into the answers cache: every row the
-    /// first time, then only those of a changed scope. Returns what it read.
-    async fn read_rows(&self, scope: Scope<'_>) -> RegistryResult<answers::Rows> {
+    /// Reads the config and mode rows of `scope` into the answers cache (every row the first
+    /// time, then only those of a changed scope) and returns that scope's two.
+    async fn read_rows(
+        &self,
+        scope: Scope<'_>,
+    ) -> RegistryResult<(Option<ConfigRecord>, Option<String>)> {
         let epoch = self.answers.epoch();
         let key = scope_cache_key(scope);
         if self.answers.rows_loaded() {
             let config = self.store.config(scope).await?;
             let mode = self.store.mode(scope).await?;
             self.answers
-                .known_again(epoch, key.clone(), config.clone(), mode.clone());
-            let mut rows = answers::Rows::default();
-            if let Some(c) = config {
-                rows.configs.insert(key.clone(), c);
-            }
-            if let Some(m) = mode {
-                rows.modes.insert(key, m);
-            }
-            return Ok(rows);
+                .known_again(epoch, key, config.clone(), mode.clone());
+            return Ok((config, mode));
         }
         let configs: HashMap<_, _> = self.store.all_configs().await?.into_iter().collect();
         let modes: HashMap<_, _> = self.store.all_modes().await?.into_iter().collect();
+        let own = (configs.get(&key).cloned(), modes.get(&key).cloned());
         self.answers.load_rows(
             epoch,
             answers::Rows {
-                configs: configs.clone(),
-                modes: modes.clone(),
+                configs,
+                modes,
                 unknown: HashSet::new(),
             },
         );
-        Ok(answers::Rows {
-            configs,
-            modes,
-            unknown: HashSet::new(),
-        })
+        Ok(own)
     }
 
     /// The subject's mode along its scope chain; the default context's global
