@@ -3,7 +3,7 @@
 //! comes to the rate at which the HTTP stack alone answers.
 
 use crate::server::{
-    Backend, Limits, LoadResult, MakeRequest, Server, StartError, V1, load, require_clean,
+    Backend, Limits, LoadResult, MakeRequest, Server, V1, first_start, load, require_clean,
 };
 use crate::table::{Row, percentiles, us};
 use anyhow::{Context, Result, bail};
@@ -110,21 +110,16 @@ pub async fn run(
 ) -> Result<()> {
     let part = format!("2 HTTP, {}", backend.label());
     let client = crate::server::client(sizes.concurrency)?;
-    let (server, _) = match Server::start(
+    let started = Server::start(
         covenant,
         &backend,
         scratch,
         &client,
         Duration::from_secs(60),
     )
-    .await
-    {
-        Ok(s) => s,
-        Err(StartError::NotInBuild(why)) => {
-            rows.push(Row::new(&part, "all routes").covenant("n/a").notes(why));
-            return Ok(());
-        }
-        Err(StartError::Failed(e)) => return Err(e),
+    .await;
+    let Some((server, _)) = first_start(started, rows, &part, "all routes")? else {
+        return Ok(());
     };
     let base = server.base.clone();
     let ids = Arc::new(seed(&client, &base, "seed", sizes.seed_subjects).await?);

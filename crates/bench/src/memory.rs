@@ -5,7 +5,7 @@
 //! bounds of what each entry costs, not exact sizes.
 
 use crate::http::event_schema;
-use crate::server::{Backend, Limits, Server, StartError, V1, load, require_clean};
+use crate::server::{Backend, Limits, Server, V1, first_start, load, require_clean, restart};
 use crate::table::Row;
 use anyhow::{Context, Result, bail};
 use serde_json::json;
@@ -90,17 +90,8 @@ pub async fn run(
             Duration::from_secs(60),
         )
     };
-    let (mut server, _) = match start().await {
-        Ok(s) => s,
-        Err(StartError::NotInBuild(why)) => {
-            rows.push(
-                Row::new(PART, "all measurements")
-                    .covenant("n/a")
-                    .notes(why),
-            );
-            return Ok(());
-        }
-        Err(StartError::Failed(e)) => return Err(e),
+    let Some((mut server, _)) = first_start(start().await, rows, PART, "all measurements")? else {
+        return Ok(());
     };
     let (n, fields) = (sizes.schemas, sizes.fields);
     let base = server.base.clone();
@@ -118,11 +109,7 @@ pub async fn run(
     // A fresh process on the same store: the caches are empty, SQLite's page cache is not
     // yet warm.
     server.stop();
-    let (server, _) = match start().await {
-        Ok(s) => s,
-        Err(StartError::NotInBuild(why)) => bail!("restart: {why}"),
-        Err(StartError::Failed(e)) => return Err(e.context("restarting")),
-    };
+    let (server, _) = restart(start().await, "restarting")?;
     let base = server.base.clone();
     // Warm the store's pages with reads that fill no cache (listing versions), so that the
     // differences below are the caches' own.

@@ -2,7 +2,7 @@
 //! load, memory afterwards, start-up time from the store and lookup latency percentiles.
 
 use crate::http::event_schema;
-use crate::server::{Backend, Limits, Server, StartError, V1, load, require_clean};
+use crate::server::{Backend, Limits, Server, V1, first_start, load, require_clean, restart};
 use crate::table::{Row, human, percentiles, us};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
@@ -86,25 +86,16 @@ pub async fn run(
     let data = scratch.join("scale-data");
     let backend = Backend::Embedded(data.clone());
     let client = crate::server::client(sizes.concurrency)?;
-    let (mut server, _) = match Server::start(
+    let started = Server::start(
         covenant,
         &backend,
         scratch,
         &client,
         Duration::from_secs(60),
     )
-    .await
-    {
-        Ok(s) => s,
-        Err(StartError::NotInBuild(why)) => {
-            rows.push(
-                Row::new(PART, "all measurements")
-                    .covenant("n/a")
-                    .notes(why),
-            );
-            return Ok(());
-        }
-        Err(StartError::Failed(e)) => return Err(e),
+    .await;
+    let Some((mut server, _)) = first_start(started, rows, PART, "all measurements")? else {
+        return Ok(());
     };
 
     // Load: each worker takes whole subjects and registers their versions in order.
@@ -186,19 +177,15 @@ pub async fn run(
     let disk = dir_size(&data);
 
     // Start-up from the store now holding everything.
-    let (server, ready_after) = match Server::start(
+    let started = Server::start(
         covenant,
         &backend,
         scratch,
         &client,
         Duration::from_secs(600),
     )
-    .await
-    {
-        Ok(s) => s,
-        Err(StartError::NotInBuild(why)) => bail!("restart: {why}"),
-        Err(StartError::Failed(e)) => return Err(e.context("restarting on the loaded store")),
-    };
+    .await;
+    let (server, ready_after) = restart(started, "restarting on the loaded store")?;
     let subjects_start = Instant::now();
     let r = client
         .get(format!("{}/subjects", server.base))

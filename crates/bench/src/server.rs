@@ -38,6 +38,37 @@ pub enum StartError {
     Failed(anyhow::Error),
 }
 
+/// The result of a part's first start: `None` when this build cannot run the backend, after
+/// recording why as one n/a row (`workload`) of `part`.
+pub fn first_start<T>(
+    started: Result<T, StartError>,
+    rows: &mut Vec<crate::table::Row>,
+    part: &str,
+    workload: &str,
+) -> Result<Option<T>> {
+    match started {
+        Ok(s) => Ok(Some(s)),
+        Err(StartError::NotInBuild(why)) => {
+            rows.push(
+                crate::table::Row::new(part, workload)
+                    .covenant("n/a")
+                    .notes(why),
+            );
+            Ok(None)
+        }
+        Err(StartError::Failed(e)) => Err(e),
+    }
+}
+
+/// The result of restarting a server that started before on the same backend.
+pub fn restart<T>(started: Result<T, StartError>, what: &'static str) -> Result<T> {
+    match started {
+        Ok(s) => Ok(s),
+        Err(StartError::NotInBuild(why)) => bail!("{what}: {why}"),
+        Err(StartError::Failed(e)) => Err(e.context(what)),
+    }
+}
+
 impl From<anyhow::Error> for StartError {
     fn from(e: anyhow::Error) -> Self {
         StartError::Failed(e)
