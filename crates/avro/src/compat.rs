@@ -8,50 +8,73 @@ use crate::rules::{
     fixed_size_mismatch, logical_type_changed, missing_enum_symbols, missing_union_branch,
     name_mismatch, reader_field_missing_default_value, type_mismatch,
 };
-use covenant_engine::{RuleSpec, Severity};
+use crate::text::text;
+use covenant_engine::RuleSpec;
 use std::rc::Rc;
 
-/// One finding before it is turned into a [`covenant_engine::Finding`]; `path` is relative to
-/// the (reader, writer) pair it was found under, so memoized results can be reused at any
-/// location.
-#[derive(Debug, Clone)]
-pub struct Issue {
-    pub rule: &'static RuleSpec,
-    pub path: String,
-    pub message: String,
-    /// Replaces the rule's hint where the situation needs a more specific one.
-    pub hint: Option<&'static str>,
-}
-
-impl Issue {
-    pub fn new(
-        rule: &'static RuleSpec,
-        path: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Issue {
-        Issue {
-            rule,
-            path: path.into(),
-            message: message.into(),
-            hint: None,
-        }
-    }
-
-    pub fn with_hint(mut self, hint: &'static str) -> Issue {
-        self.hint = Some(hint);
-        self
-    }
-}
+/// A finding as the walk builds it: its `path` is relative to the (reader, writer) pair it was
+/// found under, so memoized results can be reused at any location, and becomes absolute as
+/// the walk returns to the root.
+pub type Issue = covenant_engine::Finding;
 
 fn incompatible(issues: &[Issue]) -> bool {
-    issues
-        .iter()
-        .any(|i| i.rule.default_severity == Severity::Error)
+    issues.iter().any(Issue::is_error)
 }
 
 /// Memo keys are pairs of node indexes chosen by the schemas' structure, not by who sends
 /// them, so a fast hasher with a fixed seed is enough.
 type PairMap<V> = std::collections::HashMap<(NodeId, NodeId), V, foldhash::fast::FixedState>;
+
+/// Past this many pairs a memo moves from a list to a hash map.
+const LIST_PAIRS: usize = 16;
+
+/// What a check knows of the pairs it met. Most checks meet a handful of named pairs: a scan
+/// of a short list finds them sooner than hashing, and building a hash table for every check
+/// was a tenth of a small check's time; large schemas still get the map.
+enum PairMemo<V> {
+    List(Vec<((NodeId, NodeId), V)>),
+    Map(PairMap<V>),
+}
+
+impl<V> PairMemo<V> {
+    fn new() -> Self {
+        PairMemo::List(Vec::new())
+    }
+
+    fn get(&self, key: &(NodeId, NodeId)) -> Option<&V> {
+        match self {
+            PairMemo::List(list) => list.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            PairMemo::Map(map) => map.get(key),
+        }
+    }
+
+    fn get_mut(&mut self, key: &(NodeId, NodeId)) -> Option<&mut V> {
+        match self {
+            PairMemo::List(list) => list.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
+            PairMemo::Map(map) => map.get_mut(key),
+        }
+    }
+
+    /// Records a pair not recorded yet.
+    fn insert_new(&mut self, key: (NodeId, NodeId), value: V) {
+        match self {
+            PairMemo::List(list) if list.len() < LIST_PAIRS => {
+                if list.capacity() == 0 {
+                    list.reserve(4);
+                }
+                list.push((key, value));
+            }
+            PairMemo::List(list) => {
+                let mut map: PairMap<V> = std::mem::take(list).into_iter().collect();
+                map.insert(key, value);
+                *self = PairMemo::Map(map);
+            }
+            PairMemo::Map(map) => {
+                map.insert(key, value);
+            }
+        }
+    }
+}
 
 /// What the memo knows of a pair.
 #[derive(Clone)]
@@ -82,11 +105,11 @@ pub struct Checker<'a> {
     /// Pairs where either side is a named type. Every cycle of the walk passes through a
     /// named type on the side that moves, so these are enough to end recursion, and an
     /// unnamed node has one parent, so it is met again only under a memoized pair.
-    memo: PairMap<Memo>,
+    memo: PairMemo<Memo>,
     /// Whether a pair is compatible, for choosing union branches: only the verdict is kept,
     /// not the issues with their paths, so trying every branch of a union against every
     /// branch of another costs one entry per pair instead of all their issues.
-    verdicts: PairMap<bool>,
+    verdicts: PairMemo<bool>,
     /// True while `calculate` only needs a verdict (nested issues are then not collected,
     /// and errors are recorded without their messages).
     verdict_only: bool,
@@ -104,8 +127,8 @@ impl<'a> Checker<'a> {
         Checker {
             r,
             w,
-            memo: PairMap::default(),
-            verdicts: PairMap::default(),
+            memo: PairMemo::new(),
+            verdicts: PairMemo::new(),
             verdict_only: false,
             depth: 0,
         }
@@ -153,11 +176,7 @@ impl<'a> Checker<'a> {
             self.depth -= 1;
             return Found::Owned(issues);
         }
-        if self.memo.capacity() == 0 {
-            // Room for a small schema's named pairs at once, instead of growing from three.
-            self.memo.reserve(16);
-        }
-        self.memo.insert((r, w), Memo::InProgress);
+        self.memo.insert_new((r, w), Memo::InProgress);
         let issues = self.calculate(r, w);
         let (done, found) = if issues.is_empty() {
             (None, Found::none())
@@ -216,7 +235,7 @@ impl<'a> Checker<'a> {
             return true;
         }
         if memoized {
-            self.verdicts.insert((r, w), true);
+            self.verdicts.insert_new((r, w), true);
         }
         let outer = std::mem::replace(&mut self.verdict_only, true);
         let verdict = !incompatible(&self.calculate(r, w));
@@ -278,10 +297,12 @@ impl<'a> Checker<'a> {
             Found::Shared(issues) => {
                 let segment = segment();
                 out.extend(issues.iter().map(|issue| Issue {
-                    rule: issue.rule,
-                    path: format!("{segment}{}", issue.path),
+                    rule: issue.rule.clone(),
+                    severity: issue.severity,
+                    path: text(&[&segment, &issue.path]),
                     message: issue.message.clone(),
-                    hint: issue.hint,
+                    hint: issue.hint.clone(),
+                    version: None,
                 }));
             }
         }
@@ -322,7 +343,7 @@ impl<'a> Checker<'a> {
                         };
                         match found {
                             Some(wf) => self.nested_with(
-                                || format!("/fields/{}/type", rf.name),
+                                || text(&[&"/fields/", &rf.name, &"/type"]),
                                 rf.ty,
                                 wf.ty,
                                 &mut out,
@@ -336,9 +357,9 @@ impl<'a> Checker<'a> {
                                     // record here, which always fails as a type mismatch.
                                     out.push(self.error(&type_mismatch::RULE, || {
                                         type_mismatch::enum_default_without_field(
-                                            &format!("/fields/{}/type", rf.name),
+                                            text(&[&"/fields/", &rf.name, &"/type"]),
                                             &rf.name,
-                                            &wr.named.name.full(),
+                                            &wr.named.name,
                                         )
                                     }));
                                 } else {
@@ -346,9 +367,9 @@ impl<'a> Checker<'a> {
                                         &reader_field_missing_default_value::RULE,
                                         || {
                                             reader_field_missing_default_value::issue(
-                                                &format!("/fields/{}", rf.name),
+                                                text(&[&"/fields/", &rf.name]),
                                                 &rf.name,
-                                                &wr.named.name.full(),
+                                                &wr.named.name,
                                             )
                                         },
                                     ));
@@ -362,9 +383,9 @@ impl<'a> Checker<'a> {
                         if !self.compatible(r, wb) {
                             out.push(self.error(&missing_union_branch::RULE, || {
                                 missing_union_branch::writer_branch(
-                                    &format!("/{}", self.w.branch_label(wb)),
-                                    self.r.describing(r),
-                                    self.w.describing(wb),
+                                    text(&[&"/", &self.w.branch_label(wb)]),
+                                    &self.r.describing(r),
+                                    &self.w.describing(wb),
                                 )
                             }));
                         }
@@ -399,13 +420,13 @@ impl<'a> Checker<'a> {
                 }
             }
             out.push(self.error(&missing_union_branch::RULE, || {
-                missing_union_branch::reader_union("", self.r.describing(r), self.w.describing(w))
+                missing_union_branch::reader_union("", &self.r.describing(r), &self.w.describing(w))
             }));
             return out;
         }
         if !type_mismatch::promotes(rk, wk) {
             out.push(self.error(&type_mismatch::RULE, || {
-                type_mismatch::issue("", self.r.describing(r), self.w.describing(w))
+                type_mismatch::issue("", &self.r.describing(r), &self.w.describing(w))
             }));
         }
         out

@@ -19,6 +19,7 @@ mod model;
 mod parse;
 mod position;
 mod shape;
+mod text;
 pub use position::locate;
 pub mod rules;
 mod values;
@@ -106,22 +107,13 @@ impl Format for AvroFormat {
     }
 
     fn check(reader: &AvroSchema, writer: &AvroSchema, _options: &CheckOptions) -> Vec<Finding> {
-        compat::Checker::new(&reader.arena, &writer.arena)
-            .check_root()
-            .into_iter()
-            .map(|issue| Finding {
-                rule: issue.rule.id.into(),
-                severity: issue.rule.default_severity,
-                path: if issue.path.is_empty() {
-                    "/".to_string()
-                } else {
-                    issue.path
-                },
-                message: issue.message,
-                hint: issue.hint.unwrap_or(issue.rule.hint).into(),
-                version: None,
-            })
-            .collect()
+        let mut findings = compat::Checker::new(&reader.arena, &writer.arena).check_root();
+        for finding in &mut findings {
+            if finding.path.is_empty() {
+                finding.path.push('/');
+            }
+        }
+        findings
     }
 
     fn lint(schema: &AvroSchema, _options: &CheckOptions) -> Vec<Finding> {

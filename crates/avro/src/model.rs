@@ -260,29 +260,48 @@ pub struct Describe<'a> {
     id: NodeId,
 }
 
-impl std::fmt::Display for Describe<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Describe<'_> {
+    /// Written through `fmt::Write` so that a message built as a `String` (see
+    /// [`crate::text`]) skips the `Formatter`.
+    pub fn write_to(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
         let arena = self.arena;
         match arena.kind(self.id) {
             Kind::Union(branches) => {
-                f.write_str("[")?;
+                out.write_str("[")?;
                 for (i, b) in branches.iter().enumerate() {
                     if i > 0 {
-                        f.write_str(", ")?;
+                        out.write_str(", ")?;
                     }
-                    arena.describing(*b).fmt(f)?;
+                    arena.describing(*b).write_to(out)?;
                 }
-                f.write_str("]")
+                out.write_str("]")
             }
-            Kind::Array(items) => write!(f, "array<{}>", arena.describing(*items)),
-            Kind::Map(values) => write!(f, "map<{}>", arena.describing(*values)),
+            Kind::Array(items) => {
+                out.write_str("array<")?;
+                arena.describing(*items).write_to(out)?;
+                out.write_str(">")
+            }
+            Kind::Map(values) => {
+                out.write_str("map<")?;
+                arena.describing(*values).write_to(out)?;
+                out.write_str(">")
+            }
             k => match k.named() {
-                Some(n) => match &n.name.namespace {
-                    Some(ns) if !ns.is_empty() => write!(f, "{ns}.{}", n.name.name),
-                    _ => f.write_str(&n.name.name),
-                },
-                None => f.write_str(k.type_name()),
+                Some(n) => {
+                    if let Some(ns) = n.name.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+                        out.write_str(ns)?;
+                        out.write_str(".")?;
+                    }
+                    out.write_str(&n.name.name)
+                }
+                None => out.write_str(k.type_name()),
             },
         }
+    }
+}
+
+impl std::fmt::Display for Describe<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.write_to(f)
     }
 }

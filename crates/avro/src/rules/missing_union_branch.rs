@@ -1,4 +1,5 @@
 use crate::compat::Issue;
+use crate::text::{Piece, text};
 use covenant_engine::{RuleSpec, Severity};
 
 pub static RULE: RuleSpec = RuleSpec {
@@ -17,30 +18,32 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 /// A branch of the writer's union that the reader's union cannot read.
-pub fn writer_branch(
-    path: &str,
-    reader_union: impl std::fmt::Display,
-    writer_branch: impl std::fmt::Display,
-) -> Issue {
+pub fn writer_branch(path: String, reader_union: &dyn Piece, writer_branch: &dyn Piece) -> Issue {
     Issue::new(
         &RULE,
         path,
-        format!(
-            "Reader union {reader_union} has no branch that can read the writer's '{writer_branch}' values."
-        ),
+        text(&[
+            &"Reader union ",
+            reader_union,
+            &" has no branch that can read the writer's '",
+            writer_branch,
+            &"' values.",
+        ]),
     )
 }
 
 /// A non-union writer type that no branch of the reader's union can read.
-pub fn reader_union(
-    path: &str,
-    reader_union: impl std::fmt::Display,
-    writer: impl std::fmt::Display,
-) -> Issue {
+pub fn reader_union(path: &str, reader_union: &dyn Piece, writer: &dyn Piece) -> Issue {
     Issue::new(
         &RULE,
         path,
-        format!("Reader union {reader_union} has no branch that can read writer type '{writer}'."),
+        text(&[
+            &"Reader union ",
+            reader_union,
+            &" has no branch that can read writer type '",
+            writer,
+            &"'.",
+        ]),
     )
 }
 

@@ -1,4 +1,6 @@
 use crate::compat::Issue;
+use crate::model::Name;
+use crate::text::text;
 use covenant_engine::{RuleSpec, Severity};
 
 pub static RULE: RuleSpec = RuleSpec {
@@ -17,13 +19,17 @@ pub static RULE: RuleSpec = RuleSpec {
     ],
 };
 
-pub fn issue(path: &str, field: &str, writer_record: &str) -> Issue {
+pub fn issue(path: String, field: &str, writer_record: &Name) -> Issue {
     Issue::new(
         &RULE,
         path,
-        format!(
-            "Reader field '{field}' has no default value and is missing in the writer's record '{writer_record}'."
-        ),
+        text(&[
+            &"Reader field '",
+            &field,
+            &"' has no default value and is missing in the writer's record '",
+            writer_record,
+            &"'.",
+        ]),
     )
 }
 

@@ -1,5 +1,6 @@
 use crate::compat::Issue;
-use crate::model::Kind;
+use crate::model::{Kind, Name};
+use crate::text::{Piece, text};
 use covenant_engine::{RuleSpec, Severity};
 
 pub static RULE: RuleSpec = RuleSpec {
@@ -30,22 +31,32 @@ pub fn promotes(reader: &Kind, writer: &Kind) -> bool {
     )
 }
 
-pub fn issue(path: &str, reader: impl std::fmt::Display, writer: impl std::fmt::Display) -> Issue {
+pub fn issue(path: &str, reader: &dyn Piece, writer: &dyn Piece) -> Issue {
     Issue::new(
         &RULE,
         path,
-        format!("Reader type '{reader}' cannot read writer type '{writer}'."),
+        text(&[
+            &"Reader type '",
+            reader,
+            &"' cannot read writer type '",
+            writer,
+            &"'.",
+        ]),
     )
 }
 
 /// Java's verdict for a reader enum field with an enum default that the writer lacks.
-pub fn enum_default_without_field(path: &str, field: &str, writer_record: &str) -> Issue {
+pub fn enum_default_without_field(path: String, field: &str, writer_record: &Name) -> Issue {
     Issue::new(
         &RULE,
         path,
-        format!(
-            "Reader field '{field}' is missing in the writer's record '{writer_record}' and has no field default; its enum's default symbol does not count as one."
-        ),
+        text(&[
+            &"Reader field '",
+            &field,
+            &"' is missing in the writer's record '",
+            writer_record,
+            &"' and has no field default; its enum's default symbol does not count as one.",
+        ]),
     )
     .with_hint("Give the field itself a 'default' symbol, not only its enum type.")
 }
