@@ -11,8 +11,8 @@
 use crate::ProtobufSchema;
 use covenant_engine::{EnumValue, FieldTree, Node, NodeKind, NumberRange};
 use prost_reflect::{
-    Cardinality, DescriptorPool, DynamicMessage, EnumDescriptor, FieldDescriptor, FileDescriptor,
-    Kind, MapKey, MessageDescriptor, Value,
+    Cardinality, DescriptorPool, DynamicMessage, EnumDescriptor, ExtensionDescriptor,
+    FieldDescriptor, FileDescriptor, Kind, MapKey, MessageDescriptor, Value,
 };
 use prost_types::source_code_info::Location;
 use std::collections::HashMap;
@@ -27,13 +27,15 @@ pub fn field_tree(schema: &ProtobufSchema) -> FieldTree {
         if root.name.is_empty() {
             root.name = file.package_name().to_string();
         }
-        let comments = Comments::of(&file);
+        let file_context = FileContext {
+            comments: Comments::of(&file),
+            meta: Meta::of(&schema.pool),
+        };
         for message in file.messages() {
-            root.children
-                .push(message_node(&schema.pool, &comments, &message));
+            root.children.push(message_node(&file_context, &message));
         }
         for e in file.enums() {
-            root.children.push(enum_node(&schema.pool, &comments, &e));
+            root.children.push(enum_node(&file_context, &e));
         }
     }
     FieldTree {
@@ -42,7 +44,31 @@ pub fn field_tree(schema: &ProtobufSchema) -> FieldTree {
     }
 }
 
-fn message_node(pool: &DescriptorPool, comments: &Comments<'_>, m: &MessageDescriptor) -> Node {
+/// What every element of one file is read with.
+struct FileContext<'a> {
+    comments: Comments<'a>,
+    meta: Meta,
+}
+
+/// The `(confluent.*_meta)` extensions, looked up by name once per tree rather than once per
+/// element (a lookup by name was a tenth of building a large file's tree).
+struct Meta {
+    message: Option<ExtensionDescriptor>,
+    field: Option<ExtensionDescriptor>,
+    enumeration: Option<ExtensionDescriptor>,
+}
+
+impl Meta {
+    fn of(pool: &DescriptorPool) -> Meta {
+        Meta {
+            message: pool.get_extension_by_name("confluent.message_meta"),
+            field: pool.get_extension_by_name("confluent.field_meta"),
+            enumeration: pool.get_extension_by_name("confluent.enum_meta"),
+        }
+    }
+}
+
+fn message_node(cx: &FileContext<'_>, m: &MessageDescriptor) -> Node {
     let full = m.full_name().to_string();
     let path = format!("/{full}");
     let mut node = Node::new(
@@ -51,9 +77,11 @@ fn message_node(pool: &DescriptorPool, comments: &Comments<'_>, m: &MessageDescr
         path.clone(),
         format!("message:{full}"),
     );
-    apply_meta(pool, "confluent.message_meta", &m.options(), &mut node);
+    if m.descriptor_proto().options.is_some() {
+        apply_meta(cx.meta.message.as_ref(), &m.options(), &mut node);
+    }
     if node.doc.is_none() {
-        node.doc = comments.of_element(m.path());
+        node.doc = cx.comments.of_element(m.path());
     }
     node.reserved_numbers = m
         .reserved_ranges()
@@ -64,18 +92,18 @@ fn message_node(pool: &DescriptorPool, comments: &Comments<'_>, m: &MessageDescr
         .collect();
     node.reserved_names = m.reserved_names().map(str::to_string).collect();
     for f in m.fields() {
-        node.children.push(field_node(pool, comments, &f, &path));
+        node.children.push(field_node(cx, &f, &path));
     }
     for child in m.child_messages().filter(|c| !c.is_map_entry()) {
-        node.children.push(message_node(pool, comments, &child));
+        node.children.push(message_node(cx, &child));
     }
     for e in m.child_enums() {
-        node.children.push(enum_node(pool, comments, &e));
+        node.children.push(enum_node(cx, &e));
     }
     node
 }
 
-fn enum_node(pool: &DescriptorPool, comments: &Comments<'_>, e: &EnumDescriptor) -> Node {
+fn enum_node(cx: &FileContext<'_>, e: &EnumDescriptor) -> Node {
     let full = e.full_name().to_string();
     let mut node = Node::new(
         NodeKind::Enum,
@@ -83,9 +111,11 @@ fn enum_node(pool: &DescriptorPool, comments: &Comments<'_>, e: &EnumDescriptor)
         format!("/{full}"),
         format!("enum:{full}"),
     );
-    apply_meta(pool, "confluent.enum_meta", &e.options(), &mut node);
+    if e.enum_descriptor_proto().options.is_some() {
+        apply_meta(cx.meta.enumeration.as_ref(), &e.options(), &mut node);
+    }
     if node.doc.is_none() {
-        node.doc = comments.of_element(e.path());
+        node.doc = cx.comments.of_element(e.path());
     }
     node.enum_values = e
         .values()
@@ -102,18 +132,13 @@ fn enum_node(pool: &DescriptorPool, comments: &Comments<'_>, e: &EnumDescriptor)
     node
 }
 
-fn field_node(
-    pool: &DescriptorPool,
-    comments: &Comments<'_>,
-    f: &FieldDescriptor,
-    parent: &str,
-) -> Node {
-    let mut node = Node::new(
-        NodeKind::Field,
-        f.name(),
-        format!("{parent}/fields/{}", f.name()),
-        "",
-    );
+fn field_node(cx: &FileContext<'_>, f: &FieldDescriptor, parent: &str) -> Node {
+    let name = f.name();
+    let mut path = String::with_capacity(parent.len() + 8 + name.len());
+    path.push_str(parent);
+    path.push_str("/fields/");
+    path.push_str(name);
+    let mut node = Node::new(NodeKind::Field, name, path, "");
     node.number = Some(i64::from(f.number()));
     node.required = f.cardinality() == Cardinality::Required;
     node.has_default = f.field_descriptor_proto().default_value.is_some();
@@ -124,13 +149,17 @@ fn field_node(
             .clone()
             .map(serde_json::Value::String);
     }
-    apply_meta(pool, "confluent.field_meta", &f.options(), &mut node);
-    if node.doc.is_none() {
-        node.doc = comments.of_element(f.path());
+    // Decoding options builds a message; most fields have none to decode.
+    if f.field_descriptor_proto().options.is_some() {
+        apply_meta(cx.meta.field.as_ref(), &f.options(), &mut node);
     }
-    let (type_name, logical, wrapper) = kind_name(&f.kind());
+    if node.doc.is_none() {
+        node.doc = cx.comments.of_element(f.path());
+    }
+    let kind = f.kind();
+    let (type_name, logical, wrapper) = kind_name(&kind);
     node.type_name = if f.is_map() {
-        match f.kind() {
+        match &kind {
             Kind::Message(entry) => {
                 let key = entry.map_entry_key_field().kind();
                 let value = entry.map_entry_value_field().kind();
@@ -145,7 +174,7 @@ fn field_node(
     };
     if !f.is_list() && !f.is_map() {
         node.logical_type = logical;
-        node.nullable = wrapper || (f.supports_presence() && !matches!(f.kind(), Kind::Message(_)));
+        node.nullable = wrapper || (f.supports_presence() && !matches!(kind, Kind::Message(_)));
     }
     node
 }
@@ -183,19 +212,42 @@ fn kind_name(kind: &Kind) -> (String, Option<String>, bool) {
             (format!("message:{full}"), logical, false)
         }
         Kind::Enum(e) => (format!("enum:{}", e.full_name()), None, false),
-        scalar => (format!("{scalar:?}").to_ascii_lowercase(), None, false),
+        scalar => (scalar_name(scalar).to_string(), None, false),
+    }
+}
+
+/// A scalar's name as `.proto` text spells it.
+fn scalar_name(kind: &Kind) -> &'static str {
+    match kind {
+        Kind::Double => "double",
+        Kind::Float => "float",
+        Kind::Int32 => "int32",
+        Kind::Int64 => "int64",
+        Kind::Uint32 => "uint32",
+        Kind::Uint64 => "uint64",
+        Kind::Sint32 => "sint32",
+        Kind::Sint64 => "sint64",
+        Kind::Fixed32 => "fixed32",
+        Kind::Fixed64 => "fixed64",
+        Kind::Sfixed32 => "sfixed32",
+        Kind::Sfixed64 => "sfixed64",
+        Kind::Bool => "bool",
+        Kind::String => "string",
+        Kind::Bytes => "bytes",
+        Kind::Message(_) => "message",
+        Kind::Enum(_) => "enum",
     }
 }
 
 /// Reads `(confluent.*_meta)` from options: doc, tags and params.
-fn apply_meta(pool: &DescriptorPool, extension: &str, options: &DynamicMessage, node: &mut Node) {
-    let Some(ext) = pool.get_extension_by_name(extension) else {
+fn apply_meta(extension: Option<&ExtensionDescriptor>, options: &DynamicMessage, node: &mut Node) {
+    let Some(ext) = extension else {
         return;
     };
-    if !options.has_extension(&ext) {
+    if !options.has_extension(ext) {
         return;
     }
-    let value = options.get_extension(&ext);
+    let value = options.get_extension(ext);
     let Some(meta) = value.as_message() else {
         return;
     };

@@ -4,7 +4,7 @@
 
 use crate::pair::Pair;
 use covenant_engine::{FieldTree, Finding, Node, NodeKind, RuleSpec, Severity};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 pub static RULE: RuleSpec = RuleSpec {
     id: "PROTOBUF_HISTORY_REUSED",
@@ -29,6 +29,59 @@ pub static RULE: RuleSpec = RuleSpec {
 struct Earlier<'a> {
     version: Option<i64>,
     declaration: &'a Node,
+    members: Vec<Member<'a>>,
+    /// (number, position in `members`) and (name, position), sorted: a member's conflicts
+    /// are found by two searches instead of a scan of every earlier member, which made the
+    /// rule quadratic in the size of a message.
+    by_number: Vec<(i64, usize)>,
+    by_name: Vec<(&'a str, usize)>,
+}
+
+impl<'a> Earlier<'a> {
+    fn new(version: Option<i64>, declaration: &'a Node) -> Earlier<'a> {
+        let members = members(declaration);
+        let mut by_number: Vec<(i64, usize)> = members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.number, i))
+            .collect();
+        by_number.sort_unstable();
+        let mut by_name: Vec<(&str, usize)> = members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.name, i))
+            .collect();
+        by_name.sort_unstable();
+        Earlier {
+            version,
+            declaration,
+            members,
+            by_number,
+            by_name,
+        }
+    }
+
+    /// Positions of the earlier members sharing `member`'s number or name, in declaration
+    /// order: the only ones that can conflict with it.
+    fn sharing(&self, member: &Member<'_>) -> Vec<usize> {
+        let numbers = equal_range(&self.by_number, |(n, _)| n.cmp(&member.number));
+        let names = equal_range(&self.by_name, |(n, _)| n.cmp(&member.name));
+        let mut out: Vec<usize> = numbers
+            .iter()
+            .map(|(_, i)| *i)
+            .chain(names.iter().map(|(_, i)| *i))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// The entries of a sorted slice that `order` finds equal.
+fn equal_range<T>(sorted: &[T], order: impl Fn(&T) -> std::cmp::Ordering) -> &[T] {
+    let start = sorted.partition_point(|x| order(x).is_lt());
+    let end = start + sorted[start..].partition_point(|x| order(x).is_eq());
+    &sorted[start..end]
 }
 
 /// One member (field or enum value) as the rule sees it.
@@ -81,28 +134,41 @@ fn in_version(version: Option<i64>) -> String {
 }
 
 /// Why `member` of `current` may not use its number or name, judged against one earlier
-/// version of the same declaration.
-fn conflict(member: &Member<'_>, current: &Node, earlier: &Earlier<'_>) -> Option<String> {
+/// version of the same declaration; `current_names` are the names `current` declares.
+fn conflict(
+    member: &Member<'_>,
+    current: &Node,
+    current_names: &HashSet<&str>,
+    earlier: &Earlier<'_>,
+) -> Option<String> {
     let old = earlier.declaration;
-    let when = in_version(earlier.version);
+    let when = || in_version(earlier.version);
     let (name, number) = (member.name, member.number);
     if old.reserves_number(number) && !current.reserves_number(number) {
-        return Some(format!("number {number} was reserved {when}"));
+        return Some(format!("number {number} was reserved {}", when()));
     }
     if old.reserves_name(name) {
-        return Some(format!("name '{name}' was reserved {when}"));
+        return Some(format!("name '{name}' was reserved {}", when()));
     }
-    let still_present = |n: &str| members(current).iter().any(|m| m.name == n);
-    for held in members(old) {
+    for held in earlier
+        .sharing(member)
+        .into_iter()
+        .map(|i| &earlier.members[i])
+    {
         // An enum alias keeps its partner: both names still share the number.
-        if held.number == number && held.name != name && !still_present(held.name) {
+        if held.number == number && held.name != name && !current_names.contains(held.name) {
             return Some(format!(
-                "number {number} belonged to '{}' {when}",
-                held.name
+                "number {number} belonged to '{}' {}",
+                held.name,
+                when()
             ));
         }
         if held.name == name && held.number != number {
-            return Some(format!("name '{name}' had number {} {when}", held.number));
+            return Some(format!(
+                "name '{name}' had number {} {}",
+                held.number,
+                when()
+            ));
         }
     }
     None
@@ -124,18 +190,16 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
         } else {
             "Field"
         };
-        for member in members(current) {
-            let reason = history.iter().find_map(|(version, declared)| {
-                let declaration = declared.get(path)?;
-                conflict(
-                    &member,
-                    current,
-                    &Earlier {
-                        version: *version,
-                        declaration,
-                    },
-                )
-            });
+        let earlier: Vec<Earlier<'_>> = history
+            .iter()
+            .filter_map(|(version, declared)| Some(Earlier::new(*version, declared.get(path)?)))
+            .collect();
+        let current_members = members(current);
+        let current_names: HashSet<&str> = current_members.iter().map(|m| m.name).collect();
+        for member in current_members {
+            let reason = earlier
+                .iter()
+                .find_map(|e| conflict(&member, current, &current_names, e));
             if let Some(reason) = reason {
                 findings.push(Finding::new(
                     &RULE,
