@@ -56,7 +56,8 @@ pub(crate) struct Pair<'a> {
 /// largest cost of judging a large Protobuf change.
 struct Index<'a> {
     nodes: Vec<Located<'a>>,
-    by_path: HashMap<&'a str, usize, foldhash::fast::FixedState>,
+    /// Seeded per process: the paths are names from submitted schemas.
+    by_path: HashMap<&'a str, usize, foldhash::fast::RandomState>,
 }
 
 impl<'a> Index<'a> {
