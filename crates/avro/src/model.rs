@@ -24,10 +24,19 @@ pub struct Name {
 
 impl Name {
     pub fn full(&self) -> String {
-        match &self.namespace {
-            Some(ns) if !ns.is_empty() => format!("{ns}.{}", self.name),
-            _ => self.name.clone(),
+        let mut out = String::with_capacity(self.name.len() + 16);
+        // Writing into a `String` cannot fail.
+        let _ = self.write_to(&mut out);
+        out
+    }
+
+    /// `namespace.name`, or the bare name when the namespace is absent or empty.
+    pub fn write_to(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+        if let Some(ns) = self.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+            out.write_str(ns)?;
+            out.write_str(".")?;
         }
+        out.write_str(&self.name)
     }
 }
 
@@ -287,13 +296,7 @@ impl Describe<'_> {
                 out.write_str(">")
             }
             k => match k.named() {
-                Some(n) => {
-                    if let Some(ns) = n.name.namespace.as_deref().filter(|ns| !ns.is_empty()) {
-                        out.write_str(ns)?;
-                        out.write_str(".")?;
-                    }
-                    out.write_str(&n.name.name)
-                }
+                Some(n) => n.name.write_to(out),
                 None => out.write_str(k.type_name()),
             },
         }

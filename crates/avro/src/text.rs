@@ -9,12 +9,6 @@ pub trait Piece {
     fn push_to(&self, out: &mut String);
 }
 
-impl Piece for str {
-    fn push_to(&self, out: &mut String) {
-        out.push_str(self);
-    }
-}
-
 impl Piece for &str {
     fn push_to(&self, out: &mut String) {
         out.push_str(self);
@@ -27,20 +21,15 @@ impl Piece for String {
     }
 }
 
-/// A full name, `namespace.name` or the bare name.
+// Writing into a `String` cannot fail.
 impl Piece for Name {
     fn push_to(&self, out: &mut String) {
-        if let Some(ns) = self.namespace.as_deref().filter(|ns| !ns.is_empty()) {
-            out.push_str(ns);
-            out.push('.');
-        }
-        out.push_str(&self.name);
+        let _ = self.write_to(out);
     }
 }
 
 impl Piece for Describe<'_> {
     fn push_to(&self, out: &mut String) {
-        // Writing into a `String` cannot fail.
         let _ = self.write_to(out);
     }
 }

@@ -467,7 +467,8 @@ impl Ctx<'_> {
                 (Some(wp), Some(rp)) if wp.number() == rp.number() => {
                     wi += 1;
                     ri += 1;
-                    if same_syntax && declared_alike(wp, rp) && !has_oneofs {
+                    let alike = same_syntax && declared_alike(wp, rp);
+                    if alike && !has_oneofs {
                         continue;
                     }
                     let (Some(wf), Some(rf)) = (field(w, wp), field(r, rp)) else {
@@ -484,8 +485,7 @@ impl Ctx<'_> {
                             ),
                         );
                     }
-                    let unchanged = same_syntax && declared_alike(wp, rp);
-                    if !unchanged {
+                    if !alike {
                         self.compare_field(&wf, &rf, r);
                     }
                 }

@@ -77,9 +77,13 @@ fn message_node(cx: &FileContext<'_>, m: &MessageDescriptor) -> Node {
         path.clone(),
         format!("message:{full}"),
     );
-    if m.descriptor_proto().options.is_some() {
-        apply_meta(cx.meta.message.as_ref(), &m.options(), &mut node);
-    }
+    let declared = m.descriptor_proto().options.is_some();
+    apply_meta(
+        cx.meta.message.as_ref(),
+        declared,
+        || m.options(),
+        &mut node,
+    );
     if node.doc.is_none() {
         node.doc = cx.comments.of_element(m.path());
     }
@@ -111,9 +115,13 @@ fn enum_node(cx: &FileContext<'_>, e: &EnumDescriptor) -> Node {
         format!("/{full}"),
         format!("enum:{full}"),
     );
-    if e.enum_descriptor_proto().options.is_some() {
-        apply_meta(cx.meta.enumeration.as_ref(), &e.options(), &mut node);
-    }
+    let declared = e.enum_descriptor_proto().options.is_some();
+    apply_meta(
+        cx.meta.enumeration.as_ref(),
+        declared,
+        || e.options(),
+        &mut node,
+    );
     if node.doc.is_none() {
         node.doc = cx.comments.of_element(e.path());
     }
@@ -149,10 +157,8 @@ fn field_node(cx: &FileContext<'_>, f: &FieldDescriptor, parent: &str) -> Node {
             .clone()
             .map(serde_json::Value::String);
     }
-    // Decoding options builds a message; most fields have none to decode.
-    if f.field_descriptor_proto().options.is_some() {
-        apply_meta(cx.meta.field.as_ref(), &f.options(), &mut node);
-    }
+    let declared = f.field_descriptor_proto().options.is_some();
+    apply_meta(cx.meta.field.as_ref(), declared, || f.options(), &mut node);
     if node.doc.is_none() {
         node.doc = cx.comments.of_element(f.path());
     }
@@ -239,11 +245,19 @@ fn scalar_name(kind: &Kind) -> &'static str {
     }
 }
 
-/// Reads `(confluent.*_meta)` from options: doc, tags and params.
-fn apply_meta(extension: Option<&ExtensionDescriptor>, options: &DynamicMessage, node: &mut Node) {
-    let Some(ext) = extension else {
+/// Reads `(confluent.*_meta)` from an element's options: doc, tags and params. The options
+/// are decoded (`options`) only when the element declares some and the pool knows the
+/// extension: decoding builds a message, and most elements have nothing to decode.
+fn apply_meta(
+    extension: Option<&ExtensionDescriptor>,
+    declared: bool,
+    options: impl FnOnce() -> DynamicMessage,
+    node: &mut Node,
+) {
+    let Some(ext) = extension.filter(|_| declared) else {
         return;
     };
+    let options = options();
     if !options.has_extension(ext) {
         return;
     }
