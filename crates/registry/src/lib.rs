@@ -345,9 +345,35 @@ pub fn content_key(
         .then(|| covenant_avro::identity_string(text))
         .flatten();
     let text = avro.as_deref().unwrap_or(text);
-    let identity = serde_json::json!([schema_type, text, references, metadata, rule_set]);
-    let digest = sha2::Sha256::digest(identity.to_string().as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    // The JSON array `[type, text, references, metadata, rule set]`, written straight into the
+    // digest: the key of every stored schema depends on these exact bytes.
+    let mut digest = DigestWriter(sha2::Sha256::new());
+    let identity = (schema_type, text, references, metadata, rule_set);
+    serde_json::to_writer(&mut digest, &identity).expect("a digest accepts every write");
+    lower_hex(&digest.0.finalize())
+}
+
+/// Feeds what is written into a digest.
+struct DigestWriter(sha2::Sha256);
+
+impl std::io::Write for DigestWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(&mut self.0, bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0x0f)] as char);
+    }
+    out
 }
 
 /// The text stored for a schema: the normalized form when asked, otherwise compact JSON for
@@ -1662,9 +1688,13 @@ impl Registry {
             rule_set: new_schema.rule_set.clone(),
             content_key: new_schema.content_key.clone(),
         });
-        let schema = match self.store.schema_by_id(outcome.id).await? {
-            Some(stored) => Arc::new(stored),
-            None => schema,
+        // An id shared with an earlier registration answers with that schema as stored.
+        let schema = match outcome.schema_created {
+            true => schema,
+            false => match self.store.schema_by_id(outcome.id).await? {
+                Some(stored) => Arc::new(stored),
+                None => schema,
+            },
         };
         self.remember(schema.clone());
         self.answer_registered(subject, key, before_commit, &outcome, &schema);

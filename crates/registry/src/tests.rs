@@ -1008,3 +1008,71 @@ async fn a_stale_answer_is_never_cached_across_a_hard_delete() {
         assert!(reg.registered("s", &avro_request(text), false).is_none());
     }
 }
+
+/// Stored schemas keep their content keys across releases: the key must stay the SHA-256 of
+/// the compact JSON array `[type, identity text, references, metadata, rule set]`.
+#[test]
+fn content_key_is_the_digest_of_the_identity_array() {
+    fn reference_key(
+        ty: &str,
+        text: &str,
+        refs: &[SchemaRef],
+        meta: &Option<Value>,
+        rules: &Option<Value>,
+    ) -> String {
+        let avro = (ty == "AVRO")
+            .then(|| covenant_avro::identity_string(text))
+            .flatten();
+        let text = avro.as_deref().unwrap_or(text);
+        let identity = serde_json::json!([ty, text, refs, meta, rules]);
+        let digest = sha2::Sha256::digest(identity.to_string().as_bytes());
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+    let refs = vec![SchemaRef {
+        name: "other \"quoted\".proto".into(),
+        subject: "s\u{e9}".into(),
+        version: 3,
+    }];
+    let meta = Some(serde_json::json!({"properties": {"owner": "team\t\u{2028}", "a": 1}}));
+    let rules = Some(serde_json::json!({"domainRules": [{"name": "r", "disabled": false}]}));
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a [SchemaRef],
+        &'a Option<Value>,
+        &'a Option<Value>,
+    );
+    let cases: [Case; 4] = [
+        (
+            "AVRO",
+            r#"{"type": "record", "name": "R", "fields": []}"#,
+            &[],
+            &None,
+            &None,
+        ),
+        ("AVRO", "not avro at all", &refs, &meta, &None),
+        (
+            "PROTOBUF",
+            "syntax = \"proto3\";\nmessage M {}\n",
+            &refs,
+            &meta,
+            &rules,
+        ),
+        (
+            "JSON",
+            "{\"description\":\"\\u0001 control\"}",
+            &[],
+            &None,
+            &rules,
+        ),
+    ];
+    for (ty, text, refs, meta, rules) in cases {
+        let key = content_key(ty, text, refs, meta, rules);
+        assert_eq!(
+            key,
+            reference_key(ty, text, refs, meta, rules),
+            "{ty} {text}"
+        );
+        assert_eq!(key.len(), 64);
+    }
+}

@@ -174,6 +174,7 @@ impl Placement {
             id: v.schema.id,
             version: v.version,
             created: false,
+            schema_created: false,
         })
     }
 
@@ -208,6 +209,9 @@ pub struct Registered {
     pub version: i64,
     /// False when an existing version was returned and nothing was written.
     pub created: bool,
+    /// True when the candidate was stored as a new schema under `id`: the stored record is
+    /// the candidate as sent, so the caller need not read it back.
+    pub schema_created: bool,
 }
 
 /// Why a guard refused a registration; the registry puts its own error inside and takes it

@@ -695,6 +695,7 @@ async fn register_in(
         id,
         version,
         created: true,
+        schema_created: new_schema,
     })
 }
 

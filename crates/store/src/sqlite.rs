@@ -6,7 +6,7 @@
 use crate::audit::{AUDIT_COLUMNS, AuditLine, audit_filter};
 use crate::context;
 use crate::group_commit::GroupCommit;
-use crate::sqlite_conn::{self, blocking};
+use crate::sqlite_conn::{self, Span};
 use crate::{
     Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
     Placement, Registered, SchemaRecord, Scope, Store, StoreError, StoreResult, StoredVersion,
@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Schemas of each type that some version carries, by the index on `schema_id`.
 pub(crate) const SCHEMA_TYPE_COUNTS: &str = "SELECT s.schema_type, COUNT(*) FROM schemas s \
@@ -113,8 +113,10 @@ const SCHEMA_COLUMNS: &str =
 pub struct SqliteStore {
     path: PathBuf,
     writer: Mutex<Connection>,
+    /// Writers queue here as tasks before taking `writer` ([`sqlite_conn::write_tx_grouped`]).
+    write_turn: tokio::sync::Mutex<()>,
     /// Makes the writer's commits durable in groups ([`crate::group_commit`]).
-    group: GroupCommit,
+    group: Arc<GroupCommit>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
 }
@@ -288,7 +290,8 @@ impl SqliteStore {
             .map(|_| open_connection(&path).map(Mutex::new))
             .collect::<StoreResult<Vec<_>>>()?;
         Ok(SqliteStore {
-            group: GroupCommit::new(&path),
+            group: GroupCommit::new(&path)?,
+            write_turn: tokio::sync::Mutex::new(()),
             path,
             writer: Mutex::new(writer),
             readers,
@@ -331,18 +334,24 @@ impl SqliteStore {
             .map_err(|_| backend("reader connection poisoned"))
     }
 
-    fn read<T>(&self, work: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
-        blocking(|| {
+    fn read<T>(
+        &self,
+        span: Span,
+        work: impl FnOnce(&Connection) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        span.run(|| {
             let conn = self.reader()?;
             work(&conn)
         })
     }
 
-    fn write<T>(
+    async fn write<T>(
         &self,
+        span: Span,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> StoreResult<T>,
     ) -> StoreResult<T> {
-        sqlite_conn::write_tx_grouped(|| self.writer(), &self.group, work)
+        let writer = || self.writer();
+        sqlite_conn::write_tx_grouped(&self.write_turn, span, writer, &self.group, work).await
     }
 }
 
@@ -364,7 +373,7 @@ fn register_in(
     let slot = slot_for_write(tx, context::context_of(subject))?;
     let (lowest, highest) = context::slot_range(slot);
 
-    let id = match placement.id.map(|id| context::stored_id(slot, id)) {
+    let (id, schema_created) = match placement.id.map(|id| context::stored_id(slot, id)) {
         Some(id) => {
             let bound: Option<String> = cached_row(
                 tx,
@@ -378,8 +387,8 @@ fn register_in(
                 Some(key) if key != candidate.content_key => {
                     return Err(StoreError::IdConflict { id });
                 }
-                Some(_) => id,
-                None => insert_schema(tx, subject, Some(id), candidate)?,
+                Some(_) => (id, false),
+                None => (insert_schema(tx, subject, Some(id), candidate)?, true),
             }
         }
         None => {
@@ -391,8 +400,8 @@ fn register_in(
             )
             .map_err(backend)?;
             match found {
-                Some(id) => id,
-                None => insert_schema(tx, subject, None, candidate)?,
+                Some(id) => (id, false),
+                None => (insert_schema(tx, subject, None, candidate)?, true),
             }
         }
     };
@@ -407,6 +416,7 @@ fn register_in(
         id,
         version,
         created: true,
+        schema_created,
     })
 }
 
@@ -764,7 +774,7 @@ impl Store for SqliteStore {
         guard: Guard<'_>,
         audit: Audit<'_>,
     ) -> StoreResult<Registered> {
-        self.write(|tx| {
+        self.write(Span::Short, |tx| {
             let r = register_in(tx, subject, candidate, placement, guard)?;
             if r.created {
                 audit_in(
@@ -776,10 +786,11 @@ impl Store for SqliteStore {
             }
             Ok(r)
         })
+        .await
     }
 
     async fn schema_by_id(&self, id: i64) -> StoreResult<Option<SchemaRecord>> {
-        self.read(|conn| {
+        self.read(Span::Short, |conn| {
             let sql = format!(
                 "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.id = ?1 \
                  AND EXISTS(SELECT 1 FROM subject_versions v WHERE v.schema_id = s.id)"
@@ -795,7 +806,7 @@ impl Store for SqliteStore {
     }
 
     async fn schema_by_key(&self, content_key: &str) -> StoreResult<Option<SchemaRecord>> {
-        self.read(|conn| {
+        self.read(Span::Short, |conn| {
             let sql = format!(
                 "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.content_key = ?1 ORDER BY s.id LIMIT 1"
             );
@@ -810,7 +821,7 @@ impl Store for SqliteStore {
     }
 
     async fn schema_ids_by_guid(&self, guid: &str) -> StoreResult<Vec<i64>> {
-        self.read(|conn| {
+        self.read(Span::Short, |conn| {
             let mut stmt = conn
                 .prepare_cached("SELECT id FROM schemas WHERE guid = ?1 ORDER BY id")
                 .map_err(backend)?;
@@ -822,7 +833,7 @@ impl Store for SqliteStore {
     }
 
     async fn max_schema_id(&self) -> StoreResult<i64> {
-        self.read(|conn| {
+        self.read(Span::Short, |conn| {
             cached_row(
                 conn,
                 "SELECT COALESCE(MAX(id), 0) FROM schemas WHERE id <= ?1",
@@ -834,11 +845,13 @@ impl Store for SqliteStore {
     }
 
     async fn subject_versions(&self, subject: &str) -> StoreResult<Vec<StoredVersion>> {
-        self.read(|conn| query_versions(conn, "WHERE v.subject = ?1", [subject]))
+        self.read(Span::Short, |conn| {
+            query_versions(conn, "WHERE v.subject = ?1", [subject])
+        })
     }
 
     async fn subjects(&self) -> StoreResult<Vec<(String, bool)>> {
-        self.read(|conn| {
+        self.read(Span::Long, |conn| {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT subject, MAX(deleted = 0) FROM subject_versions GROUP BY subject ORDER BY subject",
@@ -852,11 +865,11 @@ impl Store for SqliteStore {
     }
 
     async fn all_versions(&self) -> StoreResult<Vec<StoredVersion>> {
-        self.read(|conn| query_versions(conn, "", []))
+        self.read(Span::Long, |conn| query_versions(conn, "", []))
     }
 
     async fn schema_type_counts(&self) -> StoreResult<Vec<(String, u64)>> {
-        self.read(|conn| {
+        self.read(Span::Long, |conn| {
             let mut stmt = conn.prepare_cached(SCHEMA_TYPE_COUNTS).map_err(backend)?;
             stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))
                 .map_err(backend)?
@@ -866,7 +879,7 @@ impl Store for SqliteStore {
     }
 
     async fn versions_with_id(&self, id: i64) -> StoreResult<Vec<(String, i64, bool)>> {
-        self.read(|conn| {
+        self.read(Span::Short, |conn| {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT subject, version, deleted FROM subject_versions WHERE schema_id = ?1 \
@@ -885,15 +898,19 @@ impl Store for SqliteStore {
         subject: &str,
         version: i64,
     ) -> StoreResult<Vec<StoredVersion>> {
-        self.read(|conn| referencing_in(conn, subject, &[version]))
+        self.read(Span::Short, |conn| {
+            referencing_in(conn, subject, &[version])
+        })
     }
 
     async fn soft_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
-        self.write(|tx| soft_delete_in(tx, subject, versions))
+        self.write(Span::Long, |tx| soft_delete_in(tx, subject, versions))
+            .await
     }
 
     async fn hard_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
-        self.write(|tx| hard_delete_in(tx, subject, versions))
+        self.write(Span::Long, |tx| hard_delete_in(tx, subject, versions))
+            .await
     }
 
     async fn delete_guarded(
@@ -904,7 +921,7 @@ impl Store for SqliteStore {
         guard: DeleteGuard<'_>,
         audit: Audit<'_>,
     ) -> StoreResult<()> {
-        self.write(|tx| {
+        self.write(Span::Short, |tx| {
             let referencing = referencing_in(tx, subject, versions)?;
             guard(&referencing).map_err(StoreError::Rejected)?;
             if permanent {
@@ -919,10 +936,11 @@ impl Store for SqliteStore {
                 delete_target(subject, versions),
             )
         })
+        .await
     }
 
     async fn config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>> {
-        self.read(|conn| read_config(conn, scope_key(scope)))
+        self.read(Span::Short, |conn| read_config(conn, scope_key(scope)))
     }
 
     async fn set_config(
@@ -932,7 +950,7 @@ impl Store for SqliteStore {
         audit: Audit<'_>,
     ) -> StoreResult<()> {
         let extra = serde_json::to_string(&config.extra).map_err(backend)?;
-        self.write(|tx| {
+        self.write(Span::Short, |tx| {
             cached_execute(tx,
                 "INSERT INTO config(scope, compatibility, extra) VALUES (?1, ?2, ?3) \
                  ON CONFLICT(scope) DO UPDATE SET compatibility = excluded.compatibility, extra = excluded.extra",
@@ -941,7 +959,7 @@ impl Store for SqliteStore {
             .map_err(backend)?;
             let detail = config.compatibility.clone();
             audit_in(tx, audit, "config.set", scope_target(scope, "config", detail))
-        })
+        }).await
     }
 
     async fn delete_config(
@@ -949,7 +967,7 @@ impl Store for SqliteStore {
         scope: Scope<'_>,
         audit: Audit<'_>,
     ) -> StoreResult<Option<ConfigRecord>> {
-        self.write(|tx| {
+        self.write(Span::Short, |tx| {
             let old = read_config(tx, scope_key(scope))?;
             cached_execute(
                 tx,
@@ -967,14 +985,15 @@ impl Store for SqliteStore {
             }
             Ok(old)
         })
+        .await
     }
 
     async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>> {
-        self.read(|conn| read_mode(conn, scope_key(scope)))
+        self.read(Span::Short, |conn| read_mode(conn, scope_key(scope)))
     }
 
     async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()> {
-        self.write(|tx| {
+        self.write(Span::Short, |tx| {
             cached_execute(
                 tx,
                 "INSERT INTO modes(scope, mode) VALUES (?1, ?2) \
@@ -985,10 +1004,11 @@ impl Store for SqliteStore {
             let detail = Some(mode.to_string());
             audit_in(tx, audit, "mode.set", scope_target(scope, "mode", detail))
         })
+        .await
     }
 
     async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>> {
-        self.write(|tx| {
+        self.write(Span::Short, |tx| {
             let old = read_mode(tx, scope_key(scope))?;
             cached_execute(tx, "DELETE FROM modes WHERE scope = ?1", [scope_key(scope)])
                 .map_err(backend)?;
@@ -997,10 +1017,11 @@ impl Store for SqliteStore {
             }
             Ok(old)
         })
+        .await
     }
 
     async fn contexts(&self) -> StoreResult<Vec<(String, i64)>> {
-        self.read(|conn| {
+        self.read(Span::Long, |conn| {
             let mut stmt = conn
                 .prepare_cached("SELECT name, slot FROM contexts ORDER BY name")
                 .map_err(backend)?;
@@ -1012,11 +1033,11 @@ impl Store for SqliteStore {
     }
 
     async fn context_slot(&self, context: &str) -> StoreResult<Option<i64>> {
-        self.read(|conn| read_slot(conn, context))
+        self.read(Span::Short, |conn| read_slot(conn, context))
     }
 
     async fn delete_context(&self, context: &str, audit: Audit<'_>) -> StoreResult<bool> {
-        self.write(|tx| {
+        self.write(Span::Long, |tx| {
             if context_in_use(tx, context)? {
                 return Err(StoreError::ContextNotEmpty(context.to_string()));
             }
@@ -1041,10 +1062,11 @@ impl Store for SqliteStore {
             audit_in(tx, audit, "context.delete", context_target(context))?;
             Ok(true)
         })
+        .await
     }
 
     async fn record_audit(&self, entry: &AuditEntry) -> StoreResult<i64> {
-        self.write(|tx| insert_audit(tx, entry))
+        self.write(Span::Short, |tx| insert_audit(tx, entry)).await
     }
 
     async fn audit_entries(&self, query: &AuditQuery) -> StoreResult<Vec<AuditEntry>> {
@@ -1052,7 +1074,7 @@ impl Store for SqliteStore {
             "SELECT {AUDIT_COLUMNS} FROM audit_log {}",
             audit_filter('?')
         );
-        self.read(|conn| {
+        self.read(Span::Long, |conn| {
             let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
             stmt.query_map(
                 params![
@@ -1074,7 +1096,7 @@ impl Store for SqliteStore {
     }
 
     async fn all_configs(&self) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
-        self.read(|conn| {
+        self.read(Span::Long, |conn| {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT scope, compatibility, extra FROM config ORDER BY scope <> ?1, scope",
@@ -1104,7 +1126,7 @@ impl Store for SqliteStore {
     }
 
     async fn all_modes(&self) -> StoreResult<Vec<(Option<String>, String)>> {
-        self.read(|conn| {
+        self.read(Span::Long, |conn| {
             let mut stmt = conn
                 .prepare_cached("SELECT scope, mode FROM modes ORDER BY scope <> ?1, scope")
                 .map_err(backend)?;
@@ -1119,7 +1141,7 @@ impl Store for SqliteStore {
     }
 
     async fn last_audit_seq(&self) -> StoreResult<i64> {
-        self.read(|conn| {
+        self.read(Span::Short, |conn| {
             cached_row(
                 conn,
                 "SELECT COALESCE(MAX(seq), 0) FROM audit_log",
@@ -1131,10 +1153,11 @@ impl Store for SqliteStore {
     }
 
     async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
-        self.write(|tx| {
+        self.write(Span::Long, |tx| {
             let n = cached_execute(tx, "DELETE FROM audit_log WHERE at < ?1", [before])
                 .map_err(backend)?;
             Ok(n as u64)
         })
+        .await
     }
 }

@@ -85,31 +85,59 @@ where
 /// Like [`write_tx`], but the commit is made durable by `group` after the writer connection
 /// is released, so that concurrent writers share one sync of the log
 /// ([`crate::group_commit`]). The connection must commit with `synchronous=NORMAL`.
-pub(crate) fn write_tx_grouped<C, T>(
+///
+/// Writers queue for `turn` as tasks, without holding a thread: only the one whose turn it is
+/// runs SQLite work, on its own thread for a [`Span::Short`] write.
+pub(crate) async fn write_tx_grouped<C, T>(
+    turn: &tokio::sync::Mutex<()>,
+    span: Span,
     conn: impl FnOnce() -> crate::StoreResult<C>,
-    group: &crate::group_commit::GroupCommit,
+    group: &std::sync::Arc<crate::group_commit::GroupCommit>,
     work: impl FnOnce(&rusqlite::Transaction<'_>) -> crate::StoreResult<T>,
 ) -> crate::StoreResult<T>
 where
     C: std::ops::DerefMut<Target = Connection>,
 {
     let backend = |e: rusqlite::Error| crate::StoreError::Backend(e.to_string());
-    blocking(|| {
-        group.check()?;
-        let (out, seq, committed) = {
+    group.check()?;
+    let (out, seq, committed) = {
+        let _turn = turn.lock().await;
+        span.run(|| {
             let mut conn = conn()?;
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(backend)?;
             let out = work(&tx)?;
             let (seq, committed) = group.commit(tx);
-            (out, seq, committed)
-        };
-        // Synced even when the commit failed, so that answers waiting for it move on.
-        group.make_durable(seq)?;
-        committed.map_err(backend)?;
-        Ok(out)
-    })
+            // Started even when the commit failed, so that answers waiting for it move on.
+            group.start_sync();
+            Ok::<_, crate::StoreError>((out, seq, committed))
+        })?
+    };
+    group.durable(seq).await?;
+    committed.map_err(backend)?;
+    Ok(out)
+}
+
+/// How long a piece of store work may hold the thread of the task that asks for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Span {
+    /// A read or write by key: a few pages, some microseconds. It runs in place: handing the
+    /// runtime's worker to another thread first (`block_in_place`) costs more than the work,
+    /// and under load those hand-offs were most of a registration's context switches.
+    Short,
+    /// Work that grows with the store (listings, scans, bulk deletes): the worker is handed to
+    /// another thread first, so that other clients keep being served meanwhile.
+    Long,
+}
+
+impl Span {
+    pub(crate) fn run<T>(self, work: impl FnOnce() -> T) -> T {
+        match self {
+            Span::Short => work(),
+            Span::Long => blocking(work),
+        }
+    }
 }
 
 /// Runs blocking store work without stalling other tasks on a multi-threaded runtime.
