@@ -33,7 +33,13 @@ const FIELD_ORDER: [&str; 6] = ["name", "type", "doc", "default", "order", "alia
 /// The identity string of Avro schema text, or `None` when the text is not JSON.
 pub fn identity_string(text: &str) -> Option<String> {
     let value: Value = serde_json::from_str(text).ok()?;
-    Some(schema(&value, None).to_string())
+    Some(identity_of(&value))
+}
+
+/// The identity string of Avro schema JSON already parsed: the same as [`identity_string`] of
+/// its compact text.
+pub fn identity_of(value: &Value) -> String {
+    schema(value, None).to_string()
 }
 
 fn schema(value: &Value, enclosing: Option<&str>) -> Value {

@@ -14,7 +14,7 @@ mod fields;
 mod identity;
 mod json;
 pub use fields::field_tree;
-pub use identity::identity_string;
+pub use identity::{identity_of, identity_string};
 mod model;
 mod parse;
 mod position;

@@ -345,6 +345,18 @@ pub fn content_key(
         .then(|| covenant_avro::identity_string(text))
         .flatten();
     let text = avro.as_deref().unwrap_or(text);
+    identity_key(schema_type, text, references, metadata, rule_set)
+}
+
+/// [`content_key`] of a schema whose identity text is known (for Avro, the schema as the Avro
+/// library prints it).
+fn identity_key(
+    schema_type: &str,
+    text: &str,
+    references: &[SchemaRef],
+    metadata: &Option<Value>,
+    rule_set: &Option<Value>,
+) -> String {
     // The JSON array `[type, text, references, metadata, rule set]`, written straight into the
     // digest: the key of every stored schema depends on these exact bytes.
     let mut digest = DigestWriter(sha2::Sha256::new());
@@ -380,36 +392,42 @@ fn lower_hex(bytes: &[u8]) -> String {
 /// the JSON-based formats (so whitespace does not split identities) and the trimmed .proto text
 /// for Protobuf. Avro primitives written as `{"type": "int"}` are stored as `"int"`, like
 /// Confluent.
+///
+/// For Avro it also gives the JSON the stored text was written from, so that the content key's
+/// identity is derived from it without parsing the text again.
 fn stored_text(
     schema_type: SchemaType,
     raw: &str,
     parsed: &ParsedSchema,
     normalize: bool,
-) -> String {
+) -> (String, Option<Value>) {
     if normalize {
-        return parsed.normalized();
+        return (parsed.normalized(), None);
     }
     match schema_type {
         SchemaType::Avro | SchemaType::Json | SchemaType::Iceberg => {
             match serde_json::from_str::<Value>(raw) {
                 Ok(value) => {
-                    if schema_type == SchemaType::Avro
-                        && let Value::Object(map) = &value
-                        && map.len() == 1
-                        && let Some(Value::String(t)) = map.get("type")
-                        && is_avro_primitive(t)
-                    {
-                        return Value::String(t.clone()).to_string();
-                    }
-                    value.to_string()
+                    let value = match value {
+                        Value::Object(map)
+                            if schema_type == SchemaType::Avro
+                                && map.len() == 1
+                                && matches!(map.get("type"), Some(Value::String(t)) if is_avro_primitive(t)) =>
+                        {
+                            map.get("type").cloned().unwrap_or(Value::Null)
+                        }
+                        value => value,
+                    };
+                    let text = value.to_string();
+                    (text, (schema_type == SchemaType::Avro).then_some(value))
                 }
-                Err(_) => raw.trim().to_string(),
+                Err(_) => (raw.trim().to_string(), None),
             }
         }
         // Base64 descriptor input is stored as .proto text, as Confluent's canonical string.
         SchemaType::Protobuf => match parsed {
-            ParsedSchema::Protobuf(p) => p.text().trim().to_string(),
-            _ => raw.trim().to_string(),
+            ParsedSchema::Protobuf(p) => (p.text().trim().to_string(), None),
+            _ => (raw.trim().to_string(), None),
         },
     }
 }
@@ -1396,16 +1414,17 @@ impl Registry {
             .await?;
         let parsed =
             parse_schema_with(schema_type, &request.schema, &resolved, &self.schema_limits)?;
-        let text = stored_text(schema_type, &request.schema, &parsed, normalize);
+        let (text, avro_json) = stored_text(schema_type, &request.schema, &parsed, normalize);
         let metadata = request.metadata.clone().filter(|m| !m.is_null());
         let rule_set = request.rule_set.clone().filter(|r| !r.is_null());
-        let key = content_key(
-            schema_type.as_str(),
-            &text,
-            &references,
-            &metadata,
-            &rule_set,
-        );
+        let ty = schema_type.as_str();
+        let key = match &avro_json {
+            Some(json) => {
+                let identity = covenant_avro::identity_of(json);
+                identity_key(ty, &identity, &references, &metadata, &rule_set)
+            }
+            None => content_key(ty, &text, &references, &metadata, &rule_set),
+        };
         Ok((
             parsed,
             NewSchema {

@@ -1076,3 +1076,43 @@ fn content_key_is_the_digest_of_the_identity_array() {
         assert_eq!(key.len(), 64);
     }
 }
+
+/// A registration keys an Avro schema from the JSON it stored, without parsing the stored text
+/// again: the key must be the one [`content_key`] derives from that text.
+#[tokio::test]
+async fn registered_avro_keys_are_the_content_keys_of_their_stored_text() {
+    let (_dir, reg) = registry();
+    let texts = [
+        r#"{"type": "int"}"#,
+        r#"  "string"  "#,
+        r#"{"type": "record", "name": "R", "namespace": "a.b", "doc": "caf\u00e9 \"q\"",
+            "fields": [{"name": "f", "type": ["null", {"type": "enum", "name": "E",
+            "symbols": ["X"]}], "default": null, "order": "descending"},
+            {"name": "g", "type": "double", "default": -0.0},
+            {"name": "h", "type": "long", "default": 12345678901234},
+            {"name": "i", "type": {"type": "fixed", "name": "F", "size": 2}, "default": "\u00ff\u0001"},
+            {"name": "j", "type": {"type": "map", "values": "float"}, "default": {"k": 1.5e3}}]}"#,
+        r#"{"fields": [], "name": "c.d.Q", "type": "record", "aliases": ["x.Old"]}"#,
+        r#"{"type": "array", "items": {"type": "long", "logicalType": "timestamp-millis"}}"#,
+    ];
+    for (n, text) in texts.iter().enumerate() {
+        let subject = format!("keys-{n}");
+        reg.register(&subject, avro_request(text), RegisterOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{text}: {e}"));
+        let versions = reg
+            .store
+            .subject_versions(&subject)
+            .await
+            .expect("versions");
+        let stored = &versions.last().expect("a version").schema;
+        let expected = content_key(
+            &stored.schema_type,
+            &stored.schema,
+            &stored.references,
+            &stored.metadata,
+            &stored.rule_set,
+        );
+        assert_eq!(stored.content_key, expected, "{text}");
+    }
+}
