@@ -7,30 +7,19 @@
 //! logical types, the children's hashes, and whether a record is an error) and nothing it
 //! ignores (docs, other attributes), so two nodes with equal hashes get the same verdict and
 //! findings against any third node.
-//! It is a keyed 128-bit SipHash with a key drawn once per process: a schema author who
-//! cannot see the key cannot construct two different sub-schemas that collide, and the hashes
-//! are never stored or sent anywhere.
+//! It is the engine's keyed 128-bit hash ([`covenant_engine::shape`]): a schema author who
+//! cannot see the key cannot construct two different sub-schemas that collide.
 //!
 //! Only nodes that reach no cycle get a hash. A recursive type's hash would depend on where
 //! its walk started, and recursion is rare enough that walking it is fine.
 
 use crate::model::{Arena, Field, Kind, Logical, Named, NodeId};
-use siphasher::sip128::{Hasher128, SipHasher13};
-use std::hash::{BuildHasher, Hash};
-use std::sync::OnceLock;
+use covenant_engine::shape::Hasher128;
+use siphasher::sip128::SipHasher13;
+use std::hash::Hash;
 
 /// A node's structural hash; `None` for a node that reaches a cycle of named types.
 pub type Shape = Option<u128>;
-
-fn keys() -> (u64, u64) {
-    static KEYS: OnceLock<(u64, u64)> = OnceLock::new();
-    // `RandomState` is seeded from the operating system's randomness, which is all a
-    // secret key needs here; it avoids a dependency on a random number generator.
-    *KEYS.get_or_init(|| {
-        let state = std::collections::hash_map::RandomState::new();
-        (state.hash_one(1u8), state.hash_one(2u8))
-    })
-}
 
 /// Structural hashes of one arena's nodes.
 #[derive(Debug, Clone, Default)]
@@ -69,7 +58,6 @@ pub fn compute(arena: &Arena) -> Shapes {
     let n = arena.nodes.len();
     let mut walk = Walk {
         arena,
-        keys: keys(),
         state: vec![State::New; n],
         prefixes: vec![Box::default(); n],
     };
@@ -99,7 +87,6 @@ enum State {
 
 struct Walk<'a> {
     arena: &'a Arena,
-    keys: (u64, u64),
     state: Vec<State>,
     prefixes: Vec<Box<[u128]>>,
 }
@@ -120,7 +107,7 @@ impl Walk<'_> {
     }
 
     fn hasher(&self) -> SipHasher13 {
-        SipHasher13::new_with_keys(self.keys.0, self.keys.1)
+        covenant_engine::shape::hasher()
     }
 
     fn hash_node(&mut self, id: NodeId) -> Shape {

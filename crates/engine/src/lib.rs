@@ -17,6 +17,7 @@ mod limits;
 pub mod position;
 mod render;
 mod rule;
+pub mod shape;
 
 pub use fields::{
     EnumValue, FieldTree, MAX_TREE_NODES, Node, NodeKind, NumberRange, TreeAllowance,

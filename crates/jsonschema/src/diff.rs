@@ -215,8 +215,14 @@ fn value_set(values: &[Value]) -> HashSet<String> {
     values.iter().map(crate::model::canonical).collect()
 }
 
+/// Seeded per process: the names are keys of submitted schemas.
+type NameHasher = foldhash::fast::RandomState;
+
+/// A set of property names (`required`).
+type Names<'a> = HashSet<&'a str, NameHasher>;
+
 /// Name to value, for lookups by name in keyword lists (`properties`, dependencies).
-fn index<T>(pairs: &[(String, T)]) -> HashMap<&str, &T> {
+fn index<T>(pairs: &[(String, T)]) -> HashMap<&str, &T, NameHasher> {
     pairs.iter().map(|(k, v)| (k.as_str(), v)).collect()
 }
 
@@ -344,18 +350,11 @@ impl Shared<'_> {
     /// Two subschemas with the same canonical source text and no reference in it have no
     /// differences, so they need no walk: in a long history most of a schema is unchanged
     /// from one version to the next. References may point at different targets, and a text
-    /// read in two dialects may mean two things, so those are walked.
+    /// read in two dialects may mean two things, so those are walked (such nodes have no
+    /// shape).
     fn alike(&self, original: NodeId, update: NodeId) -> bool {
-        let (o, u) = (
-            &self.w.nodes[original].canonical,
-            &self.r.nodes[update].canonical,
-        );
-        self.texts_decide
-            && o == u
-            && !o.is_empty()
-            && !o.contains("$ref\"")
-            && !o.contains("Ref\"")
-            && !o.contains("$schema\"")
+        let (o, u) = (self.w.nodes[original].shape, self.r.nodes[update].shape);
+        self.texts_decide && o.is_some() && o == u
     }
 
     fn is_empty_w(&self, id: NodeId) -> bool {
@@ -965,127 +964,64 @@ impl Shared<'_> {
         // Indexed once: objects with tens of thousands of properties stay linear.
         let (u_props, o_props) = (index(&u.properties), index(&o.properties));
         let u_has = |k: &str| u_props.get(k).map(|id| **id);
-        let o_has = |k: &str| o_props.get(k).map(|id| **id);
-        let o_required: HashSet<&str> = o.required.iter().map(String::as_str).collect();
-        let u_required: HashSet<&str> = u.required.iter().map(String::as_str).collect();
+        let o_required: Names = o.required.iter().map(String::as_str).collect();
+        let u_required: Names = u.required.iter().map(String::as_str).collect();
         // required
         ctx.path.push("required".into());
         for (key, _) in &o.properties {
             let Some(uid) = u_has(key) else { continue };
             let was = o_required.contains(key.as_str());
             let is = u_required.contains(key.as_str());
+            if was == is {
+                continue;
+            }
             ctx.path.push(key.clone());
-            if was && !is {
+            if was {
                 ctx.add(
                     &required_attribute::REQUIRED_ATTRIBUTE_REMOVED,
                     format!("Property '{key}' is no longer required."),
                 );
-            } else if !was && is {
-                if self.r.nodes[self.r.resolve(uid)].default.is_some()
-                    || self.r.nodes[uid].default.is_some()
-                {
-                    ctx.add(
-                        &required_attribute::REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED,
-                        format!("Property '{key}' became required; it has a default."),
-                    );
-                } else {
-                    ctx.add(
-                        &required_attribute::REQUIRED_ATTRIBUTE_ADDED,
-                        format!("Property '{key}' became required and has no default."),
-                    );
-                }
+            } else if self.r.nodes[self.r.resolve(uid)].default.is_some()
+                || self.r.nodes[uid].default.is_some()
+            {
+                ctx.add(
+                    &required_attribute::REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED,
+                    format!("Property '{key}' became required; it has a default."),
+                );
+            } else {
+                ctx.add(
+                    &required_attribute::REQUIRED_ATTRIBUTE_ADDED,
+                    format!("Property '{key}' became required and has no default."),
+                );
             }
             ctx.path.pop();
         }
         ctx.path.pop();
-        // properties
+        // properties: those of the original in order, then those only the update has. Most
+        // are usually unchanged, and those are passed over without a path or a memo entry.
         ctx.path.push("properties".into());
-        let keys = all_keys(&o.properties, &u.properties);
-        for key in keys {
-            ctx.path.push(key.clone());
-            match (o_has(&key), u_has(&key)) {
-                (Some(os), None) => {
-                    if self.r_open(u) {
-                        ctx.add(
-                            &property_removed::PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL,
-                            format!("Property '{key}' was removed from an open content model."),
-                        );
-                    } else if let Some(p) =
-                        Self::partial(u, &key, |id| self.is_empty_r(id), |id| self.is_false_r(id))
-                    {
-                        let mut sub = ctx.sub();
-                        self.compare(&mut sub, Some(os), Some(p));
-                        let ok = sub.compatible(self.policy);
-                        ctx.diffs.extend(sub.diffs);
-                        if ok {
-                            ctx.add(&property_removed::PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was removed; the additional-properties schema still accepts its values."));
-                        } else {
-                            ctx.add(&property_removed::PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was removed and the additional-properties schema rejects its old values."));
-                        }
-                    } else if self.is_false_w(os) {
-                        ctx.add(&property_removed::PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL, format!("Property '{key}', whose schema was false, was removed."));
-                    } else {
-                        ctx.add(
-                            &property_removed::PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL,
-                            format!("Property '{key}' was removed from a closed content model."),
-                        );
-                    }
+        for (key, os) in &o.properties {
+            let os = *os;
+            match u_has(key) {
+                Some(us) if self.alike(self.w.resolve(os), self.r.resolve(us)) => {}
+                Some(us) => {
+                    ctx.path.push(key.clone());
+                    self.compare(ctx, Some(os), Some(us));
+                    ctx.path.pop();
                 }
-                (None, Some(us)) => {
-                    let required = u_required.contains(key.as_str());
-                    let has_default = self.r.nodes[us].default.is_some();
-                    if self.w_open(o) {
-                        if self.is_empty_r(us) {
-                            ctx.add(&property_added::PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL, format!("Property '{key}' with an empty schema was added to an open content model."));
-                        } else if required {
-                            if has_default {
-                                ctx.add(&property_added::REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL, format!("Required property '{key}' with a default was added to an open content model."));
-                            } else {
-                                ctx.add(&property_added::REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL, format!("Required property '{key}' was added to an open content model."));
-                            }
-                        } else {
-                            ctx.add(
-                                &property_added::OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
-                                format!(
-                                    "Optional property '{key}' was added to an open content model."
-                                ),
-                            );
-                        }
-                    } else {
-                        if let Some(p) = Self::partial(
-                            o,
-                            &key,
-                            |id| self.is_empty_w(id),
-                            |id| self.is_false_w(id),
-                        ) {
-                            let mut sub = ctx.sub();
-                            self.compare(&mut sub, Some(p), Some(us));
-                            let ok = sub.compatible(self.policy);
-                            ctx.diffs.extend(sub.diffs);
-                            if ok {
-                                ctx.add(&property_added::PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was added and accepts what the old additional-properties schema allowed."));
-                            } else {
-                                ctx.add(&property_added::PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was added and rejects values the old additional-properties schema allowed."));
-                            }
-                        }
-                        if required {
-                            if has_default {
-                                ctx.add(&property_added::REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL, format!("Required property '{key}' with a default was added."));
-                            } else {
-                                ctx.add(&property_added::REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL, format!("Required property '{key}' was added without a default."));
-                            }
-                        } else {
-                            ctx.add(
-                                &property_added::OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
-                                format!("Optional property '{key}' was added."),
-                            );
-                        }
-                    }
+                None => {
+                    ctx.path.push(key.clone());
+                    self.property_removed(ctx, key, os, u);
+                    ctx.path.pop();
                 }
-                (Some(os), Some(us)) => self.compare(ctx, Some(os), Some(us)),
-                (None, None) => {}
             }
-            ctx.path.pop();
+        }
+        for (key, us) in &u.properties {
+            if !o_props.contains_key(key.as_str()) {
+                ctx.path.push(key.clone());
+                self.property_added(ctx, key, *us, o, &u_required);
+                ctx.path.pop();
+            }
         }
         ctx.path.pop();
         // dependencies
@@ -1232,6 +1168,104 @@ impl Shared<'_> {
                 &min_properties::MIN_PROPERTIES_DECREASED,
             ],
         );
+    }
+
+    /// A property of the original that the update no longer declares.
+    fn property_removed(&mut self, ctx: &mut Ctx, key: &str, os: NodeId, u: &ObjectNode) {
+        if self.r_open(u) {
+            ctx.add(
+                &property_removed::PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL,
+                format!("Property '{key}' was removed from an open content model."),
+            );
+        } else if let Some(p) =
+            Self::partial(u, key, |id| self.is_empty_r(id), |id| self.is_false_r(id))
+        {
+            let mut sub = ctx.sub();
+            self.compare(&mut sub, Some(os), Some(p));
+            let ok = sub.compatible(self.policy);
+            ctx.diffs.extend(sub.diffs);
+            if ok {
+                ctx.add(&property_removed::PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was removed; the additional-properties schema still accepts its values."));
+            } else {
+                ctx.add(&property_removed::PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was removed and the additional-properties schema rejects its old values."));
+            }
+        } else if self.is_false_w(os) {
+            ctx.add(
+                &property_removed::PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                format!("Property '{key}', whose schema was false, was removed."),
+            );
+        } else {
+            ctx.add(
+                &property_removed::PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                format!("Property '{key}' was removed from a closed content model."),
+            );
+        }
+    }
+
+    /// A property only the update declares.
+    fn property_added(
+        &mut self,
+        ctx: &mut Ctx,
+        key: &str,
+        us: NodeId,
+        o: &ObjectNode,
+        u_required: &Names,
+    ) {
+        let required = u_required.contains(key);
+        let has_default = self.r.nodes[us].default.is_some();
+        if self.w_open(o) {
+            if self.is_empty_r(us) {
+                ctx.add(
+                    &property_added::PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL,
+                    format!(
+                        "Property '{key}' with an empty schema was added to an open content model."
+                    ),
+                );
+            } else if required {
+                if has_default {
+                    ctx.add(&property_added::REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL, format!("Required property '{key}' with a default was added to an open content model."));
+                } else {
+                    ctx.add(
+                        &property_added::REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
+                        format!("Required property '{key}' was added to an open content model."),
+                    );
+                }
+            } else {
+                ctx.add(
+                    &property_added::OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
+                    format!("Optional property '{key}' was added to an open content model."),
+                );
+            }
+        } else {
+            if let Some(p) =
+                Self::partial(o, key, |id| self.is_empty_w(id), |id| self.is_false_w(id))
+            {
+                let mut sub = ctx.sub();
+                self.compare(&mut sub, Some(p), Some(us));
+                let ok = sub.compatible(self.policy);
+                ctx.diffs.extend(sub.diffs);
+                if ok {
+                    ctx.add(&property_added::PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was added and accepts what the old additional-properties schema allowed."));
+                } else {
+                    ctx.add(&property_added::PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was added and rejects values the old additional-properties schema allowed."));
+                }
+            }
+            if required {
+                if has_default {
+                    ctx.add(&property_added::REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL, format!("Required property '{key}' with a default was added."));
+                } else {
+                    ctx.add(
+                        &property_added::REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
+                        format!("Required property '{key}' was added without a default."),
+                    );
+                }
+            } else {
+                ctx.add(
+                    &property_added::OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
+                    format!("Optional property '{key}' was added."),
+                );
+            }
+        }
     }
 
     /// `unevaluatedProperties`/`unevaluatedItems`; rules are [added, removed, extended, narrowed].

@@ -214,7 +214,7 @@ impl Format for JsonSchemaFormat {
             && !model
                 .nodes
                 .iter()
-                .any(|n| matches!(n.kind, model::Kind::Ref(_) | model::Kind::Pending));
+                .any(|n| matches!(n.kind, model::Kind::Ref(_)));
         Ok(JsonSchema {
             text: text.to_string(),
             value,
@@ -326,6 +326,31 @@ mod tests {
 
     fn parse(text: &str) -> JsonSchema {
         JsonSchemaFormat::parse(text, &[]).expect("schema parses")
+    }
+
+    #[test]
+    fn only_references_and_deep_nesting_need_the_large_stack() {
+        let nested = |levels: usize| {
+            let mut text = String::from(r#"{"type": "string"}"#);
+            for _ in 0..levels {
+                text = format!(r#"{{"type": "object", "properties": {{"a": {text}}}}}"#);
+            }
+            text
+        };
+        // Typed properties, enums and combinators fold their parts into one node.
+        let plain = parse(
+            r#"{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+            "properties": {"a": {"type": "string", "enum": ["x"]},
+            "b": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}"#,
+        );
+        assert!(plain.shallow);
+        assert!(parse(&nested(SHALLOW_DEPTH / 2 - 1)).shallow);
+        assert!(!parse(&nested(SHALLOW_DEPTH)).shallow);
+        let referring = parse(
+            r##"{"properties": {"a": {"$ref": "#/definitions/n"}},
+            "definitions": {"n": {"type": "integer"}}}"##,
+        );
+        assert!(!referring.shallow);
     }
 
     #[test]

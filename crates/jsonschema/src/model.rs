@@ -191,6 +191,10 @@ pub struct Node {
     pub connect_type: Option<String>,
     /// Canonical text of the source JSON, used to collapse duplicate combinator branches.
     pub canonical: String,
+    /// The hash of `canonical` when the text alone decides what the subschema means (it
+    /// holds no reference and no `$schema`); two nodes with the same shape compare equal
+    /// without a walk (see `diff::Shared::alike`).
+    pub shape: Option<u128>,
 }
 
 impl Node {
@@ -203,6 +207,7 @@ impl Node {
             default: None,
             connect_type: None,
             canonical: String::new(),
+            shape: None,
         }
     }
 }
@@ -225,6 +230,16 @@ impl Model {
         }
         id
     }
+}
+
+/// The shape of a subschema's canonical text, unless the text alone does not decide its
+/// meaning: a reference may point at different targets, and `$schema` changes the dialect.
+fn shape_of(canonical: &str) -> Option<u128> {
+    let self_contained = !canonical.is_empty()
+        && !canonical.contains("$ref\"")
+        && !canonical.contains("Ref\"")
+        && !canonical.contains("$schema\"");
+    self_contained.then(|| covenant_engine::shape::of_bytes(canonical.as_bytes()))
 }
 
 /// Sorted-key compact JSON: the same meaning gives the same text.
@@ -775,6 +790,7 @@ impl Loader {
         let kind = match parts.len() {
             0 => Kind::Empty,
             1 => {
+                // The part's node is left behind as `Pending`, reachable from nowhere.
                 let only = parts[0];
                 std::mem::replace(&mut self.nodes[only].kind, Kind::Pending)
             }
@@ -792,6 +808,7 @@ impl Loader {
                 )),
             }
         };
+        let canonical_text = canonical(value);
         Ok(Node {
             kind,
             id: id_value.map(str::to_string),
@@ -802,7 +819,8 @@ impl Loader {
                 .get("connect.type")
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            canonical: canonical(value),
+            shape: shape_of(&canonical_text),
+            canonical: canonical_text,
         })
     }
 
