@@ -7,11 +7,13 @@
 
 use crate::ProtobufSchema;
 use crate::rules::*;
+use crate::shapes::{self, MessageShapes};
 use covenant_engine::{CheckOptions, Finding, RuleSpec};
 use prost_reflect::{
     EnumDescriptor, FieldDescriptor, FileDescriptor, Kind, MessageDescriptor, Syntax,
 };
 use prost_types::{FieldDescriptorProto, field_descriptor_proto};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub(crate) fn check(
@@ -107,13 +109,13 @@ fn declared_alike(w: &FieldDescriptorProto, r: &FieldDescriptorProto) -> bool {
     (w.type_name.is_none() || enum_type) && w == r
 }
 
-/// A message's field declarations in number order.
-fn by_number(fields: &[FieldDescriptorProto]) -> Vec<&FieldDescriptorProto> {
-    let mut v: Vec<&FieldDescriptorProto> = fields.iter().collect();
-    if !v.is_sorted_by_key(|f| f.number()) {
-        v.sort_by_key(|f| f.number());
+/// A message's field shapes, kept by its schema.
+fn message_shapes<'s>(schema: &'s ProtobufSchema, m: &MessageDescriptor) -> Cow<'s, MessageShapes> {
+    match schema.field_shapes().message(m) {
+        Some(shapes) => Cow::Borrowed(shapes),
+        // Every message of the pool has its shapes; this only keeps a lookup from failing.
+        None => Cow::Owned(shapes::message_shapes(schema, m)),
     }
-    v
 }
 
 fn ctype_of_kind(kind: Kind) -> CType {
@@ -452,21 +454,37 @@ impl Ctx<'_> {
         } else {
             BTreeSet::new()
         };
-        // Merged by number over the raw field declarations: most fields are declared alike
-        // on both sides, and skipping them without building a descriptor for each (which
-        // clones the pool's handle) halved the walk on large messages.
+        // Merged by number over the field shapes: most fields are declared alike on both
+        // sides, and passing over them without building a descriptor for each (which clones
+        // the pool's handle) is most of the walk's speed on large messages.
+        let (writer, reader) = (self.writer, self.reader);
+        let (ws, rs) = (message_shapes(writer, w), message_shapes(reader, r));
         let (w_proto, r_proto) = (w.descriptor_proto(), r.descriptor_proto());
-        let (w_fields, r_fields) = (by_number(&w_proto.field), by_number(&r_proto.field));
         let field = |m: &MessageDescriptor, f: &FieldDescriptorProto| {
             u32::try_from(f.number()).ok().and_then(|n| m.get_field(n))
         };
-        let (mut wi, mut ri) = (0, 0);
+        let (wants_removed, wants_added) = (
+            self.wants(&field_removed::RULE),
+            self.wants(&field_added::RULE),
+        );
+        let start = if same_syntax {
+            ws.common_quiet_prefix(&rs)
+        } else {
+            0
+        };
+        let (mut wi, mut ri) = (start, start);
         loop {
-            let (wp, rp) = (w_fields.get(wi).copied(), r_fields.get(ri).copied());
-            match (wp, rp) {
-                (Some(wp), Some(rp)) if wp.number() == rp.number() => {
+            match (ws.fields.get(wi), rs.fields.get(ri)) {
+                (Some(wf), Some(rf)) if wf.number == rf.number => {
                     wi += 1;
                     ri += 1;
+                    if same_syntax && wf.quiet && rf.quiet && wf.shape == rf.shape {
+                        continue;
+                    }
+                    let (wp, rp) = (
+                        &w_proto.field[wf.declaration],
+                        &r_proto.field[rf.declaration],
+                    );
                     let alike = same_syntax && declared_alike(wp, rp);
                     if alike && !has_oneofs {
                         continue;
@@ -489,15 +507,21 @@ impl Ctx<'_> {
                         self.compare_field(&wf, &rf, r);
                     }
                 }
-                (Some(wp), rp) if rp.is_none_or(|rp| wp.number() < rp.number()) => {
+                (Some(wf), rf) if rf.is_none_or(|rf| wf.number < rf.number) => {
                     wi += 1;
-                    if let Some(wf) = field(w, wp) {
+                    if wf.plain && !wants_removed {
+                        continue;
+                    }
+                    if let Some(wf) = field(w, &w_proto.field[wf.declaration]) {
                         self.field_removed(&wf, r, &deleted_oneofs);
                     }
                 }
-                (_, Some(rp)) => {
+                (_, Some(rf)) => {
                     ri += 1;
-                    if let Some(rf) = field(r, rp) {
+                    if rf.plain && !wants_added {
+                        continue;
+                    }
+                    if let Some(rf) = field(r, &r_proto.field[rf.declaration]) {
                         self.field_added(&rf, r);
                     }
                 }

@@ -46,6 +46,7 @@ mod position;
 pub use position::{Locator, locate};
 mod print;
 pub mod rules;
+mod shapes;
 mod wire;
 
 pub use wire::{decode_message_indexes, encode_message_indexes};
@@ -57,6 +58,7 @@ use covenant_engine::{
 };
 use parse::Source;
 use prost_reflect::{DescriptorPool, DynamicMessage, FileDescriptor, MessageDescriptor};
+use std::sync::{Arc, OnceLock};
 
 /// A parsed `.proto` file with its imports resolved.
 #[derive(Debug, Clone)]
@@ -68,6 +70,8 @@ pub struct ProtobufSchema {
     text: String,
     /// Built by [`ProtobufSchema::parse_file_set`]: files are paired by path when checking.
     set: bool,
+    /// Built on the first comparison and kept: a schema is compared with many others.
+    shapes: Arc<OnceLock<shapes::FieldShapes>>,
 }
 
 impl ProtobufSchema {
@@ -104,6 +108,7 @@ impl ProtobufSchema {
             own: vec![name],
             text: String::new(),
             set: false,
+            shapes: Arc::default(),
         };
         schema.text = schema.normalized_text();
         Ok(schema)
@@ -125,6 +130,7 @@ impl ProtobufSchema {
             own: files.iter().map(|(n, _)| n.clone()).collect(),
             text: files.first().map(|(_, t)| t.clone()).unwrap_or_default(),
             set: true,
+            shapes: Arc::default(),
         })
     }
 
@@ -232,6 +238,10 @@ impl ProtobufSchema {
         self.set
     }
 
+    pub(crate) fn field_shapes(&self) -> &shapes::FieldShapes {
+        self.shapes.get_or_init(|| shapes::FieldShapes::of(self))
+    }
+
     fn normalized_text(&self) -> String {
         self.own_files()
             .iter()
@@ -280,6 +290,7 @@ impl Format for ProtobufFormat {
                 own: vec![name],
                 text: text.to_string(),
                 set: false,
+                shapes: Arc::default(),
             }),
             Err(text_error) => {
                 if parse::decode_descriptor(text).is_some() {
