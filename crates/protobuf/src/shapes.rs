@@ -82,31 +82,33 @@ impl FieldShapes {
 }
 
 pub(crate) fn message_shapes(schema: &ProtobufSchema, m: &MessageDescriptor) -> MessageShapes {
-    let declarations = &m.descriptor_proto().field;
-    let mut fields: Vec<FieldShape> = declarations
-        .iter()
-        .enumerate()
-        .map(|(declaration, proto)| {
-            let descriptor = u32::try_from(proto.number())
+    use prost_types::field_descriptor_proto::{Label, Type};
+    let mut fields = Vec::with_capacity(m.descriptor_proto().field.len());
+    let mut encoded = Vec::new();
+    for (declaration, proto) in m.descriptor_proto().field.iter().enumerate() {
+        let mut h = covenant_engine::shape::hasher();
+        encoded.clear();
+        proto.encode_raw(&mut encoded);
+        h.write(&encoded);
+        // Scalars and enums are decided by their declaration; only a message type needs its
+        // descriptor (a declaration that does not say its type's kind is looked up too).
+        let quiet = match (&proto.type_name, proto.r#type) {
+            (None, _) => true,
+            (Some(_), Some(t)) if t == Type::Enum as i32 => true,
+            (Some(_), _) => u32::try_from(proto.number())
                 .ok()
-                .and_then(|n| m.get_field(n));
-            let mut h = covenant_engine::shape::hasher();
-            h.write(&proto.encode_to_vec());
-            let quiet = match &descriptor {
-                Some(f) => hash_type(schema, f, &mut h),
-                None => false,
-            };
-            let in_oneof = proto.oneof_index.is_some() && !proto.proto3_optional();
-            let required = proto.label() == prost_types::field_descriptor_proto::Label::Required;
-            FieldShape {
-                number: proto.number(),
-                declaration,
-                shape: h.finish128().as_u128(),
-                quiet,
-                plain: !in_oneof && !required,
-            }
-        })
-        .collect();
+                .and_then(|n| m.get_field(n))
+                .is_some_and(|f| hash_type(schema, &f, &mut h)),
+        };
+        let in_oneof = proto.oneof_index.is_some() && !proto.proto3_optional();
+        fields.push(FieldShape {
+            number: proto.number(),
+            declaration,
+            shape: h.finish128().as_u128(),
+            quiet,
+            plain: !in_oneof && proto.label() != Label::Required,
+        });
+    }
     fields.sort_by_key(|f| f.number);
     let mut prefixes = Vec::new();
     let mut chain = covenant_engine::shape::hasher();
