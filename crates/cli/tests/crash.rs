@@ -31,8 +31,8 @@ fn schema_text(client: usize, n: usize) -> String {
     .to_string()
 }
 
-/// The store's sync and commit counters from `/metrics`.
-async fn group_commit_counters(http: &reqwest::Client, base: &str) -> (u64, u64) {
+/// The store's sync, commit and write counters from `/metrics`.
+async fn group_commit_counters(http: &reqwest::Client, base: &str) -> (u64, u64, u64) {
     let text = http
         .get(format!("{base}/metrics"))
         .send()
@@ -49,6 +49,7 @@ async fn group_commit_counters(http: &reqwest::Client, base: &str) -> (u64, u64)
     (
         counter("covenant_store_wal_syncs_total"),
         counter("covenant_store_group_commits_total"),
+        counter("covenant_store_shared_writes_total"),
     )
 }
 
@@ -136,13 +137,15 @@ async fn acknowledged_registrations_survive_sigkill() {
     while acks.lock().map(|a| a.len()).unwrap_or(0) < 200 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let (syncs, commits) = group_commit_counters(&http, &base).await;
+    let (syncs, commits, writes) = group_commit_counters(&http, &base).await;
     server.kill().expect("SIGKILL");
     assert!(
         commits > syncs,
         "no sync covered more than one commit ({commits} commits, {syncs} syncs): group commit was not exercised"
     );
-    println!("crash test: before the kill, {commits} commits were made durable by {syncs} syncs");
+    println!(
+        "crash test: before the kill, {writes} writes in {commits} commits were made durable by {syncs} syncs"
+    );
     for t in tasks {
         let _ = t.await;
     }

@@ -79,14 +79,24 @@ impl GroupCommit {
         ))
     }
 
-    /// Commits `tx` (on the writer connection, which the caller still holds) and returns its
-    /// number; the caller calls [`GroupCommit::start_sync`] at once, releases the writer, then
-    /// awaits [`GroupCommit::durable`].
-    pub(crate) fn commit(&self, tx: rusqlite::Transaction<'_>) -> (u64, rusqlite::Result<()>) {
+    /// Commits the transaction open on `conn` (the writer connection, which the caller still
+    /// holds) and returns its number; the caller calls [`GroupCommit::start_sync`] at once,
+    /// releases the writer, then awaits [`GroupCommit::durable`].
+    pub(crate) fn commit(&self, conn: &rusqlite::Connection) -> (u64, rusqlite::Result<()>) {
         let seq = self.begun.fetch_add(1, Ordering::SeqCst) + 1;
-        let result = tx.commit();
+        let result = conn.execute_batch("COMMIT");
+        if result.is_err() && !conn.is_autocommit() {
+            // A failed COMMIT may leave the transaction open; nothing of it may stay.
+            let _ = conn.execute_batch("ROLLBACK");
+        }
         self.ended.store(seq, Ordering::SeqCst);
         (seq, result)
+    }
+
+    /// How many commits have begun.
+    #[cfg(test)]
+    pub(crate) fn commits(&self) -> u64 {
+        self.begun.load(Ordering::SeqCst)
     }
 
     /// Fails when the store was poisoned: nothing may be written after a failed sync.
@@ -194,9 +204,9 @@ mod tests {
     }
 
     fn insert(conn: &mut Connection, group: &Arc<GroupCommit>, n: i64) -> u64 {
-        let tx = conn.transaction().unwrap();
-        tx.execute("INSERT INTO t VALUES (?1)", [n]).unwrap();
-        let (seq, committed) = group.commit(tx);
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        conn.execute("INSERT INTO t VALUES (?1)", [n]).unwrap();
+        let (seq, committed) = group.commit(conn);
         group.start_sync();
         committed.unwrap();
         seq

@@ -113,8 +113,9 @@ const SCHEMA_COLUMNS: &str =
 pub struct SqliteStore {
     path: PathBuf,
     writer: Mutex<Connection>,
-    /// Writers queue here as tasks before taking `writer` ([`sqlite_conn::write_tx_grouped`]).
-    write_turn: tokio::sync::Mutex<()>,
+    /// Writers queue here as tasks before taking `writer`, and share its transactions
+    /// ([`sqlite_conn::WriteTurn`]).
+    write_turn: sqlite_conn::WriteTurn,
     /// Makes the writer's commits durable in groups ([`crate::group_commit`]).
     group: Arc<GroupCommit>,
     readers: Vec<Mutex<Connection>>,
@@ -291,7 +292,7 @@ impl SqliteStore {
             .collect::<StoreResult<Vec<_>>>()?;
         Ok(SqliteStore {
             group: GroupCommit::new(&path)?,
-            write_turn: tokio::sync::Mutex::new(()),
+            write_turn: sqlite_conn::WriteTurn::default(),
             path,
             writer: Mutex::new(writer),
             readers,
@@ -348,7 +349,7 @@ impl SqliteStore {
     async fn write<T>(
         &self,
         span: Span,
-        work: impl FnOnce(&rusqlite::Transaction<'_>) -> StoreResult<T>,
+        work: impl FnOnce(&Connection) -> StoreResult<T>,
     ) -> StoreResult<T> {
         let writer = || self.writer();
         sqlite_conn::write_tx_grouped(&self.write_turn, span, writer, &self.group, work).await
@@ -356,7 +357,7 @@ impl SqliteStore {
 }
 
 fn register_in(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     subject: &str,
     candidate: &NewSchema,
     placement: Placement,
@@ -421,7 +422,7 @@ fn register_in(
 }
 
 /// The slot of `context`, created with the next free slot on its first registration.
-fn slot_for_write(tx: &rusqlite::Transaction<'_>, context: &str) -> StoreResult<i64> {
+fn slot_for_write(tx: &Connection, context: &str) -> StoreResult<i64> {
     if context == context::DEFAULT_CONTEXT {
         return Ok(0);
     }
@@ -476,7 +477,7 @@ fn context_in_use(conn: &Connection, context: &str) -> StoreResult<bool> {
 }
 
 fn insert_schema(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     subject: &str,
     id: Option<i64>,
     candidate: &NewSchema,
@@ -543,11 +544,7 @@ fn insert_schema(
     Ok(id)
 }
 
-fn check_versions_exist(
-    tx: &rusqlite::Transaction<'_>,
-    subject: &str,
-    versions: &[i64],
-) -> StoreResult<()> {
+fn check_versions_exist(tx: &Connection, subject: &str, versions: &[i64]) -> StoreResult<()> {
     for &version in versions {
         let exists: bool = cached_row(
             tx,
@@ -568,11 +565,7 @@ fn check_versions_exist(
 
 /// Every reference of a schema about to be written must name a live version (an unqualified
 /// reference names a subject of the referring subject's context).
-fn check_references_live(
-    tx: &rusqlite::Transaction<'_>,
-    subject: &str,
-    candidate: &NewSchema,
-) -> StoreResult<()> {
+fn check_references_live(tx: &Connection, subject: &str, candidate: &NewSchema) -> StoreResult<()> {
     for r in &candidate.references {
         let live: bool = cached_row(
             tx,
@@ -592,11 +585,7 @@ fn check_references_live(
     Ok(())
 }
 
-fn soft_delete_in(
-    tx: &rusqlite::Transaction<'_>,
-    subject: &str,
-    versions: &[i64],
-) -> StoreResult<()> {
+fn soft_delete_in(tx: &Connection, subject: &str, versions: &[i64]) -> StoreResult<()> {
     check_versions_exist(tx, subject, versions)?;
     let now = now_millis();
     for version in versions {
@@ -611,11 +600,7 @@ fn soft_delete_in(
     Ok(())
 }
 
-fn hard_delete_in(
-    tx: &rusqlite::Transaction<'_>,
-    subject: &str,
-    versions: &[i64],
-) -> StoreResult<()> {
+fn hard_delete_in(tx: &Connection, subject: &str, versions: &[i64]) -> StoreResult<()> {
     check_versions_exist(tx, subject, versions)?;
     for version in versions {
         cached_execute(

@@ -4,6 +4,8 @@
 
 use rusqlite::{Connection, TransactionBehavior, params};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// WAL lets readers run beside the one writer; `synchronous=FULL` puts each commit on disk
 /// before it is acknowledged; the busy timeout lets the stores sharing the file wait for one
@@ -82,41 +84,194 @@ where
     })
 }
 
-/// Like [`write_tx`], but the commit is made durable by `group` after the writer connection
-/// is released, so that concurrent writers share one sync of the log
-/// ([`crate::group_commit`]). The connection must commit with `synchronous=NORMAL`.
+/// Most writes one shared transaction holds: its members wait for its commit, so it must
+/// not grow without end while writers keep arriving.
+const MAX_SHARED: usize = 64;
+
+/// The writer connection's turn, and the transaction its writers share.
 ///
-/// Writers queue for `turn` as tasks, without holding a thread: only the one whose turn it is
-/// runs SQLite work, on its own thread for a [`Span::Short`] write.
+/// Concurrent writers share one transaction, each in a savepoint of it: the pages they all
+/// touch (the tables' last leaves, the sequential indexes, the audit log) are written to the
+/// log once per transaction instead of once per write. A writer that finishes while others
+/// are queued leaves the transaction open for them; the last one commits, and every member
+/// waits for that commit (and its sync) before it answers. A write that fails rolls back its
+/// own savepoint only.
+#[derive(Default)]
+pub(crate) struct WriteTurn {
+    turn: tokio::sync::Mutex<Option<Shared>>,
+    /// Writers waiting for the turn: while there are some, the transaction stays open.
+    queued: AtomicUsize,
+}
+
+/// The open shared transaction.
+struct Shared {
+    outcome: Arc<Outcome>,
+    members: usize,
+}
+
+/// How the shared transaction ended: its commit number and result.
+#[derive(Default)]
+struct Outcome {
+    ended: OnceLock<(u64, Result<(), String>)>,
+    notify: tokio::sync::Notify,
+}
+
+/// Counts a writer as queued until it holds the turn, even if its request is dropped.
+struct Queued<'a>(&'a AtomicUsize);
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Like [`write_tx`], but writers share transactions ([`WriteTurn`]) and each commit is made
+/// durable by `group` after the writer connection is released, so that concurrent writers
+/// share one sync of the log ([`crate::group_commit`]). The connection must commit with
+/// `synchronous=NORMAL`.
+///
+/// Writers queue for the turn as tasks, without holding a thread: only the one whose turn it
+/// is runs SQLite work, on its own thread for a [`Span::Short`] write.
 pub(crate) async fn write_tx_grouped<C, T>(
-    turn: &tokio::sync::Mutex<()>,
+    turn: &WriteTurn,
     span: Span,
-    conn: impl FnOnce() -> crate::StoreResult<C>,
-    group: &std::sync::Arc<crate::group_commit::GroupCommit>,
-    work: impl FnOnce(&rusqlite::Transaction<'_>) -> crate::StoreResult<T>,
+    conn: impl Fn() -> crate::StoreResult<C>,
+    group: &Arc<crate::group_commit::GroupCommit>,
+    work: impl FnOnce(&Connection) -> crate::StoreResult<T>,
 ) -> crate::StoreResult<T>
 where
     C: std::ops::DerefMut<Target = Connection>,
 {
-    let backend = |e: rusqlite::Error| crate::StoreError::Backend(e.to_string());
     group.check()?;
-    let (out, seq, committed) = {
-        let _turn = turn.lock().await;
+    let (out, outcome) = {
+        turn.queued.fetch_add(1, Ordering::SeqCst);
+        let queued = Queued(&turn.queued);
+        let mut open = turn.turn.lock().await;
+        drop(queued);
         span.run(|| {
-            let mut conn = conn()?;
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            let out = work(&tx)?;
-            let (seq, committed) = group.commit(tx);
-            // Started even when the commit failed, so that answers waiting for it move on.
-            group.start_sync();
-            Ok::<_, crate::StoreError>((out, seq, committed))
+            let conn = conn()?;
+            let outcome = join(&conn, &mut open)?;
+            let (out, fit) = in_savepoint(&conn, work);
+            match &out {
+                Err(e) if !fit => abort_shared(&conn, &mut open, e),
+                _ if turn.queued.load(Ordering::SeqCst) == 0
+                    || open.as_ref().is_none_or(|o| o.members >= MAX_SHARED) =>
+                {
+                    commit_shared(&conn, &mut open, group);
+                }
+                // Others are queued: the transaction stays open for them.
+                _ => {}
+            }
+            Ok::<_, crate::StoreError>((out, outcome))
         })?
     };
+    let out = out?;
+    let (seq, committed) = wait_for_commit(turn, &conn, group, &outcome).await;
     group.durable(seq).await?;
-    committed.map_err(backend)?;
+    committed.map_err(crate::StoreError::Backend)?;
     Ok(out)
+}
+
+/// Joins the open shared transaction, or begins one.
+fn join(conn: &Connection, open: &mut Option<Shared>) -> crate::StoreResult<Arc<Outcome>> {
+    if let Some(shared) = open.as_mut() {
+        shared.members += 1;
+        return Ok(Arc::clone(&shared.outcome));
+    }
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .map_err(|e| crate::StoreError::Backend(e.to_string()))?;
+    let outcome = Arc::new(Outcome::default());
+    *open = Some(Shared {
+        outcome: Arc::clone(&outcome),
+        members: 1,
+    });
+    Ok(outcome)
+}
+
+/// Runs `work` in a savepoint, released when it succeeds and rolled back when it fails or
+/// panics (the panic then goes on, with the transaction left fit for the others). Should the
+/// savepoint itself fail to settle, nothing of the transaction can be trusted: the second
+/// value is then `false`.
+fn in_savepoint<T>(
+    conn: &Connection,
+    work: impl FnOnce(&Connection) -> crate::StoreResult<T>,
+) -> (crate::StoreResult<T>, bool) {
+    let backend = |e: rusqlite::Error| crate::StoreError::Backend(e.to_string());
+    if let Err(e) = conn.execute_batch("SAVEPOINT write") {
+        return (Err(backend(e)), false);
+    }
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(conn)));
+    let settled = match &out {
+        Ok(Ok(_)) => conn.execute_batch("RELEASE write"),
+        _ => conn.execute_batch("ROLLBACK TO write; RELEASE write"),
+    };
+    match (out, settled) {
+        (Err(panic), Ok(())) => std::panic::resume_unwind(panic),
+        (Ok(out), Ok(())) => (out, true),
+        (_, Err(e)) => (Err(backend(e)), false),
+    }
+}
+
+/// Rolls the open shared transaction back and tells its members that it failed.
+fn abort_shared(conn: &Connection, open: &mut Option<Shared>, reason: &crate::StoreError) {
+    let Some(shared) = open.take() else { return };
+    let _ = conn.execute_batch("ROLLBACK");
+    let _ = shared.outcome.ended.set((0, Err(reason.to_string())));
+    shared.outcome.notify.notify_waiters();
+}
+
+/// Commits the open shared transaction and tells its members how it ended.
+fn commit_shared(
+    conn: &Connection,
+    open: &mut Option<Shared>,
+    group: &Arc<crate::group_commit::GroupCommit>,
+) {
+    let Some(shared) = open.take() else { return };
+    let (seq, committed) = group.commit(conn);
+    metrics::counter!("covenant_store_shared_writes_total").increment(shared.members as u64);
+    // Started even when the commit failed, so that answers waiting for it move on.
+    group.start_sync();
+    let _ = shared
+        .outcome
+        .ended
+        .set((seq, committed.map_err(|e| e.to_string())));
+    shared.outcome.notify.notify_waiters();
+}
+
+/// Waits until the shared transaction `outcome` belongs to has ended. Its last member commits
+/// it; should that member's request be dropped while queued, the transaction would stay
+/// open, so a waiting member that finds the turn free commits it itself.
+async fn wait_for_commit<C>(
+    turn: &WriteTurn,
+    conn: &impl Fn() -> crate::StoreResult<C>,
+    group: &Arc<crate::group_commit::GroupCommit>,
+    outcome: &Arc<Outcome>,
+) -> (u64, Result<(), String>)
+where
+    C: std::ops::DerefMut<Target = Connection>,
+{
+    loop {
+        let notified = outcome.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if let Some(ended) = outcome.ended.get() {
+            return ended.clone();
+        }
+        tokio::select! {
+            () = &mut notified => continue,
+            () = tokio::time::sleep(std::time::Duration::from_millis(5)) => {}
+        }
+        if let Ok(mut open) = turn.turn.try_lock()
+            && open
+                .as_ref()
+                .is_some_and(|shared| Arc::ptr_eq(&shared.outcome, outcome))
+        {
+            match conn() {
+                Ok(conn) => commit_shared(&conn, &mut open, group),
+                Err(e) => return (0, Err(e.to_string())),
+            }
+        }
+    }
 }
 
 /// How long a piece of store work may hold the thread of the task that asks for it.
@@ -180,5 +335,133 @@ mod tests {
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .expect("ledger");
         assert_eq!(applied, vec![1, 2]);
+    }
+
+    struct Shared {
+        dir: tempfile::TempDir,
+        conn: Arc<std::sync::Mutex<Connection>>,
+        group: Arc<crate::group_commit::GroupCommit>,
+        turn: Arc<WriteTurn>,
+    }
+
+    fn shared_writer() -> Shared {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("w.sqlite3");
+        let conn = open(&path).expect("open");
+        conn.execute_batch("PRAGMA synchronous=NORMAL; CREATE TABLE t (n INTEGER UNIQUE);")
+            .expect("table");
+        Shared {
+            group: crate::group_commit::GroupCommit::new(&path).expect("group"),
+            dir,
+            conn: Arc::new(std::sync::Mutex::new(conn)),
+            turn: Arc::new(WriteTurn::default()),
+        }
+    }
+
+    impl Shared {
+        /// Inserts `n` as one write; a negative `n` inserts and then fails.
+        fn insert(
+            &self,
+            n: i64,
+        ) -> impl std::future::Future<Output = crate::StoreResult<i64>> + use<> {
+            let (conn, group, turn) = (self.conn.clone(), self.group.clone(), self.turn.clone());
+            async move {
+                let writer = || {
+                    conn.lock()
+                        .map_err(|_| crate::StoreError::Backend("poisoned".into()))
+                };
+                write_tx_grouped(&turn, Span::Short, writer, &group, |c| {
+                    c.execute("INSERT INTO t VALUES (?1)", [n])
+                        .map_err(|e| crate::StoreError::Backend(e.to_string()))?;
+                    if n < 0 {
+                        return Err(crate::StoreError::Backend("refused".into()));
+                    }
+                    Ok(n)
+                })
+                .await
+            }
+        }
+
+        fn stored(&self) -> Vec<i64> {
+            let conn = open(&self.dir.path().join("w.sqlite3")).expect("reader");
+            conn.prepare("SELECT n FROM t ORDER BY n")
+                .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+                .expect("rows")
+        }
+
+        /// Queues `writers` behind the turn, then lets them run.
+        async fn queued_behind_the_turn(&self, writers: Vec<i64>) -> Vec<crate::StoreResult<i64>> {
+            let held = self.turn.turn.lock().await;
+            let count = writers.len();
+            let tasks: Vec<_> = writers
+                .into_iter()
+                .map(|n| tokio::spawn(self.insert(n)))
+                .collect();
+            while self.turn.queued.load(Ordering::SeqCst) < count {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            drop(held);
+            let mut out = Vec::new();
+            for t in tasks {
+                out.push(t.await.expect("task"));
+            }
+            out
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn queued_writers_share_one_transaction_and_one_commit() {
+        let w = shared_writer();
+        let results = w.queued_behind_the_turn((1..=10).collect()).await;
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+        assert_eq!(w.group.commits(), 1, "ten writes, one commit");
+        assert_eq!(w.stored(), (1..=10).collect::<Vec<_>>());
+        // A writer alone commits at once.
+        w.insert(11).await.expect("alone");
+        assert_eq!(w.group.commits(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_write_leaves_the_others_of_its_transaction() {
+        let w = shared_writer();
+        // -3 inserts then fails; 2 collides with the UNIQUE column after the first 2.
+        let results = w.queued_behind_the_turn(vec![1, 2, -3, 2, 4]).await;
+        let ok: Vec<bool> = results.iter().map(|r| r.is_ok()).collect();
+        // The two writes of 2 run in either order: exactly one of them is stored.
+        assert!(ok[0] && !ok[2] && ok[4], "{results:?}");
+        assert!(ok[1] != ok[3], "{results:?}");
+        assert_eq!(w.stored(), vec![1, 2, 4]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_transaction_left_open_is_committed_by_a_waiting_member() {
+        let w = shared_writer();
+        // A member wrote and left the transaction open for a writer that then went away.
+        let outcome = {
+            let mut open = w.turn.turn.lock().await;
+            let conn = w.conn.lock().expect("conn");
+            let outcome = join(&conn, &mut open).expect("begin");
+            let (out, fit) = in_savepoint(&conn, |c| {
+                c.execute("INSERT INTO t VALUES (7)", [])
+                    .map_err(|e| crate::StoreError::Backend(e.to_string()))
+            });
+            assert!(out.is_ok() && fit);
+            outcome
+        };
+        let writer = || {
+            w.conn
+                .lock()
+                .map_err(|_| crate::StoreError::Backend("poisoned".into()))
+        };
+        let (seq, committed) = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            wait_for_commit(&w.turn, &writer, &w.group, &outcome),
+        )
+        .await
+        .expect("the waiting member commits");
+        committed.expect("committed");
+        w.group.durable(seq).await.expect("durable");
+        assert_eq!(w.stored(), vec![7]);
+        assert!(w.turn.turn.lock().await.is_none());
     }
 }
