@@ -112,10 +112,9 @@ const SCHEMA_COLUMNS: &str =
 
 pub struct SqliteStore {
     path: PathBuf,
-    writer: Mutex<Connection>,
-    /// Writers queue here as tasks before taking `writer`, and share its transactions
+    /// The writer connection: writers queue for it as tasks and share its transactions
     /// ([`sqlite_conn::WriteTurn`]).
-    write_turn: sqlite_conn::WriteTurn,
+    writer: Arc<sqlite_conn::WriteTurn>,
     /// Makes the writer's commits durable in groups ([`crate::group_commit`]).
     group: Arc<GroupCommit>,
     readers: Vec<Mutex<Connection>>,
@@ -292,9 +291,8 @@ impl SqliteStore {
             .collect::<StoreResult<Vec<_>>>()?;
         Ok(SqliteStore {
             group: GroupCommit::new(&path)?,
-            write_turn: sqlite_conn::WriteTurn::default(),
             path,
-            writer: Mutex::new(writer),
+            writer: sqlite_conn::WriteTurn::new(writer),
             readers,
             next_reader: AtomicUsize::new(0),
         })
@@ -315,12 +313,6 @@ impl SqliteStore {
             .map_err(backend)?
             .collect::<rusqlite::Result<Vec<i64>>>()
             .map_err(backend)
-    }
-
-    fn writer(&self) -> StoreResult<MutexGuard<'_, Connection>> {
-        self.writer
-            .lock()
-            .map_err(|_| backend("writer connection poisoned"))
     }
 
     fn reader(&self) -> StoreResult<MutexGuard<'_, Connection>> {
@@ -351,8 +343,7 @@ impl SqliteStore {
         span: Span,
         work: impl FnOnce(&Connection) -> StoreResult<T>,
     ) -> StoreResult<T> {
-        let writer = || self.writer();
-        sqlite_conn::write_tx_grouped(&self.write_turn, span, writer, &self.group, work).await
+        sqlite_conn::write_tx_grouped(&self.writer, span, &self.group, work).await
     }
 }
 

@@ -88,19 +88,24 @@ where
 /// not grow without end while writers keep arriving.
 const MAX_SHARED: usize = 64;
 
-/// The writer connection's turn, and the transaction its writers share.
+/// How long a transaction left open for a queued writer may wait for it: should that
+/// writer's request be dropped before its turn, the transaction is committed after this.
+const LEFT_OPEN: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The writer connection, its turn, and the transaction its writers share.
 ///
 /// Concurrent writers share one transaction, each in a savepoint of it: the pages they all
 /// touch (the tables' last leaves, the sequential indexes, the audit log) are written to the
 /// log once per transaction instead of once per write. A writer that finishes while others
 /// are queued leaves the transaction open for them; the last one commits, and every member
 /// waits for that commit (and its sync) before it answers. A write that fails rolls back its
-/// own savepoint only.
-#[derive(Default)]
+/// own savepoint only. A lone writer commits at once: nothing waits for company.
 pub(crate) struct WriteTurn {
     turn: tokio::sync::Mutex<Option<Shared>>,
     /// Writers waiting for the turn: while there are some, the transaction stays open.
     queued: AtomicUsize,
+    /// Used only by the holder of `turn`.
+    conn: std::sync::Mutex<Connection>,
 }
 
 /// The open shared transaction.
@@ -125,48 +130,70 @@ impl Drop for Queued<'_> {
     }
 }
 
+/// How a write in a savepoint ended.
+enum Settled<T> {
+    Done(crate::StoreResult<T>),
+    Panicked(Box<dyn std::any::Any + Send>),
+    /// The savepoint itself failed: nothing of the transaction can be trusted.
+    Broken(crate::StoreError),
+}
+
+impl WriteTurn {
+    /// Takes `conn`, which must commit with `synchronous=NORMAL` (see [`write_tx_grouped`]).
+    pub(crate) fn new(conn: Connection) -> Arc<WriteTurn> {
+        Arc::new(WriteTurn {
+            turn: tokio::sync::Mutex::new(None),
+            queued: AtomicUsize::new(0),
+            conn: std::sync::Mutex::new(conn),
+        })
+    }
+
+    fn conn(&self) -> crate::StoreResult<std::sync::MutexGuard<'_, Connection>> {
+        self.conn
+            .lock()
+            .map_err(|_| crate::StoreError::Backend("writer connection poisoned".into()))
+    }
+}
+
 /// Like [`write_tx`], but writers share transactions ([`WriteTurn`]) and each commit is made
 /// durable by `group` after the writer connection is released, so that concurrent writers
-/// share one sync of the log ([`crate::group_commit`]). The connection must commit with
-/// `synchronous=NORMAL`.
+/// share one sync of the log ([`crate::group_commit`]).
 ///
 /// Writers queue for the turn as tasks, without holding a thread: only the one whose turn it
 /// is runs SQLite work, on its own thread for a [`Span::Short`] write.
-pub(crate) async fn write_tx_grouped<C, T>(
-    turn: &WriteTurn,
+pub(crate) async fn write_tx_grouped<T>(
+    writer: &Arc<WriteTurn>,
     span: Span,
-    conn: impl Fn() -> crate::StoreResult<C>,
     group: &Arc<crate::group_commit::GroupCommit>,
     work: impl FnOnce(&Connection) -> crate::StoreResult<T>,
-) -> crate::StoreResult<T>
-where
-    C: std::ops::DerefMut<Target = Connection>,
-{
+) -> crate::StoreResult<T> {
     group.check()?;
-    let (out, outcome) = {
-        turn.queued.fetch_add(1, Ordering::SeqCst);
-        let queued = Queued(&turn.queued);
-        let mut open = turn.turn.lock().await;
+    let (settled, outcome) = {
+        writer.queued.fetch_add(1, Ordering::SeqCst);
+        let queued = Queued(&writer.queued);
+        let mut open = writer.turn.lock().await;
         drop(queued);
         span.run(|| {
-            let conn = conn()?;
+            let conn = writer.conn()?;
             let outcome = join(&conn, &mut open)?;
-            let (out, fit) = in_savepoint(&conn, work);
-            match &out {
-                Err(e) if !fit => abort_shared(&conn, &mut open, e),
-                _ if turn.queued.load(Ordering::SeqCst) == 0
-                    || open.as_ref().is_none_or(|o| o.members >= MAX_SHARED) =>
-                {
-                    commit_shared(&conn, &mut open, group);
-                }
-                // Others are queued: the transaction stays open for them.
-                _ => {}
+            let settled = in_savepoint(&conn, work);
+            if let Settled::Broken(e) = &settled {
+                abort_shared(&conn, &mut open, e);
+            } else if writer.queued.load(Ordering::SeqCst) == 0
+                || open.as_ref().is_none_or(|o| o.members >= MAX_SHARED)
+                || !close_later(writer, group, &outcome)
+            {
+                commit_shared(&conn, &mut open, group);
             }
-            Ok::<_, crate::StoreError>((out, outcome))
+            Ok::<_, crate::StoreError>((settled, outcome))
         })?
     };
-    let out = out?;
-    let (seq, committed) = wait_for_commit(turn, &conn, group, &outcome).await;
+    let out = match settled {
+        Settled::Done(out) => out?,
+        Settled::Panicked(panic) => std::panic::resume_unwind(panic),
+        Settled::Broken(e) => return Err(e),
+    };
+    let (seq, committed) = ended(&outcome).await;
     group.durable(seq).await?;
     committed.map_err(crate::StoreError::Backend)?;
     Ok(out)
@@ -189,16 +216,15 @@ fn join(conn: &Connection, open: &mut Option<Shared>) -> crate::StoreResult<Arc<
 }
 
 /// Runs `work` in a savepoint, released when it succeeds and rolled back when it fails or
-/// panics (the panic then goes on, with the transaction left fit for the others). Should the
-/// savepoint itself fail to settle, nothing of the transaction can be trusted: the second
-/// value is then `false`.
+/// panics; either way the transaction stays fit for the others unless the savepoint itself
+/// fails.
 fn in_savepoint<T>(
     conn: &Connection,
     work: impl FnOnce(&Connection) -> crate::StoreResult<T>,
-) -> (crate::StoreResult<T>, bool) {
+) -> Settled<T> {
     let backend = |e: rusqlite::Error| crate::StoreError::Backend(e.to_string());
     if let Err(e) = conn.execute_batch("SAVEPOINT write") {
-        return (Err(backend(e)), false);
+        return Settled::Broken(backend(e));
     }
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(conn)));
     let settled = match &out {
@@ -206,9 +232,9 @@ fn in_savepoint<T>(
         _ => conn.execute_batch("ROLLBACK TO write; RELEASE write"),
     };
     match (out, settled) {
-        (Err(panic), Ok(())) => std::panic::resume_unwind(panic),
-        (Ok(out), Ok(())) => (out, true),
-        (_, Err(e)) => (Err(backend(e)), false),
+        (_, Err(e)) => Settled::Broken(backend(e)),
+        (Ok(out), Ok(())) => Settled::Done(out),
+        (Err(panic), Ok(())) => Settled::Panicked(panic),
     }
 }
 
@@ -238,18 +264,43 @@ fn commit_shared(
     shared.outcome.notify.notify_waiters();
 }
 
-/// Waits until the shared transaction `outcome` belongs to has ended. Its last member commits
-/// it; should that member's request be dropped while queued, the transaction would stay
-/// open, so a waiting member that finds the turn free commits it itself.
-async fn wait_for_commit<C>(
-    turn: &WriteTurn,
-    conn: &impl Fn() -> crate::StoreResult<C>,
+/// Leaves the transaction of `outcome` open for a queued writer, with a task that commits it
+/// after [`LEFT_OPEN`] should that writer never take its turn (its request dropped): the
+/// members may have gone too, and an open transaction holds the file's write lock. Returns
+/// `false` (commit now) without a runtime to run that task on.
+fn close_later(
+    writer: &Arc<WriteTurn>,
     group: &Arc<crate::group_commit::GroupCommit>,
     outcome: &Arc<Outcome>,
-) -> (u64, Result<(), String>)
-where
-    C: std::ops::DerefMut<Target = Connection>,
-{
+) -> bool {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return false;
+    };
+    let (writer, group, outcome) = (
+        Arc::clone(writer),
+        Arc::clone(group),
+        Arc::downgrade(outcome),
+    );
+    drop(runtime.spawn(async move {
+        tokio::time::sleep(LEFT_OPEN).await;
+        // A holder of the turn commits or leaves the transaction open with a task of its own.
+        let Ok(mut open) = writer.turn.try_lock() else {
+            return;
+        };
+        let still_open = open.as_ref().is_some_and(|shared| {
+            outcome
+                .upgrade()
+                .is_some_and(|o| Arc::ptr_eq(&shared.outcome, &o))
+        });
+        if still_open && let Ok(conn) = writer.conn() {
+            commit_shared(&conn, &mut open, &group);
+        }
+    }));
+    true
+}
+
+/// How the shared transaction of `outcome` ended, once it has.
+async fn ended(outcome: &Outcome) -> (u64, Result<(), String>) {
     loop {
         let notified = outcome.notify.notified();
         tokio::pin!(notified);
@@ -257,20 +308,7 @@ where
         if let Some(ended) = outcome.ended.get() {
             return ended.clone();
         }
-        tokio::select! {
-            () = &mut notified => continue,
-            () = tokio::time::sleep(std::time::Duration::from_millis(5)) => {}
-        }
-        if let Ok(mut open) = turn.turn.try_lock()
-            && open
-                .as_ref()
-                .is_some_and(|shared| Arc::ptr_eq(&shared.outcome, outcome))
-        {
-            match conn() {
-                Ok(conn) => commit_shared(&conn, &mut open, group),
-                Err(e) => return (0, Err(e.to_string())),
-            }
-        }
+        notified.await;
     }
 }
 
@@ -337,42 +375,40 @@ mod tests {
         assert_eq!(applied, vec![1, 2]);
     }
 
-    struct Shared {
+    struct Writer {
         dir: tempfile::TempDir,
-        conn: Arc<std::sync::Mutex<Connection>>,
         group: Arc<crate::group_commit::GroupCommit>,
         turn: Arc<WriteTurn>,
     }
 
-    fn shared_writer() -> Shared {
+    fn shared_writer() -> Writer {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("w.sqlite3");
         let conn = open(&path).expect("open");
         conn.execute_batch("PRAGMA synchronous=NORMAL; CREATE TABLE t (n INTEGER UNIQUE);")
             .expect("table");
-        Shared {
+        Writer {
             group: crate::group_commit::GroupCommit::new(&path).expect("group"),
             dir,
-            conn: Arc::new(std::sync::Mutex::new(conn)),
-            turn: Arc::new(WriteTurn::default()),
+            turn: WriteTurn::new(conn),
         }
     }
 
-    impl Shared {
+    fn backend(e: rusqlite::Error) -> crate::StoreError {
+        crate::StoreError::Backend(e.to_string())
+    }
+
+    impl Writer {
         /// Inserts `n` as one write; a negative `n` inserts and then fails.
         fn insert(
             &self,
             n: i64,
         ) -> impl std::future::Future<Output = crate::StoreResult<i64>> + use<> {
-            let (conn, group, turn) = (self.conn.clone(), self.group.clone(), self.turn.clone());
+            let (group, turn) = (self.group.clone(), self.turn.clone());
             async move {
-                let writer = || {
-                    conn.lock()
-                        .map_err(|_| crate::StoreError::Backend("poisoned".into()))
-                };
-                write_tx_grouped(&turn, Span::Short, writer, &group, |c| {
+                write_tx_grouped(&turn, Span::Short, &group, |c| {
                     c.execute("INSERT INTO t VALUES (?1)", [n])
-                        .map_err(|e| crate::StoreError::Backend(e.to_string()))?;
+                        .map_err(backend)?;
                     if n < 0 {
                         return Err(crate::StoreError::Backend("refused".into()));
                     }
@@ -434,34 +470,48 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_transaction_left_open_is_committed_by_a_waiting_member() {
+    async fn a_transaction_left_open_for_a_writer_that_never_came_is_committed() {
         let w = shared_writer();
-        // A member wrote and left the transaction open for a writer that then went away.
+        // A member wrote and left the transaction open for a queued writer whose request was
+        // then dropped; the member's own request may be gone too.
         let outcome = {
             let mut open = w.turn.turn.lock().await;
-            let conn = w.conn.lock().expect("conn");
+            let conn = w.turn.conn().expect("conn");
             let outcome = join(&conn, &mut open).expect("begin");
-            let (out, fit) = in_savepoint(&conn, |c| {
-                c.execute("INSERT INTO t VALUES (7)", [])
-                    .map_err(|e| crate::StoreError::Backend(e.to_string()))
+            let settled = in_savepoint(&conn, |c| {
+                c.execute("INSERT INTO t VALUES (7)", []).map_err(backend)
             });
-            assert!(out.is_ok() && fit);
+            assert!(matches!(settled, Settled::Done(Ok(1))));
+            assert!(close_later(&w.turn, &w.group, &outcome));
             outcome
         };
-        let writer = || {
-            w.conn
-                .lock()
-                .map_err(|_| crate::StoreError::Backend("poisoned".into()))
-        };
-        let (seq, committed) = tokio::time::timeout(
-            std::time::Duration::from_secs(10),
-            wait_for_commit(&w.turn, &writer, &w.group, &outcome),
-        )
-        .await
-        .expect("the waiting member commits");
+        let (seq, committed) =
+            tokio::time::timeout(std::time::Duration::from_secs(10), ended(&outcome))
+                .await
+                .expect("committed without its writers");
         committed.expect("committed");
         w.group.durable(seq).await.expect("durable");
         assert_eq!(w.stored(), vec![7]);
+        assert!(w.turn.turn.lock().await.is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panicking_write_rolls_back_alone_and_the_panic_goes_on() {
+        let w = shared_writer();
+        let (group, turn) = (w.group.clone(), w.turn.clone());
+        let panicked = tokio::spawn(async move {
+            write_tx_grouped(&turn, Span::Short, &group, |c| {
+                c.execute("INSERT INTO t VALUES (5)", []).map_err(backend)?;
+                panic!("a bug in a write");
+                #[allow(unreachable_code)]
+                Ok(())
+            })
+            .await
+        })
+        .await;
+        assert!(panicked.is_err_and(|e| e.is_panic()));
+        w.insert(6).await.expect("the writer goes on");
+        assert_eq!(w.stored(), vec![6]);
         assert!(w.turn.turn.lock().await.is_none());
     }
 }
