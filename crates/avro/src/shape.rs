@@ -37,19 +37,7 @@ pub struct Shapes {
 impl Shapes {
     /// How many leading fields two records share, by their prefix hashes.
     pub fn common_fields(&self, id: NodeId, other: &Shapes, other_id: NodeId) -> usize {
-        let (a, b) = (&self.prefixes[id], &other.prefixes[other_id]);
-        // Prefix hashes agree up to some field and differ from there on, so the first
-        // difference can be found by bisection.
-        let (mut lo, mut hi) = (0, a.len().min(b.len()));
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if a[mid] == b[mid] {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        covenant_engine::shape::common_prefix(&self.prefixes[id], &other.prefixes[other_id])
     }
 }
 

@@ -36,6 +36,21 @@ pub fn of_bytes(bytes: &[u8]) -> u128 {
     h.finish128().as_u128()
 }
 
+/// How many leading entries two hash chains share. Chains agree up to some entry and differ
+/// from there on, so the first difference is found by bisection.
+pub fn common_prefix(a: &[u128], b: &[u128]) -> usize {
+    let (mut lo, mut hi) = (0, a.len().min(b.len()));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if a[mid] == b[mid] {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,5 +67,12 @@ mod tests {
         );
         // Prefixes are not confused with the whole: the length is part of the hash.
         assert_ne!(of_bytes(b"ab"), of_bytes(b"abc"));
+    }
+
+    #[test]
+    fn chains_share_the_entries_before_their_first_difference() {
+        assert_eq!(common_prefix(&[1, 2, 3, 4], &[1, 2, 9, 9, 9]), 2);
+        assert_eq!(common_prefix(&[1, 2], &[1, 2, 3]), 2);
+        assert_eq!(common_prefix(&[], &[1]), 0);
     }
 }

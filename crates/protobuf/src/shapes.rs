@@ -42,20 +42,9 @@ pub(crate) struct MessageShapes {
 }
 
 impl MessageShapes {
-    /// How many leading fields two messages share, alike and quiet, found by bisection: the
-    /// prefix hashes agree up to some field and differ from there on.
+    /// How many leading fields two messages share, alike and quiet.
     pub fn common_quiet_prefix(&self, other: &MessageShapes) -> usize {
-        let (a, b) = (&self.prefixes, &other.prefixes);
-        let (mut lo, mut hi) = (0, a.len().min(b.len()));
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if a[mid] == b[mid] {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        covenant_engine::shape::common_prefix(&self.prefixes, &other.prefixes)
     }
 }
 
