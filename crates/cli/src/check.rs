@@ -300,7 +300,7 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
         .collect();
     let lineage: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
     let mut report = within_budget(&args.input, || {
-        covenant_policy::judge(
+        covenant_policy::judge_on_two_threads(
             level,
             &candidate,
             &history_refs,

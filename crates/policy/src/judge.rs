@@ -6,7 +6,7 @@ use crate::{
     PolicyContext, PolicySettings, RolloutPlan, evaluate_first_schema, evaluate_schemas_in_history,
     plan_with_semantics,
 };
-use covenant_engine::{CheckOptions, Level, Report, RuleSpec};
+use covenant_engine::{CheckOptions, Finding, Level, Report, RuleSpec};
 use covenant_schema::ParsedSchema;
 
 /// Judges `candidate` against `history` (oldest first, the versions in scope) and `lineage`
@@ -26,20 +26,89 @@ pub fn judge(
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Report {
-    let mut findings = covenant_schema::check(level, candidate, history, options).findings;
-    let lineage = if lineage.is_empty() { history } else { lineage };
-    match lineage.last() {
-        Some((version, _)) => findings.extend(
-            evaluate_schemas_in_history(lineage, candidate, context, settings)
-                .into_iter()
-                .map(|mut f| {
-                    f.version = Some(*version);
-                    f
-                }),
-        ),
-        None => findings.extend(evaluate_first_schema(candidate, context, settings)),
-    }
+    let case = Case {
+        level,
+        candidate,
+        history,
+        lineage,
+        options,
+        context,
+        settings,
+    };
+    let mut findings = case.structural();
+    findings.extend(case.semantic());
     Report::from_findings(findings)
+}
+
+/// [`judge`] with the semantic rules on a second thread, under the caller's budget: for a
+/// process that has the machine to itself (the command line), where a large pair's two
+/// halves each take milliseconds. The server judges many requests at once and uses [`judge`].
+pub fn judge_on_two_threads(
+    level: Level,
+    candidate: &ParsedSchema,
+    history: &[(i64, &ParsedSchema)],
+    lineage: &[(i64, &ParsedSchema)],
+    options: &CheckOptions,
+    context: &PolicyContext,
+    settings: &PolicySettings,
+) -> Report {
+    let case = Case {
+        level,
+        candidate,
+        history,
+        lineage,
+        options,
+        context,
+        settings,
+    };
+    let budget = covenant_engine::budget::inherit();
+    let (mut findings, semantic) = std::thread::scope(|scope| {
+        let semantic = scope.spawn(|| budget.run(|| case.semantic()));
+        let structural = case.structural();
+        let semantic = semantic
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (structural, semantic)
+    });
+    findings.extend(semantic);
+    Report::from_findings(findings)
+}
+
+/// What one judgement is about.
+struct Case<'a> {
+    level: Level,
+    candidate: &'a ParsedSchema,
+    history: &'a [(i64, &'a ParsedSchema)],
+    lineage: &'a [(i64, &'a ParsedSchema)],
+    options: &'a CheckOptions,
+    context: &'a PolicyContext,
+    settings: &'a PolicySettings,
+}
+
+impl Case<'_> {
+    fn structural(&self) -> Vec<Finding> {
+        covenant_schema::check(self.level, self.candidate, self.history, self.options).findings
+    }
+
+    fn semantic(&self) -> Vec<Finding> {
+        let lineage = if self.lineage.is_empty() {
+            self.history
+        } else {
+            self.lineage
+        };
+        match lineage.last() {
+            Some((version, _)) => {
+                evaluate_schemas_in_history(lineage, self.candidate, self.context, self.settings)
+                    .into_iter()
+                    .map(|mut f| {
+                        f.version = Some(*version);
+                        f
+                    })
+                    .collect()
+            }
+            None => evaluate_first_schema(self.candidate, self.context, self.settings),
+        }
+    }
 }
 
 /// The rollout plan for `candidate` replacing the last of `history` (oldest first, every

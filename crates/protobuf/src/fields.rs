@@ -12,7 +12,7 @@ use crate::ProtobufSchema;
 use covenant_engine::{EnumValue, FieldTree, Node, NodeKind, NumberRange};
 use prost_reflect::{
     Cardinality, DescriptorPool, DynamicMessage, EnumDescriptor, ExtensionDescriptor,
-    FieldDescriptor, FileDescriptor, Kind, MapKey, MessageDescriptor, Value,
+    FieldDescriptor, Kind, MapKey, MessageDescriptor, Value,
 };
 use prost_types::source_code_info::Location;
 use std::collections::HashMap;
@@ -28,7 +28,7 @@ pub fn field_tree(schema: &ProtobufSchema) -> FieldTree {
             root.name = file.package_name().to_string();
         }
         let file_context = FileContext {
-            comments: Comments::of(&file),
+            comments: Comments::of(schema.source_locations(&file)),
             meta: Meta::of(&schema.pool),
         };
         for message in file.messages() {
@@ -302,13 +302,8 @@ struct Comments<'a> {
 }
 
 impl<'a> Comments<'a> {
-    fn of(file: &'a FileDescriptor) -> Comments<'a> {
+    fn of(locations: &'a [Location]) -> Comments<'a> {
         let mut by_path = HashMap::new();
-        let locations = file
-            .file_descriptor_proto()
-            .source_code_info
-            .as_ref()
-            .map_or(&[][..], |info| &info.location[..]);
         let commented =
             |l: &Location| l.leading_comments.is_some() || l.trailing_comments.is_some();
         if locations.iter().any(commented) {

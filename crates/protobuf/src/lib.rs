@@ -58,6 +58,7 @@ use covenant_engine::{
 };
 use parse::Source;
 use prost_reflect::{DescriptorPool, DynamicMessage, FileDescriptor, MessageDescriptor};
+use prost_types::source_code_info::Location;
 use std::sync::{Arc, OnceLock};
 
 /// A parsed `.proto` file with its imports resolved.
@@ -72,6 +73,8 @@ pub struct ProtobufSchema {
     set: bool,
     /// Built on the first comparison and kept: a schema is compared with many others.
     shapes: Arc<OnceLock<shapes::FieldShapes>>,
+    /// Positions and comments of the files compiled from text (see [`parse::SourceInfos`]).
+    source_infos: Arc<parse::SourceInfos>,
 }
 
 impl ProtobufSchema {
@@ -98,18 +101,12 @@ impl ProtobufSchema {
             )
         })?;
         let name = parse::main_file_name(references);
-        let pool = parse::compile(
+        let compiled = parse::compile(
             &[(name.clone(), Source::Descriptor(Box::new(fd)))],
             references,
             limits,
         )?;
-        let mut schema = ProtobufSchema {
-            pool,
-            own: vec![name],
-            text: String::new(),
-            set: false,
-            shapes: Arc::default(),
-        };
+        let mut schema = ProtobufSchema::compiled(compiled, vec![name], String::new(), false);
         schema.text = schema.normalized_text();
         Ok(schema)
     }
@@ -124,14 +121,29 @@ impl ProtobufSchema {
             .iter()
             .map(|(n, t)| (n.clone(), Source::Text(t.clone())))
             .collect();
-        let pool = parse::compile(&own, references, &Limits::default())?;
-        Ok(ProtobufSchema {
-            pool,
-            own: files.iter().map(|(n, _)| n.clone()).collect(),
-            text: files.first().map(|(_, t)| t.clone()).unwrap_or_default(),
-            set: true,
+        let compiled = parse::compile(&own, references, &Limits::default())?;
+        Ok(ProtobufSchema::compiled(
+            compiled,
+            files.iter().map(|(n, _)| n.clone()).collect(),
+            files.first().map(|(_, t)| t.clone()).unwrap_or_default(),
+            true,
+        ))
+    }
+
+    fn compiled(
+        compiled: parse::Compiled,
+        own: Vec<String>,
+        text: String,
+        set: bool,
+    ) -> ProtobufSchema {
+        ProtobufSchema {
+            pool: compiled.pool,
+            own,
+            text,
+            set,
             shapes: Arc::default(),
-        })
+            source_infos: Arc::new(compiled.source_infos),
+        }
     }
 
     /// The file as a base64-encoded `FileDescriptorProto` (Confluent's `format=serialized`).
@@ -238,6 +250,16 @@ impl ProtobufSchema {
         self.set
     }
 
+    /// The source info locations of `file`: kept aside for a file compiled from text, in the
+    /// descriptor for one given as a descriptor (empty when it has none).
+    pub(crate) fn source_locations<'a>(&'a self, file: &'a FileDescriptor) -> &'a [Location] {
+        let info = match self.source_infos.get(file.name()) {
+            Some(info) => Some(info),
+            None => file.file_descriptor_proto().source_code_info.as_ref(),
+        };
+        info.map_or(&[][..], |info| &info.location[..])
+    }
+
     pub(crate) fn field_shapes(&self) -> &shapes::FieldShapes {
         self.shapes.get_or_init(|| shapes::FieldShapes::of(self))
     }
@@ -285,13 +307,12 @@ impl Format for ProtobufFormat {
             references,
             limits,
         ) {
-            Ok(pool) => Ok(ProtobufSchema {
-                pool,
-                own: vec![name],
-                text: text.to_string(),
-                set: false,
-                shapes: Arc::default(),
-            }),
+            Ok(compiled) => Ok(ProtobufSchema::compiled(
+                compiled,
+                vec![name],
+                text.to_string(),
+                false,
+            )),
             Err(text_error) => {
                 if parse::decode_descriptor(text).is_some() {
                     ProtobufSchema::from_descriptor_base64_with(text, references, limits)

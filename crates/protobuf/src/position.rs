@@ -2,10 +2,12 @@
 //! info (`SourceCodeInfo` locations keyed by descriptor paths).
 
 use crate::ProtobufSchema;
+use crate::parse::SourceInfos;
 use covenant_engine::Position;
 use prost_reflect::FileDescriptor;
+use prost_types::source_code_info::Location;
 use prost_types::{DescriptorProto, EnumDescriptorProto, FileDescriptorProto};
-use std::collections::HashMap;
+use std::sync::Arc;
 
 // Field numbers of descriptor.proto, as `SourceCodeInfo` paths use them.
 const FILE_MESSAGES: i32 = 4;
@@ -33,22 +35,36 @@ pub fn locate(text: &str, path: &str) -> Option<Position> {
 /// of findings, and parsing a large file again for each one cost far more than the check.
 pub struct Locator {
     file: Option<Parsed>,
-    /// The start of every element's `SourceCodeInfo` location, by its descriptor path.
-    starts: HashMap<Vec<i32>, Position>,
+    /// The file's locations in path order, as indexes; `None` when they already are in that
+    /// order, as the parser leaves them.
+    order: Option<Vec<usize>>,
 }
 
-/// The file's descriptor: parsed here, or the one a schema was compiled into.
+/// The file's descriptor and source info: parsed here, or those a schema was compiled into.
 enum Parsed {
     Own(Box<FileDescriptorProto>),
-    Compiled(FileDescriptor),
+    Compiled {
+        file: FileDescriptor,
+        source_infos: Arc<SourceInfos>,
+    },
 }
 
 impl Parsed {
     fn proto(&self) -> &FileDescriptorProto {
         match self {
             Parsed::Own(file) => file,
-            Parsed::Compiled(file) => file.file_descriptor_proto(),
+            Parsed::Compiled { file, .. } => file.file_descriptor_proto(),
         }
+    }
+
+    fn locations(&self) -> &[Location] {
+        let info = match self {
+            Parsed::Own(file) => file.source_code_info.as_ref(),
+            Parsed::Compiled { file, source_infos } => source_infos
+                .get(file.name())
+                .or(file.file_descriptor_proto().source_code_info.as_ref()),
+        };
+        info.map_or(&[][..], |info| &info.location[..])
     }
 }
 
@@ -64,37 +80,46 @@ impl Locator {
     pub fn for_schema(schema: &ProtobufSchema, text: &str) -> Locator {
         match schema.main_file() {
             Some(file) if !schema.is_set() && schema.text() == text => {
-                Locator::index(Some(Parsed::Compiled(file)))
+                Locator::index(Some(Parsed::Compiled {
+                    file,
+                    source_infos: schema.source_infos.clone(),
+                }))
             }
             _ => Locator::new(text),
         }
     }
 
+    /// Orders the locations by path unless they are (a stable sort: the first location of a
+    /// path is its declaration, as a search from the start finds it).
     fn index(file: Option<Parsed>) -> Locator {
-        let mut starts = HashMap::new();
-        let locations = file
-            .as_ref()
-            .and_then(|f| f.proto().source_code_info.as_ref())
-            .map_or(&[][..], |info| &info.location[..]);
-        // Elements have paths of (member, index) pairs; odd lengths are their properties.
-        for l in locations.iter().filter(|l| l.path.len() % 2 == 0) {
-            if let (Some(&line), Some(&column)) = (l.span.first(), l.span.get(1))
-                && let (Ok(line), Ok(column)) = (usize::try_from(line), usize::try_from(column))
-            {
-                // The first location of a path is its declaration, as a search finds it.
-                starts.entry(l.path.clone()).or_insert(Position {
-                    line: line + 1,
-                    column: column + 1,
-                });
-            }
-        }
-        Locator { file, starts }
+        let locations = file.as_ref().map_or(&[][..], Parsed::locations);
+        let order = if locations.is_sorted_by(|a, b| a.path <= b.path) {
+            None
+        } else {
+            let mut order: Vec<usize> = (0..locations.len()).collect();
+            order.sort_by(|&a, &b| locations[a].path.cmp(&locations[b].path));
+            Some(order)
+        };
+        Locator { file, order }
     }
 
     /// Where the element `path` names is declared, as [`locate`] says.
     pub fn locate(&self, path: &str) -> Option<Position> {
-        let target = descriptor_path(self.file.as_ref()?.proto(), path)?;
-        self.starts.get(&target).copied()
+        let file = self.file.as_ref()?;
+        let target = descriptor_path(file.proto(), path)?;
+        let locations = file.locations();
+        let first = match &self.order {
+            None => locations.get(locations.partition_point(|l| l.path < target)),
+            Some(order) => order
+                .get(order.partition_point(|&i| locations[i].path < target))
+                .map(|&i| &locations[i]),
+        };
+        let location = first.filter(|l| l.path == target)?;
+        let (line, column) = (location.span.first()?, location.span.get(1)?);
+        Some(Position {
+            line: usize::try_from(*line).ok()? + 1,
+            column: usize::try_from(*column).ok()? + 1,
+        })
     }
 }
 
@@ -253,5 +278,53 @@ mod tests {
         assert_eq!(at("/acme.Nope"), None);
         assert_eq!(at("/"), None);
         assert_eq!(locate("not proto", "/acme.Order"), None);
+    }
+
+    const PATHS: [&str; 9] = [
+        "/acme.Order",
+        "/acme.Order/fields/id",
+        "/acme.Order.Line/fields/qty",
+        "/acme.Order/oneofs/payment",
+        "/acme.Order/reserved",
+        "/acme.Status/values/STATUS_OPEN",
+        "/acme.Orders/methods/Place",
+        "/acme.Order/fields/gone",
+        "/acme.Nope",
+    ];
+
+    #[test]
+    fn a_compiled_schema_locates_with_the_source_info_kept_beside_its_pool() {
+        let schema = <crate::ProtobufFormat as covenant_engine::Format>::parse_with(
+            TEXT,
+            &[],
+            &covenant_engine::Limits::default(),
+        )
+        .unwrap();
+        let compiled = Locator::for_schema(&schema, TEXT);
+        assert!(matches!(compiled.file, Some(Parsed::Compiled { .. })));
+        for path in PATHS {
+            assert_eq!(compiled.locate(path), locate(TEXT, path), "{path}");
+        }
+        assert_eq!(
+            compiled
+                .locate("/acme.Order/fields/id")
+                .map(|p| (p.line, p.column)),
+            Some((5, 3))
+        );
+    }
+
+    /// A descriptor sent with its own source info may list locations in any order.
+    #[test]
+    fn locations_out_of_path_order_locate_alike() {
+        let mut file = protox_parse::parse("schema.proto", TEXT).unwrap();
+        let info = file.source_code_info.as_mut().unwrap();
+        // Stable: locations of one path keep their order.
+        info.location.sort_by(|a, b| b.path.cmp(&a.path));
+        let shuffled = Locator::index(Some(Parsed::Own(Box::new(file))));
+        assert!(shuffled.order.is_some());
+        assert!(Locator::new(TEXT).order.is_none(), "the parser sorts them");
+        for path in PATHS {
+            assert_eq!(shuffled.locate(path), locate(TEXT, path), "{path}");
+        }
     }
 }
