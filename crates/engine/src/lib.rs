@@ -14,6 +14,7 @@ mod finding;
 mod format;
 mod level;
 mod limits;
+pub mod numbering;
 pub mod position;
 mod render;
 mod rule;
@@ -29,6 +30,7 @@ pub use format::{
 };
 pub use level::{Direction, Level, Pass, PriorVersion, Report, check_history, check_pair};
 pub use limits::{Counter, Limit, Limits, bracket_depth};
+pub use numbering::Numbering;
 pub use position::{JsonText, Position, Step};
 pub use render::{
     render_json, render_sarif, render_sarif_located, render_text, render_text_located,

@@ -37,7 +37,7 @@ pub use schemas::{
 pub use scope::{CompatibilityScope, VersionFacts};
 pub use settings::{PolicySettings, RuleLevel, SettingsError};
 
-use covenant_engine::{FieldTree, Finding, NodeKind, Report};
+use covenant_engine::{FieldTree, Finding, NodeKind, Numbering, Report};
 
 /// The semantic findings for replacing `old` with `new`, at the levels `settings` give.
 ///
@@ -62,8 +62,13 @@ pub fn evaluate_in_history(
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Vec<Finding> {
+    let numberings: Vec<(i64, Numbering)> = lineage
+        .iter()
+        .map(|(v, tree)| (*v, Numbering::of(tree)))
+        .collect();
+    let numbered: Vec<(i64, &Numbering)> = numberings.iter().map(|(v, n)| (*v, n)).collect();
     match lineage.last() {
-        Some((_, old)) => evaluate_pair(old, new, lineage, context, settings),
+        Some((_, old)) => evaluate_against_lineage(old, &numbered, new, context, settings),
         None => evaluate(
             &FieldTree::empty(new.format.clone()),
             new,
@@ -73,10 +78,23 @@ pub fn evaluate_in_history(
     }
 }
 
+/// [`evaluate_in_history`] with the earlier versions given by what they numbered and named
+/// (`lineage`, oldest first, `old`'s among them): all the rules about history read, and what
+/// a registry keeps per schema instead of lowering every earlier version again.
+pub fn evaluate_against_lineage(
+    old: &FieldTree,
+    lineage: &[(i64, &Numbering)],
+    new: &FieldTree,
+    context: &PolicyContext,
+    settings: &PolicySettings,
+) -> Vec<Finding> {
+    evaluate_pair(old, new, lineage, context, settings)
+}
+
 fn evaluate_pair(
     old: &FieldTree,
     new: &FieldTree,
-    lineage: &[(i64, &FieldTree)],
+    lineage: &[(i64, &Numbering)],
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Vec<Finding> {

@@ -1,7 +1,8 @@
 //! The old and new trees indexed once, so every rule pairs elements the same way: by path.
 
 use crate::context::{PII_FIELDS, PolicyContext, SubjectMetadata};
-use covenant_engine::{FieldTree, Node, NodeKind};
+use covenant_engine::{FieldTree, Node, NodeKind, Numbering};
+use std::cell::OnceCell;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 
@@ -38,9 +39,11 @@ impl<'a> Located<'a> {
 pub(crate) struct Pair<'a> {
     pub old: &'a FieldTree,
     pub new: &'a FieldTree,
-    /// Every earlier version known (oldest first, `old` among them), for rules about the
-    /// whole history; empty when only `old` is known.
-    pub lineage: &'a [(i64, &'a FieldTree)],
+    /// What every earlier version known (oldest first, `old` among them) numbered and named,
+    /// for rules about the whole history; empty when only `old` is known.
+    pub lineage: &'a [(i64, &'a Numbering)],
+    /// `old`'s numbering, made when a rule asks for the history and no lineage is known.
+    old_numbering: OnceCell<Numbering>,
     pub context: &'a PolicyContext,
     old_index: Index<'a>,
     new_index: Index<'a>,
@@ -106,6 +109,7 @@ impl<'a> Pair<'a> {
             old,
             new,
             lineage: &[],
+            old_numbering: OnceCell::new(),
             context,
             old_index,
             new_index,
@@ -116,11 +120,12 @@ impl<'a> Pair<'a> {
 
     /// The earlier versions to hold the new one against, oldest first: the lineage when
     /// known, else the old tree alone (its version number unknown).
-    pub fn history(&self) -> Vec<(Option<i64>, &'a FieldTree)> {
+    pub fn history(&self) -> Vec<(Option<i64>, &Numbering)> {
         if self.lineage.is_empty() {
-            vec![(None, self.old)]
+            let old = self.old_numbering.get_or_init(|| Numbering::of(self.old));
+            vec![(None, old)]
         } else {
-            self.lineage.iter().map(|(v, t)| (Some(*v), *t)).collect()
+            self.lineage.iter().map(|(v, n)| (Some(*v), *n)).collect()
         }
     }
 

@@ -1,9 +1,10 @@
 //! The policy over parsed schemas of any format, for callers that hold schemas rather than
 //! field trees (the registry, the command line).
 
-use crate::{PolicyContext, PolicySettings, evaluate, evaluate_in_history};
-use covenant_engine::{FieldTree, Finding};
+use crate::{PolicyContext, PolicySettings, evaluate, evaluate_against_lineage};
+use covenant_engine::{FieldTree, Finding, Numbering};
 use covenant_schema::ParsedSchema;
+use std::borrow::Cow;
 
 /// The neutral field tree of a parsed schema, whatever its format.
 pub fn field_tree(schema: &ParsedSchema) -> FieldTree {
@@ -41,7 +42,7 @@ pub fn evaluate_first_schema(
     )
 }
 
-/// [`evaluate_in_history`] over parsed schemas: `lineage` is every earlier version, oldest
+/// [`crate::evaluate_in_history`] over parsed schemas: `lineage` is every earlier version, oldest
 /// first, the last one the version being replaced.
 pub fn evaluate_schemas_in_history(
     lineage: &[(i64, &ParsedSchema)],
@@ -49,14 +50,27 @@ pub fn evaluate_schemas_in_history(
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Vec<Finding> {
-    // Only Protobuf and Iceberg rules read the whole lineage (numbers, names and field ids);
-    // other formats are compared with the latest version alone, so the other trees are not
-    // built.
-    let wanted = match new {
-        ParsedSchema::Protobuf(_) | ParsedSchema::Iceberg(_) => lineage,
-        _ => &lineage[lineage.len().saturating_sub(1)..],
+    let new_tree = field_tree(new);
+    let Some((_, latest)) = lineage.last() else {
+        let empty = FieldTree::empty(new_tree.format.clone());
+        return evaluate(&empty, &new_tree, context, settings);
     };
-    let trees: Vec<(i64, FieldTree)> = wanted.iter().map(|(v, s)| (*v, field_tree(s))).collect();
-    let refs: Vec<(i64, &FieldTree)> = trees.iter().map(|(v, t)| (*v, t)).collect();
-    evaluate_in_history(&refs, &field_tree(new), context, settings)
+    // Only Protobuf and Iceberg rules read the whole lineage (numbers, names and field ids),
+    // and only what each version numbered and named, which a Protobuf schema keeps once
+    // made; only the version being replaced is lowered into a field tree.
+    let numberings: Vec<(i64, Cow<'_, Numbering>)> = match new {
+        ParsedSchema::Protobuf(_) | ParsedSchema::Iceberg(_) => {
+            lineage.iter().map(|(v, s)| (*v, numbering(s))).collect()
+        }
+        _ => Vec::new(),
+    };
+    let numbered: Vec<(i64, &Numbering)> = numberings.iter().map(|(v, n)| (*v, &**n)).collect();
+    evaluate_against_lineage(&field_tree(latest), &numbered, &new_tree, context, settings)
+}
+
+fn numbering(schema: &ParsedSchema) -> Cow<'_, Numbering> {
+    match schema {
+        ParsedSchema::Protobuf(s) => Cow::Borrowed(s.numbering()),
+        other => Cow::Owned(Numbering::of(&field_tree(other))),
+    }
 }

@@ -53,8 +53,8 @@ pub use wire::{decode_message_indexes, encode_message_indexes};
 
 use base64::Engine;
 use covenant_engine::{
-    CheckOptions, Direction, Finding, Format, Limits, Pass, ProtobufStrictness, Reference,
-    RuleSpec, SchemaError, SchemaErrorKind,
+    CheckOptions, Direction, Finding, Format, Limits, Numbering, Pass, ProtobufStrictness,
+    Reference, RuleSpec, SchemaError, SchemaErrorKind,
 };
 use parse::Source;
 use prost_reflect::{DescriptorPool, DynamicMessage, FileDescriptor, MessageDescriptor};
@@ -75,6 +75,9 @@ pub struct ProtobufSchema {
     shapes: Arc<OnceLock<shapes::FieldShapes>>,
     /// Positions and comments of the files compiled from text (see [`parse::SourceInfos`]).
     source_infos: Arc<parse::SourceInfos>,
+    /// Built the first time a later version is judged against this one, and kept: every
+    /// registration of a subject holds the new version against all earlier ones.
+    numbering: Arc<OnceLock<Numbering>>,
 }
 
 impl ProtobufSchema {
@@ -143,6 +146,7 @@ impl ProtobufSchema {
             set,
             shapes: Arc::default(),
             source_infos: Arc::new(compiled.source_infos),
+            numbering: Arc::default(),
         }
     }
 
@@ -258,6 +262,13 @@ impl ProtobufSchema {
             None => file.file_descriptor_proto().source_code_info.as_ref(),
         };
         info.map_or(&[][..], |info| &info.location[..])
+    }
+
+    /// The numbers and names this schema gives out, as the rules about a subject's whole
+    /// history read them (from its field tree, built once).
+    pub fn numbering(&self) -> &Numbering {
+        self.numbering
+            .get_or_init(|| Numbering::of(&fields::field_tree(self)))
     }
 
     pub(crate) fn field_shapes(&self) -> &shapes::FieldShapes {

@@ -4,6 +4,7 @@
 //! only the version being replaced; this rule looks at every version the subject had.
 
 use crate::pair::Pair;
+use covenant_engine::numbering::NumberedField;
 use covenant_engine::{Finding, Node, NodeKind, RuleSpec, Severity};
 use std::collections::HashMap;
 
@@ -35,10 +36,13 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
     }
     let latest = by_id(&pair.old.root);
     let mut findings = Vec::new();
-    let history: Vec<(Option<i64>, HashMap<i64, &Node>)> = pair
+    let history: Vec<(Option<i64>, HashMap<i64, &NumberedField>)> = pair
         .history()
         .into_iter()
-        .map(|(v, tree)| (v, by_id(&tree.root)))
+        .map(|(v, numbering)| {
+            let ids = numbering.fields.iter().map(|f| (f.number, f)).collect();
+            (v, ids)
+        })
         .collect();
     for (id, node) in by_id(&pair.new.root) {
         if latest.contains_key(&id) {

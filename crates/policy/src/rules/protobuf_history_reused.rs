@@ -3,6 +3,7 @@
 //! the subject ever had, not only the latest one, whatever the level and strictness.
 
 use crate::pair::Pair;
+use covenant_engine::numbering::{Declaration, name_key};
 use covenant_engine::{FieldTree, Finding, Node, NodeKind, RuleSpec, Severity};
 use std::collections::{BTreeMap, HashSet};
 
@@ -24,70 +25,12 @@ pub static RULE: RuleSpec = RuleSpec {
     ],
 };
 
-/// What one earlier version said about a message or enum: who held each number and name, and
-/// what it reserved.
-struct Earlier<'a> {
-    version: Option<i64>,
-    declaration: &'a Node,
-    members: Vec<Member<'a>>,
-    /// (number, position in `members`) and (name, position), sorted: a member's conflicts
-    /// are found by two searches instead of a scan of every earlier member, which made the
-    /// rule quadratic in the size of a message.
-    by_number: Vec<(i64, usize)>,
-    by_name: Vec<(&'a str, usize)>,
-}
-
-impl<'a> Earlier<'a> {
-    fn new(version: Option<i64>, declaration: &'a Node) -> Earlier<'a> {
-        let members = members(declaration);
-        let mut by_number: Vec<(i64, usize)> = members
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.number, i))
-            .collect();
-        by_number.sort_unstable();
-        let mut by_name: Vec<(&str, usize)> = members
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.name, i))
-            .collect();
-        by_name.sort_unstable();
-        Earlier {
-            version,
-            declaration,
-            members,
-            by_number,
-            by_name,
-        }
-    }
-
-    /// Positions of the earlier members sharing `member`'s number or name, in declaration
-    /// order: the only ones that can conflict with it.
-    fn sharing(&self, member: &Member<'_>) -> Vec<usize> {
-        let numbers = equal_range(&self.by_number, |(n, _)| n.cmp(&member.number));
-        let names = equal_range(&self.by_name, |(n, _)| n.cmp(&member.name));
-        let mut out: Vec<usize> = numbers
-            .iter()
-            .map(|(_, i)| *i)
-            .chain(names.iter().map(|(_, i)| *i))
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
-}
-
-/// The entries of a sorted slice that `order` finds equal.
-fn equal_range<T>(sorted: &[T], order: impl Fn(&T) -> std::cmp::Ordering) -> &[T] {
-    let start = sorted.partition_point(|x| order(x).is_lt());
-    let end = start + sorted[start..].partition_point(|x| order(x).is_eq());
-    &sorted[start..end]
-}
-
 /// One member (field or enum value) as the rule sees it.
 struct Member<'a> {
     name: &'a str,
     number: i64,
+    /// Its name's search key, made once for the search in every earlier version.
+    key: u64,
 }
 
 fn members(declaration: &Node) -> Vec<Member<'_>> {
@@ -100,6 +43,7 @@ fn members(declaration: &Node) -> Vec<Member<'_>> {
                 Some(Member {
                     name: &c.name,
                     number: c.number?,
+                    key: name_key(&c.name),
                 })
             })
             .collect(),
@@ -110,6 +54,7 @@ fn members(declaration: &Node) -> Vec<Member<'_>> {
                 Some(Member {
                     name: &v.name,
                     number: v.number?,
+                    key: name_key(&v.name),
                 })
             })
             .collect(),
@@ -134,15 +79,16 @@ fn in_version(version: Option<i64>) -> String {
 }
 
 /// Why `member` of `current` may not use its number or name, judged against one earlier
-/// version of the same declaration; `current_names` are the names `current` declares.
+/// version's declaration (`old`, in `version`); `current_names` are the names `current`
+/// declares.
 fn conflict(
     member: &Member<'_>,
     current: &Node,
     current_names: &HashSet<&str>,
-    earlier: &Earlier<'_>,
+    version: Option<i64>,
+    old: &Declaration,
 ) -> Option<String> {
-    let old = earlier.declaration;
-    let when = || in_version(earlier.version);
+    let when = || in_version(version);
     let (name, number) = (member.name, member.number);
     if old.reserves_number(number) && !current.reserves_number(number) {
         return Some(format!("number {number} was reserved {}", when()));
@@ -150,13 +96,13 @@ fn conflict(
     if old.reserves_name(name) {
         return Some(format!("name '{name}' was reserved {}", when()));
     }
-    for held in earlier
-        .sharing(member)
-        .into_iter()
-        .map(|i| &earlier.members[i])
-    {
+    if old.holds_only(number, name, member.key) {
+        return None;
+    }
+    old.find_holding(number, name, member.key, |held| {
         // An enum alias keeps its partner: both names still share the number.
-        if held.number == number && held.name != name && !current_names.contains(held.name) {
+        if held.number == number && held.name != name && !current_names.contains(held.name.as_str())
+        {
             return Some(format!(
                 "number {number} belonged to '{}' {}",
                 held.name,
@@ -170,19 +116,15 @@ fn conflict(
                 when()
             ));
         }
-    }
-    None
+        None
+    })
 }
 
 pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
     if pair.format() != "protobuf" {
         return Vec::new();
     }
-    let history: Vec<(Option<i64>, BTreeMap<&str, &Node>)> = pair
-        .history()
-        .into_iter()
-        .map(|(v, tree)| (v, declarations(tree)))
-        .collect();
+    let history = pair.history();
     let mut findings = Vec::new();
     for (path, current) in declarations(pair.new) {
         let what = if current.kind == NodeKind::Enum {
@@ -190,16 +132,19 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
         } else {
             "Field"
         };
-        let earlier: Vec<Earlier<'_>> = history
+        let mut earlier: Vec<(Option<i64>, &Declaration)> = history
             .iter()
-            .filter_map(|(version, declared)| Some(Earlier::new(*version, declared.get(path)?)))
+            .filter_map(|(version, numbering)| Some((*version, numbering.declaration(path)?)))
             .collect();
+        // A declaration unchanged since the version before finds only what that one found,
+        // and the oldest version with a conflict is the one reported.
+        earlier.dedup_by(|later, before| later.1.fingerprint == before.1.fingerprint);
         let current_members = members(current);
         let current_names: HashSet<&str> = current_members.iter().map(|m| m.name).collect();
         for member in current_members {
-            let reason = earlier
-                .iter()
-                .find_map(|e| conflict(&member, current, &current_names, e));
+            let reason = earlier.iter().find_map(|(version, old)| {
+                conflict(&member, current, &current_names, *version, old)
+            });
             if let Some(reason) = reason {
                 findings.push(Finding::new(
                     &RULE,
@@ -266,6 +211,64 @@ mod tests {
         assert_eq!(
             findings[0].message,
             "Field 'escalation_note' = 7 reuses history: number 7 belonged to 'legacy_owner' in version 1; data written then is read as 'escalation_note'."
+        );
+    }
+
+    /// Versions 2 and 3 declare the message alike; the reservation is reported from the
+    /// oldest of them, as a search of every version finds it.
+    #[test]
+    fn an_unchanged_declaration_reports_from_its_oldest_version() {
+        let bare = proto(vec![message(EVENT, vec![("case_id", "string", 2)])]);
+        let reused = proto(vec![message(
+            EVENT,
+            vec![("case_id", "string", 2), ("escalation_note", "string", 7)],
+        )]);
+        let findings = over(&[bare, v2(), v2()], &reused);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(
+            findings[0]
+                .message
+                .contains("number 7 was reserved in version 2;"),
+            "{}",
+            findings[0].message
+        );
+    }
+
+    /// What a registry runs: parsed schemas, the earlier ones judged by the numbering each
+    /// keeps, give what the field trees of every version give.
+    #[test]
+    fn parsed_schemas_judge_as_their_trees_do() {
+        use covenant_schema::{ParsedSchema, SchemaType};
+        let parse = |text: &str| ParsedSchema::parse(SchemaType::Protobuf, text, &[]).unwrap();
+        let v1 = parse(
+            "syntax = \"proto3\";\npackage acme;\nmessage CaseLifecycleEvent {\n  string case_id = 2;\n  string legacy_owner = 7;\n}\n",
+        );
+        let v2 = parse(
+            "syntax = \"proto3\";\npackage acme;\nmessage CaseLifecycleEvent {\n  string case_id = 2;\n  reserved 7;\n}\n",
+        );
+        let v3 = parse(
+            "syntax = \"proto3\";\npackage acme;\nmessage CaseLifecycleEvent {\n  string case_id = 2;\n  string escalation_note = 7;\n}\n",
+        );
+        let (context, settings) = (PolicyContext::default(), PolicySettings::default());
+        let lineage = [(1, &v1), (2, &v2)];
+        let parsed = crate::evaluate_schemas_in_history(&lineage, &v3, &context, &settings);
+        let trees = [crate::field_tree(&v1), crate::field_tree(&v2)];
+        let from_trees = crate::evaluate_in_history(
+            &[(1, &trees[0]), (2, &trees[1])],
+            &crate::field_tree(&v3),
+            &context,
+            &settings,
+        );
+        assert_eq!(parsed, from_trees);
+        let reused: Vec<&Finding> = parsed
+            .iter()
+            .filter(|f| f.rule == "PROTOBUF_HISTORY_REUSED")
+            .collect();
+        assert_eq!(reused.len(), 1, "{parsed:?}");
+        assert!(
+            reused[0]
+                .message
+                .contains("belonged to 'legacy_owner' in version 1")
         );
     }
 
