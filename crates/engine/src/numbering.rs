@@ -52,16 +52,9 @@ pub struct NumberedField {
 
 impl Numbering {
     pub fn of(tree: &FieldTree) -> Numbering {
-        let nodes = tree.nodes();
-        // One declaration per path, the last of a path as a map collecting them keeps it.
-        let declared: BTreeMap<&str, &Node> = nodes
-            .iter()
-            .filter(|n| matches!(n.kind, NodeKind::Record | NodeKind::Enum))
-            .map(|n| (n.path.as_str(), *n))
-            .collect();
         Numbering {
-            declarations: declared.into_values().map(Declaration::of).collect(),
-            fields: nodes
+            fields: tree
+                .nodes()
                 .iter()
                 .filter(|n| n.kind == NodeKind::Field)
                 .filter_map(|n| {
@@ -72,6 +65,22 @@ impl Numbering {
                     })
                 })
                 .collect(),
+            ..Numbering::declarations_of(tree)
+        }
+    }
+
+    /// The messages and enums alone (no `fields`): what a format without field ids keeps.
+    pub fn declarations_of(tree: &FieldTree) -> Numbering {
+        let nodes = tree.nodes();
+        // One declaration per path, the last of a path as a map collecting them keeps it.
+        let declared: BTreeMap<&str, &Node> = nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Record | NodeKind::Enum))
+            .map(|n| (n.path.as_str(), *n))
+            .collect();
+        Numbering {
+            declarations: declared.into_values().map(Declaration::of).collect(),
+            fields: Vec::new(),
         }
     }
 
@@ -260,6 +269,9 @@ mod tests {
         assert!(numbering.declaration("/nope").is_none());
         let ids: Vec<i64> = numbering.fields.iter().map(|f| f.number).collect();
         assert_eq!(ids, [2, 1, 3]);
+        let declared = Numbering::declarations_of(&tree());
+        assert!(declared.fields.is_empty());
+        assert_eq!(declared.declarations, numbering.declarations);
     }
 
     #[test]

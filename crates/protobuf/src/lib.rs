@@ -264,11 +264,12 @@ impl ProtobufSchema {
         info.map_or(&[][..], |info| &info.location[..])
     }
 
-    /// The numbers and names this schema gives out, as the rules about a subject's whole
-    /// history read them (from its field tree, built once).
+    /// The numbers and names this schema's messages and enums give out, as the rules about
+    /// a subject's whole history read them (from its field tree, built once). Protobuf has no
+    /// field ids besides its numbers, so no `fields`.
     pub fn numbering(&self) -> &Numbering {
         self.numbering
-            .get_or_init(|| Numbering::of(&fields::field_tree(self)))
+            .get_or_init(|| Numbering::declarations_of(&fields::field_tree(self)))
     }
 
     pub(crate) fn field_shapes(&self) -> &shapes::FieldShapes {
