@@ -189,11 +189,16 @@ pub(crate) async fn write_tx_grouped<T>(
         })?
     };
     let out = match settled {
-        Settled::Done(out) => out?,
+        Settled::Done(out) => out,
         Settled::Panicked(panic) => std::panic::resume_unwind(panic),
         Settled::Broken(e) => return Err(e),
     };
     let (seq, committed) = ended(&outcome).await;
+    // A write that failed on what earlier members wrote (a version a concurrent delete
+    // removed) answers only once their transaction has ended too: its caller decides again on
+    // a fresh read, which must see what the write saw, or it would fail the same way until
+    // its attempts ran out.
+    let out = out?;
     group.durable(seq).await?;
     committed.map_err(crate::StoreError::Backend)?;
     Ok(out)
@@ -467,6 +472,48 @@ mod tests {
         assert!(ok[0] && !ok[2] && ok[4], "{results:?}");
         assert!(ok[1] != ok[3], "{results:?}");
         assert_eq!(w.stored(), vec![1, 2, 4]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_write_answers_after_its_transaction_ends() {
+        let w = shared_writer();
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let gate = std::sync::Mutex::new(gate);
+        let held = w.turn.turn.lock().await;
+        let first = tokio::spawn(w.insert(5));
+        while w.turn.queued.load(Ordering::SeqCst) < 1 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        // Collides with the first, uncommitted 5.
+        let failing = tokio::spawn(w.insert(5));
+        while w.turn.queued.load(Ordering::SeqCst) < 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        // The last member keeps the transaction open until released.
+        let (group, turn) = (w.group.clone(), w.turn.clone());
+        let last = tokio::spawn(async move {
+            write_tx_grouped(&turn, Span::Short, &group, move |c| {
+                let _ = gate.lock().expect("gate").recv();
+                c.execute("INSERT INTO t VALUES (6)", []).map_err(backend)
+            })
+            .await
+        });
+        while w.turn.queued.load(Ordering::SeqCst) < 3 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        drop(held);
+        let releaser = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            let _ = release.send(());
+        });
+        let failed = failing.await.expect("task");
+        assert!(failed.is_err(), "{failed:?}");
+        // What the failed write saw is there for a fresh read.
+        assert!(w.stored().contains(&5), "{:?}", w.stored());
+        first.await.expect("task").expect("first");
+        last.await.expect("task").expect("last");
+        releaser.await.expect("releaser");
+        assert_eq!(w.stored(), vec![5, 6]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
