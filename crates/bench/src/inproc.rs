@@ -439,27 +439,17 @@ pub fn other_generated(
     // server's cache keeps them.
     let context = covenant_policy::PolicyContext::default();
     let settings = covenant_policy::PolicySettings::default();
-    let judged = covenant_policy::judge(
+    let judgement = covenant_policy::Judgement {
         level,
-        newest,
-        &history,
-        &history,
-        &registration,
-        &context,
-        &settings,
-    );
-    let t = time(runs, || {
-        covenant_policy::judge(
-            level,
-            newest,
-            &history,
-            &history,
-            &registration,
-            &context,
-            &settings,
-        )
-        .compatible
-    });
+        candidate: newest,
+        history: &history,
+        lineage: &history,
+        options: &registration,
+        context: &context,
+        settings: &settings,
+    };
+    let judged = judgement.judge();
+    let t = time(runs, || judgement.judge().compatible);
     rows.push(
         Row::new(
             PART,

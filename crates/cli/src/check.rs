@@ -300,15 +300,16 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
         .collect();
     let lineage: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
     let mut report = within_budget(&args.input, || {
-        covenant_policy::judge_on_two_threads(
+        covenant_policy::Judgement {
             level,
-            &candidate,
-            &history_refs,
-            &lineage,
-            &options,
-            &context,
-            &settings,
-        )
+            candidate: &candidate,
+            history: &history_refs,
+            lineage: &lineage,
+            options: &options,
+            context: &context,
+            settings: &settings,
+        }
+        .on_two_threads()
     })?;
     let replayed = args.samples.replay(
         level,

@@ -19,7 +19,6 @@ pub struct Numbering {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Declaration {
     pub path: String,
-    pub kind: NodeKind,
     /// The numbered fields of a message, or the numbered values of an enum, in declaration
     /// order.
     pub members: Vec<Member>,
@@ -136,7 +135,6 @@ impl Declaration {
         let fingerprint = fingerprint(node, &members);
         Declaration {
             path: node.path.clone(),
-            kind: node.kind,
             members,
             reserved_numbers: node.reserved_numbers.clone(),
             reserved_names: node.reserved_names.clone(),

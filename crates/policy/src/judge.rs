@@ -26,7 +26,7 @@ pub fn judge(
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Report {
-    let case = Case {
+    Judgement {
         level,
         candidate,
         history,
@@ -34,58 +34,47 @@ pub fn judge(
         options,
         context,
         settings,
-    };
-    let mut findings = case.structural();
-    findings.extend(case.semantic());
-    Report::from_findings(findings)
+    }
+    .judge()
 }
 
-/// [`judge`] with the semantic rules on a second thread, under the caller's budget: for a
-/// process that has the machine to itself (the command line), where a large pair's two
-/// halves each take milliseconds. The server judges many requests at once and uses [`judge`].
-pub fn judge_on_two_threads(
-    level: Level,
-    candidate: &ParsedSchema,
-    history: &[(i64, &ParsedSchema)],
-    lineage: &[(i64, &ParsedSchema)],
-    options: &CheckOptions,
-    context: &PolicyContext,
-    settings: &PolicySettings,
-) -> Report {
-    let case = Case {
-        level,
-        candidate,
-        history,
-        lineage,
-        options,
-        context,
-        settings,
-    };
-    let budget = covenant_engine::budget::inherit();
-    let (mut findings, semantic) = std::thread::scope(|scope| {
-        let semantic = scope.spawn(|| budget.run(|| case.semantic()));
-        let structural = case.structural();
-        let semantic = semantic
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (structural, semantic)
-    });
-    findings.extend(semantic);
-    Report::from_findings(findings)
+/// What one judgement is about, as [`judge`] takes it.
+pub struct Judgement<'a> {
+    pub level: Level,
+    pub candidate: &'a ParsedSchema,
+    pub history: &'a [(i64, &'a ParsedSchema)],
+    pub lineage: &'a [(i64, &'a ParsedSchema)],
+    pub options: &'a CheckOptions,
+    pub context: &'a PolicyContext,
+    pub settings: &'a PolicySettings,
 }
 
-/// What one judgement is about.
-struct Case<'a> {
-    level: Level,
-    candidate: &'a ParsedSchema,
-    history: &'a [(i64, &'a ParsedSchema)],
-    lineage: &'a [(i64, &'a ParsedSchema)],
-    options: &'a CheckOptions,
-    context: &'a PolicyContext,
-    settings: &'a PolicySettings,
-}
+impl Judgement<'_> {
+    /// The verdict [`judge`] gives.
+    pub fn judge(&self) -> Report {
+        let mut findings = self.structural();
+        findings.extend(self.semantic());
+        Report::from_findings(findings)
+    }
 
-impl Case<'_> {
+    /// [`Judgement::judge`] with the semantic rules on a second thread, under the caller's
+    /// budget: for a process that has the machine to itself (the command line), where a large
+    /// pair's two halves each take milliseconds. The server judges many requests at once and
+    /// uses one thread per request.
+    pub fn on_two_threads(&self) -> Report {
+        let budget = covenant_engine::budget::inherit();
+        let (mut findings, semantic) = std::thread::scope(|scope| {
+            let semantic = scope.spawn(|| budget.run(|| self.semantic()));
+            let structural = self.structural();
+            let semantic = semantic
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (structural, semantic)
+        });
+        findings.extend(semantic);
+        Report::from_findings(findings)
+    }
+
     fn structural(&self) -> Vec<Finding> {
         covenant_schema::check(self.level, self.candidate, self.history, self.options).findings
     }

@@ -25,7 +25,7 @@ pub use context::{
     IDEMPOTENCY_KEY, IDENTITY_FIELDS, KEY_PROPERTIES, ORDERING_FIELDS, PARTITION_KEY, PII_FIELDS,
     PII_TAGS, PolicyContext, SUBJECT_ROLE, SubjectMetadata,
 };
-pub use judge::{all_rule_groups, judge, judge_on_two_threads, rollout};
+pub use judge::{Judgement, all_rule_groups, judge, rollout};
 pub use replay::replay_rules;
 pub use rollout::{
     Combination, DeploymentOrder, Reason, RolloutPlan, Side, plan, plan_with_semantics,

@@ -254,14 +254,9 @@ impl ProtobufSchema {
         self.set
     }
 
-    /// The source info locations of `file`: kept aside for a file compiled from text, in the
-    /// descriptor for one given as a descriptor (empty when it has none).
+    /// The source info locations of `file` ([`parse::locations_of`]).
     pub(crate) fn source_locations<'a>(&'a self, file: &'a FileDescriptor) -> &'a [Location] {
-        let info = match self.source_infos.get(file.name()) {
-            Some(info) => Some(info),
-            None => file.file_descriptor_proto().source_code_info.as_ref(),
-        };
-        info.map_or(&[][..], |info| &info.location[..])
+        parse::locations_of(&self.source_infos, file)
     }
 
     /// The numbers and names this schema's messages and enums give out, as the rules about

@@ -48,6 +48,19 @@ pub(crate) fn decode_descriptor(text: &str) -> Option<FileDescriptorProto> {
 /// file, and nothing in the pool reads them once the file has compiled.
 pub(crate) type SourceInfos = HashMap<String, SourceCodeInfo>;
 
+/// The source info locations of `file`: kept aside for a file compiled from text, in the
+/// descriptor for one given as a descriptor (empty when it has none).
+pub(crate) fn locations_of<'a>(
+    source_infos: &'a SourceInfos,
+    file: &'a prost_reflect::FileDescriptor,
+) -> &'a [prost_types::source_code_info::Location] {
+    let info = match source_infos.get(file.name()) {
+        Some(info) => Some(info),
+        None => file.file_descriptor_proto().source_code_info.as_ref(),
+    };
+    info.map_or(&[][..], |info| &info.location[..])
+}
+
 /// Where the source info of text files goes while compiling.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum SourceInfoIn {

@@ -58,13 +58,15 @@ impl Parsed {
     }
 
     fn locations(&self) -> &[Location] {
-        let info = match self {
-            Parsed::Own(file) => file.source_code_info.as_ref(),
-            Parsed::Compiled { file, source_infos } => source_infos
-                .get(file.name())
-                .or(file.file_descriptor_proto().source_code_info.as_ref()),
-        };
-        info.map_or(&[][..], |info| &info.location[..])
+        match self {
+            Parsed::Own(file) => file
+                .source_code_info
+                .as_ref()
+                .map_or(&[][..], |info| &info.location[..]),
+            Parsed::Compiled { file, source_infos } => {
+                crate::parse::locations_of(source_infos, file)
+            }
+        }
     }
 }
 
