@@ -248,28 +248,32 @@ pub(crate) fn pii_tags_of(located: &Located<'_>, metadata: &SubjectMetadata) -> 
 /// Lower-case words of an identifier: `updatedAt`, `updated_at` and `UPDATED-AT` all give
 /// `["updated", "at"]`; `caseID` gives `["case", "id"]`.
 pub(crate) fn words(name: &str) -> Vec<String> {
-    let chars: Vec<char> = name.chars().collect();
     let mut out = Vec::new();
     let mut current = String::new();
-    for (i, &c) in chars.iter().enumerate() {
+    let mut chars = name.chars().peekable();
+    let mut prev: Option<char> = None;
+    while let Some(c) = chars.next() {
+        let before = prev.replace(c);
         if !c.is_alphanumeric() {
             if !current.is_empty() {
                 out.push(std::mem::take(&mut current));
             }
             continue;
         }
-        let prev = i.checked_sub(1).map(|j| chars[j]);
-        let next = chars.get(i + 1).copied();
         let boundary = c.is_uppercase()
-            && prev.is_some_and(|p| {
+            && before.is_some_and(|p| {
                 p.is_lowercase()
                     || p.is_ascii_digit()
-                    || (p.is_uppercase() && next.is_some_and(char::is_lowercase))
+                    || (p.is_uppercase() && chars.peek().is_some_and(|n| n.is_lowercase()))
             });
         if boundary && !current.is_empty() {
             out.push(std::mem::take(&mut current));
         }
-        current.extend(c.to_lowercase());
+        if c.is_ascii() {
+            current.push(c.to_ascii_lowercase());
+        } else {
+            current.extend(c.to_lowercase());
+        }
     }
     if !current.is_empty() {
         out.push(current);

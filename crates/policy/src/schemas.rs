@@ -51,21 +51,35 @@ pub fn evaluate_schemas_in_history(
     settings: &PolicySettings,
 ) -> Vec<Finding> {
     let new_tree = field_tree(new);
-    let Some((_, latest)) = lineage.last() else {
+    let Some(((latest_version, latest), earlier)) = lineage.split_last() else {
         let empty = FieldTree::empty(new_tree.format.clone());
         return evaluate(&empty, &new_tree, context, settings);
     };
     // Only Protobuf and Iceberg rules read the whole lineage (numbers, names and field ids),
     // and only what each version numbered and named, which a Protobuf schema keeps once
-    // made; only the version being replaced is lowered into a field tree.
+    // made; only the version being replaced is lowered into a field tree, once for both.
+    let (latest_tree, latest_numbering) = match latest {
+        ParsedSchema::Protobuf(s) => {
+            let (tree, numbering) = s.field_tree_and_numbering();
+            (tree, Some(numbering))
+        }
+        other => (field_tree(other), None),
+    };
     let numberings: Vec<(i64, Cow<'_, Numbering>)> = match new {
         ParsedSchema::Protobuf(_) | ParsedSchema::Iceberg(_) => {
-            lineage.iter().map(|(v, s)| (*v, numbering(s))).collect()
+            let latest_numbering = match latest_numbering {
+                Some(n) => Cow::Borrowed(n),
+                None => Cow::Owned(Numbering::of(&latest_tree)),
+            };
+            let earlier = earlier.iter().map(|(v, s)| (*v, numbering(s)));
+            earlier
+                .chain([(*latest_version, latest_numbering)])
+                .collect()
         }
         _ => Vec::new(),
     };
     let numbered: Vec<(i64, &Numbering)> = numberings.iter().map(|(v, n)| (*v, &**n)).collect();
-    evaluate_against_lineage(&field_tree(latest), &numbered, &new_tree, context, settings)
+    evaluate_against_lineage(&latest_tree, &numbered, &new_tree, context, settings)
 }
 
 fn numbering(schema: &ParsedSchema) -> Cow<'_, Numbering> {

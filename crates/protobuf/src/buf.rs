@@ -11,76 +11,104 @@ use prost_reflect::{
 };
 use std::collections::BTreeMap;
 
-/// What the field rules need to know about a field or an extension.
-pub(crate) struct FieldView {
-    pub path: String,
-    /// `Field 'amount' (2) on message 'acme.Order'`, for messages.
-    pub describe: String,
+/// What the field rules need to know about a field or an extension. The strings a finding
+/// prints (its path, its description, a default) are made only when a rule reports, since
+/// most of the thousands of fields compared have none.
+pub(crate) struct FieldView<'a> {
+    declared: Declared<'a>,
     /// The field name; for extensions the full name, as buf compares them.
-    pub name: String,
+    pub name: &'a str,
     pub kind: Kind,
     pub group: bool,
     pub list: bool,
     pub map: bool,
     pub required: bool,
     pub presence: bool,
-    pub json_name: String,
-    pub oneof: Option<String>,
+    pub json_name: &'a str,
     pub in_map_entry: bool,
     pub extension: bool,
-    pub default: Value,
 }
 
-impl FieldView {
-    fn of_field(f: &FieldDescriptor) -> FieldView {
-        let parent = f.parent_message();
+enum Declared<'a> {
+    Field(&'a FieldDescriptor),
+    Extension(&'a ExtensionDescriptor),
+}
+
+impl<'a> FieldView<'a> {
+    fn of_field(f: &'a FieldDescriptor) -> FieldView<'a> {
         FieldView {
-            path: format!("/{}/fields/{}", parent.full_name(), f.name()),
-            describe: format!(
-                "Field '{}' ({}) on message '{}'",
-                f.name(),
-                f.number(),
-                parent.full_name()
-            ),
-            name: f.name().to_string(),
+            declared: Declared::Field(f),
+            name: f.name(),
             kind: f.kind(),
             group: f.is_group(),
             list: f.is_list(),
             map: f.is_map(),
             required: f.is_required(),
             presence: f.supports_presence(),
-            json_name: f.json_name().to_string(),
-            oneof: f
-                .containing_oneof()
-                .filter(|o| !o.is_synthetic())
-                .map(|o| o.name().to_string()),
-            in_map_entry: parent.is_map_entry(),
+            json_name: f.json_name(),
+            in_map_entry: f.parent_message().is_map_entry(),
             extension: false,
-            default: f.default_value(),
         }
     }
 
-    fn of_extension(e: &ExtensionDescriptor) -> FieldView {
+    fn of_extension(e: &'a ExtensionDescriptor) -> FieldView<'a> {
         FieldView {
-            path: format!("/extensions/{}", e.full_name()),
-            describe: format!(
-                "Extension '{}' ({}) of '{}'",
-                e.full_name(),
-                e.number(),
-                e.containing_message().full_name()
-            ),
-            name: e.full_name().to_string(),
+            declared: Declared::Extension(e),
+            name: e.full_name(),
             kind: e.kind(),
             group: e.is_group(),
             list: e.is_list(),
             map: e.is_map(),
             required: e.cardinality() == prost_reflect::Cardinality::Required,
             presence: e.supports_presence(),
-            json_name: e.json_name().to_string(),
-            oneof: None,
+            json_name: e.json_name(),
             in_map_entry: false,
             extension: true,
-            default: e.default_value(),
+        }
+    }
+
+    pub(crate) fn path(&self) -> String {
+        match self.declared {
+            Declared::Field(f) => {
+                format!("/{}/fields/{}", f.parent_message().full_name(), f.name())
+            }
+            Declared::Extension(e) => format!("/extensions/{}", e.full_name()),
+        }
+    }
+
+    /// `Field 'amount' (2) on message 'acme.Order'`, for messages.
+    pub(crate) fn describe(&self) -> String {
+        match self.declared {
+            Declared::Field(f) => format!(
+                "Field '{}' ({}) on message '{}'",
+                f.name(),
+                f.number(),
+                f.parent_message().full_name()
+            ),
+            Declared::Extension(e) => format!(
+                "Extension '{}' ({}) of '{}'",
+                e.full_name(),
+                e.number(),
+                e.containing_message().full_name()
+            ),
+        }
+    }
+
+    /// The oneof a field is declared in, synthetic oneofs of proto3 `optional` aside.
+    pub(crate) fn oneof(&self) -> Option<String> {
+        match self.declared {
+            Declared::Field(f) => f
+                .containing_oneof()
+                .filter(|o| !o.is_synthetic())
+                .map(|o| o.name().to_string()),
+            Declared::Extension(_) => None,
+        }
+    }
+
+    pub(crate) fn default(&self) -> Value {
+        match self.declared {
+            Declared::Field(f) => f.default_value(),
+            Declared::Extension(e) => e.default_value(),
         }
     }
 

@@ -53,8 +53,8 @@ pub use wire::{decode_message_indexes, encode_message_indexes};
 
 use base64::Engine;
 use covenant_engine::{
-    CheckOptions, Direction, Finding, Format, Limits, Numbering, Pass, ProtobufStrictness,
-    Reference, RuleSpec, SchemaError, SchemaErrorKind,
+    CheckOptions, Direction, FieldTree, Finding, Format, Limits, Numbering, Pass,
+    ProtobufStrictness, Reference, RuleSpec, SchemaError, SchemaErrorKind,
 };
 use parse::Source;
 use prost_reflect::{DescriptorPool, DynamicMessage, FileDescriptor, MessageDescriptor};
@@ -265,6 +265,17 @@ impl ProtobufSchema {
     pub fn numbering(&self) -> &Numbering {
         self.numbering
             .get_or_init(|| Numbering::declarations_of(&fields::field_tree(self)))
+    }
+
+    /// This schema's field tree, and its numbering made from that same tree if it was not made
+    /// yet: a judgement needs both for the version being replaced, and lowering a large schema
+    /// twice costs as much as one of its rules.
+    pub fn field_tree_and_numbering(&self) -> (FieldTree, &Numbering) {
+        let tree = fields::field_tree(self);
+        let numbering = self
+            .numbering
+            .get_or_init(|| Numbering::declarations_of(&tree));
+        (tree, numbering)
     }
 
     pub(crate) fn field_shapes(&self) -> &shapes::FieldShapes {

@@ -125,12 +125,14 @@ impl Locator {
     }
 }
 
-fn qualified(package: &str, name: &str) -> String {
-    if package.is_empty() {
-        name.to_string()
-    } else {
-        format!("{package}.{name}")
+/// `full_name` with the scope `scope` (a package or a message's full name) taken off its
+/// front: `acme.Order.Line` in `acme` is `Order.Line`. Names are compared in place, as a
+/// report locates each of its findings among every message of the file.
+fn within<'a>(full_name: &'a str, scope: &str) -> Option<&'a str> {
+    if scope.is_empty() {
+        return Some(full_name);
     }
+    full_name.strip_prefix(scope)?.strip_prefix('.')
 }
 
 /// The descriptor path of the element `path` names.
@@ -138,70 +140,60 @@ fn descriptor_path(file: &FileDescriptorProto, path: &str) -> Option<Vec<i32>> {
     let rest = path.strip_prefix('/')?;
     let package = file.package();
     if let Some(name) = rest.strip_prefix("extensions/") {
-        let i = file
-            .extension
-            .iter()
-            .position(|e| qualified(package, e.name()) == name)?;
+        let name = within(name, package)?;
+        let i = file.extension.iter().position(|e| e.name() == name)?;
         return Some(vec![FILE_EXTENSIONS, i as i32]);
     }
     let (element, member) = match rest.split_once('/') {
         Some((element, member)) => (element, Some(member)),
         None => (rest, None),
     };
+    let element = within(element, package)?;
     for (i, m) in file.message_type.iter().enumerate() {
-        let prefix = vec![FILE_MESSAGES, i as i32];
-        if let Some(found) = in_message(m, &qualified(package, m.name()), prefix, element, member) {
+        if let Some(found) = in_message(m, vec![FILE_MESSAGES, i as i32], element, member) {
             return Some(found);
         }
     }
-    for (i, e) in file.enum_type.iter().enumerate() {
-        if qualified(package, e.name()) == element {
-            return Some(in_enum(e, vec![FILE_ENUMS, i as i32], member));
-        }
+    if let Some(i) = file.enum_type.iter().position(|e| e.name() == element) {
+        return Some(in_enum(
+            &file.enum_type[i],
+            vec![FILE_ENUMS, i as i32],
+            member,
+        ));
     }
-    for (i, s) in file.service.iter().enumerate() {
-        if qualified(package, s.name()) == element {
-            let mut at = vec![FILE_SERVICES, i as i32];
-            if let Some(name) = member.and_then(|m| m.strip_prefix("methods/"))
-                && let Some(j) = s.method.iter().position(|m| m.name() == name)
-            {
-                at.extend([SERVICE_METHODS, j as i32]);
-            }
-            return Some(at);
-        }
+    let i = file.service.iter().position(|s| s.name() == element)?;
+    let mut at = vec![FILE_SERVICES, i as i32];
+    if let Some(name) = member.and_then(|m| m.strip_prefix("methods/"))
+        && let Some(j) = file.service[i].method.iter().position(|m| m.name() == name)
+    {
+        at.extend([SERVICE_METHODS, j as i32]);
     }
-    None
+    Some(at)
 }
 
+/// The descriptor path of `element`, named relative to the scope `m` is declared in, if it
+/// is `m` or declared inside it.
 fn in_message(
     m: &DescriptorProto,
-    full_name: &str,
     at: Vec<i32>,
     element: &str,
     member: Option<&str>,
 ) -> Option<Vec<i32>> {
-    if full_name == element {
+    if element == m.name() {
         return Some(message_member(m, at, member));
     }
-    if !element.starts_with(&format!("{full_name}.")) {
-        return None;
-    }
+    let inside = within(element, m.name())?;
     for (i, nested) in m.nested_type.iter().enumerate() {
         let mut inner = at.clone();
         inner.extend([MESSAGE_NESTED, i as i32]);
-        let name = format!("{full_name}.{}", nested.name());
-        if let Some(found) = in_message(nested, &name, inner, element, member) {
+        if let Some(found) = in_message(nested, inner, inside, member) {
             return Some(found);
         }
     }
-    for (i, e) in m.enum_type.iter().enumerate() {
-        if format!("{full_name}.{}", e.name()) == element {
-            let mut inner = at.clone();
-            inner.extend([MESSAGE_ENUMS, i as i32]);
-            return Some(in_enum(e, inner, member));
-        }
-    }
-    None
+    let i = m.enum_type.iter().position(|e| e.name() == inside)?;
+    let mut inner = at;
+    inner.extend([MESSAGE_ENUMS, i as i32]);
+    Some(in_enum(&m.enum_type[i], inner, member))
 }
 
 /// A member of a message; an unknown member locates the message itself.

@@ -24,7 +24,7 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
             continue;
         }
         // A set, not a scan: enums may hold tens of thousands of values.
-        let known: std::collections::HashSet<&str> = old
+        let known: foldhash::HashSet<&str> = old
             .node
             .enum_values
             .iter()

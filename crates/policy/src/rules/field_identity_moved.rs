@@ -16,7 +16,7 @@
 
 use crate::pair::{Located, Pair};
 use covenant_engine::{Finding, Node, NodeKind, RuleSpec, Severity};
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 pub static RULE: RuleSpec = RuleSpec {
     id: "FIELD_IDENTITY_MOVED",

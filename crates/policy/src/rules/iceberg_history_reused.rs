@@ -6,7 +6,7 @@
 use crate::pair::Pair;
 use covenant_engine::numbering::NumberedField;
 use covenant_engine::{Finding, Node, NodeKind, RuleSpec, Severity};
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 pub static RULE: RuleSpec = RuleSpec {
     id: "ICEBERG_HISTORY_ID_REUSED",

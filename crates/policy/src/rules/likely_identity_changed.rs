@@ -28,12 +28,14 @@ const IDENTITY_LAST_WORDS: [&str; 5] = ["id", "uuid", "guid", "key", "identifier
 /// whose name ends in an identity word.
 fn likely_identity(located: &Located<'_>) -> bool {
     let node = located.node;
-    let depth = node.path.matches("/fields/").count() + node.path.matches("/properties/").count();
+    // Cheapest test first: few fields have an identity word, and a schema has thousands.
+    let depth =
+        || node.path.matches("/fields/").count() + node.path.matches("/properties/").count();
     node.kind == NodeKind::Field
-        && depth == 1
         && words(&node.name)
             .last()
             .is_some_and(|w| IDENTITY_LAST_WORDS.contains(&w.as_str()))
+        && depth() == 1
 }
 
 fn declared(pair: &Pair<'_>, located: &Located<'_>) -> bool {

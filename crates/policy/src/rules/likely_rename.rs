@@ -3,7 +3,7 @@
 
 use crate::pair::{Located, Pair};
 use covenant_engine::{Finding, Node, NodeKind, RuleSpec, Severity};
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet};
 
 pub static RULE: RuleSpec = RuleSpec {
     id: "LIKELY_RENAME",

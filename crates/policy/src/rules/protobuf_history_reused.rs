@@ -5,7 +5,8 @@
 use crate::pair::Pair;
 use covenant_engine::numbering::{Declaration, name_key};
 use covenant_engine::{FieldTree, Finding, Node, NodeKind, RuleSpec, Severity};
-use std::collections::{BTreeMap, HashSet};
+use foldhash::HashSet;
+use std::collections::BTreeMap;
 
 pub static RULE: RuleSpec = RuleSpec {
     id: "PROTOBUF_HISTORY_REUSED",

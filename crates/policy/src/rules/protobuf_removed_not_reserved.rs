@@ -41,10 +41,10 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
         let parent = new.node;
         if parent.kind == NodeKind::Record {
             // Indexed once: messages may hold tens of thousands of fields.
-            let names: std::collections::HashSet<&str> =
+            let names: foldhash::HashSet<&str> =
                 parent.children.iter().map(|n| n.name.as_str()).collect();
-            let mut by_number: std::collections::HashMap<i64, &covenant_engine::Node> =
-                std::collections::HashMap::new();
+            let mut by_number: foldhash::HashMap<i64, &covenant_engine::Node> =
+                foldhash::HashMap::default();
             for n in parent.children.iter().filter(|n| n.kind == NodeKind::Field) {
                 if let Some(number) = n.number {
                     by_number.entry(number).or_insert(n);
@@ -80,9 +80,9 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
         }
         if parent.kind == NodeKind::Enum {
             // Sets, not scans: enums may hold tens of thousands of values.
-            let names: std::collections::HashSet<&str> =
+            let names: foldhash::HashSet<&str> =
                 parent.enum_values.iter().map(|n| n.name.as_str()).collect();
-            let numbers: std::collections::HashSet<i64> =
+            let numbers: foldhash::HashSet<i64> =
                 parent.enum_values.iter().filter_map(|n| n.number).collect();
             for gone in old
                 .node

@@ -22,18 +22,19 @@ pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
     if !can_have_default(prev) || !can_have_default(cur) {
         return;
     }
-    if is_zero(&prev.default) && is_zero(&cur.default) {
+    let (prev_default, cur_default) = (prev.default(), cur.default());
+    if is_zero(&prev_default) && is_zero(&cur_default) {
         return;
     }
-    if !defaults_equal(&prev.default, &cur.default) {
+    if !defaults_equal(&prev_default, &cur_default) {
         out.push(Finding::new(
             &RULE,
-            cur.path.clone(),
+            cur.path(),
             format!(
                 "{} changed default value from {} to {}.",
-                cur.describe,
-                printable(&prev.default),
-                printable(&cur.default)
+                cur.describe(),
+                printable(&prev_default),
+                printable(&cur_default)
             ),
         ));
     }

@@ -24,10 +24,12 @@ pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
     if prev.json_name != cur.json_name {
         out.push(Finding::new(
             &RULE,
-            cur.path.clone(),
+            cur.path(),
             format!(
                 "{} changed option 'json_name' from '{}' to '{}'.",
-                cur.describe, prev.json_name, cur.json_name
+                cur.describe(),
+                prev.json_name,
+                cur.json_name
             ),
         ));
     }

@@ -21,10 +21,12 @@ pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
     if prev.name != cur.name {
         out.push(Finding::new(
             &RULE,
-            cur.path.clone(),
+            cur.path(),
             format!(
                 "{} changed name from '{}' to '{}'.",
-                cur.describe, prev.name, cur.name
+                cur.describe(),
+                prev.name,
+                cur.name
             ),
         ));
     }

@@ -25,21 +25,21 @@ pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
     if prev.extension {
         return;
     }
-    match (&prev.oneof, &cur.oneof) {
+    match (prev.oneof(), cur.oneof()) {
         (Some(p), Some(c)) if p != c => out.push(Finding::new(
             &RULE,
-            cur.path.clone(),
-            format!("{} moved from oneof '{p}' to oneof '{c}'.", cur.describe),
+            cur.path(),
+            format!("{} moved from oneof '{p}' to oneof '{c}'.", cur.describe()),
         )),
         (Some(_), None) => out.push(Finding::new(
             &RULE,
-            cur.path.clone(),
-            format!("{} moved from inside to outside a oneof.", cur.describe),
+            cur.path(),
+            format!("{} moved from inside to outside a oneof.", cur.describe()),
         )),
         (None, Some(_)) => out.push(Finding::new(
             &RULE,
-            cur.path.clone(),
-            format!("{} moved from outside to inside a oneof.", cur.describe),
+            cur.path(),
+            format!("{} moved from outside to inside a oneof.", cur.describe()),
         )),
         _ => {}
     }

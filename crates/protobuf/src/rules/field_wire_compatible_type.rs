@@ -26,10 +26,10 @@ pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
     if changed_group || (wire_group(prev) == wire_group(cur) && !same_named_type(prev, cur)) {
         out.push(Finding::new(
             &RULE,
-            cur.path.clone(),
+            cur.path(),
             format!(
                 "{} changed type from '{}' to '{}'.",
-                cur.describe,
+                cur.describe(),
                 prev.type_text(),
                 cur.type_text()
             ),

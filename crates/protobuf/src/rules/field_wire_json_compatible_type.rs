@@ -24,10 +24,10 @@ pub(crate) fn check(prev: &FieldView, cur: &FieldView, out: &mut Vec<Finding>) {
     if wire_json_group(prev) != wire_json_group(cur) || !same_named_type(prev, cur) {
         out.push(Finding::new(
             &RULE,
-            cur.path.clone(),
+            cur.path(),
             format!(
                 "{} changed type from '{}' to '{}'.",
-                cur.describe,
+                cur.describe(),
                 prev.type_text(),
                 cur.type_text()
             ),

@@ -56,10 +56,10 @@ pub(crate) fn cardinality_changed(
     if group(p) != group(c) {
         out.push(Finding::new(
             rule,
-            cur.path.clone(),
+            cur.path(),
             format!(
                 "{} changed cardinality from '{}' to '{}'.",
-                cur.describe,
+                cur.describe(),
                 p.text(),
                 c.text()
             ),
