@@ -2,9 +2,10 @@
 //! the structural check at the subject's level plus the semantic rules against the version
 //! it replaces.
 
+use crate::schemas::LoweredLineage;
 use crate::{
     PolicyContext, PolicySettings, RolloutPlan, evaluate_first_schema, evaluate_schemas_in_history,
-    plan_with_semantics,
+    field_tree, plan_with_semantics,
 };
 use covenant_engine::{CheckOptions, Finding, Level, Report, RuleSpec};
 use covenant_schema::ParsedSchema;
@@ -57,21 +58,32 @@ impl Judgement<'_> {
         Report::from_findings(findings)
     }
 
-    /// [`Judgement::judge`] with the semantic rules on a second thread, under the caller's
-    /// budget: for a process that has the machine to itself (the command line), where a large
-    /// pair's two halves each take milliseconds. The server judges many requests at once and
-    /// uses one thread per request.
+    /// [`Judgement::judge`] on two threads, under the caller's budget: for a process that has
+    /// the machine to itself (the command line), where a large pair's parts each take
+    /// milliseconds. The new version's field tree is made while the lineage is lowered; then
+    /// the semantic rules run while the structural check does. The server judges many
+    /// requests at once and uses one thread per request.
     pub fn on_two_threads(&self) -> Report {
-        let budget = covenant_engine::budget::inherit();
+        let lineage = self.lineage();
+        if lineage.is_empty() {
+            return self.judge();
+        }
+        let budget = &covenant_engine::budget::inherit();
         let (mut findings, semantic) = std::thread::scope(|scope| {
-            let semantic = scope.spawn(|| budget.run(|| self.semantic()));
+            let candidate_tree = scope.spawn(|| budget.run(|| field_tree(self.candidate)));
+            let lowered = LoweredLineage::of(lineage, self.candidate);
+            let candidate_tree = joined(candidate_tree);
+            let semantic = scope.spawn(move || {
+                budget.run(|| {
+                    lowered.map_or_else(Vec::new, |l| {
+                        l.evaluate(&candidate_tree, self.context, self.settings)
+                    })
+                })
+            });
             let structural = self.structural();
-            let semantic = semantic
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (structural, semantic)
+            (structural, joined(semantic))
         });
-        findings.extend(semantic);
+        findings.extend(self.stamped(semantic));
         Report::from_findings(findings)
     }
 
@@ -79,25 +91,46 @@ impl Judgement<'_> {
         covenant_schema::check(self.level, self.candidate, self.history, self.options).findings
     }
 
-    fn semantic(&self) -> Vec<Finding> {
-        let lineage = if self.lineage.is_empty() {
+    /// The lineage the semantic rules read: every earlier version when given, else the
+    /// history in scope.
+    fn lineage(&self) -> &[(i64, &ParsedSchema)] {
+        if self.lineage.is_empty() {
             self.history
         } else {
             self.lineage
-        };
-        match lineage.last() {
-            Some((version, _)) => {
-                evaluate_schemas_in_history(lineage, self.candidate, self.context, self.settings)
-                    .into_iter()
-                    .map(|mut f| {
-                        f.version = Some(*version);
-                        f
-                    })
-                    .collect()
-            }
-            None => evaluate_first_schema(self.candidate, self.context, self.settings),
         }
     }
+
+    fn semantic(&self) -> Vec<Finding> {
+        let lineage = self.lineage();
+        if lineage.is_empty() {
+            return evaluate_first_schema(self.candidate, self.context, self.settings);
+        }
+        self.stamped(evaluate_schemas_in_history(
+            lineage,
+            self.candidate,
+            self.context,
+            self.settings,
+        ))
+    }
+
+    /// Semantic findings name the version the candidate replaces.
+    fn stamped(&self, findings: Vec<Finding>) -> Vec<Finding> {
+        let version = self.lineage().last().map(|(v, _)| *v);
+        findings
+            .into_iter()
+            .map(|mut f| {
+                f.version = version;
+                f
+            })
+            .collect()
+    }
+}
+
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// The rollout plan for `candidate` replacing the last of `history` (oldest first, every
@@ -199,6 +232,49 @@ mod tests {
             &strict,
         );
         assert!(!blocked.compatible);
+    }
+
+    /// Both ways of judging give the same report, semantic findings stamped with the version
+    /// replaced, for a first version, a pair and a lineage whose numbers were reused.
+    #[test]
+    fn two_threads_judge_as_one_does() {
+        let proto = |text: &str| ParsedSchema::parse(SchemaType::Protobuf, text, &[]).unwrap();
+        let v1 = proto("syntax = \"proto3\";\nmessage Case { string id = 1; string owner = 2; }\n");
+        let v2 = proto("syntax = \"proto3\";\nmessage Case { string id = 1; }\n");
+        let v3 = proto(
+            "syntax = \"proto3\";\nmessage Case { string id = 1; int64 ownerId = 2; string note = 3; }\n",
+        );
+        let options = CheckOptions::default();
+        let (context, settings) = (PolicyContext::default(), PolicySettings::default());
+        let cases: [(&ParsedSchema, Vec<(i64, &ParsedSchema)>); 3] = [
+            (&v1, vec![]),
+            (&v2, vec![(1, &v1)]),
+            (&v3, vec![(1, &v1), (2, &v2)]),
+        ];
+        let mut last = None;
+        for (candidate, history) in &cases {
+            let judgement = Judgement {
+                level: Level::FullTransitive,
+                candidate,
+                history,
+                lineage: &[],
+                options: &options,
+                context: &context,
+                settings: &settings,
+            };
+            let (one, two) = (judgement.judge(), judgement.on_two_threads());
+            assert_eq!(format!("{:?}", one.findings), format!("{:?}", two.findings));
+            assert_eq!(one.compatible, two.compatible);
+            last = Some(two);
+        }
+        let v3_report = last.unwrap();
+        let reused: Vec<_> = v3_report
+            .findings
+            .iter()
+            .filter(|f| f.rule == "PROTOBUF_HISTORY_REUSED")
+            .collect();
+        assert!(!reused.is_empty(), "{:?}", v3_report.findings);
+        assert!(reused.iter().all(|f| f.version == Some(2)), "{reused:?}");
     }
 
     #[test]

@@ -51,35 +51,69 @@ pub fn evaluate_schemas_in_history(
     settings: &PolicySettings,
 ) -> Vec<Finding> {
     let new_tree = field_tree(new);
-    let Some(((latest_version, latest), earlier)) = lineage.split_last() else {
-        let empty = FieldTree::empty(new_tree.format.clone());
-        return evaluate(&empty, &new_tree, context, settings);
-    };
-    // Only Protobuf and Iceberg rules read the whole lineage (numbers, names and field ids),
-    // and only what each version numbered and named, which a Protobuf schema keeps once
-    // made; only the version being replaced is lowered into a field tree, once for both.
-    let (latest_tree, latest_numbering) = match latest {
-        ParsedSchema::Protobuf(s) => {
-            let (tree, numbering) = s.field_tree_and_numbering();
-            (tree, Some(numbering))
+    match LoweredLineage::of(lineage, new) {
+        Some(lowered) => lowered.evaluate(&new_tree, context, settings),
+        None => {
+            let empty = FieldTree::empty(new_tree.format.clone());
+            evaluate(&empty, &new_tree, context, settings)
         }
-        other => (field_tree(other), None),
-    };
-    let numberings: Vec<(i64, Cow<'_, Numbering>)> = match new {
-        ParsedSchema::Protobuf(_) | ParsedSchema::Iceberg(_) => {
-            let latest_numbering = match latest_numbering {
-                Some(n) => Cow::Borrowed(n),
-                None => Cow::Owned(Numbering::of(&latest_tree)),
-            };
-            let earlier = earlier.iter().map(|(v, s)| (*v, numbering(s)));
-            earlier
-                .chain([(*latest_version, latest_numbering)])
-                .collect()
-        }
-        _ => Vec::new(),
-    };
-    let numbered: Vec<(i64, &Numbering)> = numberings.iter().map(|(v, n)| (*v, &**n)).collect();
-    evaluate_against_lineage(&latest_tree, &numbered, &new_tree, context, settings)
+    }
+}
+
+/// What the semantic rules read of a lineage: the field tree of the version being replaced
+/// and what each version numbered and named. Made apart from the new version's tree, so the
+/// two can be made at once.
+pub(crate) struct LoweredLineage<'a> {
+    latest: FieldTree,
+    numberings: Vec<(i64, Cow<'a, Numbering>)>,
+}
+
+impl<'a> LoweredLineage<'a> {
+    /// `None` for an empty lineage. Only Protobuf and Iceberg rules read the whole lineage
+    /// (numbers, names and field ids), and only what each version numbered and named, which
+    /// a Protobuf schema keeps once made; only the version being replaced is lowered into a
+    /// field tree, once for both.
+    pub(crate) fn of(
+        lineage: &[(i64, &'a ParsedSchema)],
+        new: &ParsedSchema,
+    ) -> Option<LoweredLineage<'a>> {
+        let (&(latest_version, latest), earlier) = lineage.split_last()?;
+        let (latest_tree, latest_numbering) = match latest {
+            ParsedSchema::Protobuf(s) => {
+                let (tree, numbering) = s.field_tree_and_numbering();
+                (tree, Some(numbering))
+            }
+            other => (field_tree(other), None),
+        };
+        let numberings = match new {
+            ParsedSchema::Protobuf(_) | ParsedSchema::Iceberg(_) => {
+                let latest_numbering = match latest_numbering {
+                    Some(n) => Cow::Borrowed(n),
+                    None => Cow::Owned(Numbering::of(&latest_tree)),
+                };
+                let earlier = earlier.iter().map(|&(v, s)| (v, numbering(s)));
+                earlier
+                    .chain([(latest_version, latest_numbering)])
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        Some(LoweredLineage {
+            latest: latest_tree,
+            numberings,
+        })
+    }
+
+    pub(crate) fn evaluate(
+        &self,
+        new_tree: &FieldTree,
+        context: &PolicyContext,
+        settings: &PolicySettings,
+    ) -> Vec<Finding> {
+        let numbered: Vec<(i64, &Numbering)> =
+            self.numberings.iter().map(|(v, n)| (*v, &**n)).collect();
+        evaluate_against_lineage(&self.latest, &numbered, new_tree, context, settings)
+    }
 }
 
 fn numbering(schema: &ParsedSchema) -> Cow<'_, Numbering> {
