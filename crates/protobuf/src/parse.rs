@@ -215,13 +215,24 @@ fn to_schema_error(err: &protox::Error, fallback_file: &str) -> SchemaError {
             String::new(),
         )
     });
+    // The pool's error kinds are private to prost-reflect; its messages are what it gives.
     let lower = message.to_ascii_lowercase();
     let kind = if err.is_parse() {
         SchemaErrorKind::Syntax
-    } else if err.is_file_not_found() || lower.contains("not found") || lower.contains("unknown") {
+    } else if err.is_file_not_found()
+        || lower.contains("not found")
+        || lower.contains("unknown")
+        || lower.contains("is not defined")
+    {
         SchemaErrorKind::UnknownType
-    } else if lower.contains("already defined") || lower.contains("duplicate") {
+    } else if lower.contains("already defined")
+        || lower.contains("already used")
+        || lower.contains("already been used")
+        || lower.contains("duplicate")
+    {
         SchemaErrorKind::Duplicate
+    } else if lower.contains("invalid default value") {
+        SchemaErrorKind::InvalidDefault
     } else {
         SchemaErrorKind::Invalid
     };
@@ -304,6 +315,26 @@ mod tests {
         let err = compile(&own, &[], &Limits::default()).unwrap_err();
         assert_eq!(err.kind, SchemaErrorKind::UnknownType);
         assert!(err.message.contains("nope.proto"));
+    }
+
+    fn error_of(text: &str) -> SchemaError {
+        let own = vec![("schema.proto".to_string(), Source::Text(text.into()))];
+        compile(&own, &[], &Limits::default()).unwrap_err()
+    }
+
+    #[test]
+    fn pool_errors_have_their_kind() {
+        let undefined = error_of("syntax = \"proto3\";\nmessage A { Missing m = 1; }\n");
+        assert_eq!(undefined.kind, SchemaErrorKind::UnknownType, "{undefined}");
+        assert!(undefined.message.contains("Missing"), "{undefined}");
+        let default = error_of(
+            "syntax = \"proto2\";\nenum E { A = 0; }\nmessage M { optional E e = 1 [default = NOPE]; }\n",
+        );
+        assert_eq!(default.kind, SchemaErrorKind::InvalidDefault, "{default}");
+        let twice = error_of("syntax = \"proto3\";\nmessage A { int32 a = 1; int32 b = 1; }\n");
+        assert_eq!(twice.kind, SchemaErrorKind::Duplicate, "{twice}");
+        let first = error_of("syntax = \"proto3\";\nenum E { A = 1; }\n");
+        assert_eq!(first.kind, SchemaErrorKind::Invalid, "{first}");
     }
 
     #[test]
