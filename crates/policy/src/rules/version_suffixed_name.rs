@@ -3,6 +3,7 @@
 
 use crate::pair::Pair;
 use covenant_engine::{Finding, NodeKind, RuleSpec, Severity};
+use foldhash::HashSet;
 
 pub static RULE: RuleSpec = RuleSpec {
     id: "VERSION_SUFFIXED_NAME",
@@ -33,34 +34,37 @@ fn base_name(name: &str) -> Option<&str> {
 }
 
 pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
-    let fields = |nodes: Vec<&crate::pair::Located<'_>>| -> Vec<String> {
-        nodes
-            .into_iter()
-            .filter(|l| l.node.kind == NodeKind::Field)
-            .map(|l| l.node.name.clone())
-            .collect()
-    };
-    let existing = fields(pair.new_nodes());
-    let mut findings = Vec::new();
-    for added in pair.added() {
-        let name = &added.node.name;
-        if added.node.kind != NodeKind::Field {
-            continue;
-        }
-        let Some(base) = base_name(name) else {
-            continue;
-        };
-        if existing.iter().any(|e| e != name && e == base) {
-            findings.push(Finding::new(
+    let suffixed: Vec<(&str, &str, &str)> = pair
+        .added()
+        .into_iter()
+        .filter(|a| a.node.kind == NodeKind::Field)
+        .filter_map(|a| {
+            let name = a.node.name.as_str();
+            Some((name, base_name(name)?, a.node.path.as_str()))
+        })
+        .collect();
+    if suffixed.is_empty() {
+        return Vec::new();
+    }
+    let existing: HashSet<&str> = pair
+        .new_nodes()
+        .into_iter()
+        .filter(|l| l.node.kind == NodeKind::Field)
+        .map(|l| l.node.name.as_str())
+        .collect();
+    suffixed
+        .into_iter()
+        .filter(|(name, base, _)| name != base && existing.contains(base))
+        .map(|(name, base, path)| {
+            Finding::new(
                 &RULE,
-                added.node.path.clone(),
+                path.to_string(),
                 format!(
                     "Field '{name}' differs from '{base}' only by a version suffix; its name should say what it means."
                 ),
-            ));
-        }
-    }
-    findings
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
