@@ -173,6 +173,10 @@ impl Declaration {
         let numbered = self.numbered(number);
         let start = self.by_name.partition_point(|&(k, _)| k < key);
         let end = start + self.by_name[start..].partition_point(|&(k, _)| k == key);
+        if numbered.is_empty() && start == end {
+            // Neither held here: the common answer for a member added after this version.
+            return None;
+        }
         let named = self.by_name[start..end]
             .iter()
             .map(|&(_, i)| i)
@@ -185,6 +189,51 @@ impl Declaration {
         positions
             .into_iter()
             .find_map(|i| visit(&self.members[i as usize]))
+    }
+
+    /// Marks in `unsettled` (one flag per candidate, reset here) the candidates this
+    /// declaration may hold something against: those whose number or name it reserves, and
+    /// those whose number or name key it holds, except a candidate it holds exactly as it is
+    /// ([`Declaration::holds_only`]). It can hold nothing against the others, so a caller
+    /// searches only for the marked ones. Both sides are sorted, so this is two merges, not
+    /// a search per candidate: a subject's lineage holds every member once per version.
+    pub fn mark_unsettled(&self, candidates: &Candidates<'_>, unsettled: &mut Vec<bool>) {
+        unsettled.clear();
+        unsettled.resize(candidates.len(), false);
+        let mut at = 0;
+        for &(key, i) in &candidates.by_key {
+            while self.by_name.get(at).is_some_and(|&(k, _)| k < key) {
+                at += 1;
+            }
+            unsettled[i as usize] = self.by_name.get(at).is_some_and(|&(k, _)| k == key);
+        }
+        let mut at = 0;
+        for &(number, key, i) in &candidates.by_number {
+            while self.by_number.get(at).is_some_and(|&(n, _, _)| n < number) {
+                at += 1;
+            }
+            // `at` stays at the first holder, for a candidate sharing the number.
+            let run = self.by_number[at..]
+                .iter()
+                .take_while(|&&(n, _, _)| n == number)
+                .count();
+            let holders = &self.by_number[at..at + run];
+            if holders.is_empty() {
+                continue;
+            }
+            let name = candidates.members[i as usize].0;
+            let exactly = self.distinct
+                && matches!(holders, [(_, k, j)] if *k == key && self.members[*j as usize].name == name);
+            unsettled[i as usize] = !exactly;
+        }
+        if self.reserved_numbers.is_empty() && self.reserved_names.is_empty() {
+            return;
+        }
+        for (flag, &(name, number)) in unsettled.iter_mut().zip(&candidates.members) {
+            if self.reserves_number(number) || self.reserves_name(name) {
+                *flag = true;
+            }
+        }
     }
 
     fn numbered(&self, number: i64) -> &[(i64, u64, u32)] {
@@ -206,6 +255,50 @@ fn fingerprint(node: &Node, members: &[Member]) -> u128 {
     }
     node.reserved_names.hash(&mut h);
     h.finish128().as_u128()
+}
+
+/// The members of a new declaration, sorted as a [`Declaration`]'s are, to be screened
+/// against each earlier version with [`Declaration::mark_unsettled`].
+pub struct Candidates<'a> {
+    /// (name, number) in the caller's order; positions below index it.
+    members: Vec<(&'a str, i64)>,
+    by_number: Vec<(i64, u64, u32)>,
+    by_key: Vec<(u64, u32)>,
+}
+
+impl<'a> Candidates<'a> {
+    /// `members` as (name, number, [`name_key`] of the name).
+    pub fn new(members: impl IntoIterator<Item = (&'a str, i64, u64)>) -> Candidates<'a> {
+        let members: Vec<(&str, i64, u64)> = members.into_iter().collect();
+        let mut by_number: Vec<(i64, u64, u32)> = members
+            .iter()
+            .enumerate()
+            .map(|(i, &(_, number, key))| (number, key, i as u32))
+            .collect();
+        by_number.sort_unstable();
+        let mut by_key: Vec<(u64, u32)> = members
+            .iter()
+            .enumerate()
+            .map(|(i, &(_, _, key))| (key, i as u32))
+            .collect();
+        by_key.sort_unstable();
+        Candidates {
+            members: members
+                .iter()
+                .map(|&(name, number, _)| (name, number))
+                .collect(),
+            by_number,
+            by_key,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
 }
 
 /// The key a member's name is searched by.
@@ -325,5 +418,52 @@ mod tests {
         assert!(!only(m, 1, "b"), "'b' holds 2, 'a' holds 1");
         assert!(!only(m, 5, "z"));
         assert!(!only(s, 0, "S_UNKNOWN"), "aliases share numbers");
+    }
+
+    /// The screen leaves out exactly the candidates no search could find anything for: held
+    /// as they are, or neither held nor reserved.
+    #[test]
+    fn screening_marks_what_a_search_may_find() {
+        let numbering = Numbering::of(&tree());
+        let screened = |d: &Declaration, members: &[(&'static str, i64)]| {
+            let candidates =
+                Candidates::new(members.iter().map(|&(name, n)| (name, n, name_key(name))));
+            let mut unsettled = vec![true; 9];
+            d.mark_unsettled(&candidates, &mut unsettled);
+            members
+                .iter()
+                .zip(unsettled)
+                .filter(|(_, marked)| *marked)
+                .map(|(m, _)| m.0)
+                .collect::<Vec<_>>()
+        };
+        let m = numbering.declaration("/m").unwrap();
+        let members = [
+            ("a", 1),     // held as it is
+            ("b", 5),     // its name is held by 2
+            ("x", 3),     // its number is held by 'c'
+            ("new", 20),  // neither
+            ("late", 8),  // a reserved number
+            ("gone", 21), // a reserved name
+            ("c", 3),     // held as it is
+        ];
+        assert_eq!(screened(m, &members), ["b", "x", "late", "gone"]);
+        // Two candidates sharing a number both meet its holder.
+        assert_eq!(screened(m, &[("p", 2), ("q", 2)]), ["p", "q"]);
+        // Aliases: the enum holds 1 twice, so no member of 1 is settled without a search,
+        // whichever candidate comes first in number order.
+        let s = numbering.declaration("/s").unwrap();
+        assert_eq!(
+            screened(
+                s,
+                &[
+                    ("S_ON", 1),
+                    ("S_ALSO_ON", 1),
+                    ("S_UNKNOWN", 0),
+                    ("S_NEW", 2)
+                ]
+            ),
+            ["S_ON", "S_ALSO_ON", "S_UNKNOWN"]
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! the subject ever had, not only the latest one, whatever the level and strictness.
 
 use crate::pair::Pair;
-use covenant_engine::numbering::{Declaration, name_key};
+use covenant_engine::numbering::{Candidates, Declaration, name_key};
 use covenant_engine::{FieldTree, Finding, Node, NodeKind, RuleSpec, Severity};
 use foldhash::HashSet;
 use std::collections::BTreeMap;
@@ -142,10 +142,21 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
         earlier.dedup_by(|later, before| later.1.fingerprint == before.1.fingerprint);
         let current_members = members(current);
         let current_names: HashSet<&str> = current_members.iter().map(|m| m.name).collect();
-        for member in current_members {
-            let reason = earlier.iter().find_map(|(version, old)| {
-                conflict(&member, current, &current_names, *version, old)
-            });
+        let candidates = Candidates::new(current_members.iter().map(|m| (m.name, m.number, m.key)));
+        // Versions oldest first: a member's first conflict is the one reported. Each version
+        // screens every member at once, and only the members it may hold something against
+        // are searched in it.
+        let mut reasons: Vec<Option<String>> = vec![None; current_members.len()];
+        let mut unsettled = Vec::new();
+        for (version, old) in &earlier {
+            old.mark_unsettled(&candidates, &mut unsettled);
+            for (i, member) in current_members.iter().enumerate() {
+                if unsettled[i] && reasons[i].is_none() {
+                    reasons[i] = conflict(member, current, &current_names, *version, old);
+                }
+            }
+        }
+        for (member, reason) in current_members.iter().zip(reasons) {
             if let Some(reason) = reason {
                 findings.push(Finding::new(
                     &RULE,
