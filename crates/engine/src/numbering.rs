@@ -27,8 +27,8 @@ pub struct Declaration {
     /// (number, name key, position in `members`) and (name key, position), sorted: a
     /// member's namesakes are found by two searches over small contiguous arrays instead of a
     /// scan (a subject's lineage holds hundreds of thousands of members).
-    by_number: Vec<(i64, u64, u32)>,
-    by_name: Vec<(u64, u32)>,
+    by_number: ByNumber,
+    by_name: ByKey,
     /// A keyed hash of the members in order and the reservations: a declaration unchanged
     /// from one version to the next can answer nothing the earlier one did not.
     pub fingerprint: u128,
@@ -119,15 +119,8 @@ impl Declaration {
                 .collect(),
             _ => Vec::new(),
         };
-        let keys: Vec<u64> = members.iter().map(|m| name_key(&m.name)).collect();
-        let mut by_number: Vec<(i64, u64, u32)> = (0..members.len() as u32)
-            .map(|i| (members[i as usize].number, keys[i as usize], i))
-            .collect();
-        by_number.sort_unstable_by_key(|&(number, _, i)| (number, i));
-        let mut by_name: Vec<(u64, u32)> = (0..members.len() as u32)
-            .map(|i| (keys[i as usize], i))
-            .collect();
-        by_name.sort_unstable();
+        let (by_number, by_name) =
+            sorted_positions(members.iter().map(|m| (m.number, name_key(&m.name))));
         let numbers_distinct = by_number.windows(2).all(|w| w[0].0 != w[1].0);
         let mut names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
         names.sort_unstable();
@@ -156,9 +149,14 @@ impl Declaration {
     /// Whether the one member holding `number` is `name`, and no other member holds either:
     /// the common case of a member unchanged since, answered by one search over numbers.
     pub fn holds_only(&self, number: i64, name: &str, key: u64) -> bool {
+        self.holds_exactly(self.numbered(number), name, key)
+    }
+
+    /// Whether `holders` (the entries of one number) are one member named `name` and no other
+    /// member shares a number or a name.
+    fn holds_exactly(&self, holders: &[(i64, u64, u32)], name: &str, key: u64) -> bool {
         self.distinct
-            && matches!(self.numbered(number),
-                [(_, k, i)] if *k == key && self.members[*i as usize].name == name)
+            && matches!(holders, [(_, k, i)] if *k == key && self.members[*i as usize].name == name)
     }
 
     /// The first `Some` that `visit` returns for the members holding `number` or `name`
@@ -218,13 +216,10 @@ impl Declaration {
                 .take_while(|&&(n, _, _)| n == number)
                 .count();
             let holders = &self.by_number[at..at + run];
-            if holders.is_empty() {
-                continue;
+            if !holders.is_empty() {
+                let name = candidates.members[i as usize].0;
+                unsettled[i as usize] = !self.holds_exactly(holders, name, key);
             }
-            let name = candidates.members[i as usize].0;
-            let exactly = self.distinct
-                && matches!(holders, [(_, k, j)] if *k == key && self.members[*j as usize].name == name);
-            unsettled[i as usize] = !exactly;
         }
         if self.reserved_numbers.is_empty() && self.reserved_names.is_empty() {
             return;
@@ -262,26 +257,16 @@ fn fingerprint(node: &Node, members: &[Member]) -> u128 {
 pub struct Candidates<'a> {
     /// (name, number) in the caller's order; positions below index it.
     members: Vec<(&'a str, i64)>,
-    by_number: Vec<(i64, u64, u32)>,
-    by_key: Vec<(u64, u32)>,
+    by_number: ByNumber,
+    by_key: ByKey,
 }
 
 impl<'a> Candidates<'a> {
     /// `members` as (name, number, [`name_key`] of the name).
     pub fn new(members: impl IntoIterator<Item = (&'a str, i64, u64)>) -> Candidates<'a> {
         let members: Vec<(&str, i64, u64)> = members.into_iter().collect();
-        let mut by_number: Vec<(i64, u64, u32)> = members
-            .iter()
-            .enumerate()
-            .map(|(i, &(_, number, key))| (number, key, i as u32))
-            .collect();
-        by_number.sort_unstable();
-        let mut by_key: Vec<(u64, u32)> = members
-            .iter()
-            .enumerate()
-            .map(|(i, &(_, _, key))| (key, i as u32))
-            .collect();
-        by_key.sort_unstable();
+        let (by_number, by_key) =
+            sorted_positions(members.iter().map(|&(_, number, key)| (number, key)));
         Candidates {
             members: members
                 .iter()
@@ -299,6 +284,24 @@ impl<'a> Candidates<'a> {
     pub fn is_empty(&self) -> bool {
         self.members.is_empty()
     }
+}
+
+/// (number, name key, position in the members), sorted by number.
+type ByNumber = Vec<(i64, u64, u32)>;
+/// (name key, position in the members), sorted by key.
+type ByKey = Vec<(u64, u32)>;
+
+/// For members given as (number, name key): (number, key, position) sorted by number, and
+/// (key, position) sorted by key; equal numbers or keys keep the members' order.
+fn sorted_positions(members: impl Iterator<Item = (i64, u64)>) -> (ByNumber, ByKey) {
+    let mut by_number: ByNumber = members
+        .enumerate()
+        .map(|(i, (number, key))| (number, key, i as u32))
+        .collect();
+    let mut by_key: ByKey = by_number.iter().map(|&(_, key, i)| (key, i)).collect();
+    by_number.sort_unstable_by_key(|&(number, _, i)| (number, i));
+    by_key.sort_unstable();
+    (by_number, by_key)
 }
 
 /// The key a member's name is searched by.

@@ -64,21 +64,16 @@ impl Judgement<'_> {
     /// the semantic rules run while the structural check does. The server judges many
     /// requests at once and uses one thread per request.
     pub fn on_two_threads(&self) -> Report {
-        let lineage = self.lineage();
-        if lineage.is_empty() {
+        let Some((&latest, earlier)) = self.lineage().split_last() else {
             return self.judge();
-        }
+        };
         let budget = &covenant_engine::budget::inherit();
         let (mut findings, semantic) = std::thread::scope(|scope| {
             let candidate_tree = scope.spawn(|| budget.run(|| field_tree(self.candidate)));
-            let lowered = LoweredLineage::of(lineage, self.candidate);
+            let lowered = LoweredLineage::of(latest, earlier, self.candidate);
             let candidate_tree = joined(candidate_tree);
             let semantic = scope.spawn(move || {
-                budget.run(|| {
-                    lowered.map_or_else(Vec::new, |l| {
-                        l.evaluate(&candidate_tree, self.context, self.settings)
-                    })
-                })
+                budget.run(|| lowered.evaluate(&candidate_tree, self.context, self.settings))
             });
             let structural = self.structural();
             (structural, joined(semantic))

@@ -51,8 +51,10 @@ pub fn evaluate_schemas_in_history(
     settings: &PolicySettings,
 ) -> Vec<Finding> {
     let new_tree = field_tree(new);
-    match LoweredLineage::of(lineage, new) {
-        Some(lowered) => lowered.evaluate(&new_tree, context, settings),
+    match lineage.split_last() {
+        Some((&latest, earlier)) => {
+            LoweredLineage::of(latest, earlier, new).evaluate(&new_tree, context, settings)
+        }
         None => {
             let empty = FieldTree::empty(new_tree.format.clone());
             evaluate(&empty, &new_tree, context, settings)
@@ -69,15 +71,15 @@ pub(crate) struct LoweredLineage<'a> {
 }
 
 impl<'a> LoweredLineage<'a> {
-    /// `None` for an empty lineage. Only Protobuf and Iceberg rules read the whole lineage
-    /// (numbers, names and field ids), and only what each version numbered and named, which
-    /// a Protobuf schema keeps once made; only the version being replaced is lowered into a
-    /// field tree, once for both.
+    /// `latest` is the version being replaced, `earlier` the versions before it, oldest
+    /// first. Only Protobuf and Iceberg rules read the whole lineage (numbers, names and field
+    /// ids), and only what each version numbered and named, which a Protobuf schema keeps
+    /// once made; only the version being replaced is lowered into a field tree, once for both.
     pub(crate) fn of(
-        lineage: &[(i64, &'a ParsedSchema)],
+        (latest_version, latest): (i64, &'a ParsedSchema),
+        earlier: &[(i64, &'a ParsedSchema)],
         new: &ParsedSchema,
-    ) -> Option<LoweredLineage<'a>> {
-        let (&(latest_version, latest), earlier) = lineage.split_last()?;
+    ) -> LoweredLineage<'a> {
         let (latest_tree, latest_numbering) = match latest {
             ParsedSchema::Protobuf(s) => {
                 let (tree, numbering) = s.field_tree_and_numbering();
@@ -98,10 +100,10 @@ impl<'a> LoweredLineage<'a> {
             }
             _ => Vec::new(),
         };
-        Some(LoweredLineage {
+        LoweredLineage {
             latest: latest_tree,
             numberings,
-        })
+        }
     }
 
     pub(crate) fn evaluate(
