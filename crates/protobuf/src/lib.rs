@@ -47,6 +47,7 @@ pub use position::{Locator, locate};
 mod print;
 pub mod rules;
 mod shapes;
+mod text;
 mod wire;
 
 pub use wire::{decode_message_indexes, encode_message_indexes};

@@ -90,7 +90,10 @@ impl FileResolver for MemResolver {
     fn open_file(&self, name: &str) -> Result<File, protox::Error> {
         match self.files.get(name) {
             Some(Source::Text(text)) if self.source_info == SourceInfoIn::Aside => {
-                let mut fd = protox_parse::parse(name, text)?;
+                let mut fd = match crate::text::parse(name, text) {
+                    Some(fd) => fd,
+                    None => protox_parse::parse(name, text)?,
+                };
                 if let Some(info) = fd.source_code_info.take() {
                     lock(&self.aside).insert(name.to_string(), info);
                 }

@@ -73,7 +73,8 @@ impl Parsed {
 impl Locator {
     /// Parses `text`; a text that does not parse locates nothing.
     pub fn new(text: &str) -> Locator {
-        let file = protox_parse::parse("schema.proto", text).ok();
+        let file = crate::text::parse("schema.proto", text)
+            .or_else(|| protox_parse::parse("schema.proto", text).ok());
         Locator::index(file.map(|f| Parsed::Own(Box::new(f))))
     }
 
