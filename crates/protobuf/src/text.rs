@@ -1481,11 +1481,19 @@ fn sort_by_path(locations: &mut Vec<Location>) {
         locations.sort_unstable_by(|l, r| l.path.cmp(&r.path));
         return;
     }
-    let mut sorted = Vec::with_capacity(locations.len());
-    for &(_, i) in &keys {
-        sorted.push(std::mem::take(&mut locations[i]));
+    // In place: a second array of locations would be fresh memory, page faults and all.
+    let mut destination = vec![0; keys.len()];
+    for (place, &(_, i)) in keys.iter().enumerate() {
+        destination[i] = place;
     }
-    *locations = sorted;
+    drop(keys);
+    for i in 0..locations.len() {
+        while destination[i] != i {
+            let to = destination[i];
+            locations.swap(i, to);
+            destination.swap(i, to);
+        }
+    }
 }
 
 /// Sorts keys generated nearly in order. Each top-level declaration's locations come
