@@ -409,6 +409,20 @@ fn hostile_schemas() -> Vec<(&'static str, &'static str, String, String)> {
         proto("string b = 2;"),
     ));
 
+    // 20,000 errors in one file: the pool once searched every location for each of them.
+    let unknown = |n: usize| {
+        let fields: String = (0..n)
+            .map(|i| format!("Nope{i} f{i} = {};\n", i + 1))
+            .collect();
+        format!("syntax = \"proto3\";\nmessage M {{\n{fields}}}\n")
+    };
+    all.push((
+        "Protobuf with 20,000 undefined types",
+        "PROTOBUF",
+        unknown(20_000),
+        unknown(20_001),
+    ));
+
     let union = |n: usize| {
         let mut records = vec![json!({"type": "record", "name": "U0", "fields": [
             {"name": "a", "type": "int"}]})];

@@ -1466,7 +1466,7 @@ fn generate(name: &str, file: File<'_>) -> Result<FileDescriptorProto> {
 /// sort and comparing their paths through pointers was half the cost of parsing a large file.
 /// When some do share a path, or a path is too deep to pack, the sort runs as protox runs it,
 /// since the order among equal paths is that sort's own.
-fn sort_by_path(locations: &mut Vec<Location>) {
+fn sort_by_path(locations: &mut [Location]) {
     let keys: Option<Vec<(u128, usize)>> = locations
         .iter()
         .enumerate()

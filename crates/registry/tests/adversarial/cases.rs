@@ -531,3 +531,103 @@ fn iceberg_wide_structs_and_edge_ids() {
         assert_eq!(err.kind, SchemaErrorKind::Invalid, "{id}: {err}");
     }
 }
+
+// ----- Protobuf text: the shapes the text parser's own loops see --------------------------
+
+/// Comments by the hundred thousand, long runs of literals, options and empty statements,
+/// numbers longer than any integer, nesting past protoc's bound and declarations before
+/// thousands of fields (the locations' sort falls back from insertion): each is judged, or
+/// refused as invalid or over a limit, within [`QUICK`], and never takes the process down.
+#[test]
+fn protobuf_text_of_hostile_shapes_is_judged_or_refused_quickly() {
+    let head = "syntax = \"proto3\";\n";
+    let mut cases: Vec<(&str, String)> = vec![
+        (
+            "line comments",
+            format!(
+                "{head}{}message M {{ int32 a = 1; }}\n",
+                "// c\n".repeat(200_000)
+            ),
+        ),
+        (
+            "block comments between tokens",
+            format!(
+                "{head}message M {{ int32 {}a = 1; }}\n",
+                "/* c */ ".repeat(100_000)
+            ),
+        ),
+        (
+            "one block comment of many lines",
+            format!(
+                "{head}/*{}*/\nmessage M {{ int32 a = 1; }}\n",
+                "\n * x".repeat(200_000)
+            ),
+        ),
+        (
+            "an unterminated block comment",
+            format!(
+                "{head}message M {{ int32 a = 1; }}\n/*{}",
+                " x\n".repeat(100_000)
+            ),
+        ),
+        (
+            "adjacent string literals",
+            format!(
+                "{head}option java_package = {};\nmessage M {{ int32 a = 1; }}\n",
+                "\"a\" ".repeat(50_000)
+            ),
+        ),
+        (
+            "options in one list",
+            format!(
+                "{head}message M {{ int32 a = 1 [{}]; }}\n",
+                vec!["deprecated = true"; 20_000].join(", ")
+            ),
+        ),
+        (
+            "a number of many digits",
+            format!("{head}message M {{ int32 a = {}; }}\n", "9".repeat(100_000)),
+        ),
+        (
+            "empty statements",
+            format!(
+                "{head}{}message M {{ {} int32 a = 1; }}\n",
+                ";".repeat(100_000),
+                ";".repeat(100_000)
+            ),
+        ),
+        (
+            "nesting past protoc's bound",
+            format!(
+                "{head}{}int32 a = 1;{}\n",
+                (0..40)
+                    .map(|i| format!("message N{i} {{ "))
+                    .collect::<String>(),
+                " }".repeat(40)
+            ),
+        ),
+    ];
+    let mut declarations_first = format!("{head}message Outer {{\n");
+    for i in 0..200 {
+        declarations_first.push_str(&format!("  enum E{i} {{ E{i}_ZERO = 0; }}\n"));
+    }
+    for i in 1..=2_000 {
+        declarations_first.push_str(&format!("  E{} f{i} = {i};\n", i % 200));
+    }
+    declarations_first.push_str("}\n");
+    cases.push(("declarations before many fields", declarations_first));
+    for (name, text) in cases {
+        let started = Instant::now();
+        let outcome =
+            on_worker_stack(|| drive(SchemaType::Protobuf, &text, &text, &Limits::default()));
+        assert!(
+            started.elapsed() < QUICK,
+            "{name}: took {:?}",
+            started.elapsed()
+        );
+        match outcome {
+            Outcome::Judged { compatible } => assert!(compatible, "{name}: a file against itself"),
+            Outcome::Invalid(_) | Outcome::OverBudget => {}
+        }
+    }
+}
