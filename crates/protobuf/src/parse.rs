@@ -40,7 +40,8 @@ pub(crate) fn decode_descriptor(text: &str) -> Option<FileDescriptorProto> {
     FileDescriptorProto::decode(bytes.as_slice()).ok()
 }
 
-/// The source info (positions and comments) of the files compiled from text, by file name.
+/// The source info (positions and comments) of the files compiled from text, by file name:
+/// of their declarations only when our parser read them (`text::parse_declarations`).
 ///
 /// Kept beside the descriptor pool rather than in it: `prost-reflect` converts and copies every
 /// location of a file while building its pool (a location and three allocations per element
@@ -80,7 +81,10 @@ impl FileResolver for MemResolver {
     fn open_file(&self, name: &str) -> Result<File, protox::Error> {
         match self.files.get(name) {
             Some(Source::Text(text)) => {
-                let mut fd = parse_text(name, text)?;
+                let mut fd = match crate::text::parse_declarations(name, text) {
+                    Some(fd) => fd,
+                    None => protox_parse::parse(name, text)?,
+                };
                 if let Some(info) = fd.source_code_info.take() {
                     lock(&self.aside).insert(name.to_string(), info);
                 }
@@ -96,8 +100,8 @@ impl FileResolver for MemResolver {
     }
 }
 
-/// A text file's descriptor with its source info: from our parser when the text is in its
-/// shape, else from protox's.
+/// A text file's descriptor with all of its source info (an error may be anywhere): from our
+/// parser when the text is in its shape, else from protox's.
 fn parse_text(name: &str, text: &str) -> Result<FileDescriptorProto, protox::Error> {
     match crate::text::parse(name, text) {
         Some(fd) => Ok(fd),

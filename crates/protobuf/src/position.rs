@@ -73,7 +73,7 @@ impl Parsed {
 impl Locator {
     /// Parses `text`; a text that does not parse locates nothing.
     pub fn new(text: &str) -> Locator {
-        let file = crate::text::parse("schema.proto", text)
+        let file = crate::text::parse_declarations("schema.proto", text)
             .or_else(|| protox_parse::parse("schema.proto", text).ok());
         Locator::index(file.map(|f| Parsed::Own(Box::new(f))))
     }

@@ -26,11 +26,30 @@ use prost_types::{
 /// The descriptor `protox_parse::parse(name, source)` gives, or `None` when `source` is not of
 /// the shape this parser covers or is not valid.
 pub(crate) fn parse(name: &str, source: &str) -> Option<FileDescriptorProto> {
+    parse_keeping(name, source, Keep::Everything)
+}
+
+/// The same descriptor with the source info of its declarations only: where each message,
+/// field, oneof, enum, value and reserved range is, and its comments. That is all that
+/// locating findings and reading comments use, and a quarter of the locations (a field has
+/// five: itself, its name, number, label and type).
+pub(crate) fn parse_declarations(name: &str, source: &str) -> Option<FileDescriptorProto> {
+    parse_keeping(name, source, Keep::Declarations)
+}
+
+/// Which source info locations a parse keeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    Everything,
+    Declarations,
+}
+
+fn parse_keeping(name: &str, source: &str, keep: Keep) -> Option<FileDescriptorProto> {
     if i32::try_from(source.len()).is_err() {
         return None;
     }
     let file = Parser::new(source).file().ok()?;
-    generate(name, file).ok()
+    generate(name, file, keep).ok()
 }
 
 /// Not for this parser: the caller goes to `protox`.
@@ -1446,12 +1465,18 @@ fn to_pascal_case(name: &str) -> String {
 
 /// The descriptor and its source info, in the order `protox_parse` generates them: the order
 /// of locations with equal paths survives its (unstable) sort only when the input is the same.
-fn generate(name: &str, file: File<'_>) -> Result<FileDescriptorProto> {
+fn generate(name: &str, file: File<'_>, keep: Keep) -> Result<FileDescriptorProto> {
+    // About one location for every six bytes of a file of fields, a quarter of them
+    // declarations, so the array seldom grows.
+    let expected = match keep {
+        Keep::Everything => file.length / 6,
+        Keep::Declarations => file.length / 24,
+    };
     let mut cx = Context {
         syntax: file.syntax,
         path: Vec::with_capacity(16),
-        // About one location for every four bytes of a file of fields, so it seldom grows.
-        locations: Vec::with_capacity(file.length / 4),
+        locations: Vec::with_capacity(expected),
+        keep,
     };
     let mut descriptor = cx.file(name, file)?;
     sort_by_path(&mut cx.locations);
@@ -1559,6 +1584,7 @@ struct Context {
     syntax: Syntax,
     path: Vec<i32>,
     locations: Vec<Location>,
+    keep: Keep,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1573,7 +1599,16 @@ fn index(i: usize) -> i32 {
 }
 
 impl Context {
+    /// The location of a part of a declaration (its name, number, type, an option): kept only
+    /// when everything is.
     fn span(&mut self, span: Span) {
+        if self.keep == Keep::Everything {
+            self.declaration_span(span);
+        }
+    }
+
+    /// The location of a declaration without comments of its own (a reserved range).
+    fn declaration_span(&mut self, span: Span) {
         self.locations.push(Location {
             path: self.path.clone(),
             span: span.resolved(),
@@ -1731,7 +1766,7 @@ impl Context {
                     self.comments(reserved.span, reserved.comments);
                     for range in ranges {
                         self.path.push(index(reserved_range.len()));
-                        self.span(range.span());
+                        self.declaration_span(range.span());
                         self.span_for(&[RANGE_START], range.start.span);
                         self.span_for(&[RANGE_END], range.end_span());
                         let start = range.start.as_i32();
@@ -2004,7 +2039,7 @@ impl Context {
                     self.comments(reserved.span, reserved.comments);
                     for range in ranges {
                         self.path.push(index(reserved_range.len()));
-                        self.span(range.span());
+                        self.declaration_span(range.span());
                         self.span_for(&[RANGE_START], range.start.span);
                         self.span_for(&[RANGE_END], range.end_span());
                         let start = range.start.as_i32();
@@ -2276,6 +2311,45 @@ mod tests {
         }
         nested_first.push_str("}\nenum Last { LAST_ZERO = 0; }\nmessage Tail { Last l = 1; }\n");
         assert!(assert_agrees(&nested_first));
+    }
+
+    /// The declarations' source info is the full one's, for each path it keeps once: the same
+    /// first location (span and comments), and the same descriptor besides.
+    #[test]
+    fn declarations_keep_what_locating_and_comments_read() {
+        let mut texts: Vec<String> = IN_SHAPE.iter().map(|t| t.to_string()).collect();
+        texts.extend(corpus_texts());
+        texts.push(generated(20, 30));
+        let mut compared = 0;
+        for text in &texts {
+            let (Some(mut full), Some(mut kept)) = (
+                parse("schema.proto", text),
+                parse_declarations("schema.proto", text),
+            ) else {
+                continue;
+            };
+            let full_info = full.source_code_info.take().unwrap_or_default();
+            let kept_info = kept.source_code_info.take().unwrap_or_default();
+            assert_eq!(full, kept, "{text}");
+            let first = |info: &SourceCodeInfo, path: &[i32]| {
+                info.location.iter().find(|l| l.path == path).cloned()
+            };
+            // A path that several statements share (`reserved` twice in one message) is
+            // nobody's declaration: which of them comes first is the sort's own.
+            let once =
+                |path: &[i32]| kept_info.location.iter().filter(|l| l.path == path).count() == 1;
+            for location in kept_info.location.iter().filter(|l| once(&l.path)) {
+                assert_eq!(
+                    first(&kept_info, &location.path),
+                    first(&full_info, &location.path),
+                    "{text}"
+                );
+            }
+            let fields: usize = full.message_type.iter().map(|m| m.field.len()).sum();
+            assert!(kept_info.location.len() >= fields, "{text}");
+            compared += 1;
+        }
+        assert!(compared >= IN_SHAPE.len() - 1);
     }
 
     #[test]
