@@ -62,7 +62,7 @@ pub(crate) fn locations_of<'a>(
     info.map_or(&[][..], |info| &info.location[..])
 }
 
-/// Hands protox the files by name; the source info of text files is taken out into `aside`.
+/// Hands protox the files by name; their source info is taken out into `aside`.
 struct MemResolver {
     files: Arc<HashMap<String, Source>>,
     aside: Arc<Mutex<SourceInfos>>,
@@ -90,9 +90,14 @@ impl FileResolver for MemResolver {
                 }
                 Ok(File::from_file_descriptor_proto(fd))
             }
+            // A descriptor's own source info goes aside too: in the pool, each error would
+            // search all of it.
             Some(Source::Descriptor(fd)) => {
                 let mut fd = (**fd).clone();
                 fd.name = Some(name.to_string());
+                if let Some(info) = fd.source_code_info.take() {
+                    lock(&self.aside).insert(name.to_string(), info);
+                }
                 Ok(File::from_file_descriptor_proto(fd))
             }
             None => Err(protox::Error::file_not_found(name)),
