@@ -8,9 +8,9 @@
 //! little besides the descriptor itself.
 //!
 //! It covers what schemas in a registry are made of: `syntax`, `package`, `import`, messages
-//! (fields, maps, oneofs, nested messages and enums, reserved numbers and names), enums, and
-//! options with plain names and identifier, integer or string values, with every kind of
-//! comment. For anything else (services, extensions, groups, custom `(options)`, floats,
+//! (fields, maps, oneofs, nested messages and enums, reserved numbers and names), enums,
+//! services, and options with plain names and identifier, integer or string values, with
+//! every kind of comment. For anything else (extensions, groups, custom `(options)`, floats,
 //! escapes in strings, `default` values) and for every error, [`parse`] returns `None` and
 //! the caller parses with `protox`, which also words the error. The tests hold both parsers to
 //! the same output on every file this one accepts.
@@ -19,7 +19,8 @@ use prost_types::source_code_info::Location;
 use prost_types::{
     DescriptorProto, EnumDescriptorProto, EnumOptions, EnumValueDescriptorProto, EnumValueOptions,
     FieldDescriptorProto, FieldOptions, FileDescriptorProto, FileOptions, MessageOptions,
-    OneofDescriptorProto, OneofOptions, SourceCodeInfo, UninterpretedOption, descriptor_proto,
+    MethodDescriptorProto, MethodOptions, OneofDescriptorProto, OneofOptions,
+    ServiceDescriptorProto, ServiceOptions, SourceCodeInfo, UninterpretedOption, descriptor_proto,
     enum_descriptor_proto, field_descriptor_proto, uninterpreted_option,
 };
 
@@ -67,6 +68,7 @@ const FILE_PACKAGE: i32 = 2;
 const FILE_DEPENDENCY: i32 = 3;
 const FILE_MESSAGE_TYPE: i32 = 4;
 const FILE_ENUM_TYPE: i32 = 5;
+const FILE_SERVICE: i32 = 6;
 const FILE_OPTIONS: i32 = 8;
 const FILE_PUBLIC_DEPENDENCY: i32 = 10;
 const FILE_WEAK_DEPENDENCY: i32 = 11;
@@ -98,6 +100,15 @@ const ENUM_RESERVED_NAME: i32 = 5;
 const ENUM_VALUE_NAME: i32 = 1;
 const ENUM_VALUE_NUMBER: i32 = 2;
 const ENUM_VALUE_OPTIONS: i32 = 3;
+const SERVICE_NAME: i32 = 1;
+const SERVICE_METHOD: i32 = 2;
+const SERVICE_OPTIONS: i32 = 3;
+const METHOD_NAME: i32 = 1;
+const METHOD_INPUT_TYPE: i32 = 2;
+const METHOD_OUTPUT_TYPE: i32 = 3;
+const METHOD_OPTIONS: i32 = 4;
+const METHOD_CLIENT_STREAMING: i32 = 5;
+const METHOD_SERVER_STREAMING: i32 = 6;
 const UNINTERPRETED_OPTION: i32 = 999;
 
 /// A place in the source: zero-based line and byte column, as source info counts them.
@@ -149,7 +160,9 @@ enum Tok<'a> {
     Comma,
     Equals,
     Semicolon,
-    /// Anything else that may stand in valid text (`(`, `)`, `+`, `:`): never accepted here.
+    LeftParen,
+    RightParen,
+    /// Anything else that may stand in valid text (`+`, `:`): never accepted here.
     Other,
     LineComment,
     BlockComment,
@@ -252,7 +265,9 @@ impl<'a> Lexer<'a> {
             b',' => one(Tok::Comma),
             b'=' => one(Tok::Equals),
             b';' => one(Tok::Semicolon),
-            b'(' | b')' | b'+' | b':' => one(Tok::Other),
+            b'(' => one(Tok::LeftParen),
+            b')' => one(Tok::RightParen),
+            b'+' | b':' => one(Tok::Other),
             _ => return Err(Unsupported),
         };
         let end_pos = if tok.is_comment_or_newline() {
@@ -624,6 +639,26 @@ struct Package {
 enum FileItem<'a> {
     Message(Message<'a>),
     Enum(Enum<'a>),
+    Service(Service<'a>),
+}
+
+struct Method<'a> {
+    name: Ident<'a>,
+    input: DottedName,
+    client_streaming: Option<Span>,
+    output: DottedName,
+    server_streaming: Option<Span>,
+    options: Vec<OptionStatement<'a>>,
+    comments: Attached,
+    span: Span,
+}
+
+struct Service<'a> {
+    name: Ident<'a>,
+    methods: Vec<Method<'a>>,
+    options: Vec<OptionStatement<'a>>,
+    comments: Attached,
+    span: Span,
 }
 
 struct File<'a> {
@@ -732,7 +767,7 @@ impl<'a> Parser<'a> {
                     self.comments.flush();
                     self.comments.detach();
                 }
-                tok @ (None | Some((Tok::RightBrace | Tok::RightBracket, _))) => {
+                tok @ (None | Some((Tok::RightBrace | Tok::RightBracket | Tok::RightParen, _))) => {
                     self.comments.flush();
                     return Ok(tok);
                 }
@@ -941,6 +976,12 @@ impl<'a> Parser<'a> {
                         let e = self.enumeration()?;
                         let s = e.span;
                         items.push(FileItem::Enum(e));
+                        s
+                    }
+                    "service" => {
+                        let service = self.service()?;
+                        let s = service.span;
+                        items.push(FileItem::Service(service));
                         s
                     }
                     _ => return Err(Unsupported),
@@ -1325,6 +1366,93 @@ impl<'a> Parser<'a> {
         })
     }
 
+    fn service(&mut self) -> Result<Service<'a>> {
+        let leading = self.leading_comments()?;
+        let start = self.expect_word("service")?;
+        let name = self.ident()?;
+        self.expect(Tok::LeftBrace)?;
+        let comments = self.trailing_comment(leading)?;
+        let mut methods = Vec::new();
+        let mut options = Vec::new();
+        let end = loop {
+            match self.peek()? {
+                Some((Tok::Ident("rpc"), _)) => methods.push(self.method()?),
+                Some((Tok::Ident("option"), _)) => options.push(self.option_statement()?),
+                Some((Tok::Semicolon, _)) => {
+                    self.bump();
+                }
+                Some((Tok::RightBrace, _)) => break self.bump().1,
+                _ => return Err(Unsupported),
+            }
+        };
+        Ok(Service {
+            name,
+            methods,
+            options,
+            comments,
+            span: start.to(end),
+        })
+    }
+
+    fn method(&mut self) -> Result<Method<'a>> {
+        let leading = self.leading_comments()?;
+        let start = self.expect_word("rpc")?;
+        let name = self.ident()?;
+        self.expect(Tok::LeftParen)?;
+        let client_streaming = self.stream()?;
+        let input = self.type_name(&[Tok::RightParen], false)?;
+        self.expect(Tok::RightParen)?;
+        self.expect_word("returns")?;
+        self.expect(Tok::LeftParen)?;
+        let server_streaming = self.stream()?;
+        let output = self.type_name(&[Tok::RightParen], false)?;
+        self.expect(Tok::RightParen)?;
+        let mut options = Vec::new();
+        let end = match self.peek_skip_comments()? {
+            Some((Tok::Semicolon, span)) => {
+                self.bump();
+                span
+            }
+            Some((Tok::LeftBrace, _)) => {
+                self.bump();
+                loop {
+                    match self.peek()? {
+                        Some((Tok::Ident("option"), _)) => options.push(self.option_statement()?),
+                        Some((Tok::RightBrace, _)) => break self.bump().1,
+                        Some((Tok::Semicolon, _)) => {
+                            self.bump();
+                        }
+                        _ => return Err(Unsupported),
+                    }
+                }
+            }
+            _ => return Err(Unsupported),
+        };
+        let comments = self.trailing_comment(leading)?;
+        Ok(Method {
+            name,
+            input,
+            client_streaming,
+            output,
+            server_streaming,
+            options,
+            comments,
+            span: start.to(end),
+        })
+    }
+
+    /// `stream` before a method's type, or nothing before a type name.
+    fn stream(&mut self) -> Result<Option<Span>> {
+        match self.peek_skip_comments()? {
+            Some((tok, span)) if tok.is_ident("stream") => {
+                self.bump();
+                Ok(Some(span))
+            }
+            Some((Tok::Dot | Tok::Ident(_), _)) => Ok(None),
+            _ => Err(Unsupported),
+        }
+    }
+
     fn enum_value(&mut self) -> Result<EnumValue<'a>> {
         let leading = self.leading_comments()?;
         let name = self.ident()?;
@@ -1672,6 +1800,7 @@ impl Context {
         }
         let mut message_type = Vec::new();
         let mut enum_type = Vec::new();
+        let mut services = Vec::new();
         for item in file.items {
             match item {
                 FileItem::Message(m) => {
@@ -1683,6 +1812,11 @@ impl Context {
                 FileItem::Enum(e) => {
                     self.path.extend([FILE_ENUM_TYPE, index(enum_type.len())]);
                     enum_type.push(self.enumeration(e)?);
+                    self.pop(2);
+                }
+                FileItem::Service(service) => {
+                    self.path.extend([FILE_SERVICE, index(services.len())]);
+                    services.push(self.service(service)?);
                     self.pop(2);
                 }
             }
@@ -1701,7 +1835,7 @@ impl Context {
             weak_dependency,
             message_type,
             enum_type,
-            service: Vec::new(),
+            service: services,
             extension: Vec::new(),
             options: options.map(|uninterpreted_option| FileOptions {
                 uninterpreted_option,
@@ -2080,6 +2214,53 @@ impl Context {
         })
     }
 
+    fn service(&mut self, service: Service<'_>) -> Result<ServiceDescriptorProto> {
+        self.comments(service.span, service.comments);
+        self.span_for(&[SERVICE_NAME], service.name.span);
+        let mut method = Vec::with_capacity(service.methods.len());
+        self.path.push(SERVICE_METHOD);
+        for m in service.methods {
+            self.path.push(index(method.len()));
+            self.comments(m.span, m.comments);
+            self.span_for(&[METHOD_NAME], m.name.span);
+            self.span_for(&[METHOD_INPUT_TYPE], m.input.span);
+            self.span_for(&[METHOD_OUTPUT_TYPE], m.output.span);
+            if let Some(span) = m.client_streaming {
+                self.span_for(&[METHOD_CLIENT_STREAMING], span);
+            }
+            if let Some(span) = m.server_streaming {
+                self.span_for(&[METHOD_SERVER_STREAMING], span);
+            }
+            self.path.push(METHOD_OPTIONS);
+            let options = self.options(m.options)?;
+            self.path.pop();
+            method.push(MethodDescriptorProto {
+                name: Some(m.name.value.to_string()),
+                input_type: Some(m.input.text),
+                output_type: Some(m.output.text),
+                options: options.map(|uninterpreted_option| MethodOptions {
+                    uninterpreted_option,
+                    ..Default::default()
+                }),
+                client_streaming: m.client_streaming.map(|_| true),
+                server_streaming: m.server_streaming.map(|_| true),
+            });
+            self.path.pop();
+        }
+        self.path.pop();
+        self.path.push(SERVICE_OPTIONS);
+        let options = self.options(service.options)?;
+        self.path.pop();
+        Ok(ServiceDescriptorProto {
+            name: Some(service.name.value.to_string()),
+            method,
+            options: options.map(|uninterpreted_option| ServiceOptions {
+                uninterpreted_option,
+                ..Default::default()
+            }),
+        })
+    }
+
     fn options(
         &mut self,
         statements: Vec<OptionStatement<'_>>,
@@ -2171,13 +2352,14 @@ mod tests {
         "syntax = \"proto3\";\n/* a */ /* b */\nmessage T {\n  int32 a = 1; /* t1 */ /* t2 */\n  int32 b = 2;\n  /* c */\n  int32 c = 3;\n}\n/* end */",
         "syntax = \"proto3\";\nmessage E {\n  int32 a = 1;\n  // last\n}\n// after all\n",
         "syntax = \"proto3\";\nmessage F { int32 a = 1 [ json_name = \"x\" ]; int32 b = 2 [ deprecated=true, json_name=\"y\" ]; int32 c = 3 [json_name = \"z\", json_name = \"w\"]; }",
+        "syntax = \"proto3\";\npackage svc;\n// The service.\nservice Orders { // trailing\n  option deprecated = true;\n  // Places one.\n  rpc Place(Order) returns (.svc.Order);\n  rpc Watch(stream Order) returns (stream svc.Order) { option deprecated = true; ; }\n  ;\n  rpc Ping ( Order ) returns ( Order ) {} // done\n}\nmessage Order { string id = 1; }\nservice Empty {}\n",
         "syntax = \"proto3\";\nmessage G { reserved 1; reserved 2; // two\n reserved 3 to 4; reserved \"a\"; reserved \"b\"; option deprecated = true; option deprecated = false; }",
     ];
 
     /// Out of this parser's shape or invalid: `parse` must leave them to protox.
     const OUT_OF_SHAPE: &[&str] = &[
         "",
-        "syntax = \"proto3\";\nservice S { rpc R(M) returns (M); }\nmessage M {}\n",
+        "syntax = \"proto3\";\nservice S { rpc R(M) returns (M) { option (x) = 1; } }\nmessage M {}\n",
         "syntax = \"proto3\";\nmessage M { int32 a = 1 [(custom) = 1]; }\n",
         "syntax = \"proto2\";\nmessage M { optional int32 a = 1 [default = 5]; }\n",
         "syntax = \"proto3\";\nmessage M { double a = 1 [deprecated = true]; option x = 1.5; }\n",
