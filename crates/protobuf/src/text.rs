@@ -1891,43 +1891,19 @@ impl Context {
         {
             return Err(Unsupported);
         }
-        let mut reserved_range = Vec::new();
-        let mut reserved_name = Vec::new();
-        for reserved in m.reserved {
-            match reserved.kind {
-                ReservedKind::Ranges(ranges) => {
-                    self.path.push(MESSAGE_RESERVED_RANGE);
-                    self.comments(reserved.span, reserved.comments);
-                    for range in ranges {
-                        self.path.push(index(reserved_range.len()));
-                        self.declaration_span(range.span());
-                        self.span_for(&[RANGE_START], range.start.span);
-                        self.span_for(&[RANGE_END], range.end_span());
-                        let start = range.start.as_i32();
-                        let end = match &range.end {
-                            RangeEnd::None => start,
-                            RangeEnd::Int(n) => n.as_i32(),
-                            RangeEnd::Max(_) => Some(MAX_MESSAGE_FIELD_NUMBER),
-                        };
-                        reserved_range.push(descriptor_proto::ReservedRange {
-                            start,
-                            end: end.map(|n| n + 1),
-                        });
-                        self.path.pop();
-                    }
-                    self.path.pop();
-                }
-                ReservedKind::Names(names) => {
-                    self.path.push(MESSAGE_RESERVED_NAME);
-                    self.comments(reserved.span, reserved.comments);
-                    for (name, span) in names {
-                        self.span_for(&[index(reserved_name.len())], span);
-                        reserved_name.push(name);
-                    }
-                    self.path.pop();
-                }
-            }
-        }
+        let (ranges, reserved_name) = self.reserved(
+            m.reserved,
+            (MESSAGE_RESERVED_RANGE, MESSAGE_RESERVED_NAME),
+            MAX_MESSAGE_FIELD_NUMBER,
+        );
+        // A message's range ends after its last number, an enum's at it.
+        let reserved_range = ranges
+            .into_iter()
+            .map(|(start, end)| descriptor_proto::ReservedRange {
+                start,
+                end: end.map(|n| n + 1),
+            })
+            .collect();
         self.path.push(MESSAGE_OPTIONS);
         let options = self.options(m.options)?;
         self.path.pop();
@@ -2164,41 +2140,15 @@ impl Context {
             });
             self.pop(2);
         }
-        let mut reserved_range = Vec::new();
-        let mut reserved_name = Vec::new();
-        for reserved in e.reserved {
-            match reserved.kind {
-                ReservedKind::Ranges(ranges) => {
-                    self.path.push(ENUM_RESERVED_RANGE);
-                    self.comments(reserved.span, reserved.comments);
-                    for range in ranges {
-                        self.path.push(index(reserved_range.len()));
-                        self.declaration_span(range.span());
-                        self.span_for(&[RANGE_START], range.start.span);
-                        self.span_for(&[RANGE_END], range.end_span());
-                        let start = range.start.as_i32();
-                        let end = match &range.end {
-                            RangeEnd::None => start,
-                            RangeEnd::Int(n) => n.as_i32(),
-                            RangeEnd::Max(_) => Some(i32::MAX),
-                        };
-                        reserved_range
-                            .push(enum_descriptor_proto::EnumReservedRange { start, end });
-                        self.path.pop();
-                    }
-                    self.path.pop();
-                }
-                ReservedKind::Names(names) => {
-                    self.path.push(ENUM_RESERVED_NAME);
-                    self.comments(reserved.span, reserved.comments);
-                    for (name, span) in names {
-                        self.span_for(&[index(reserved_name.len())], span);
-                        reserved_name.push(name);
-                    }
-                    self.path.pop();
-                }
-            }
-        }
+        let (ranges, reserved_name) = self.reserved(
+            e.reserved,
+            (ENUM_RESERVED_RANGE, ENUM_RESERVED_NAME),
+            i32::MAX,
+        );
+        let reserved_range = ranges
+            .into_iter()
+            .map(|(start, end)| enum_descriptor_proto::EnumReservedRange { start, end })
+            .collect();
         self.path.push(ENUM_OPTIONS);
         let options = self.options(e.options)?;
         self.path.pop();
@@ -2212,6 +2162,53 @@ impl Context {
             reserved_range,
             reserved_name,
         })
+    }
+
+    /// The reserved statements of a message or an enum, their ranges under `tags.0` and names
+    /// under `tags.1`: the ranges as written (first and last number, `max` read as `max`) and
+    /// the names.
+    #[allow(clippy::type_complexity)]
+    fn reserved(
+        &mut self,
+        statements: Vec<Reserved>,
+        (range_tag, name_tag): (i32, i32),
+        max: i32,
+    ) -> (Vec<(Option<i32>, Option<i32>)>, Vec<String>) {
+        let mut ranges = Vec::new();
+        let mut names = Vec::new();
+        for reserved in statements {
+            match reserved.kind {
+                ReservedKind::Ranges(list) => {
+                    self.path.push(range_tag);
+                    self.comments(reserved.span, reserved.comments);
+                    for range in list {
+                        self.path.push(index(ranges.len()));
+                        self.declaration_span(range.span());
+                        self.span_for(&[RANGE_START], range.start.span);
+                        self.span_for(&[RANGE_END], range.end_span());
+                        let start = range.start.as_i32();
+                        let end = match &range.end {
+                            RangeEnd::None => start,
+                            RangeEnd::Int(n) => n.as_i32(),
+                            RangeEnd::Max(_) => Some(max),
+                        };
+                        ranges.push((start, end));
+                        self.path.pop();
+                    }
+                    self.path.pop();
+                }
+                ReservedKind::Names(list) => {
+                    self.path.push(name_tag);
+                    self.comments(reserved.span, reserved.comments);
+                    for (name, span) in list {
+                        self.span_for(&[index(names.len())], span);
+                        names.push(name);
+                    }
+                    self.path.pop();
+                }
+            }
+        }
+        (ranges, names)
     }
 
     fn service(&mut self, service: Service<'_>) -> Result<ServiceDescriptorProto> {
