@@ -217,7 +217,7 @@ impl Drop for Server {
 pub const V1: &str = "application/vnd.schemaregistry.v1+json";
 
 pub fn client(concurrency: usize) -> Result<reqwest::Client> {
-    reqwest::Client::builder()
+    covenant_exporter::client::builder()
         .pool_max_idle_per_host(concurrency.max(1))
         .timeout(Duration::from_secs(60))
         .no_proxy()

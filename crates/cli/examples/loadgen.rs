@@ -67,7 +67,7 @@ fn report(what: &str, count: usize, errors: usize, elapsed: Duration, mut lat: V
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let http = reqwest::Client::builder()
+    let http = covenant_exporter::client::builder()
         .timeout(Duration::from_secs(30))
         .pool_max_idle_per_host(args.clients)
         .build()?;

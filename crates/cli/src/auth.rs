@@ -311,7 +311,7 @@ impl KeySource {
             KeySource::File(path) => std::fs::read_to_string(path)
                 .with_context(|| format!("reading the JWKS {}", path.display())),
             KeySource::Url(url) => {
-                let response = reqwest::Client::builder()
+                let response = covenant_exporter::client::builder()
                     .timeout(Duration::from_secs(10))
                     .build()?
                     .get(url)

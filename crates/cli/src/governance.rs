@@ -49,7 +49,7 @@ pub struct Server {
 impl Server {
     /// An HTTP client trusting `--ca-cert` when given.
     pub(crate) fn client(&self) -> anyhow::Result<reqwest::Client> {
-        let mut builder = reqwest::Client::builder();
+        let mut builder = covenant_exporter::client::builder();
         if let Some(path) = &self.ca_cert {
             let pem = std::fs::read(path)
                 .with_context(|| format!("reading --ca-cert {}", path.display()))?;

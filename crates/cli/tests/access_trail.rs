@@ -23,7 +23,7 @@ impl Caller {
     fn new(user_agent: &str) -> Caller {
         Caller {
             user_agent: user_agent.to_string(),
-            http: reqwest::Client::builder()
+            http: covenant_exporter::client::builder()
                 .user_agent(user_agent)
                 .build()
                 .expect("client"),
@@ -364,7 +364,7 @@ async fn scripted_run(base: &str) {
 async fn reads_block_removal_until_attributed_and_the_trail_lists_the_session_on_sqlite() {
     let dir = tempfile::tempdir().expect("temp dir");
     let serve = Serve::spawn(&dir.path().join("data"), |_| {});
-    support::wait_ready(&reqwest::Client::new(), &serve.base).await;
+    support::wait_ready(&covenant_exporter::client::client(), &serve.base).await;
     scripted_run(&serve.base).await;
 }
 
@@ -381,7 +381,7 @@ async fn reads_block_removal_until_attributed_and_the_trail_lists_the_session_on
     let serve = Serve::spawn(&dir.path().join("data"), |c| {
         c.args(["--store", &db.url]);
     });
-    support::wait_ready(&reqwest::Client::new(), &serve.base).await;
+    support::wait_ready(&covenant_exporter::client::client(), &serve.base).await;
     scripted_run(&serve.base).await;
     drop(serve);
     db.drop_db().await;
@@ -426,7 +426,7 @@ async fn imported_entries_past_the_retention_are_pruned() {
     let serve = Serve::spawn(&data, |c| {
         c.args(["--audit-retention-days", "2"]);
     });
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     support::wait_ready(&http, &serve.base).await;
     let mut principals = Vec::new();
     for _ in 0..100 {

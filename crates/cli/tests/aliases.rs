@@ -9,7 +9,7 @@ use support::{Serve, V1};
 const ORDER: &str = r#"{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}"#;
 
 async fn call(serve: &Serve, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    let client = reqwest::Client::new();
+    let client = covenant_exporter::client::client();
     support::call(&client, &serve.base, method, path, V1, body).await
 }
 
@@ -17,7 +17,7 @@ async fn call(serve: &Serve, method: &str, path: &str, body: Option<Value>) -> (
 async fn reads_and_lookups_of_an_alias_resolve_to_its_target() {
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::spawn(&dir.path().join("data"), |_| {});
-    support::wait_ready(&reqwest::Client::new(), &serve.base).await;
+    support::wait_ready(&covenant_exporter::client::client(), &serve.base).await;
     let body = Some(json!({"schema": ORDER}));
     let (status, registered) =
         call(&serve, "POST", "/subjects/orders/versions", body.clone()).await;
@@ -128,7 +128,7 @@ async fn call_as(
     path: &str,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let client = reqwest::Client::new();
+    let client = covenant_exporter::client::client();
     let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
     let mut request = client
         .request(method, format!("{}{path}", serve.base))
@@ -168,7 +168,7 @@ async fn an_alias_is_followed_only_to_a_readable_subject() {
     let serve = Serve::spawn(&dir.path().join("data"), |c| {
         c.arg("--auth-file").arg(&auth);
     });
-    support::wait_ready(&reqwest::Client::new(), &serve.base).await;
+    support::wait_ready(&covenant_exporter::client::client(), &serve.base).await;
     let body = Some(json!({"schema": ORDER}));
     for subject in ["secret", "orders-value"] {
         let (status, r) = call_as(

@@ -241,7 +241,7 @@ async fn check_after_restart(base: &str, http: &reqwest::Client, deps: &[i64], a
 async fn crash_run(store: Option<&str>) {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     let mut server = start(&data, store);
     wait_ready(&http, &server.base).await;
     let deps = open_deprecations(&http, &server.base).await;

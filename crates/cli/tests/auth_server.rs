@@ -149,7 +149,7 @@ fn serve_refuses_to_listen_beyond_loopback_without_authentication() {
 }
 
 async fn wait_ready(base: &str) {
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         if let Ok(r) = http.get(format!("{base}/health/ready")).send().await
@@ -237,7 +237,7 @@ async fn the_rust_client_with_basic_auth() {
     );
 
     // Status and body as Confluent shapes them, over real HTTP.
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     let r = http
         .get(format!("{}/subjects", server.base))
         .send()
@@ -287,7 +287,7 @@ async fn an_unauthenticated_loopback_server_refuses_foreign_hosts() {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = Serve::spawn(&dir.path().join("data"), |_| {});
     wait_ready(&server.base).await;
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     let r = http
         .get(format!("{}/subjects", server.base))
         .header("host", "rebound.example")
@@ -353,7 +353,7 @@ async fn serve_validates_bearer_tokens_and_refreshes_the_key_set() {
         ]);
     });
     wait_ready(&server.base).await;
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     let status = |token: String| {
         let request = http
             .get(format!("{}/subjects", server.base))
@@ -515,7 +515,7 @@ async fn serve_fetches_the_key_set_from_a_url_at_start_not_per_request() {
     wait_ready(&server.base).await;
     let fetched = hits.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(fetched, 1, "fetched once at start");
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     for _ in 0..5 {
         let r = http
             .get(format!("{}/subjects", server.base))
@@ -557,7 +557,7 @@ async fn passwords_and_tokens_never_reach_the_log() {
         .expect("spawn covenant serve");
     let base = format!("http://127.0.0.1:{port}");
     wait_ready(&base).await;
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     for (user, password) in [
         ("writer", "w-pass"),
         ("writer", "guess-pw-7731"),
@@ -607,7 +607,7 @@ async fn the_audit_trail_names_each_principal_including_refusals() {
         c.arg("--auth-file").arg(&auth);
     });
     wait_ready(&server.base).await;
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     let base = &server.base;
     let send = |req: reqwest::RequestBuilder| async move {
         let r = req.send().await.expect("request");
@@ -747,7 +747,7 @@ async fn the_rust_client_over_tls() {
     server.wait_listening();
     let base = format!("https://localhost:{}", server.port);
     let trusting = || {
-        reqwest::Client::builder().add_root_certificate(
+        covenant_exporter::client::builder().add_root_certificate(
             reqwest::Certificate::from_pem(ca.pem().as_bytes()).expect("CA certificate"),
         )
     };

@@ -19,7 +19,7 @@ async fn connections_over_the_cap_are_refused_promptly_and_slots_come_back() {
         c.args(["--max-connections", "16", "--header-timeout-secs", "5"])
             .env("RUST_LOG", "warn");
     });
-    let http = reqwest::Client::builder()
+    let http = covenant_exporter::client::builder()
         .timeout(Duration::from_secs(10))
         .pool_max_idle_per_host(0)
         .build()

@@ -7,7 +7,7 @@ use support::{Serve, wait_ready};
 #[tokio::test]
 async fn the_console_is_served_by_default_and_off_with_no_ui() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let http = reqwest::Client::builder()
+    let http = covenant_exporter::client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client");

@@ -63,7 +63,7 @@ async fn contexts_keep_their_own_ids_and_settings(store: Option<&str>) {
         }
     });
     let c = Client {
-        http: reqwest::Client::new(),
+        http: covenant_exporter::client::client(),
         base: serve.base.clone(),
     };
     support::wait_ready(&c.http, &c.base).await;

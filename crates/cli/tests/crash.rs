@@ -64,7 +64,7 @@ struct Ack {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_registrations_survive_sigkill() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     let mut server = start(dir.path());
     let base = server.base.clone();
     wait_ready(&http, &base).await;

@@ -29,7 +29,7 @@ impl Server {
         let server = Server {
             base: serve.base.clone(),
             _serve: serve,
-            http: reqwest::Client::new(),
+            http: covenant_exporter::client::client(),
             _dir: dir,
         };
         support::wait_ready(&server.http, &server.base).await;

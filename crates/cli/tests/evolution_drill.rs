@@ -48,7 +48,7 @@ impl Server {
             base: serve.base.clone(),
             _serve: serve,
             clock,
-            http: reqwest::Client::new(),
+            http: covenant_exporter::client::client(),
             _dir: dir,
         };
         support::wait_ready(&server.http, &server.base).await;

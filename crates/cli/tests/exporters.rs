@@ -32,7 +32,7 @@ impl Node {
                 command.args(["--store", url]);
             }
         });
-        let http = reqwest::Client::new();
+        let http = covenant_exporter::client::client();
         support::wait_ready(&http, &serve.base).await;
         Node { serve, http }
     }

@@ -32,7 +32,7 @@ async fn guids_name_stored_records(store: Option<&str>) {
             command.args(["--store", url]);
         }
     });
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     support::wait_ready(&http, &serve.base).await;
     let call = |method: &'static str, path: String, body: Option<Value>| {
         let http = http.clone();

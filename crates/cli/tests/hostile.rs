@@ -61,7 +61,7 @@ struct Probe {
 }
 
 async fn probe(base: String, pid: u32, probe: Arc<Probe>) {
-    let http = reqwest::Client::builder()
+    let http = covenant_exporter::client::builder()
         .timeout(Duration::from_secs(30))
         .build()
         .expect("client");
@@ -679,7 +679,7 @@ async fn hostile_clients_never_take_the_server_down() {
             .args(["--max-connections", "4096"])
             .env("RUST_LOG", "warn");
     });
-    let http = reqwest::Client::builder()
+    let http = covenant_exporter::client::builder()
         .timeout(Duration::from_secs(300))
         .build()
         .expect("client");

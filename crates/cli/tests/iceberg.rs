@@ -274,7 +274,7 @@ async fn registered_over_rest_with_a_governed_column_removal() {
     let server = Server {
         base: serve.base.clone(),
         _serve: serve,
-        http: reqwest::Client::new(),
+        http: covenant_exporter::client::client(),
         _dir: dir,
     };
     support::wait_ready(&server.http, &server.base).await;

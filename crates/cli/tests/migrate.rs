@@ -165,7 +165,7 @@ fn assert_clean(output: &Output) {
 /// `covenant serve` on `dir`, ready for calls.
 async fn serve_dir(dir: &Path) -> (Serve, reqwest::Client) {
     let serve = Serve::spawn(dir, |_| {});
-    let client = reqwest::Client::new();
+    let client = covenant_exporter::client::client();
     support::wait_ready(&client, &serve.base).await;
     (serve, client)
 }
@@ -447,7 +447,7 @@ async fn credentials_reach_both_registries() {
     };
     let source = Serve::spawn(&dir.path().join("source"), with_auth);
     let destination = Serve::spawn(&dir.path().join("destination"), with_auth);
-    let client = reqwest::Client::new();
+    let client = covenant_exporter::client::client();
     support::wait_ready(&client, &source.base).await;
     support::wait_ready(&client, &destination.base).await;
     let registered = client

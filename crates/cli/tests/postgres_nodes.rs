@@ -54,7 +54,7 @@ impl Node {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
+    covenant_exporter::client::builder()
         .timeout(Duration::from_secs(30))
         .build()
         .expect("http client")

@@ -297,7 +297,7 @@ async fn profiles_over_time_on_sqlite() {
     let serve = Serve::spawn(&dir.path().join("data"), |_| {});
     let api = Api {
         base: serve.base.clone(),
-        client: reqwest::Client::new(),
+        client: covenant_exporter::client::client(),
     };
     support::wait_ready(&api.client, &api.base).await;
     profiles_over_time(&api).await;
@@ -319,7 +319,7 @@ async fn profiles_over_time_on_postgres() {
     });
     let api = Api {
         base: serve.base.clone(),
-        client: reqwest::Client::new(),
+        client: covenant_exporter::client::client(),
     };
     support::wait_ready(&api.client, &api.base).await;
     profiles_over_time(&api).await;
@@ -384,7 +384,7 @@ async fn profiles_follow_subject_permissions() {
     });
     let api = Api {
         base: serve.base.clone(),
-        client: reqwest::Client::new(),
+        client: covenant_exporter::client::client(),
     };
     support::wait_ready(&api.client, &api.base).await;
     let admin = Some("admin");
@@ -452,7 +452,7 @@ async fn a_promotion_candidate_becomes_a_backward_compatible_version() {
     let serve = Serve::spawn(&dir.path().join("data"), |_| {});
     let api = Api {
         base: serve.base.clone(),
-        client: reqwest::Client::new(),
+        client: covenant_exporter::client::client(),
     };
     support::wait_ready(&api.client, &api.base).await;
     let (status, r) = api
@@ -590,7 +590,7 @@ async fn a_protobuf_proposal_takes_the_next_free_number() {
     let serve = Serve::spawn(&dir.path().join("data"), |_| {});
     let api = Api {
         base: serve.base.clone(),
-        client: reqwest::Client::new(),
+        client: covenant_exporter::client::client(),
     };
     support::wait_ready(&api.client, &api.base).await;
     let subject = "instruments-proto";
@@ -670,7 +670,7 @@ async fn a_protobuf_proposal_resolves_the_schemas_it_imports() {
     let serve = Serve::spawn(&dir.path().join("data"), |_| {});
     let api = Api {
         base: serve.base.clone(),
-        client: reqwest::Client::new(),
+        client: covenant_exporter::client::client(),
     };
     support::wait_ready(&api.client, &api.base).await;
     register_proto(&api, "currency-proto", CURRENCY, json!([])).await;

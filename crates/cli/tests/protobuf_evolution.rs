@@ -113,7 +113,7 @@ async fn call(
 async fn registration_follows_the_same_rules() {
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::spawn(&dir.path().join("data"), |_| {});
-    let client = reqwest::Client::new();
+    let client = covenant_exporter::client::client();
     let base = serve.base.clone();
     support::wait_health(&client, &base, "/health/live", 200, Duration::from_secs(10)).await;
     let register = |subject: &'static str, schema: &'static str| {

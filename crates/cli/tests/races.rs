@@ -59,7 +59,7 @@ async fn backends(test: &str) -> Vec<Backend> {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
+    covenant_exporter::client::builder()
         .timeout(Duration::from_secs(60))
         .build()
         .expect("http client")

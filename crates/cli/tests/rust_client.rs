@@ -57,7 +57,7 @@ async fn start() -> Server {
         url: format!("http://127.0.0.1:{port}"),
         _dir: dir,
     };
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         if let Ok(r) = http

@@ -18,7 +18,7 @@ const ORDERS_REORDERED: &str = r#"{
 const ORDERS_SWAPPED: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"note","type":["null","string"],"default":null},{"name":"id","type":"long"}]}"#;
 
 async fn call(serve: &Serve, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    let client = reqwest::Client::new();
+    let client = covenant_exporter::client::client();
     support::call(&client, &serve.base, method, path, V1, body).await
 }
 
@@ -48,7 +48,7 @@ async fn reordered_avro_is_the_registered_version(store: Option<&str>) {
             command.args(["--store", url]);
         }
     });
-    support::wait_ready(&reqwest::Client::new(), &serve.base).await;
+    support::wait_ready(&covenant_exporter::client::client(), &serve.base).await;
 
     let (status, first) = call(&serve, "POST", "/subjects/orders/versions", avro(ORDERS)).await;
     assert_eq!(status, 200, "{first}");

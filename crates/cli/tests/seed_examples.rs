@@ -204,7 +204,7 @@ fn samples_commands_talk_to_a_running_registry() {
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let status = runtime.block_on(async {
-        reqwest::Client::new()
+        covenant_exporter::client::client()
             .post(format!("{url}/subjects/names/versions"))
             .header("content-type", "application/json")
             .body(r#"{"schema": "\"string\""}"#)

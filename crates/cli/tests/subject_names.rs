@@ -21,7 +21,7 @@ impl Server {
     async fn start() -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let serve = Serve::spawn(&dir.path().join("data"), |_| {});
-        let client = reqwest::Client::new();
+        let client = covenant_exporter::client::client();
         support::wait_ready(&client, &serve.base).await;
         Server {
             serve,

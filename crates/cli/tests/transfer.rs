@@ -247,7 +247,7 @@ async fn serve(data_dir: &Path, store: Option<&str>, clock: &Path) -> (support::
         }
     });
     let base = serve.base.clone();
-    support::wait_ready(&reqwest::Client::new(), &base).await;
+    support::wait_ready(&covenant_exporter::client::client(), &base).await;
     (serve, base)
 }
 
@@ -257,7 +257,7 @@ async fn ok(
     path: &str,
     body: Option<serde_json::Value>,
 ) -> serde_json::Value {
-    let http = reqwest::Client::new();
+    let http = covenant_exporter::client::client();
     let (status, answer) = support::call(&http, base, method, path, "application/json", body).await;
     assert_eq!(status, 200, "{method} {path}: {answer}");
     answer

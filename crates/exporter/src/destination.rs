@@ -35,7 +35,7 @@ impl Destination {
             .get(URL_KEY)
             .map(|u| u.trim_end_matches('/').to_string())
             .ok_or_else(|| DestinationError(format!("no '{URL_KEY}' in the exporter config")))?;
-        let mut builder = reqwest::Client::builder().timeout(REQUEST_TIMEOUT);
+        let mut builder = crate::client::builder().timeout(REQUEST_TIMEOUT);
         if let Some(path) = config.get("schema.registry.ssl.ca.location") {
             let pem = std::fs::read(path)
                 .map_err(|e| DestinationError(format!("reading CA file {path}: {e}")))?;

@@ -9,6 +9,7 @@
 //! copying a subject is idempotent (it writes what the destination lacks), so replaying a
 //! stretch of the trail after a crash writes nothing twice.
 
+pub mod client;
 mod destination;
 mod runner;
 pub mod spec;

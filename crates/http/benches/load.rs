@@ -105,7 +105,7 @@ fn main() {
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        let http = reqwest::Client::builder()
+        let http = covenant_exporter::client::builder()
             .pool_max_idle_per_host(CLIENTS)
             .build()
             .expect("client");

@@ -247,7 +247,7 @@ impl TestServer {
         let server = TestServer {
             base: serve.base.clone(),
             serve,
-            client: reqwest::Client::new(),
+            client: covenant_exporter::client::client(),
             _dir: dir,
         };
         wait_health(
