@@ -309,7 +309,7 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
             context: &context,
             settings: &settings,
         }
-        .on_two_threads()
+        .in_parallel()
     })?;
     let replayed = args.samples.replay(
         level,

@@ -58,25 +58,25 @@ impl Judgement<'_> {
         Report::from_findings(findings)
     }
 
-    /// [`Judgement::judge`] on two threads, under the caller's budget: for a process that has
-    /// the machine to itself (the command line), where a large pair's parts each take
-    /// milliseconds. The new version's field tree is made while the lineage is lowered; then
-    /// the semantic rules run while the structural check does. The server judges many
-    /// requests at once and uses one thread per request.
-    pub fn on_two_threads(&self) -> Report {
+    /// [`Judgement::judge`] on more than one thread, under the caller's budget: for a process
+    /// that has the machine to itself (the command line), where a large pair's parts each take
+    /// milliseconds. The structural check runs beside the semantic side, whose new field tree
+    /// is made while the lineage is lowered. The server judges many requests at once and uses
+    /// one thread per request.
+    pub fn in_parallel(&self) -> Report {
         let Some((&latest, earlier)) = self.lineage().split_last() else {
             return self.judge();
         };
         let budget = &covenant_engine::budget::inherit();
         let (mut findings, semantic) = std::thread::scope(|scope| {
+            let structural = scope.spawn(|| budget.run(|| self.structural()));
             let candidate_tree = scope.spawn(|| budget.run(|| field_tree(self.candidate)));
             let lowered = LoweredLineage::of(latest, earlier, self.candidate);
             let candidate_tree = joined(candidate_tree);
-            let semantic = scope.spawn(move || {
-                budget.run(|| lowered.evaluate(&candidate_tree, self.context, self.settings))
-            });
-            let structural = self.structural();
-            (structural, joined(semantic))
+            let semantic = lowered.evaluate(&candidate_tree, self.context, self.settings);
+            // Freed while the structural check may still run, not after it.
+            drop((candidate_tree, lowered));
+            (joined(structural), semantic)
         });
         findings.extend(self.stamped(semantic));
         Report::from_findings(findings)
@@ -257,7 +257,7 @@ mod tests {
                 context: &context,
                 settings: &settings,
             };
-            let (one, two) = (judgement.judge(), judgement.on_two_threads());
+            let (one, two) = (judgement.judge(), judgement.in_parallel());
             assert_eq!(format!("{:?}", one.findings), format!("{:?}", two.findings));
             assert_eq!(one.compatible, two.compatible);
             last = Some(two);
