@@ -186,6 +186,17 @@ impl Node {
         }
     }
 
+    /// How many nodes [`Node::walk`] gives.
+    pub fn size(&self) -> usize {
+        let mut size = 0;
+        let mut stack = vec![self];
+        while let Some(node) = stack.pop() {
+            size += 1;
+            stack.extend(node.children.iter());
+        }
+        size
+    }
+
     /// This node and every descendant, depth first, parents before children.
     pub fn walk(&self) -> Vec<&Node> {
         let mut out = Vec::new();
@@ -304,6 +315,8 @@ mod tests {
             Some("id")
         );
         assert!(tree.find("/fields/missing").is_none());
+        assert_eq!(tree.root.size(), 4);
+        assert_eq!(tree.root.children[0].size(), 2);
     }
 
     #[test]

@@ -65,8 +65,10 @@ struct Index<'a> {
 
 impl<'a> Index<'a> {
     fn of(tree: &'a FieldTree) -> Index<'a> {
-        let mut nodes = Vec::new();
-        let mut by_path = HashMap::default();
+        // Sized once: grown by doubling, both copied and rehashed their entries several times.
+        let size = tree.root.size();
+        let mut nodes = Vec::with_capacity(size);
+        let mut by_path = HashMap::with_capacity_and_hasher(size, Default::default());
         let mut stack: Vec<(&Node, Vec<&str>)> = vec![(&tree.root, Vec::new())];
         while let Some((node, mut names)) = stack.pop() {
             if !node.name.is_empty() {

@@ -1854,7 +1854,12 @@ impl Context {
             .iter()
             .filter(|i| matches!(i, MessageItem::Oneof(_)))
             .count();
-        let mut field = Vec::new();
+        let fields = m.items.iter().map(|i| match i {
+            MessageItem::Field(_) => 1,
+            MessageItem::Oneof(o) => o.fields.len(),
+            _ => 0,
+        });
+        let mut field = Vec::with_capacity(fields.sum());
         let mut nested_type = Vec::new();
         let mut enum_type = Vec::new();
         let mut oneof_decl = vec![OneofDescriptorProto::default(); real_oneofs];
