@@ -156,68 +156,43 @@ impl Cardinality {
     }
 }
 
+// The messages, enums and extensions declared in `files` (all of one pool), keyed as the rules
+// pair them. Read from the pool's own lists: walking each file's nesting looked every nested
+// name up again by its joined name.
+
 fn all_messages(files: &[FileDescriptor]) -> BTreeMap<String, MessageDescriptor> {
-    fn walk(m: MessageDescriptor, out: &mut BTreeMap<String, MessageDescriptor>) {
-        for c in m.child_messages() {
-            walk(c, out);
-        }
-        out.insert(m.full_name().to_string(), m);
-    }
-    let mut out = BTreeMap::new();
-    for f in files {
-        for m in f.messages() {
-            walk(m, &mut out);
-        }
-    }
-    out
+    let Some(pool) = files.first().map(FileDescriptor::parent_pool) else {
+        return BTreeMap::new();
+    };
+    pool.all_messages()
+        .filter(|m| files.contains(&m.parent_file()))
+        .map(|m| (m.full_name().to_string(), m))
+        .collect()
 }
 
 fn all_enums(files: &[FileDescriptor]) -> BTreeMap<String, EnumDescriptor> {
-    fn walk(m: MessageDescriptor, out: &mut BTreeMap<String, EnumDescriptor>) {
-        for e in m.child_enums() {
-            out.insert(e.full_name().to_string(), e);
-        }
-        for c in m.child_messages() {
-            walk(c, out);
-        }
-    }
-    let mut out = BTreeMap::new();
-    for f in files {
-        for e in f.enums() {
-            out.insert(e.full_name().to_string(), e);
-        }
-        for m in f.messages() {
-            walk(m, &mut out);
-        }
-    }
-    out
+    let Some(pool) = files.first().map(FileDescriptor::parent_pool) else {
+        return BTreeMap::new();
+    };
+    pool.all_enums()
+        .filter(|e| files.contains(&e.parent_file()))
+        .map(|e| (e.full_name().to_string(), e))
+        .collect()
 }
 
 fn all_extensions(files: &[FileDescriptor]) -> BTreeMap<(String, u32), ExtensionDescriptor> {
-    fn walk(m: MessageDescriptor, out: &mut BTreeMap<(String, u32), ExtensionDescriptor>) {
-        for e in m.child_extensions() {
-            out.insert(
+    let Some(pool) = files.first().map(FileDescriptor::parent_pool) else {
+        return BTreeMap::new();
+    };
+    pool.all_extensions()
+        .filter(|e| files.contains(&e.parent_file()))
+        .map(|e| {
+            (
                 (e.containing_message().full_name().to_string(), e.number()),
                 e,
-            );
-        }
-        for c in m.child_messages() {
-            walk(c, out);
-        }
-    }
-    let mut out = BTreeMap::new();
-    for f in files {
-        for e in f.extensions() {
-            out.insert(
-                (e.containing_message().full_name().to_string(), e.number()),
-                e,
-            );
-        }
-        for m in f.messages() {
-            walk(m, &mut out);
-        }
-    }
-    out
+            )
+        })
+        .collect()
 }
 
 fn all_services(files: &[FileDescriptor]) -> BTreeMap<String, ServiceDescriptor> {

@@ -172,12 +172,12 @@ fn field_node(cx: &FileContext<'_>, f: &FieldDescriptor, parent: &str) -> Node {
             Kind::Message(entry) => {
                 let key = entry.map_entry_key_field().kind();
                 let value = entry.map_entry_value_field().kind();
-                format!("map<{},{}>", kind_name(&key).0, kind_name(&value).0)
+                ["map<", &kind_name(&key).0, ",", &kind_name(&value).0, ">"].concat()
             }
             _ => format!("map<{type_name}>"),
         }
     } else if f.is_list() {
-        format!("array<{type_name}>")
+        ["array<", &type_name, ">"].concat()
     } else {
         type_name
     };
@@ -218,9 +218,9 @@ fn kind_name(kind: &Kind) -> (String, Option<String>, bool) {
                 | "google.type.Money" => Some(full.to_string()),
                 _ => None,
             };
-            (format!("message:{full}"), logical, false)
+            (["message:", full].concat(), logical, false)
         }
-        Kind::Enum(e) => (format!("enum:{}", e.full_name()), None, false),
+        Kind::Enum(e) => (["enum:", e.full_name()].concat(), None, false),
         scalar => (scalar_name(scalar).to_string(), None, false),
     }
 }
