@@ -45,6 +45,7 @@ pub use parse::main_file_name;
 mod position;
 pub use position::{Locator, locate};
 mod print;
+mod qualify;
 pub mod rules;
 mod shapes;
 mod text;

@@ -82,7 +82,10 @@ impl FileResolver for MemResolver {
         match self.files.get(name) {
             Some(Source::Text(text)) => {
                 let mut fd = match crate::text::parse_declarations(name, text) {
-                    Some(fd) => fd,
+                    Some(mut fd) => {
+                        crate::qualify::qualify_local_types(&mut fd);
+                        fd
+                    }
                     None => protox_parse::parse(name, text)?,
                 };
                 if let Some(info) = fd.source_code_info.take() {

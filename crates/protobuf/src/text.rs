@@ -2561,9 +2561,8 @@ mod tests {
     }
 
     /// Small edits of every file (bytes dropped, lines doubled, comments, blank lines and
-    /// statements put in): whatever this parser takes, protox parses to the same descriptor.
-    #[test]
-    fn edited_files_parse_as_protox_parses_them() {
+    /// statements put in), 40 of each.
+    fn edited_texts() -> Vec<String> {
         const INSERTS: &[&str] = &[
             "\n",
             "\n\n",
@@ -2602,7 +2601,7 @@ mod tests {
             state ^= state << 17;
             (state % bound.max(1) as u64) as usize
         };
-        let (mut taken, mut edits) = (0, 0);
+        let mut out = Vec::new();
         for text in &texts {
             for _ in 0..40 {
                 let mut edited = text.clone();
@@ -2630,15 +2629,66 @@ mod tests {
                         }
                     }
                 }
-                edits += 1;
-                if assert_agrees(&edited) {
-                    taken += 1;
-                }
+                out.push(edited);
             }
         }
+        out
+    }
+
+    /// Whatever this parser takes of the edited files, protox parses to the same descriptor.
+    #[test]
+    fn edited_files_parse_as_protox_parses_them() {
+        let texts = edited_texts();
+        let edits = texts.len();
+        let taken = texts.iter().filter(|t| assert_agrees(t)).count();
         println!(
             "{taken} of {edits} edited files in this parser's shape, all as protox parses them"
         );
         assert!(taken > 0);
+    }
+
+    /// The pool's answer for a file: its compiled descriptor, or every error.
+    fn compiled(file: FileDescriptorProto) -> std::result::Result<FileDescriptorProto, String> {
+        let mut pool = prost_reflect::DescriptorPool::global();
+        for (name, text) in crate::builtin::FILES {
+            let builtin = protox_parse::parse(name, text).expect("a built-in file parses");
+            pool.add_file_descriptor_proto(builtin)
+                .expect("a built-in file compiles");
+        }
+        let name = file.name().to_string();
+        pool.add_file_descriptor_proto(file)
+            .map_err(|e| format!("{e:?}"))?;
+        Ok(pool
+            .get_file_by_name(&name)
+            .expect("the file just added")
+            .file_descriptor_proto()
+            .clone())
+    }
+
+    /// Qualifying field types from the root (`crate::qualify`) changes no compiled descriptor
+    /// and no error, on every corpus file and edited file this parser takes.
+    #[test]
+    fn qualified_types_compile_as_written_ones() {
+        let mut texts = corpus_texts();
+        texts.extend(edited_texts());
+        texts.push(generated(20, 12));
+        let (mut files, mut changed, mut refused) = (0, 0, 0);
+        for text in &texts {
+            let Some(written) = parse_declarations("schema.proto", text) else {
+                continue;
+            };
+            let mut qualified = written.clone();
+            crate::qualify::qualify_local_types(&mut qualified);
+            files += 1;
+            changed += usize::from(qualified != written);
+            let expected = compiled(written);
+            refused += usize::from(expected.is_err());
+            assert_eq!(compiled(qualified), expected, "on:\n{text}");
+        }
+        println!("{files} files, {changed} with qualified types, {refused} refused by the pool");
+        assert!(
+            changed * 10 > files,
+            "only {changed} of {files} had types to qualify"
+        );
     }
 }
