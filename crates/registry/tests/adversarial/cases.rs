@@ -616,6 +616,18 @@ fn protobuf_text_of_hostile_shapes_is_judged_or_refused_quickly() {
     }
     declarations_first.push_str("}\n");
     cases.push(("declarations before many fields", declarations_first));
+    // Each simple type name is looked for in every enclosing scope before the pool resolves
+    // it (`qualify`): 30 scopes for each of 20,000 names defined nowhere.
+    let deep = (0..30)
+        .map(|i| format!("message Scope{i} {{ "))
+        .collect::<String>();
+    let fields = (1..=20_000)
+        .map(|i| format!("Undefined{i} f{i} = {i}; "))
+        .collect::<String>();
+    cases.push((
+        "undefined types deep in nested messages",
+        format!("{head}package a.b.c;\n{deep}{fields}{}\n", " }".repeat(30)),
+    ));
     for (name, text) in cases {
         let started = Instant::now();
         let outcome =
