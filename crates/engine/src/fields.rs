@@ -186,7 +186,7 @@ impl Node {
         }
     }
 
-    /// How many nodes [`Node::walk`] gives.
+    /// How many nodes [`Node::walk`] gives, without collecting them.
     pub fn size(&self) -> usize {
         let mut size = 0;
         let mut stack = vec![self];

@@ -6,8 +6,8 @@ use crate::confluent::file_pairs;
 use crate::rules::*;
 use covenant_engine::Finding;
 use prost_reflect::{
-    EnumDescriptor, ExtensionDescriptor, FieldDescriptor, FileDescriptor, Kind, MessageDescriptor,
-    ServiceDescriptor, Value,
+    DescriptorPool, EnumDescriptor, ExtensionDescriptor, FieldDescriptor, FileDescriptor, Kind,
+    MessageDescriptor, ServiceDescriptor, Value,
 };
 use std::collections::BTreeMap;
 
@@ -156,43 +156,55 @@ impl Cardinality {
     }
 }
 
-// The messages, enums and extensions declared in `files` (all of one pool), keyed as the rules
-// pair them. Read from the pool's own lists: walking each file's nesting looked every nested
-// name up again by its joined name.
+/// The declarations of one kind in `files` (all of one pool), from the pool's own list:
+/// walking each file's nesting looked every nested name up again by its joined name.
+fn declared_in<'a, T, I>(
+    files: &'a [FileDescriptor],
+    all: impl FnOnce(&'a DescriptorPool) -> I,
+    file_of: impl Fn(&T) -> FileDescriptor,
+) -> impl Iterator<Item = T>
+where
+    I: Iterator<Item = T> + 'a,
+{
+    let all = files.first().map(|f| all(f.parent_pool()));
+    all.into_iter()
+        .flatten()
+        .filter(move |d| files.contains(&file_of(d)))
+}
 
 fn all_messages(files: &[FileDescriptor]) -> BTreeMap<String, MessageDescriptor> {
-    let Some(pool) = files.first().map(FileDescriptor::parent_pool) else {
-        return BTreeMap::new();
-    };
-    pool.all_messages()
-        .filter(|m| files.contains(&m.parent_file()))
-        .map(|m| (m.full_name().to_string(), m))
-        .collect()
+    declared_in(
+        files,
+        DescriptorPool::all_messages,
+        MessageDescriptor::parent_file,
+    )
+    .map(|m| (m.full_name().to_string(), m))
+    .collect()
 }
 
 fn all_enums(files: &[FileDescriptor]) -> BTreeMap<String, EnumDescriptor> {
-    let Some(pool) = files.first().map(FileDescriptor::parent_pool) else {
-        return BTreeMap::new();
-    };
-    pool.all_enums()
-        .filter(|e| files.contains(&e.parent_file()))
-        .map(|e| (e.full_name().to_string(), e))
-        .collect()
+    declared_in(
+        files,
+        DescriptorPool::all_enums,
+        EnumDescriptor::parent_file,
+    )
+    .map(|e| (e.full_name().to_string(), e))
+    .collect()
 }
 
 fn all_extensions(files: &[FileDescriptor]) -> BTreeMap<(String, u32), ExtensionDescriptor> {
-    let Some(pool) = files.first().map(FileDescriptor::parent_pool) else {
-        return BTreeMap::new();
-    };
-    pool.all_extensions()
-        .filter(|e| files.contains(&e.parent_file()))
-        .map(|e| {
-            (
-                (e.containing_message().full_name().to_string(), e.number()),
-                e,
-            )
-        })
-        .collect()
+    declared_in(
+        files,
+        DescriptorPool::all_extensions,
+        ExtensionDescriptor::parent_file,
+    )
+    .map(|e| {
+        (
+            (e.containing_message().full_name().to_string(), e.number()),
+            e,
+        )
+    })
+    .collect()
 }
 
 fn all_services(files: &[FileDescriptor]) -> BTreeMap<String, ServiceDescriptor> {

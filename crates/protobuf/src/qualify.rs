@@ -22,10 +22,13 @@
 use prost_types::{DescriptorProto, FileDescriptorProto};
 use std::collections::HashSet;
 
+/// Full names of the messages and enums a file defines.
+type Names = HashSet<String, foldhash::fast::RandomState>;
+
 /// Qualifies the simple field type names of `file` that its own definitions settle.
 pub(crate) fn qualify_local_types(file: &mut FileDescriptorProto) {
     let package = file.package().to_string();
-    let mut defined = HashSet::with_hasher(foldhash::fast::RandomState::default());
+    let mut defined = Names::default();
     for message in &file.message_type {
         collect(&package, message, &mut defined);
     }
@@ -43,7 +46,7 @@ pub(crate) fn qualify_local_types(file: &mut FileDescriptorProto) {
 }
 
 /// Every message and enum `message` declares, itself included, by full name.
-fn collect(parent: &str, message: &DescriptorProto, defined: &mut HashSet<String, Hasher>) {
+fn collect(parent: &str, message: &DescriptorProto, defined: &mut Names) {
     let name = join(parent, message.name());
     for nested in &message.nested_type {
         collect(&name, nested, defined);
@@ -54,11 +57,9 @@ fn collect(parent: &str, message: &DescriptorProto, defined: &mut HashSet<String
     defined.insert(name);
 }
 
-type Hasher = foldhash::fast::RandomState;
-
 struct Scopes<'a> {
     package: &'a str,
-    defined: &'a HashSet<String, Hasher>,
+    defined: &'a Names,
     sees_only_itself: bool,
 }
 
