@@ -49,8 +49,7 @@ fn parse_keeping(name: &str, source: &str, keep: Keep) -> Option<FileDescriptorP
     if i32::try_from(source.len()).is_err() {
         return None;
     }
-    let file = Parser::new(source).file().ok()?;
-    generate(name, file, keep).ok()
+    generate(name, source, keep).ok()
 }
 
 /// Not for this parser: the caller goes to `protox`.
@@ -667,10 +666,7 @@ struct File<'a> {
     package: Option<Package>,
     imports: Vec<(Import, Span)>,
     options: Vec<OptionStatement<'a>>,
-    items: Vec<FileItem<'a>>,
     span: Span,
-    /// Of the text, in bytes.
-    length: usize,
 }
 
 /// The parser of `protox_parse`, step for step where comments are concerned: which tokens are
@@ -921,7 +917,13 @@ impl<'a> Parser<'a> {
         Ok(name)
     }
 
-    fn file(&mut self) -> Result<File<'a>> {
+    /// The file's statements; each message, enum and service goes to `item` as soon as it is
+    /// parsed, with the file's syntax, so that its syntax tree is freed before the next one is
+    /// read (a large file's whole tree was a few megabytes of fresh memory).
+    fn file(
+        &mut self,
+        mut item: impl FnMut(Syntax, FileItem<'a>) -> Result<()>,
+    ) -> Result<File<'a>> {
         let mut syntax = Syntax::Proto2;
         let mut syntax_statement = None;
         let mut span = match self.peek()? {
@@ -937,7 +939,6 @@ impl<'a> Parser<'a> {
         let mut package = None;
         let mut imports = Vec::new();
         let mut options = Vec::new();
-        let mut items = Vec::new();
         loop {
             let statement_span = match self.peek()? {
                 None => break,
@@ -969,19 +970,19 @@ impl<'a> Parser<'a> {
                     "message" => {
                         let m = self.message()?;
                         let s = m.span;
-                        items.push(FileItem::Message(m));
+                        item(syntax, FileItem::Message(m))?;
                         s
                     }
                     "enum" => {
                         let e = self.enumeration()?;
                         let s = e.span;
-                        items.push(FileItem::Enum(e));
+                        item(syntax, FileItem::Enum(e))?;
                         s
                     }
                     "service" => {
                         let service = self.service()?;
                         let s = service.span;
-                        items.push(FileItem::Service(service));
+                        item(syntax, FileItem::Service(service))?;
                         s
                     }
                     _ => return Err(Unsupported),
@@ -996,9 +997,7 @@ impl<'a> Parser<'a> {
             package,
             imports,
             options,
-            items,
             span,
-            length: self.lexer.text.len(),
         })
     }
 
@@ -1593,21 +1592,31 @@ fn to_pascal_case(name: &str) -> String {
 
 /// The descriptor and its source info, in the order `protox_parse` generates them: the order
 /// of locations with equal paths survives its (unstable) sort only when the input is the same.
-fn generate(name: &str, file: File<'_>, keep: Keep) -> Result<FileDescriptorProto> {
+fn generate(name: &str, source: &str, keep: Keep) -> Result<FileDescriptorProto> {
     // About one location for every six bytes of a file of fields, a quarter of them
     // declarations, so the array seldom grows.
     let expected = match keep {
-        Keep::Everything => file.length / 6,
-        Keep::Declarations => file.length / 24,
+        Keep::Everything => source.len() / 6,
+        Keep::Declarations => source.len() / 24,
     };
     let mut cx = Context {
-        syntax: file.syntax,
+        syntax: Syntax::Proto2,
         path: Vec::with_capacity(16),
         locations: Vec::with_capacity(expected),
         keep,
     };
-    let mut descriptor = cx.file(name, file)?;
-    sort_by_path(&mut cx.locations);
+    let mut declared = Declared::default();
+    let file = Parser::new(source).file(|syntax, item| {
+        cx.syntax = syntax;
+        cx.item(item, &mut declared)
+    })?;
+    cx.syntax = file.syntax;
+    let items = cx.locations.len();
+    let (mut descriptor, head) = cx.file(name, file, declared)?;
+    // The file's own locations that come before its declarations' were recorded after them.
+    let in_written_order =
+        |locations: &mut [Location]| locations[..items + head].rotate_right(head);
+    sort_by_path(&mut cx.locations, in_written_order);
     descriptor.source_code_info = Some(SourceCodeInfo {
         location: cx.locations,
     });
@@ -1618,19 +1627,22 @@ fn generate(name: &str, file: File<'_>, keep: Keep) -> Result<FileDescriptorProt
 /// one order, found here by sorting packed keys: moving the 120-byte locations through the
 /// sort and comparing their paths through pointers was half the cost of parsing a large file.
 /// When some do share a path, or a path is too deep to pack, the sort runs as protox runs it,
-/// since the order among equal paths is that sort's own.
-fn sort_by_path(locations: &mut [Location]) {
+/// on the locations in the order protox records them (`in_written_order` restores it), since
+/// the order among equal paths is that sort's own.
+fn sort_by_path(locations: &mut [Location], in_written_order: impl FnOnce(&mut [Location])) {
     let keys: Option<Vec<(u128, usize)>> = locations
         .iter()
         .enumerate()
         .map(|(i, l)| Some((packed(&l.path)?, i)))
         .collect();
     let Some(mut keys) = keys else {
+        in_written_order(locations);
         locations.sort_unstable_by(|l, r| l.path.cmp(&r.path));
         return;
     };
     sort_nearly_sorted(&mut keys);
     if keys.windows(2).any(|w| w[0].0 == w[1].0) {
+        in_written_order(locations);
         locations.sort_unstable_by(|l, r| l.path.cmp(&r.path));
         return;
     }
@@ -1715,6 +1727,14 @@ struct Context {
     keep: Keep,
 }
 
+/// A file's top-level declarations, in the order written.
+#[derive(Default)]
+struct Declared {
+    messages: Vec<DescriptorProto>,
+    enums: Vec<EnumDescriptorProto>,
+    services: Vec<ServiceDescriptorProto>,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Scope {
     Message,
@@ -1770,7 +1790,40 @@ impl Context {
         self.path.truncate(self.path.len() - n);
     }
 
-    fn file(&mut self, name: &str, file: File<'_>) -> Result<FileDescriptorProto> {
+    /// One top-level declaration, as the parser hands it over.
+    fn item(&mut self, item: FileItem<'_>, declared: &mut Declared) -> Result<()> {
+        match item {
+            FileItem::Message(m) => {
+                self.path
+                    .extend([FILE_MESSAGE_TYPE, index(declared.messages.len())]);
+                declared.messages.push(self.message(m)?);
+                self.pop(2);
+            }
+            FileItem::Enum(e) => {
+                self.path
+                    .extend([FILE_ENUM_TYPE, index(declared.enums.len())]);
+                declared.enums.push(self.enumeration(e)?);
+                self.pop(2);
+            }
+            FileItem::Service(service) => {
+                self.path
+                    .extend([FILE_SERVICE, index(declared.services.len())]);
+                declared.services.push(self.service(service)?);
+                self.pop(2);
+            }
+        }
+        Ok(())
+    }
+
+    /// The file's descriptor around its `declared` items, and how many locations it recorded
+    /// that protox records before the items' (the file's span, its package and imports).
+    fn file(
+        &mut self,
+        name: &str,
+        file: File<'_>,
+        declared: Declared,
+    ) -> Result<(FileDescriptorProto, usize)> {
+        let head = self.locations.len();
         self.span(file.span);
         let package = file.package.map(|p| {
             self.comments_for(&[FILE_PACKAGE], p.span, p.comments);
@@ -1798,44 +1851,22 @@ impl Context {
                 None => {}
             }
         }
-        let mut message_type = Vec::new();
-        let mut enum_type = Vec::new();
-        let mut services = Vec::new();
-        for item in file.items {
-            match item {
-                FileItem::Message(m) => {
-                    self.path
-                        .extend([FILE_MESSAGE_TYPE, index(message_type.len())]);
-                    message_type.push(self.message(m)?);
-                    self.pop(2);
-                }
-                FileItem::Enum(e) => {
-                    self.path.extend([FILE_ENUM_TYPE, index(enum_type.len())]);
-                    enum_type.push(self.enumeration(e)?);
-                    self.pop(2);
-                }
-                FileItem::Service(service) => {
-                    self.path.extend([FILE_SERVICE, index(services.len())]);
-                    services.push(self.service(service)?);
-                    self.pop(2);
-                }
-            }
-        }
+        let head = self.locations.len() - head;
         self.path.push(FILE_OPTIONS);
         let options = self.options(file.options)?;
         self.path.pop();
         if let Some((span, comments)) = file.syntax_statement {
             self.comments_for(&[FILE_SYNTAX], span, comments);
         }
-        Ok(FileDescriptorProto {
+        let descriptor = FileDescriptorProto {
             name: Some(name.to_owned()),
             package,
             dependency,
             public_dependency,
             weak_dependency,
-            message_type,
-            enum_type,
-            service: services,
+            message_type: declared.messages,
+            enum_type: declared.enums,
+            service: declared.services,
             extension: Vec::new(),
             options: options.map(|uninterpreted_option| FileOptions {
                 uninterpreted_option,
@@ -1843,7 +1874,8 @@ impl Context {
             }),
             source_code_info: None,
             syntax: (file.syntax == Syntax::Proto3).then(|| "proto3".to_string()),
-        })
+        };
+        Ok((descriptor, head))
     }
 
     fn message(&mut self, m: Message<'_>) -> Result<DescriptorProto> {
