@@ -5,16 +5,26 @@ use covenant_engine::{FieldTree, Node, NodeKind, Numbering};
 use std::cell::OnceCell;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
+use std::rc::Rc;
 
 /// A node with what its position in the tree says about it.
 #[derive(Debug, Clone)]
 pub(crate) struct Located<'a> {
     pub node: &'a Node,
-    /// Names from the root down to this node, empty names skipped (`["Case", "owner", "id"]`).
-    pub names: Vec<&'a str>,
+    /// Names from the root down to the node's parent, empty names skipped (`["Case", "owner"]`
+    /// for `id`). Siblings share one list: a message of thousands of fields holds one, not one
+    /// per field, and only references to nodes by dotted name read it.
+    ancestors: Rc<[&'a str]>,
 }
 
 impl<'a> Located<'a> {
+    /// The node's names from the root down (`Case.owner.id`).
+    fn dotted(&self) -> String {
+        let own = Some(self.node.name.as_str()).filter(|n| !n.is_empty());
+        let names: Vec<&str> = self.ancestors.iter().copied().chain(own).collect();
+        names.join(".")
+    }
+
     /// Whether `reference` names this node: its path, a dotted name from the root with or
     /// without the root's name (`Case.owner.id`, `owner.id`), a dotted tail of it, or, for a
     /// reference without separators, its bare name.
@@ -29,7 +39,7 @@ impl<'a> Located<'a> {
         if reference.contains('/') {
             return false;
         }
-        let dotted = self.names.join(".");
+        let dotted = self.dotted();
         dotted == reference
             || dotted.ends_with(&format!(".{reference}"))
             || (!reference.contains('.') && self.node.name == reference)
@@ -69,18 +79,19 @@ impl<'a> Index<'a> {
         let size = tree.root.size();
         let mut nodes = Vec::with_capacity(size);
         let mut by_path = HashMap::with_capacity_and_hasher(size, Default::default());
-        let mut stack: Vec<(&Node, Vec<&str>)> = vec![(&tree.root, Vec::new())];
-        while let Some((node, mut names)) = stack.pop() {
-            if !node.name.is_empty() {
-                names.push(node.name.as_str());
-            }
-            for child in node.children.iter().rev() {
-                stack.push((child, names.clone()));
+        let mut stack: Vec<(&Node, Rc<[&str]>)> = vec![(&tree.root, Rc::from([]))];
+        while let Some((node, ancestors)) = stack.pop() {
+            if !node.children.is_empty() {
+                let own = Some(node.name.as_str()).filter(|n| !n.is_empty());
+                let theirs: Rc<[&str]> = ancestors.iter().copied().chain(own).collect();
+                for child in node.children.iter().rev() {
+                    stack.push((child, theirs.clone()));
+                }
             }
             // The first node wins a duplicate path; formats do not produce them on valid input.
             if let Entry::Vacant(slot) = by_path.entry(node.path.as_str()) {
                 slot.insert(nodes.len());
-                nodes.push(Located { node, names });
+                nodes.push(Located { node, ancestors });
             }
         }
         Index { nodes, by_path }
@@ -450,7 +461,7 @@ mod tests {
         let node = Node::new(NodeKind::Field, "id", "/fields/owner/fields/id", "string");
         let located = Located {
             node: &node,
-            names: vec!["Case", "owner", "id"],
+            ancestors: Rc::from(["Case", "owner"]),
         };
         for yes in ["/fields/owner/fields/id", "Case.owner.id", "owner.id", "id"] {
             assert!(located.matches(yes), "{yes}");

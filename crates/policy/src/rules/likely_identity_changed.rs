@@ -32,10 +32,26 @@ fn likely_identity(located: &Located<'_>) -> bool {
     let depth =
         || node.path.matches("/fields/").count() + node.path.matches("/properties/").count();
     node.kind == NodeKind::Field
+        && may_end_in_identity_word(&node.name)
         && words(&node.name)
             .last()
             .is_some_and(|w| IDENTITY_LAST_WORDS.contains(&w.as_str()))
         && depth() == 1
+}
+
+/// Whether the last of `words(name)` can be an identity word, without splitting the name: that
+/// word is the lower case of the name's last letters, so those must end in one. Few names do,
+/// and the rule asks for every field of the old version.
+fn may_end_in_identity_word(name: &str) -> bool {
+    let longest = IDENTITY_LAST_WORDS
+        .iter()
+        .map(|w| w.len())
+        .max()
+        .unwrap_or(0);
+    let tail = name.trim_end_matches(|c: char| !c.is_alphanumeric());
+    let last: Vec<char> = tail.chars().rev().take(longest).collect();
+    let lower: String = last.iter().rev().flat_map(|c| c.to_lowercase()).collect();
+    IDENTITY_LAST_WORDS.iter().any(|w| lower.ends_with(w))
 }
 
 fn declared(pair: &Pair<'_>, located: &Located<'_>) -> bool {
@@ -84,6 +100,51 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
 mod tests {
     use crate::IDENTITY_FIELDS;
     use crate::rules::testkit::*;
+
+    #[test]
+    fn the_quick_test_passes_every_name_whose_last_word_is_an_identity_word() {
+        use super::{IDENTITY_LAST_WORDS, may_end_in_identity_word};
+        use crate::pair::words;
+        let names = [
+            "caseID",
+            "case_id",
+            "user_id__",
+            "GUID",
+            "entityIdentifier",
+            "API-KEY",
+            "uuid",
+            "orderUuid",
+            "Id",
+            "id",
+            "Ids",
+            "idx",
+            "paid",
+            "keys",
+            "status",
+            "amount_0",
+            "\u{212a}EY",
+            "customer\u{212a}ey",
+            "naïveId",
+            "ÉTAT_ID",
+            "",
+            "__",
+            "count_49",
+        ];
+        for name in names {
+            let is_identity = words(name)
+                .last()
+                .is_some_and(|w| IDENTITY_LAST_WORDS.contains(&w.as_str()));
+            if is_identity {
+                assert!(may_end_in_identity_word(name), "{name}");
+            }
+        }
+        for name in ["status", "amount_0", "count_49", "keys", "idx"] {
+            assert!(!may_end_in_identity_word(name), "{name}");
+        }
+        // A name that ends in the letters of one may still not end in the word.
+        assert!(may_end_in_identity_word("paid"));
+        assert_eq!(words("paid"), ["paid"]);
+    }
 
     #[test]
     fn event_id_removed_case_id_nullable_id_retyped() {
