@@ -43,15 +43,23 @@ fn likely_identity(located: &Located<'_>) -> bool {
 /// word is the lower case of the name's last letters, so those must end in one. Few names do,
 /// and the rule asks for every field of the old version.
 fn may_end_in_identity_word(name: &str) -> bool {
-    let longest = IDENTITY_LAST_WORDS
-        .iter()
-        .map(|w| w.len())
-        .max()
-        .unwrap_or(0);
+    // The lower-case name's last letters, last first, for as long as they are ASCII (as every
+    // identity word is) and no longer than the longest word.
+    let mut last = [0u8; 10];
+    let mut n = 0;
     let tail = name.trim_end_matches(|c: char| !c.is_alphanumeric());
-    let last: Vec<char> = tail.chars().rev().take(longest).collect();
-    let lower: String = last.iter().rev().flat_map(|c| c.to_lowercase()).collect();
-    IDENTITY_LAST_WORDS.iter().any(|w| lower.ends_with(w))
+    'letters: for c in tail.chars().rev() {
+        for lower in c.to_lowercase().rev() {
+            if n == last.len() || !lower.is_ascii() {
+                break 'letters;
+            }
+            last[n] = lower as u8;
+            n += 1;
+        }
+    }
+    IDENTITY_LAST_WORDS
+        .iter()
+        .any(|w| w.len() <= n && w.bytes().rev().eq(last[..w.len()].iter().copied()))
 }
 
 fn declared(pair: &Pair<'_>, located: &Located<'_>) -> bool {
