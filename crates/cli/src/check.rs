@@ -259,7 +259,9 @@ fn load_history(
     // for a pair of large Protobuf files, compiling them is most of a command's time. Its
     // error is still the one reported first.
     let (candidate, history) = std::thread::scope(|scope| {
-        let candidate = scope.spawn(|| parse_file(&chosen, new, &references, &limits));
+        let candidate = covenant_engine::parallel::spawn_beside(scope, || {
+            parse_file(&chosen, new, &references, &limits)
+        });
         let history = parse_history(&chosen, old, &references, &limits);
         let candidate = candidate
             .join()

@@ -15,6 +15,7 @@ mod format;
 mod level;
 mod limits;
 pub mod numbering;
+pub mod parallel;
 pub mod position;
 mod render;
 mod rule;

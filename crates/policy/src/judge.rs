@@ -69,8 +69,9 @@ impl Judgement<'_> {
         };
         let budget = &covenant_engine::budget::inherit();
         let (mut findings, semantic) = std::thread::scope(|scope| {
-            let structural = scope.spawn(|| budget.run(|| self.structural()));
-            let candidate_tree = scope.spawn(|| budget.run(|| field_tree(self.candidate)));
+            use covenant_engine::parallel::spawn_beside;
+            let structural = spawn_beside(scope, || budget.run(|| self.structural()));
+            let candidate_tree = spawn_beside(scope, || budget.run(|| field_tree(self.candidate)));
             let lowered = LoweredLineage::of(latest, earlier, self.candidate);
             let candidate_tree = joined(candidate_tree);
             let semantic = lowered.evaluate(&candidate_tree, self.context, self.settings);
