@@ -917,28 +917,35 @@ impl<'a> Parser<'a> {
         Ok(name)
     }
 
-    /// The file's statements; each message, enum and service goes to `item` as soon as it is
-    /// parsed, with the file's syntax, so that its syntax tree is freed before the next one is
-    /// read (a large file's whole tree was a few megabytes of fresh memory).
-    fn file(
-        &mut self,
-        mut item: impl FnMut(Syntax, FileItem<'a>) -> Result<()>,
-    ) -> Result<File<'a>> {
-        let mut syntax = Syntax::Proto2;
-        let mut syntax_statement = None;
-        let mut span = match self.peek()? {
+    /// The file up to its first statement: its syntax, which every declaration's descriptor
+    /// depends on, and nothing else yet.
+    fn file_start(&mut self) -> Result<File<'a>> {
+        let (syntax, syntax_statement, span) = match self.peek()? {
             Some((tok, _)) if tok.is_ident("syntax") => {
-                let (parsed, span, comments) = self.syntax()?;
-                syntax = parsed;
-                syntax_statement = Some((span, comments));
-                span
+                let (syntax, span, comments) = self.syntax()?;
+                (syntax, Some((span, comments)), span)
             }
-            Some((_, span)) => span,
+            Some((_, span)) => (Syntax::Proto2, None, span),
             None => return Err(Unsupported),
         };
-        let mut package = None;
-        let mut imports = Vec::new();
-        let mut options = Vec::new();
+        Ok(File {
+            syntax,
+            syntax_statement,
+            package: None,
+            imports: Vec::new(),
+            options: Vec::new(),
+            span,
+        })
+    }
+
+    /// The rest of `file`'s statements; each message, enum and service goes to `item` as soon
+    /// as it is parsed, so that its syntax tree is freed before the next one is read (a large
+    /// file's whole tree was a few megabytes of fresh memory).
+    fn file_statements(
+        &mut self,
+        file: &mut File<'a>,
+        mut item: impl FnMut(FileItem<'a>) -> Result<()>,
+    ) -> Result<()> {
         loop {
             let statement_span = match self.peek()? {
                 None => break,
@@ -949,56 +956,49 @@ impl<'a> Parser<'a> {
                 Some((Tok::Ident(word), _)) => match word {
                     "import" => {
                         let (import, s) = self.import()?;
-                        imports.push((import, s));
+                        file.imports.push((import, s));
                         s
                     }
                     "package" => {
-                        if package.is_some() {
+                        if file.package.is_some() {
                             return Err(Unsupported);
                         }
                         let p = self.package()?;
                         let s = p.span;
-                        package = Some(p);
+                        file.package = Some(p);
                         s
                     }
                     "option" => {
                         let o = self.option_statement()?;
                         let s = o.span;
-                        options.push(o);
+                        file.options.push(o);
                         s
                     }
                     "message" => {
                         let m = self.message()?;
                         let s = m.span;
-                        item(syntax, FileItem::Message(m))?;
+                        item(FileItem::Message(m))?;
                         s
                     }
                     "enum" => {
                         let e = self.enumeration()?;
                         let s = e.span;
-                        item(syntax, FileItem::Enum(e))?;
+                        item(FileItem::Enum(e))?;
                         s
                     }
                     "service" => {
                         let service = self.service()?;
                         let s = service.span;
-                        item(syntax, FileItem::Service(service))?;
+                        item(FileItem::Service(service))?;
                         s
                     }
                     _ => return Err(Unsupported),
                 },
                 Some(_) => return Err(Unsupported),
             };
-            span = span.to(statement_span);
+            file.span = file.span.to(statement_span);
         }
-        Ok(File {
-            syntax,
-            syntax_statement,
-            package,
-            imports,
-            options,
-            span,
-        })
+        Ok(())
     }
 
     fn syntax(&mut self) -> Result<(Syntax, Span, Attached)> {
@@ -1599,18 +1599,16 @@ fn generate(name: &str, source: &str, keep: Keep) -> Result<FileDescriptorProto>
         Keep::Everything => source.len() / 6,
         Keep::Declarations => source.len() / 24,
     };
+    let mut parser = Parser::new(source);
+    let mut file = parser.file_start()?;
     let mut cx = Context {
-        syntax: Syntax::Proto2,
+        syntax: file.syntax,
         path: Vec::with_capacity(16),
         locations: Vec::with_capacity(expected),
         keep,
     };
     let mut declared = Declared::default();
-    let file = Parser::new(source).file(|syntax, item| {
-        cx.syntax = syntax;
-        cx.item(item, &mut declared)
-    })?;
-    cx.syntax = file.syntax;
+    parser.file_statements(&mut file, |item| cx.item(item, &mut declared))?;
     let items = cx.locations.len();
     let (mut descriptor, head) = cx.file(name, file, declared)?;
     // The file's own locations that come before its declarations' were recorded after them.

@@ -23,6 +23,8 @@ pub static RULE: RuleSpec = RuleSpec {
 };
 
 const IDENTITY_LAST_WORDS: [&str; 5] = ["id", "uuid", "guid", "key", "identifier"];
+/// The longest of [`IDENTITY_LAST_WORDS`] (`identifier`).
+const LONGEST_IDENTITY_WORD: usize = 10;
 
 /// A field directly under the record (one `/fields/` or `/properties/` step in its path)
 /// whose name ends in an identity word.
@@ -45,7 +47,7 @@ fn likely_identity(located: &Located<'_>) -> bool {
 fn may_end_in_identity_word(name: &str) -> bool {
     // The lower-case name's last letters, last first, for as long as they are ASCII (as every
     // identity word is) and no longer than the longest word.
-    let mut last = [0u8; 10];
+    let mut last = [0u8; LONGEST_IDENTITY_WORD];
     let mut n = 0;
     let tail = name.trim_end_matches(|c: char| !c.is_alphanumeric());
     'letters: for c in tail.chars().rev() {
@@ -111,8 +113,10 @@ mod tests {
 
     #[test]
     fn the_quick_test_passes_every_name_whose_last_word_is_an_identity_word() {
-        use super::{IDENTITY_LAST_WORDS, may_end_in_identity_word};
+        use super::{IDENTITY_LAST_WORDS, LONGEST_IDENTITY_WORD, may_end_in_identity_word};
         use crate::pair::words;
+        let longest = IDENTITY_LAST_WORDS.iter().map(|w| w.len()).max();
+        assert_eq!(longest, Some(LONGEST_IDENTITY_WORD));
         let names = [
             "caseID",
             "case_id",
