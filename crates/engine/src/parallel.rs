@@ -21,9 +21,20 @@ pub fn spawn_beside<'scope, T: Send + 'scope>(
     })
 }
 
+/// The processor the calling thread last ran on, from the kernel's status line for it. Not
+/// `sched_getcpu`: `rustix` answers it through the vDSO, whose lookup read unmapped memory and
+/// crashed the process where the vDSO is hidden (under valgrind).
 #[cfg(target_os = "linux")]
 fn current_processor() -> Option<usize> {
-    Some(rustix::thread::sched_getcpu())
+    processor_in_stat(&std::fs::read_to_string("/proc/thread-self/stat").ok()?)
+}
+
+/// Field 39 of a `/proc/<pid>/stat` line. The second field, the command name in parentheses,
+/// may itself hold spaces and parentheses, so fields are counted after its last `)`.
+#[cfg(any(target_os = "linux", test))]
+fn processor_in_stat(stat: &str) -> Option<usize> {
+    let (_, after_name) = stat.rsplit_once(')')?;
+    after_name.split_whitespace().nth(39 - 3)?.parse().ok()
 }
 
 /// Moves the calling thread off `parent`, then lets it run anywhere it could before. A failure
@@ -75,19 +86,36 @@ mod tests {
         assert_eq!(helper_allowed, allowed);
     }
 
+    #[test]
+    fn the_processor_is_read_after_the_command_name() {
+        let stat = "6215 (a) b) c) R 6212 6212 1185 0 -1 4194304 127 0 0 0 0 0 0 0 20 0 1 0 \
+                    795233 3133440 379 18446744073709551615 1 2 3 0 0 0 0 0 0 0 0 0 17 3 0 0 0";
+        assert_eq!(processor_in_stat(stat), Some(3));
+        assert_eq!(processor_in_stat("6215 (cut short) R 1 2"), None);
+        assert_eq!(processor_in_stat("no name here"), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_current_processor_is_one_the_thread_may_use() {
+        let here = current_processor().expect("a processor");
+        assert!(processors().contains(&here), "{here}");
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn a_thread_moved_off_a_processor_runs_elsewhere_until_given_it_back() {
-        use rustix::thread::{sched_getaffinity, sched_getcpu, sched_setaffinity};
+        use rustix::thread::{sched_getaffinity, sched_setaffinity};
         if sched_getaffinity(None).expect("affinity").count() < 2 {
             println!("one processor: nothing to move to");
             return;
         }
-        std::thread::spawn(|| {
-            let here = sched_getcpu();
+        let processor = || current_processor().expect("a processor");
+        std::thread::spawn(move || {
+            let here = processor();
             let allowed = move_off(here).expect("moved");
             // While restricted, the thread cannot be on `here`, whatever else runs.
-            assert_ne!(sched_getcpu(), here);
+            assert_ne!(processor(), here);
             sched_setaffinity(None, &allowed).expect("given back");
             // A processor outside the thread's set is not one to move off.
             let mut outside = 0;
