@@ -11,26 +11,37 @@ use crate::views::{config_update_view, config_view, mode_view, schema_fields, ve
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use covenant_registry::AuditContext;
 use covenant_registry::{
-    ConfigUpdate, Ref, RegisterOptions, RegistryError, Schema, SchemaRequest, TextFormat, Version,
-    VersionSpec, finding_text,
+    Answer, ConfigUpdate, Ref, RegisterOptions, Registration, RegistryError, Schema, SchemaRequest,
+    TextFormat, Version, VersionSpec, finding_text,
 };
 use covenant_store::context::public_id;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use std::future::Future;
 use std::sync::Arc;
 
 type ApiResult = Result<Response, ApiError>;
 
 /// A JSON answer under Confluent's media type.
 pub fn ok(value: Value) -> Response {
-    raw(value.to_string())
+    body_response(json_bytes(&value))
+}
+
+/// `value` as compact JSON. Serializing a `Value` cannot fail (its map keys are strings).
+fn json_bytes(value: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
 }
 
 /// Text under Confluent's media type (raw schema endpoints answer the schema itself).
 fn raw(text: String) -> Response {
-    let mut r = (StatusCode::OK, text).into_response();
+    body_response(Bytes::from(text))
+}
+
+fn body_response(body: Bytes) -> Response {
+    let mut r = (StatusCode::OK, body).into_response();
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
     r
@@ -532,31 +543,69 @@ pub async fn register(
     };
     let request = body.into_request()?;
     let sent = request.schema.trim().to_string();
-    let reg = match state
+    let format = params.get("format");
+    if let Some(answer) = state
         .registry
         .registered(&subject, &request, options.normalize)
     {
-        Some(existing) => existing,
-        None => {
-            // The removal gate inside the registration must see every read counted so far.
-            state.flush_reads().await;
-            state.registry.register(&subject, request, options).await?
-        }
-    };
+        let reg = Registration {
+            id: answer.schema.id,
+            version: answer.version,
+            schema: answer.schema.clone(),
+            created: false,
+        };
+        let body = kept_body(&answer, format.is_none(), || {
+            registration_body(&state, &subject, &sent, &reg, format)
+        })
+        .await?;
+        return Ok(body_response(body));
+    }
+    // The removal gate inside the registration must see every read counted so far.
+    state.flush_reads().await;
+    let reg = state.registry.register(&subject, request, options).await?;
     if reg.created {
         // What versions exist decides which ones a deprecation covers and what succeeds them.
         state.signals.invalidate();
     }
+    let body = registration_body(&state, &subject, &sent, &reg, format).await?;
+    Ok(body_response(body))
+}
+
+/// The body of a cached answer: made by `render` on its first hit when `keep` (the request
+/// names no `format`, the one thing the answer's key leaves out), the same bytes after.
+async fn kept_body<F, Fut>(answer: &Answer, keep: bool, render: F) -> Result<Bytes, ApiError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<Bytes, ApiError>>,
+{
+    if keep && let Some(body) = answer.rendered() {
+        return Ok(body);
+    }
+    let body = render().await?;
+    if keep {
+        answer.keep_rendered(body.clone());
+    }
+    Ok(body)
+}
+
+/// `{id, subject, version, guid, schemaType, references?, metadata?, ruleSet?, schema}`.
+async fn registration_body(
+    state: &AppState,
+    subject: &str,
+    sent: &str,
+    reg: &Registration,
+    format: Option<&str>,
+) -> Result<Bytes, ApiError> {
     // Protobuf sent as a base64 descriptor is stored as .proto text; without an explicit
     // format the answer echoes the descriptor as sent, since clients cache the answer by id
     // and later parse it as a descriptor.
-    let text = match params.get("format") {
+    let text = match format {
         None if reg.schema.schema_type == "PROTOBUF"
             && !sent.is_empty()
             && sent != reg.schema.schema
             && !sent.contains(char::is_whitespace) =>
         {
-            sent
+            sent.to_string()
         }
         f => {
             state
@@ -570,7 +619,7 @@ pub async fn register(
     m.insert("subject".into(), json!(subject));
     m.insert("version".into(), json!(reg.version));
     m.extend(schema_fields(&reg.schema, text));
-    Ok(ok(Value::Object(m)))
+    Ok(json_bytes(&Value::Object(m)))
 }
 
 pub async fn lookup(
@@ -584,20 +633,43 @@ pub async fn lookup(
     ensure_references_readable(&access, &body)?;
     let subject = followed(&state, &access, subject).await?;
     let format = response_format(&params, &body);
-    let v = state
-        .registry
-        .lookup(
-            &subject,
-            &body.into_request()?,
-            params.flag("normalize"),
-            params.flag("deleted"),
-        )
-        .await?;
-    let text = state.registry.schema_text(&v.schema, format).await?;
-    let answer = ok(version_view(&v, text));
+    let request = body.into_request()?;
+    let (normalize, deleted) = (params.flag("normalize"), params.flag("deleted"));
+    let registry = &state.registry;
+    let (read, body) = match registry.looked_up(&subject, &request, normalize, deleted) {
+        Some(answer) => {
+            let read = ReadTarget::Version {
+                subject: subject.clone(),
+                version: answer.version,
+                schema_id: answer.schema.id,
+            };
+            let keep = params.get("format").is_none();
+            let body = kept_body(&answer, keep, || async {
+                version_body(&state, &answer.to_version(&subject), format).await
+            })
+            .await?;
+            (read, body)
+        }
+        None => {
+            let v = registry
+                .lookup(&subject, &request, normalize, deleted)
+                .await?;
+            (version_read(&v), version_body(&state, &v, format).await?)
+        }
+    };
     Ok(state
-        .answer_read(&principal, version_read(&v), answer)
+        .answer_read(&principal, read, body_response(body))
         .await)
+}
+
+/// [`version_view`] with the schema in `format`, as JSON.
+async fn version_body(
+    state: &AppState,
+    v: &Version,
+    format: TextFormat,
+) -> Result<Bytes, ApiError> {
+    let text = state.registry.schema_text(&v.schema, format).await?;
+    Ok(json_bytes(&version_view(v, text)))
 }
 
 /// The read of one subject version, for consumer discovery.

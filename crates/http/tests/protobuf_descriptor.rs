@@ -90,3 +90,90 @@ async fn base64_descriptors_are_stored_as_text_and_echoed_on_register() {
             .contains("message Order")
     );
 }
+
+/// Lookups and repeated registrations are answered from the answer cache, which keeps the body
+/// of the first hit. What the cache key leaves out (`format`) must still be honoured, the kept
+/// body must be the one a fresh answer would give, and a delete must not leave it behind.
+#[tokio::test]
+async fn kept_answer_bodies_follow_the_format_asked_and_deletes() {
+    let app = app();
+    let text_body = json!({"schemaType": "PROTOBUF", "schema": ORDER}).to_string();
+    let send = |uri: &'static str, body: String| {
+        let app = &app;
+        async move { app.send("POST", uri, Some(&body)).await }
+    };
+    let schema_of = |r: &common::Answer| r.json()["schema"].as_str().unwrap_or("").to_string();
+
+    let created = send("/subjects/orders-value/versions", text_body.clone()).await;
+    assert_eq!(created.status.as_u16(), 200, "{}", created.text);
+    let mut again = Vec::new();
+    for _ in 0..3 {
+        again.push(send("/subjects/orders-value/versions", text_body.clone()).await);
+    }
+    assert_eq!(
+        again[0].json(),
+        created.json(),
+        "a cached registration answers alike"
+    );
+    assert!(again.windows(2).all(|w| w[0].text == w[1].text));
+    let serialized = send(
+        "/subjects/orders-value/versions?format=serialized",
+        text_body.clone(),
+    )
+    .await;
+    let descriptor = schema_of(&serialized);
+    assert!(
+        !descriptor.is_empty() && !descriptor.contains("message"),
+        "format=serialized after kept hits: {}",
+        serialized.text
+    );
+
+    let lookups = [
+        send("/subjects/orders-value", text_body.clone()).await,
+        send("/subjects/orders-value", text_body.clone()).await,
+        send("/subjects/orders-value", text_body.clone()).await,
+    ];
+    assert!(lookups.iter().all(|l| l.status.as_u16() == 200));
+    assert!(lookups.windows(2).all(|w| w[0].text == w[1].text));
+    assert_eq!(lookups[0].json()["version"], 1);
+    assert!(schema_of(&lookups[2]).contains("message Order"));
+    let as_descriptor = send(
+        "/subjects/orders-value?format=serialized",
+        text_body.clone(),
+    )
+    .await;
+    assert_eq!(schema_of(&as_descriptor), descriptor);
+    let default_again = send("/subjects/orders-value", text_body.clone()).await;
+    assert_eq!(default_again.text, lookups[0].text);
+    // A lookup with the descriptor (the same schema once normalized) is another key,
+    // answered in the form it was sent.
+    let b64_body = json!({"schemaType": "PROTOBUF", "schema": descriptor}).to_string();
+    for _ in 0..3 {
+        let r = send("/subjects/orders-value?normalize=true", b64_body.clone()).await;
+        assert_eq!(schema_of(&r), descriptor, "{}", r.text);
+        assert_eq!(r.json()["version"], 1, "{}", r.text);
+    }
+
+    let deleted = app
+        .send("DELETE", "/subjects/orders-value/versions/1", None)
+        .await;
+    assert_eq!(deleted.status.as_u16(), 200, "{}", deleted.text);
+    let gone = send("/subjects/orders-value", text_body.clone()).await;
+    assert_eq!(gone.status.as_u16(), 404, "{}", gone.text);
+    let with_deleted = send("/subjects/orders-value?deleted=true", text_body.clone()).await;
+    assert_eq!(
+        with_deleted.json()["deleted"],
+        true,
+        "{}",
+        with_deleted.text
+    );
+    let registered_again = send("/subjects/orders-value/versions", text_body.clone()).await;
+    assert_eq!(
+        registered_again.json()["version"],
+        2,
+        "{}",
+        registered_again.text
+    );
+    let found = send("/subjects/orders-value", text_body).await;
+    assert_eq!(found.json()["version"], 2, "{}", found.text);
+}

@@ -82,6 +82,18 @@ pub struct ProtobufSchema {
     numbering: Arc<OnceLock<Numbering>>,
 }
 
+/// Whether `text` is read as a base64 `FileDescriptorProto`: it decodes as one and is not
+/// `.proto` text, which is tried first (see [`ProtobufFormat`]'s `parse_with`).
+pub fn is_descriptor_base64(text: &str) -> bool {
+    parse::decode_descriptor(text).is_some()
+        && parse::compile(
+            &[(parse::main_file_name(&[]), Source::Text(text.to_string()))],
+            &[],
+            &Limits::default(),
+        )
+        .is_err()
+}
+
 impl ProtobufSchema {
     /// Parses a base64-encoded `FileDescriptorProto`, as Confluent clients send with
     /// `format=serialized`; imports come from `references`.

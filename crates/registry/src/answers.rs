@@ -20,11 +20,12 @@
 //! before that read.
 
 use crate::SchemaRequest;
+use bytes::Bytes;
 use covenant_store::{ConfigRecord, SchemaRecord, StoredVersion};
 use hashlink::LruCache;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The request an answer is for: a SHA-256 of its route, flags, subject and body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,26 +88,41 @@ impl RequestKey {
 }
 
 /// A cached answer: one version of the subject it is cached under. The schema is shared with
-/// the id cache's record, so an entry costs its key and a few words beside the schema text.
+/// the id cache's record, so an entry costs its key, a few words beside the schema text and,
+/// once a hit has been answered, the response body.
 #[derive(Debug, Clone)]
-pub(crate) struct Answer {
+pub struct Answer {
     pub version: i64,
     pub deleted: bool,
     pub created_at: i64,
     pub schema: Arc<SchemaRecord>,
+    /// The response body the server made from this answer (in the form it answers a request
+    /// that names no `format`), kept so that every later hit sends the same bytes instead of
+    /// building them again. It is dropped with the answer, so no invalidation can miss it.
+    rendered: Arc<OnceLock<Bytes>>,
 }
 
 impl Answer {
     pub(crate) fn of(v: &StoredVersion, schema: Arc<SchemaRecord>) -> Answer {
+        Answer::new(v.version, v.deleted, v.created_at, schema)
+    }
+
+    pub(crate) fn new(
+        version: i64,
+        deleted: bool,
+        created_at: i64,
+        schema: Arc<SchemaRecord>,
+    ) -> Answer {
         Answer {
-            version: v.version,
-            deleted: v.deleted,
-            created_at: v.created_at,
+            version,
+            deleted,
+            created_at,
             schema,
+            rendered: Arc::default(),
         }
     }
 
-    pub(crate) fn to_version(&self, subject: &str) -> StoredVersion {
+    pub fn to_version(&self, subject: &str) -> StoredVersion {
         StoredVersion {
             subject: subject.to_string(),
             version: self.version,
@@ -114,6 +130,17 @@ impl Answer {
             created_at: self.created_at,
             schema: self.schema.as_ref().clone(),
         }
+    }
+
+    /// The response body kept by [`Answer::keep_rendered`], if a hit has been answered.
+    pub fn rendered(&self) -> Option<Bytes> {
+        self.rendered.get().cloned()
+    }
+
+    /// Keeps the body the server answered this request with. The body must depend only on
+    /// the request's key and this answer; the first body kept stays.
+    pub fn keep_rendered(&self, body: Bytes) {
+        let _ = self.rendered.set(body);
     }
 }
 
@@ -345,11 +372,11 @@ mod tests {
     }
 
     fn answer(id: i64) -> Answer {
-        Answer {
-            version: 1,
-            deleted: false,
-            created_at: 0,
-            schema: Arc::new(SchemaRecord {
+        Answer::new(
+            1,
+            false,
+            0,
+            Arc::new(SchemaRecord {
                 id,
                 schema_type: "AVRO".into(),
                 schema: "\"int\"".into(),
@@ -358,7 +385,7 @@ mod tests {
                 rule_set: None,
                 content_key: String::new(),
             }),
-        }
+        )
     }
 
     const LOOKUP: Route = Route::Lookup {
@@ -404,6 +431,27 @@ mod tests {
         assert!(RequestKey::of(LOOKUP, "a", &r).is_none());
         r.references[0].version = 2;
         assert!(RequestKey::of(LOOKUP, "a", &r).is_some());
+    }
+
+    #[test]
+    fn a_kept_body_lives_and_dies_with_its_answer() {
+        let answers = Answers::new(100);
+        let key = RequestKey::of(LOOKUP, "s", &request("\"int\"")).unwrap();
+        answers.insert(answers.epoch(), "s", key, answer(1));
+        let hit = answers.get("s", &key).expect("cached");
+        assert_eq!(
+            hit.rendered(),
+            None,
+            "nothing is kept before a hit is answered"
+        );
+        hit.keep_rendered(Bytes::from_static(b"first"));
+        hit.keep_rendered(Bytes::from_static(b"second"));
+        let again = answers.get("s", &key).expect("cached");
+        assert_eq!(again.rendered(), Some(Bytes::from_static(b"first")));
+        answers.forget_subject("s");
+        answers.insert(answers.epoch(), "s", key, answer(2));
+        let fresh = answers.get("s", &key).expect("cached again");
+        assert_eq!(fresh.rendered(), None, "a new answer starts without a body");
     }
 
     #[test]

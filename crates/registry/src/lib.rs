@@ -57,7 +57,8 @@ use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 
-use answers::{Answer, Answers, RequestKey, Route};
+pub use answers::Answer;
+use answers::{Answers, RequestKey, Route};
 use cache::IdCache;
 use judged::{Attempt, Judged, SubjectTurns, off_runtime, retry_pause, same_versions};
 
@@ -468,39 +469,20 @@ pub fn parse_schema_with(
     if text.trim().is_empty() {
         return Err(RegistryError::InvalidSchema("Empty schema".into()));
     }
-    match ParsedSchema::parse_with(schema_type, text, references, limits) {
-        Ok(p) => Ok(p),
-        Err(text_error) => {
-            if schema_type == SchemaType::Protobuf
-                && looks_like_base64(text)
-                && let Ok(p) = covenant_protobuf::ProtobufSchema::from_descriptor_base64_with(
-                    text.trim(),
-                    references,
-                    limits,
-                )
-            {
-                return Ok(ParsedSchema::Protobuf(p));
-            }
-            Err(RegistryError::InvalidSchema(format!(
-                "Invalid schema of type {schema_type}, details: {text_error}"
-            )))
-        }
-    }
+    // The Protobuf format also reads a base64 `FileDescriptorProto` when the text is not
+    // `.proto` text.
+    ParsedSchema::parse_with(schema_type, text, references, limits).map_err(|text_error| {
+        RegistryError::InvalidSchema(format!(
+            "Invalid schema of type {schema_type}, details: {text_error}"
+        ))
+    })
 }
 
 /// Whether a request sent a Protobuf schema as a base64 `FileDescriptorProto`; the answer
 /// then gives it back in that form (clients cache the answer's text by id).
 pub fn sent_as_descriptor(schema_type: Option<&str>, text: &str) -> bool {
     schema_type.is_some_and(|t| t.trim().eq_ignore_ascii_case("PROTOBUF"))
-        && looks_like_base64(text)
-        && ParsedSchema::parse(SchemaType::Protobuf, text, &[]).is_err()
-}
-
-fn looks_like_base64(text: &str) -> bool {
-    let t = text.trim();
-    !t.is_empty()
-        && t.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'))
+        && covenant_protobuf::is_descriptor_base64(text)
 }
 
 fn validate_rule_set(rule_set: &Option<Value>) -> RegistryResult<()> {
@@ -701,15 +683,22 @@ impl Registry {
         subject: &str,
         request: &SchemaRequest,
         normalize: bool,
-    ) -> Option<Registration> {
+    ) -> Option<Answer> {
         let key = RequestKey::of(Route::Register { normalize }, subject, request)?;
-        let answer = self.answers.get(subject, &key)?;
-        Some(Registration {
-            id: answer.schema.id,
-            version: answer.version,
-            schema: answer.schema,
-            created: false,
-        })
+        self.answers.get(subject, &key)
+    }
+
+    /// The answer [`Registry::lookup`] would give when it is cached, without touching the
+    /// store.
+    pub fn looked_up(
+        &self,
+        subject: &str,
+        request: &SchemaRequest,
+        normalize: bool,
+        deleted: bool,
+    ) -> Option<Answer> {
+        let key = RequestKey::of(Route::Lookup { normalize, deleted }, subject, request)?;
+        self.answers.get(subject, &key)
     }
 
     /// Waits until every write committed so far is durable (see [`Store::settled`]).
@@ -1758,13 +1747,8 @@ impl Registry {
         if let Some(key) = key
             && epoch == expected
         {
-            let answer = Answer {
-                version: outcome.version,
-                deleted: false,
-                // Registration answers carry no time.
-                created_at: 0,
-                schema: schema.clone(),
-            };
+            // Registration answers carry no time.
+            let answer = Answer::new(outcome.version, false, 0, schema.clone());
             self.answers.insert(epoch, subject, key, answer);
         }
     }
@@ -1777,12 +1761,10 @@ impl Registry {
         normalize: bool,
         deleted: bool,
     ) -> RegistryResult<StoredVersion> {
-        let key = RequestKey::of(Route::Lookup { normalize, deleted }, subject, request);
-        if let Some(key) = &key
-            && let Some(answer) = self.answers.get(subject, key)
-        {
+        if let Some(answer) = self.looked_up(subject, request, normalize, deleted) {
             return Ok(answer.to_version(subject));
         }
+        let key = RequestKey::of(Route::Lookup { normalize, deleted }, subject, request);
         let epoch = self.answers.epoch();
         let versions = self.store.subject_versions(subject).await?;
         let visible: Vec<&StoredVersion> =
