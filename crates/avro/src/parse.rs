@@ -151,7 +151,7 @@ impl Parser {
         self.arena.nodes.push(Node {
             kind,
             logical,
-            props,
+            props: props.into(),
         });
         self.arena.nodes.len() - 1
     }
@@ -421,7 +421,7 @@ impl Parser {
         // Defined before its fields so that fields may refer to the record itself.
         let id = self.define(
             &named,
-            Kind::Record(Record::new(named.clone(), is_error, Vec::new())),
+            Kind::Record(Box::new(Record::new(named.clone(), is_error, Vec::new()))),
             path,
             props,
         )?;
@@ -514,7 +514,9 @@ impl Parser {
                 aliases,
                 order,
                 doc,
-                props: fobj.rest(&["name", "type", "default", "order", "aliases", "doc"]),
+                props: fobj
+                    .rest(&["name", "type", "default", "order", "aliases", "doc"])
+                    .into(),
             });
         }
         if let Kind::Record(r) = &mut self.arena.nodes[id].kind {
@@ -582,11 +584,11 @@ impl Parser {
         ]);
         self.define(
             &named.clone(),
-            Kind::Enum(Enum {
+            Kind::Enum(Box::new(Enum {
                 named,
                 symbols,
                 default,
-            }),
+            })),
             path,
             props,
         )
@@ -608,10 +610,10 @@ impl Parser {
             }
         };
         let mut props = obj.rest(&["type", "name", "namespace", "aliases", "doc", "size"]);
-        let kind = Kind::Fixed(Fixed {
+        let kind = Kind::Fixed(Box::new(Fixed {
             named: named.clone(),
             size,
-        });
+        }));
         let logical = logical_for(&kind, Some(size), &props);
         if logical.is_some() {
             strip_logical(&mut props);

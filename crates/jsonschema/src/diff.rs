@@ -438,8 +438,8 @@ impl Shared<'_> {
                 return;
             }
             let bytes = Some("bytes");
-            if self.w.nodes[original].connect_type.as_deref() == bytes
-                && self.r.nodes[update].connect_type.as_deref() == bytes
+            if self.w.nodes[original].about().connect_type.as_deref() == bytes
+                && self.r.nodes[update].about().connect_type.as_deref() == bytes
             {
                 return;
             }
@@ -455,7 +455,7 @@ impl Shared<'_> {
             return;
         }
 
-        let (on, un) = (&self.w.nodes[original], &self.r.nodes[update]);
+        let (on, un) = (self.w.nodes[original].about(), self.r.nodes[update].about());
         if on.id != un.id {
             ctx.add(
                 &metadata::ID_CHANGED,
@@ -981,8 +981,8 @@ impl Shared<'_> {
                     &required_attribute::REQUIRED_ATTRIBUTE_REMOVED,
                     format!("Property '{key}' is no longer required."),
                 );
-            } else if self.r.nodes[self.r.resolve(uid)].default.is_some()
-                || self.r.nodes[uid].default.is_some()
+            } else if self.r.nodes[self.r.resolve(uid)].about().default.is_some()
+                || self.r.nodes[uid].about().default.is_some()
             {
                 ctx.add(
                     &required_attribute::REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED,
@@ -1212,7 +1212,7 @@ impl Shared<'_> {
         u_required: &Names,
     ) {
         let required = u_required.contains(key);
-        let has_default = self.r.nodes[us].default.is_some();
+        let has_default = self.r.nodes[us].about().default.is_some();
         if self.w_open(o) {
             if self.is_empty_r(us) {
                 ctx.add(

@@ -184,11 +184,9 @@ impl Kind {
 #[derive(Debug, Clone)]
 pub struct Node {
     pub kind: Kind,
-    pub id: Option<String>,
-    pub title: Option<String>,
-    pub description: Option<String>,
-    pub default: Option<Value>,
-    pub connect_type: Option<String>,
+    /// Boxed because most subschemas carry none of them, and parsed schemas stay in the
+    /// registry's cache; read through [`Node::about`].
+    about: Option<Box<About>>,
     /// Canonical text of the source JSON, used to collapse duplicate combinator branches.
     pub canonical: String,
     /// The hash of `canonical` when the text alone decides what the subschema means (it
@@ -197,15 +195,42 @@ pub struct Node {
     pub shape: Option<u128>,
 }
 
+/// A subschema's identifier and annotations: none of them changes what it accepts, but a
+/// change to any of them is reported.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct About {
+    pub id: Option<String>,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub default: Option<Value>,
+    /// Kafka Connect's `connect.type` (e.g. `bytes`).
+    pub connect_type: Option<String>,
+}
+
+impl About {
+    const NONE: About = About {
+        id: None,
+        title: None,
+        description: None,
+        default: None,
+        connect_type: None,
+    };
+
+    fn boxed(self) -> Option<Box<About>> {
+        (self != About::NONE).then(|| Box::new(self))
+    }
+}
+
 impl Node {
+    pub fn about(&self) -> &About {
+        static NONE: About = About::NONE;
+        self.about.as_deref().unwrap_or(&NONE)
+    }
+
     fn bare(kind: Kind) -> Node {
         Node {
             kind,
-            id: None,
-            title: None,
-            description: None,
-            default: None,
-            connect_type: None,
+            about: None,
             canonical: String::new(),
             shape: None,
         }
@@ -601,6 +626,9 @@ impl Loader {
     pub fn load_root(mut self) -> Result<Model, SchemaError> {
         let root_doc = self.docs.len() - 1;
         let root = self.load((root_doc, String::new()))?;
+        // A parsed schema stays in the registry's cache; the loader's spare capacity (up to
+        // half the vector after its last doubling) would stay with it.
+        self.nodes.shrink_to_fit();
         Ok(Model {
             nodes: self.nodes,
             root,
@@ -811,14 +839,17 @@ impl Loader {
         let canonical_text = canonical(value);
         Ok(Node {
             kind,
-            id: id_value.map(str::to_string),
-            title: string_field("title")?,
-            description: string_field("description")?,
-            default: map.get("default").cloned(),
-            connect_type: map
-                .get("connect.type")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            about: About {
+                id: id_value.map(str::to_string),
+                title: string_field("title")?,
+                description: string_field("description")?,
+                default: map.get("default").cloned(),
+                connect_type: map
+                    .get("connect.type")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            }
+            .boxed(),
             shape: shape_of(&canonical_text),
             canonical: canonical_text,
         })
@@ -1139,5 +1170,61 @@ impl Loader {
         }
         node.max_contains = uint("maxContains");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(text: &str) -> Model {
+        let value: Value = serde_json::from_str(text).expect("JSON");
+        Loader::new(value, Dialect::Draft7, &[], &Limits::default())
+            .and_then(Loader::load_root)
+            .expect("schema loads")
+    }
+
+    /// Parsed schemas stay in the registry's cache, one node per subschema: annotations are
+    /// boxed and the loader's spare capacity is given back.
+    #[test]
+    fn a_loaded_model_keeps_no_spare_room() {
+        assert!(
+            std::mem::size_of::<Node>() <= 160,
+            "{} bytes",
+            std::mem::size_of::<Node>()
+        );
+        let properties: Vec<String> = (0..40)
+            .map(|i| format!(r#""f{i}": {{"type": ["null", "string"]}}"#))
+            .collect();
+        let loaded = model(&format!(
+            r#"{{"type": "object", "properties": {{{}}}}}"#,
+            properties.join(",")
+        ));
+        assert_eq!(loaded.nodes.len(), loaded.nodes.capacity());
+        assert!(loaded.nodes.iter().all(|n| n.about.is_none()));
+    }
+
+    #[test]
+    fn annotations_read_back_and_only_annotated_nodes_carry_them() {
+        let loaded = model(
+            r#"{"type": "object", "title": "Order", "properties": {
+                "id": {"type": "string", "description": "key", "default": "x", "connect.type": "bytes"},
+                "n": {"type": "integer"}}}"#,
+        );
+        let root = &loaded.nodes[loaded.root];
+        assert_eq!(root.about().title.as_deref(), Some("Order"));
+        let Kind::Object(object) = &root.kind else {
+            panic!("an object")
+        };
+        let node = |name: &str| {
+            let (_, id) = object.properties.iter().find(|(n, _)| n == name).unwrap();
+            &loaded.nodes[loaded.resolve(*id)]
+        };
+        let id = node("id").about();
+        assert_eq!(id.description.as_deref(), Some("key"));
+        assert_eq!(id.default, Some(Value::from("x")));
+        assert_eq!(id.connect_type.as_deref(), Some("bytes"));
+        assert!(node("n").about.is_none());
+        assert_eq!(node("n").about(), &About::default());
     }
 }
