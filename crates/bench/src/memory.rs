@@ -43,6 +43,56 @@ fn body(i: u64, fields: usize) -> String {
     json!({ "schema": event_schema(&format!("Mem{i}"), fields) }).to_string()
 }
 
+/// The other formats' parsed-schema rows: the event of [`event_schema`] with the same fields.
+#[derive(Debug, Clone, Copy)]
+enum OtherFormat {
+    Json,
+    Protobuf,
+}
+
+impl OtherFormat {
+    fn name(self) -> &'static str {
+        match self {
+            OtherFormat::Json => "JSON Schema",
+            OtherFormat::Protobuf => "Protobuf",
+        }
+    }
+
+    fn text(self, i: u64, fields: usize) -> String {
+        match self {
+            OtherFormat::Json => {
+                let mut properties = serde_json::Map::new();
+                properties.insert("id".into(), json!({"type": "string"}));
+                properties.insert("at".into(), json!({"type": "integer"}));
+                for f in 0..fields {
+                    properties.insert(format!("f{f}"), json!({"type": ["null", "string"]}));
+                }
+                json!({"$schema": "http://json-schema.org/draft-07/schema#", "title": format!("Mem{i}"),
+                    "type": "object", "properties": properties})
+                .to_string()
+            }
+            OtherFormat::Protobuf => {
+                let mut text = format!(
+                    "syntax = \"proto3\";\npackage com.example.events;\n\nmessage Mem{i} {{\n  string id = 1;\n  int64 at = 2;\n"
+                );
+                for f in 0..fields {
+                    text.push_str(&format!("  optional string f{f} = {};\n", f + 3));
+                }
+                text.push_str("}\n");
+                text
+            }
+        }
+    }
+
+    fn body(self, i: u64, fields: usize) -> String {
+        let schema_type = match self {
+            OtherFormat::Json => "JSON",
+            OtherFormat::Protobuf => "PROTOBUF",
+        };
+        json!({"schemaType": schema_type, "schema": self.text(i, fields)}).to_string()
+    }
+}
+
 fn rss_kib(server: &Server) -> Result<u64> {
     server
         .memory_kib()
@@ -109,7 +159,7 @@ pub async fn run(
     // A fresh process on the same store: the caches are empty, SQLite's page cache is not
     // yet warm.
     server.stop();
-    let (server, _) = restart(start().await, "restarting")?;
+    let (mut server, _) = restart(start().await, "restarting")?;
     let base = server.base.clone();
     // Warm the store's pages with reads that fill no cache (listing versions), so that the
     // differences below are the caches' own.
@@ -207,7 +257,77 @@ pub async fn run(
         .covenant(format!("{:.1} KiB per connection", idle))
         .notes("each answered one GET /health/live and stays open"),
     );
+    server.stop();
+    for format in [OtherFormat::Json, OtherFormat::Protobuf] {
+        let row = parsed_cache_row(covenant, sizes, scratch, &client, format).await?;
+        rows.push(row);
+    }
     Ok(())
+}
+
+/// The parsed-schema cache's growth for `format`, on a store of its own: `n` subjects
+/// registered, a restart to empty the caches, then a check against each subject's latest
+/// version, which parses that version into the cache.
+async fn parsed_cache_row(
+    covenant: &Path,
+    sizes: MemorySizes,
+    scratch: &Path,
+    client: &reqwest::Client,
+    format: OtherFormat,
+) -> Result<Row> {
+    let backend = Backend::Embedded(scratch.join(format!("memory-data-{format:?}")));
+    let start = || Server::start(covenant, &backend, scratch, client, Duration::from_secs(60));
+    let (n, fields) = (sizes.schemas, sizes.fields);
+    let (mut server, _) = restart(start().await, "starting a server")?;
+    let base = server.base.clone();
+    drive(
+        client,
+        "registering",
+        n,
+        Arc::new(move |c, i| {
+            c.post(format!("{base}/subjects/mem-{i}/versions"))
+                .header("content-type", V1)
+                .body(format.body(i, fields))
+        }),
+    )
+    .await?;
+    server.stop();
+    let (mut server, _) = restart(start().await, "restarting")?;
+    let base = server.base.clone();
+    let list_base = base.clone();
+    drive(
+        client,
+        "listing versions",
+        n,
+        Arc::new(move |c, i| c.get(format!("{list_base}/subjects/mem-{i}/versions"))),
+    )
+    .await?;
+    let before = rss_kib(&server)?;
+    drive(
+        client,
+        "checking",
+        n,
+        Arc::new(move |c, i| {
+            c.post(format!(
+                "{base}/compatibility/subjects/mem-{i}/versions/latest"
+            ))
+            .header("content-type", V1)
+            .body(format.body(i, fields))
+        }),
+    )
+    .await?;
+    let after = rss_kib(&server)?;
+    server.stop();
+    let per = after.saturating_sub(before) as f64 / n as f64;
+    Ok(Row::new(
+        PART,
+        format!("parsed schemas cache, {} of the same fields", format.name()),
+    )
+    .covenant(format!("{per:.1} KiB per schema"))
+    .notes(format!(
+        "a store of its own, {n} subjects; POST /compatibility/subjects/{{s}}/versions/latest of each; the stored text is {} bytes; RSS {before} → {after} KiB",
+        format.text(0, fields).len()
+    )))
 }
 
 /// Opens `count` connections, each sending one request and keeping the connection open, and
