@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex};
 
 /// Entries each id cache holds unless configured otherwise (`covenant serve --cache-entries`).
 /// Large enough for the working set of a busy cluster of producers and consumers. A parsed
-/// schema takes about ten times its text (a 1.2 KB Avro record of 22 fields about 15 KiB, a
-/// JSON Schema or Protobuf file of the same fields 35 KiB), so a full parsed-schema cache of
-/// such schemas holds 150 to 350 MiB; a smaller bound trades that for parsing again on a miss.
+/// schema takes 15 to 70 times its text in a server's memory (benchmark part 6: a 1.2 KB Avro
+/// record of 22 fields about 20 KiB, a JSON Schema or Protobuf file of the same fields about
+/// 45 KiB), so a full parsed-schema cache of such schemas holds 200 to 450 MiB; a smaller bound
+/// trades that for parsing again on a miss.
 pub const DEFAULT_CACHE_ENTRIES: usize = 10_000;
 
 /// A least-recently-used map from schema id to a shared value, never holding more than its
