@@ -140,40 +140,22 @@ pub async fn run(
             Duration::from_secs(60),
         )
     };
-    let Some((mut server, _)) = first_start(start().await, rows, PART, "all measurements")? else {
+    let Some((server, _)) = first_start(start().await, rows, PART, "all measurements")? else {
         return Ok(());
     };
     // On the fresh server: after the caches are filled, how much of a connection's memory the
     // allocator finds among pages that earlier requests freed depends on those requests.
     let idle = hold_connections(&server, sizes.connections).await?;
     let (n, fields) = (sizes.schemas, sizes.fields);
-    let base = server.base.clone();
-    drive(
+    let mut server = loaded_and_restarted(
         &client,
-        "registering",
+        server,
+        start,
         n,
-        Arc::new(move |c, i| {
-            c.post(format!("{base}/subjects/mem-{i}/versions"))
-                .header("content-type", V1)
-                .body(body(i, fields))
-        }),
+        Arc::new(move |i| body(i, fields)),
     )
     .await?;
-    // A fresh process on the same store: the caches are empty, SQLite's page cache is not
-    // yet warm.
-    server.stop();
-    let (mut server, _) = restart(start().await, "restarting")?;
     let base = server.base.clone();
-    // Warm the store's pages with reads that fill no cache (listing versions), so that the
-    // differences below are the caches' own.
-    let list_base = base.clone();
-    drive(
-        &client,
-        "listing versions",
-        n,
-        Arc::new(move |c, i| c.get(format!("{list_base}/subjects/mem-{i}/versions"))),
-    )
-    .await?;
     let empty = rss_kib(&server)?;
 
     let ids_base = base.clone();
@@ -279,30 +261,16 @@ async fn parsed_cache_row(
     let backend = Backend::Embedded(scratch.join(format!("memory-data-{format:?}")));
     let start = || Server::start(covenant, &backend, scratch, client, Duration::from_secs(60));
     let (n, fields) = (sizes.schemas, sizes.fields);
-    let (mut server, _) = restart(start().await, "starting a server")?;
-    let base = server.base.clone();
-    drive(
+    let (server, _) = restart(start().await, "starting a server")?;
+    let mut server = loaded_and_restarted(
         client,
-        "registering",
+        server,
+        start,
         n,
-        Arc::new(move |c, i| {
-            c.post(format!("{base}/subjects/mem-{i}/versions"))
-                .header("content-type", V1)
-                .body(format.body(i, fields))
-        }),
+        Arc::new(move |i| format.body(i, fields)),
     )
     .await?;
-    server.stop();
-    let (mut server, _) = restart(start().await, "restarting")?;
     let base = server.base.clone();
-    let list_base = base.clone();
-    drive(
-        client,
-        "listing versions",
-        n,
-        Arc::new(move |c, i| c.get(format!("{list_base}/subjects/mem-{i}/versions"))),
-    )
-    .await?;
     let before = rss_kib(&server)?;
     drive(
         client,
@@ -329,6 +297,45 @@ async fn parsed_cache_row(
         "a store of its own, {n} subjects; POST /compatibility/subjects/{{s}}/versions/latest of each; the stored text is {} bytes; RSS {before} → {after} KiB",
         format.text(0, fields).len()
     )))
+}
+
+/// Registers `n` subjects with the request bodies `body` makes, then restarts the server on
+/// the same store, so that its caches are empty, and warms the store's pages with reads that
+/// fill no cache (listing versions): the differences measured next are the caches' own.
+async fn loaded_and_restarted<F, Fut>(
+    client: &reqwest::Client,
+    mut server: Server,
+    start: F,
+    n: u64,
+    body: Arc<dyn Fn(u64) -> String + Send + Sync>,
+) -> Result<Server>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<(Server, Duration), crate::server::StartError>>,
+{
+    let base = server.base.clone();
+    drive(
+        client,
+        "registering",
+        n,
+        Arc::new(move |c, i| {
+            c.post(format!("{base}/subjects/mem-{i}/versions"))
+                .header("content-type", V1)
+                .body(body(i))
+        }),
+    )
+    .await?;
+    server.stop();
+    let (server, _) = restart(start().await, "restarting")?;
+    let list_base = server.base.clone();
+    drive(
+        client,
+        "listing versions",
+        n,
+        Arc::new(move |c, i| c.get(format!("{list_base}/subjects/mem-{i}/versions"))),
+    )
+    .await?;
+    Ok(server)
 }
 
 /// Opens `count` connections, each sending one request and keeping the connection open, and
