@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 /// Entries each id cache holds unless configured otherwise (`covenant serve --cache-entries`).
 /// Large enough for the working set of a busy cluster of producers and consumers. A parsed
-/// schema takes 15 to 70 times its text in a server's memory (benchmark part 6: a 1.2 KB Avro
+/// schema takes 15 to 75 times its text in a server's memory (benchmark part 6: a 1.2 KB Avro
 /// record of 22 fields about 20 KiB, a JSON Schema or Protobuf file of the same fields about
 /// 45 KiB), so a full parsed-schema cache of such schemas holds 200 to 450 MiB; a smaller bound
 /// trades that for parsing again on a miss.
