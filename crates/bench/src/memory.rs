@@ -39,28 +39,27 @@ impl MemorySizes {
     };
 }
 
-fn body(i: u64, fields: usize) -> String {
-    json!({ "schema": event_schema(&format!("Mem{i}"), fields) }).to_string()
-}
-
-/// The other formats' parsed-schema rows: the event of [`event_schema`] with the same fields.
+/// The event every row registers: [`event_schema`]'s fields in each format.
 #[derive(Debug, Clone, Copy)]
-enum OtherFormat {
+enum EventFormat {
+    Avro,
     Json,
     Protobuf,
 }
 
-impl OtherFormat {
+impl EventFormat {
     fn name(self) -> &'static str {
         match self {
-            OtherFormat::Json => "JSON Schema",
-            OtherFormat::Protobuf => "Protobuf",
+            EventFormat::Avro => "Avro",
+            EventFormat::Json => "JSON Schema",
+            EventFormat::Protobuf => "Protobuf",
         }
     }
 
     fn text(self, i: u64, fields: usize) -> String {
         match self {
-            OtherFormat::Json => {
+            EventFormat::Avro => event_schema(&format!("Mem{i}"), fields),
+            EventFormat::Json => {
                 let mut properties = serde_json::Map::new();
                 properties.insert("id".into(), json!({"type": "string"}));
                 properties.insert("at".into(), json!({"type": "integer"}));
@@ -71,7 +70,7 @@ impl OtherFormat {
                     "type": "object", "properties": properties})
                 .to_string()
             }
-            OtherFormat::Protobuf => {
+            EventFormat::Protobuf => {
                 let mut text = format!(
                     "syntax = \"proto3\";\npackage com.example.events;\n\nmessage Mem{i} {{\n  string id = 1;\n  int64 at = 2;\n"
                 );
@@ -84,13 +83,41 @@ impl OtherFormat {
         }
     }
 
+    /// A registration or check body; Avro's names no type, as most serializers send it.
     fn body(self, i: u64, fields: usize) -> String {
-        let schema_type = match self {
-            OtherFormat::Json => "JSON",
-            OtherFormat::Protobuf => "PROTOBUF",
-        };
-        json!({"schemaType": schema_type, "schema": self.text(i, fields)}).to_string()
+        let schema = self.text(i, fields);
+        match self {
+            EventFormat::Avro => json!({ "schema": schema }),
+            EventFormat::Json => json!({"schemaType": "JSON", "schema": schema}),
+            EventFormat::Protobuf => json!({"schemaType": "PROTOBUF", "schema": schema}),
+        }
+        .to_string()
     }
+}
+
+/// Checks a schema against each of `n` subjects' latest version, which parses that version
+/// into the parsed-schema cache.
+async fn check_each(
+    client: &reqwest::Client,
+    server: &Server,
+    n: u64,
+    format: EventFormat,
+    fields: usize,
+) -> Result<()> {
+    let base = server.base.clone();
+    drive(
+        client,
+        "checking",
+        n,
+        Arc::new(move |c, i| {
+            c.post(format!(
+                "{base}/compatibility/subjects/mem-{i}/versions/latest"
+            ))
+            .header("content-type", V1)
+            .body(format.body(i, fields))
+        }),
+    )
+    .await
 }
 
 fn rss_kib(server: &Server) -> Result<u64> {
@@ -152,7 +179,7 @@ pub async fn run(
         server,
         start,
         n,
-        Arc::new(move |i| body(i, fields)),
+        Arc::new(move |i| EventFormat::Avro.body(i, fields)),
     )
     .await?;
     let base = server.base.clone();
@@ -179,34 +206,20 @@ pub async fn run(
             let i = i % n;
             c.post(format!("{lookup_base}/subjects/mem-{i}"))
                 .header("content-type", V1)
-                .body(body(i, fields))
+                .body(EventFormat::Avro.body(i, fields))
         }),
     )
     .await?;
     let with_answers = rss_kib(&server)?;
 
-    // Checking against the latest version parses it into the parsed-schema cache.
-    let check_base = base.clone();
-    drive(
-        &client,
-        "checking",
-        n,
-        Arc::new(move |c, i| {
-            c.post(format!(
-                "{check_base}/compatibility/subjects/mem-{i}/versions/latest"
-            ))
-            .header("content-type", V1)
-            .body(body(i, fields))
-        }),
-    )
-    .await?;
+    check_each(&client, &server, n, EventFormat::Avro, fields).await?;
     let with_parsed = rss_kib(&server)?;
 
     let per = |after: u64, before: u64| {
         let bytes = after.saturating_sub(before) as f64 * 1024.0 / n as f64;
         format!("{:.1} KiB per schema", bytes / 1024.0)
     };
-    let text_len = event_schema("Mem0", fields).len();
+    let text_len = EventFormat::Avro.text(0, fields).len();
     rows.push(
         Row::new(
             PART,
@@ -241,7 +254,7 @@ pub async fn run(
         .notes("on a fresh server, each answered one GET /health/live and stays open"),
     );
     server.stop();
-    for format in [OtherFormat::Json, OtherFormat::Protobuf] {
+    for format in [EventFormat::Json, EventFormat::Protobuf] {
         let row = parsed_cache_row(covenant, sizes, scratch, &client, format).await?;
         rows.push(row);
     }
@@ -256,7 +269,7 @@ async fn parsed_cache_row(
     sizes: MemorySizes,
     scratch: &Path,
     client: &reqwest::Client,
-    format: OtherFormat,
+    format: EventFormat,
 ) -> Result<Row> {
     let backend = Backend::Embedded(scratch.join(format!("memory-data-{format:?}")));
     let start = || Server::start(covenant, &backend, scratch, client, Duration::from_secs(60));
@@ -270,21 +283,8 @@ async fn parsed_cache_row(
         Arc::new(move |i| format.body(i, fields)),
     )
     .await?;
-    let base = server.base.clone();
     let before = rss_kib(&server)?;
-    drive(
-        client,
-        "checking",
-        n,
-        Arc::new(move |c, i| {
-            c.post(format!(
-                "{base}/compatibility/subjects/mem-{i}/versions/latest"
-            ))
-            .header("content-type", V1)
-            .body(format.body(i, fields))
-        }),
-    )
-    .await?;
+    check_each(client, &server, n, format, fields).await?;
     let after = rss_kib(&server)?;
     server.stop();
     let per = after.saturating_sub(before) as f64 / n as f64;
