@@ -134,8 +134,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let auth = crate::auth::layer(&args.auth, address).await?;
     let tls = args.auth.tls()?;
     let (registry, governance_store, exporter_store) = open_registry(&args).await?;
-    let exporters = covenant_exporter::Exporters::new(registry.clone(), exporter_store);
-    exporters.spawn();
     spawn_audit_pruning(registry.store().clone(), args.audit_retention_days);
     let governance = covenant_http::governance::enable(
         &registry,
@@ -146,6 +144,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Every refusal of the authorization layer is recorded in the audit trail.
     let audit = covenant_http::audit::AuditSink::new(registry.store().clone());
     let auth = Arc::new(auth.with_denial_hook(Arc::new(audit)));
+    // Exporters run as their creators: the same layer decides what each may still do.
+    let exporters = covenant_exporter::Exporters::new(
+        registry.clone(),
+        exporter_store,
+        Arc::new(covenant_http::exporter_authority::AuthExportAuthority::new(
+            auth.clone(),
+        )),
+    );
+    exporters.spawn();
     let app = covenant_http::router_serving(
         registry.clone(),
         Some(governance.clone()),

@@ -2,7 +2,9 @@
 //! contexts, soft and hard deletes and configs on A appear on B with the same ids and version
 //! numbers; B down for a while catches up; A killed and restarted resumes without a gap or a
 //! duplicate; on two PostgreSQL nodes sharing A's database, killing the node running the
-//! exporter hands it to the other.
+//! exporter hands it to the other. With an auth file, an exporter copies only what its
+//! creator may read, follows its creator's grants as they change, and never shows a
+//! credential or a destination's raw reply.
 
 mod support;
 
@@ -23,6 +25,8 @@ fn record(name: &str, fields: &[&str]) -> String {
 struct Node {
     serve: Serve,
     http: reqwest::Client,
+    /// Basic credentials sent with every call, for a node with an auth file.
+    user: Option<(String, String)>,
 }
 
 impl Node {
@@ -34,11 +38,65 @@ impl Node {
         });
         let http = covenant_exporter::client::client();
         support::wait_ready(&http, &serve.base).await;
-        Node { serve, http }
+        Node {
+            serve,
+            http,
+            user: None,
+        }
+    }
+
+    /// A node serving with `auth_file`, called as `user` with `password`.
+    async fn start_with_auth(data: &Path, auth_file: &Path, user: &str, password: &str) -> Node {
+        let serve = Serve::spawn(data, |command| {
+            command.arg("--auth-file").arg(auth_file);
+        });
+        let http = covenant_exporter::client::client();
+        support::wait_ready(&http, &serve.base).await;
+        Node {
+            serve,
+            http,
+            user: Some((user.to_string(), password.to_string())),
+        }
+    }
+
+    /// The same node, called as another user.
+    fn as_user(&self, user: &str, password: &str) -> Caller<'_> {
+        Caller {
+            node: self,
+            user: (user.to_string(), password.to_string()),
+        }
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        support::call(&self.http, &self.serve.base, method, path, V1, body).await
+        match &self.user {
+            None => support::call(&self.http, &self.serve.base, method, path, V1, body).await,
+            Some((user, password)) => self.call_as(user, password, method, path, body).await,
+        }
+    }
+
+    async fn call_as(
+        &self,
+        user: &str,
+        password: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.serve.base))
+            .basic_auth(user, Some(password));
+        if let Some(body) = body {
+            request = request.header("content-type", V1).body(body.to_string());
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("body");
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     async fn register(&self, subject: &str, body: Value) -> i64 {
@@ -298,4 +356,409 @@ async fn on_postgres_another_node_takes_the_exporter_over() {
     converge(&second, &b, Duration::from_secs(30), "after the takeover").await;
     drop(second);
     db.drop_db().await;
+}
+
+/// Calls a node as a user other than its default one.
+struct Caller<'a> {
+    node: &'a Node,
+    user: (String, String),
+}
+
+impl Caller<'_> {
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.node
+            .call_as(&self.user.0, &self.user.1, method, path, body)
+            .await
+    }
+}
+
+/// Runs `covenant auth ...` on an auth file, the password (if any) on standard input.
+fn auth(args: &[&str], password: Option<&str>) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .arg("auth")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn covenant auth");
+    let mut input = child.stdin.take().expect("stdin");
+    if let Some(password) = password {
+        writeln!(input, "{password}").expect("password");
+    }
+    drop(input);
+    let out = child.wait_with_output().expect("covenant auth");
+    assert!(
+        out.status.success(),
+        "covenant auth {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn add_user(file: &Path, user: &str, password: &str) {
+    auth(
+        &["add-user", support::s(file), user, "--password-stdin"],
+        Some(password),
+    );
+}
+
+fn grant(file: &Path, user: &str, operation: &str, resource: &str) {
+    auth(
+        &["grant", support::s(file), user, operation, resource],
+        None,
+    );
+}
+
+fn revoke(file: &Path, user: &str, operation: &str, resource: &str) {
+    auth(
+        &["revoke", support::s(file), user, operation, resource],
+        None,
+    );
+}
+
+/// The subjects a node holds, soft-deleted ones included.
+async fn subjects(node: &Node) -> Vec<String> {
+    let (status, listed) = node.call("GET", "/subjects?deleted=true", None).await;
+    assert_eq!(status, 200, "{listed}");
+    serde_json::from_value(listed).expect("subject names")
+}
+
+async fn versions(node: &Node, subject: &str) -> Value {
+    node.call(
+        "GET",
+        &format!("/subjects/{subject}/versions?deleted=true"),
+        None,
+    )
+    .await
+    .1
+}
+
+/// Waits until `done` holds of the exporter's status (read as `a`'s default user).
+async fn wait_status(a: &Node, name: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let status = a.status(name).await;
+        if done(&status) {
+            return status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what}: status {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Caught up: running, with everything committed so far copied.
+fn caught_up(status: &Value) -> bool {
+    status["state"] == "RUNNING" && status["lag"] == 0 && status["offset"].as_i64() > Some(0)
+}
+
+const SINK_PASSWORD: &str = "sink-pw-7431";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exporter_copies_only_what_its_creator_may_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A: root may do everything; alice administers the registry and reads team-a only.
+    let a_auth = dir.path().join("a-auth.json");
+    add_user(&a_auth, "root", "root-pass");
+    grant(&a_auth, "root", "Admin", "Config:");
+    grant(&a_auth, "root", "Admin", "Subject:.*");
+    add_user(&a_auth, "alice", "alice-pass");
+    grant(&a_auth, "alice", "Admin", "Config:");
+    grant(&a_auth, "alice", "Read", "SubjectPrefix:team-a");
+    // B, the destination: its own auth file, whose password the exporter holds.
+    let b_auth = dir.path().join("b-auth.json");
+    add_user(&b_auth, "sink", SINK_PASSWORD);
+    grant(&b_auth, "sink", "Admin", "Config:");
+    grant(&b_auth, "sink", "Admin", "Subject:.*");
+    let b = Node::start_with_auth(&dir.path().join("b"), &b_auth, "sink", SINK_PASSWORD).await;
+    let a = Node::start_with_auth(&dir.path().join("a"), &a_auth, "root", "root-pass").await;
+    let alice = a.as_user("alice", "alice-pass");
+
+    for (subject, name) in [
+        ("team-a-orders", "Order"),
+        ("team-a-payments", "Payment"),
+        ("team-b-secrets", "Secret"),
+        ("team-b-old", "Old"),
+    ] {
+        a.register(subject, json!({"schema": record(name, &["id"])}))
+            .await;
+    }
+    let (status, _) = a.call("DELETE", "/subjects/team-b-old", None).await;
+    assert_eq!(status, 200, "team-b-old soft-deleted");
+    let (status, _) = alice
+        .call("GET", "/subjects/team-b-secrets/versions", None)
+        .await;
+    assert_eq!(status, 403, "alice may not read team-b");
+
+    let (status, created) = alice
+        .call(
+            "POST",
+            "/exporters",
+            Some(json!({
+                "name": "to-b",
+                "contextType": "NONE",
+                "subjects": ["team-*"],
+                "config": {
+                    "schema.registry.url": b.serve.base,
+                    "basic.auth.user.info": format!("sink:{SINK_PASSWORD}"),
+                }
+            })),
+        )
+        .await;
+    assert_eq!((status, &created), (200, &json!({"name": "to-b"})));
+
+    // The first copy: team-a only; team-b (the soft-deleted subject too) stays behind.
+    let status = wait_status(&a, "to-b", "first copy", caught_up).await;
+    assert_eq!(
+        subjects(&b).await,
+        ["team-a-orders", "team-a-payments"],
+        "status: {status}"
+    );
+    let trace = status["trace"].as_str().unwrap_or_default();
+    assert!(trace.contains("2 subjects skipped"), "{status}");
+    assert!(
+        !trace.contains("team-b"),
+        "skipped subjects are not named: {trace}"
+    );
+
+    // The password never leaves A; sent back as shown, the stored one is kept.
+    for path in ["/exporters/to-b/config", "/exporters/to-b"] {
+        let (status, shown) = a.call("GET", path, None).await;
+        assert_eq!(status, 200, "{shown}");
+        assert!(
+            !shown.to_string().contains(SINK_PASSWORD),
+            "{path}: {shown}"
+        );
+    }
+    let (_, config) = a.call("GET", "/exporters/to-b/config", None).await;
+    assert_eq!(config["basic.auth.user.info"], "[hidden]", "{config}");
+    assert_eq!(config["schema.registry.url"], json!(b.serve.base));
+    let (status, _) = a.call("PUT", "/exporters/to-b/pause", None).await;
+    assert_eq!(status, 200);
+    let (status, refused) = a
+        .call(
+            "PUT",
+            "/exporters/to-b/config",
+            Some(json!({"bearer.auth.token": "[hidden]"})),
+        )
+        .await;
+    assert_eq!(
+        (status, &refused["error_code"]),
+        (409, &json!(40951)),
+        "a placeholder with nothing stored behind it: {refused}"
+    );
+    let (status, answer) = a
+        .call("PUT", "/exporters/to-b/config", Some(config.clone()))
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let (status, _) = a.call("PUT", "/exporters/to-b/resume", None).await;
+    assert_eq!(status, 200);
+    a.register(
+        "team-a-orders",
+        json!({"schema": record("Order", &["id", "note"])}),
+    )
+    .await;
+    wait_status(&a, "to-b", "after the config round trip", caught_up).await;
+    assert_eq!(
+        versions(&b, "team-a-orders").await,
+        json!([1, 2]),
+        "the kept password still reaches B"
+    );
+
+    // Alice's grants narrowed to team-a-orders: team-a-payments is no longer copied.
+    revoke(&a_auth, "alice", "Read", "SubjectPrefix:team-a");
+    grant(&a_auth, "alice", "Read", "SubjectPrefix:team-a-orders");
+    // The auth file is re-read within a second of a change.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    a.register(
+        "team-a-payments",
+        json!({"schema": record("Payment", &["id", "cents"])}),
+    )
+    .await;
+    a.register(
+        "team-a-orders",
+        json!({"schema": record("Order", &["id", "note", "tag"])}),
+    )
+    .await;
+    let status = wait_status(&a, "to-b", "after narrowing", |s| {
+        caught_up(s)
+            && s["trace"]
+                .as_str()
+                .is_some_and(|t| t.contains("3 subjects"))
+    })
+    .await;
+    assert_eq!(versions(&b, "team-a-orders").await, json!([1, 2, 3]));
+    assert_eq!(
+        versions(&b, "team-a-payments").await,
+        json!([1]),
+        "no longer readable by the creator: {status}"
+    );
+    assert_eq!(versions(&a, "team-a-payments").await, json!([1, 2]));
+
+    // Alice may no longer administer the registry: the exporter pauses itself.
+    revoke(&a_auth, "alice", "Admin", "Config:");
+    let status = wait_status(&a, "to-b", "after losing Admin", |s| s["state"] == "PAUSED").await;
+    assert!(
+        status["trace"]
+            .as_str()
+            .is_some_and(|t| t.contains("creator no longer may administer")),
+        "{status}"
+    );
+    a.register("team-a-orders", json!({"schema": record("Order", &["x"])}))
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(versions(&b, "team-a-orders").await, json!([1, 2, 3]));
+    // Resumed by root, it still runs as alice, and pauses again.
+    let (status, _) = a.call("PUT", "/exporters/to-b/resume", None).await;
+    assert_eq!(status, 200);
+    wait_status(&a, "to-b", "resumed without the right", |s| {
+        s["state"] == "PAUSED"
+    })
+    .await;
+    assert_eq!(versions(&b, "team-a-orders").await, json!([1, 2, 3]));
+    let (status, refused) = alice
+        .call(
+            "POST",
+            "/exporters",
+            Some(json!({"name": "again", "config": {"schema.registry.url": b.serve.base}})),
+        )
+        .await;
+    assert_eq!(status, 403, "{refused}");
+}
+
+async fn create_named(a: &Node, name: &str, config: Value) {
+    let body = json!({"name": name, "contextType": "NONE", "config": config});
+    let (status, answer) = a.call("POST", "/exporters", Some(body)).await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// A stand-in destination answering every request with HTTP 500 and `body`.
+async fn failing_destination(body: String) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let response = format!(
+                    "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exporter_status_shows_no_credential_no_raw_reply_and_no_file_detail() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = Node::start(support::free_port(), &dir.path().join("a"), None).await;
+    a.register("orders", json!({"schema": record("Order", &["id"])}))
+        .await;
+    let message = format!(
+        "\u{1b}[31mboom\r\nInjected-Header: x {} REPLY-TAIL-MARKER",
+        "y".repeat(300)
+    );
+    let failing =
+        failing_destination(json!({"error_code": 50001, "message": message}).to_string()).await;
+    let closed = support::free_port();
+    let garbage = support::write(dir.path(), "not-a-ca.pem", "not a certificate\n");
+    create_named(
+        &a,
+        "failing",
+        json!({
+            "schema.registry.url": format!("http://dest-user:url-pw-98765@127.0.0.1:{failing}"),
+            "basic.auth.user.info": "u:basic-pw-4321",
+        }),
+    )
+    .await;
+    create_named(
+        &a,
+        "unreachable",
+        json!({"schema.registry.url": format!("http://who:unreach-pw-555@127.0.0.1:{closed}")}),
+    )
+    .await;
+    create_named(
+        &a,
+        "ca-missing",
+        json!({
+            "schema.registry.url": format!("https://127.0.0.1:{failing}"),
+            "schema.registry.ssl.ca.location": dir.path().join("no-such-ca.pem"),
+        }),
+    )
+    .await;
+    create_named(
+        &a,
+        "ca-garbage",
+        json!({
+            "schema.registry.url": format!("https://127.0.0.1:{failing}"),
+            "schema.registry.ssl.ca.location": garbage,
+        }),
+    )
+    .await;
+    let traced = |s: &Value| s["trace"].as_str().is_some_and(|t| !t.is_empty());
+
+    let status = wait_status(&a, "failing", "the failing destination", traced).await;
+    let trace = status["trace"].as_str().unwrap_or_default().to_string();
+    assert!(trace.contains("HTTP 500"), "{trace}");
+    assert!(trace.contains(&format!("127.0.0.1:{failing}")), "{trace}");
+    assert!(trace.contains("boom"), "a summary of the reply: {trace}");
+    for leak in [
+        "url-pw-98765",
+        "dest-user",
+        "basic-pw-4321",
+        "REPLY-TAIL-MARKER",
+        "/subjects/orders",
+    ] {
+        assert!(!trace.contains(leak), "{leak} in {trace}");
+    }
+    assert!(!trace.chars().any(char::is_control), "{trace:?}");
+    assert!(trace.chars().count() < 400, "{trace}");
+
+    let status = wait_status(&a, "unreachable", "the closed port", traced).await;
+    let trace = status["trace"].as_str().unwrap_or_default();
+    assert!(
+        trace.contains(&format!("cannot reach http://127.0.0.1:{closed}")),
+        "{trace}"
+    );
+    assert!(
+        !trace.contains("unreach-pw-555") && !trace.contains("who"),
+        "{trace}"
+    );
+
+    let missing = wait_status(&a, "ca-missing", "the missing CA file", traced).await;
+    let unusable = wait_status(&a, "ca-garbage", "the CA file that is no CA", traced).await;
+    assert_eq!(
+        missing["trace"], "the TLS settings could not be loaded",
+        "{missing}"
+    );
+    assert_eq!(
+        missing["trace"], unusable["trace"],
+        "the file's existence is not told"
+    );
+
+    let (_, config) = a.call("GET", "/exporters/failing/config", None).await;
+    assert_eq!(config["basic.auth.user.info"], "[hidden]", "{config}");
+    assert_eq!(
+        config["schema.registry.url"],
+        json!(format!("http://[hidden]@127.0.0.1:{failing}"))
+    );
+    assert!(!config.to_string().contains("pw"), "{config}");
 }

@@ -8,13 +8,19 @@
 //! that committed. An exporter remembers the last sequence number whose subject it copied;
 //! copying a subject is idempotent (it writes what the destination lacks), so replaying a
 //! stretch of the trail after a crash writes nothing twice.
+//!
+//! An exporter runs with the rights of the principal that created it (see [`authority`]):
+//! it copies only subjects its creator may read, and pauses itself when its creator may no
+//! longer administer exporters. The API never answers its credentials ([`spec::HIDDEN`]).
 
+pub mod authority;
 pub mod client;
 mod destination;
 mod runner;
 pub mod spec;
 
-pub use destination::{Destination, DestinationError};
+pub use authority::{AllowAll, Creator, ExportAuthority};
+pub use destination::{Destination, DestinationError, REPLY_CHARS, TLS_UNUSABLE};
 pub use spec::{ContextType, ExporterSpec, SpecError};
 
 use covenant_registry::{AuditContext, Registry};
@@ -22,8 +28,8 @@ use covenant_store::exporters::{ExporterRecord, ExporterStore};
 use covenant_store::{AuditTarget, StoreError};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 pub const RUNNING: &str = "RUNNING";
@@ -42,6 +48,8 @@ pub enum ExporterError {
     NotPaused(String),
     #[error("Too many exporters: at most {MAX_EXPORTERS}.")]
     TooMany,
+    #[error("User is denied operation Admin on Config:")]
+    Forbidden,
     #[error(transparent)]
     Spec(#[from] SpecError),
     #[error("{0}")]
@@ -58,6 +66,7 @@ impl ExporterError {
             ExporterError::Exists(_) => 40960,
             ExporterError::NotPaused(_) => 40963,
             ExporterError::TooMany => 40964,
+            ExporterError::Forbidden => 40301,
             ExporterError::Spec(e) => e.error_code(),
             ExporterError::InvalidRequest(_) => 42201,
             ExporterError::Store(_) => 50001,
@@ -77,6 +86,8 @@ pub struct ExporterStatus {
     /// Changes committed on this registry and not copied yet.
     pub lag: i64,
     pub ts: i64,
+    /// The last error; while all is well, how many subjects are skipped because the
+    /// exporter's creator may not read them (a count, never their names), or nothing.
     pub trace: String,
 }
 
@@ -86,6 +97,11 @@ pub struct Exporters {
     store: Arc<dyn ExporterStore>,
     /// Woken by every change to an exporter, so the loop picks it up at once.
     wake: Notify,
+    /// What each exporter's creator may do now.
+    authority: Arc<dyn ExportAuthority>,
+    /// Per exporter this node runs: the subjects it matches and did not copy because its
+    /// creator may not read them (counted in its trace, retried once allowed).
+    skipped: Mutex<HashMap<String, BTreeSet<String>>>,
 }
 
 fn now_ms() -> i64 {
@@ -128,7 +144,11 @@ fn apply_fields(spec: &mut ExporterSpec, body: &Map<String, Value>) -> ExporterR
             }
             "context" => spec.context = text(key, value)?,
             "subjectRenameFormat" => spec.subject_rename_format = text(key, value)?,
-            "config" => spec.config = config_map(value)?,
+            "config" => {
+                let mut given = config_map(value)?;
+                spec::restore_hidden(&mut given, &spec.config)?;
+                spec.config = given;
+            }
             // Encryption keys are not part of Covenant; accepted and ignored like Confluent's
             // open-source server would not have them either.
             "kekRenameFormat" => {}
@@ -167,11 +187,19 @@ fn audited(audit: &AuditContext, operation: &str, name: &str) -> covenant_store:
 }
 
 impl Exporters {
-    pub fn new(registry: Arc<Registry>, store: Arc<dyn ExporterStore>) -> Arc<Exporters> {
+    /// The exporters of `registry`, stored in `store`, each held to its creator's rights as
+    /// `authority` answers them ([`AllowAll`] on a server without authentication).
+    pub fn new(
+        registry: Arc<Registry>,
+        store: Arc<dyn ExporterStore>,
+        authority: Arc<dyn ExportAuthority>,
+    ) -> Arc<Exporters> {
         Arc::new(Exporters {
             registry,
             store,
             wake: Notify::new(),
+            authority,
+            skipped: Mutex::new(HashMap::new()),
         })
     }
 
@@ -193,12 +221,18 @@ impl Exporters {
             .collect())
     }
 
-    /// `POST /exporters`: validated, stored RUNNING with nothing copied yet.
+    /// `POST /exporters` by `creator`, whose rights the exporter runs with: validated,
+    /// stored RUNNING with nothing copied yet. The creator must hold Admin itself (checked
+    /// here too, not only by whoever routed the request).
     pub async fn create(
         &self,
         body: &Map<String, Value>,
+        creator: &Creator,
         audit: &AuditContext,
     ) -> ExporterResult<String> {
+        if !self.authority.may_administer(creator) {
+            return Err(ExporterError::Forbidden);
+        }
         let name = body
             .get("name")
             .and_then(Value::as_str)
@@ -224,6 +258,7 @@ impl Exporters {
             offset: 0,
             ts: now_ms(),
             trace: String::new(),
+            creator: creator.encode(),
         };
         let entry = audited(audit, "exporter.create", &name);
         if !self.store.create_exporter(&record, Some(&entry)).await? {
@@ -233,9 +268,9 @@ impl Exporters {
         Ok(name)
     }
 
-    /// `GET /exporters/{name}`.
+    /// `GET /exporters/{name}` (and its config): credentials hidden.
     pub async fn info(&self, name: &str) -> ExporterResult<ExporterSpec> {
-        decode(&self.record(name).await?)
+        Ok(decode(&self.record(name).await?)?.redacted())
     }
 
     /// `PUT /exporters/{name}`: the given fields replace the stored ones; only while paused.
@@ -254,7 +289,8 @@ impl Exporters {
         .await
     }
 
-    /// `PUT /exporters/{name}/config`: merges the given keys into the destination config.
+    /// `PUT /exporters/{name}/config`: merges the given keys into the destination config; a
+    /// credential sent back as [`spec::HIDDEN`] keeps its stored value.
     pub async fn update_config(
         &self,
         name: &str,
@@ -266,6 +302,8 @@ impl Exporters {
             if record.state != PAUSED {
                 return Err(ExporterError::NotPaused(record.name.clone()));
             }
+            let mut given = given;
+            spec::restore_hidden(&mut given, &spec.config)?;
             spec.config.extend(given);
             Ok(())
         })

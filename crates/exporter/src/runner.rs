@@ -2,13 +2,21 @@
 //! of copies everything on its first run, then follows the audit trail page by page, copying
 //! each changed subject whole, and records its progress after every page. A destination that
 //! fails is retried with a doubling pause (up to 30 s) and the error shown as the `trace`.
+//!
+//! Every step runs as the exporter's creator: it starts only while the creator may still
+//! administer exporters (else the exporter pauses itself, saying why), and copies a subject
+//! only while the creator may read it. Subjects it may not read are skipped, and so are
+//! subjects referring to them (their schemas cannot be registered without them); the trace
+//! counts them without naming them, since whoever reads the status may not read them either.
 
+use crate::authority::{Creator, ExportAuthority};
 use crate::destination::{Destination, DestinationError};
 use crate::spec::ExporterSpec;
-use crate::{Exporters, RUNNING, decode, now_ms};
+use crate::{Exporters, PAUSED, RUNNING, decode, now_ms};
+use covenant_registry::AuditContext;
 use covenant_store::context::{public_id, qualify_with_parent};
 use covenant_store::exporters::{ExporterRecord, Lease};
-use covenant_store::{AuditQuery, Scope, Store, StoreError};
+use covenant_store::{AuditQuery, AuditTarget, Scope, Store, StoreError};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
@@ -88,6 +96,8 @@ impl Exporters {
                 .iter()
                 .any(|r| &r.name == name && r.state == RUNNING)
         });
+        self.skipped_tally()
+            .retain(|name, _| held.contains_key(name));
         for record in records.iter().filter(|r| r.state == RUNNING) {
             if !held.contains_key(&record.name) {
                 match self.store.lease(&record.name).await {
@@ -162,9 +172,61 @@ impl Exporters {
         Ok(())
     }
 
+    fn skipped_tally(&self) -> std::sync::MutexGuard<'_, HashMap<String, BTreeSet<String>>> {
+        self.skipped.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The trace of a step that went well: how many subjects are not copied because the
+    /// creator may not read them (a count; their names are not for every reader).
+    fn skipped_note(&self, name: &str) -> String {
+        match self.skipped_tally().get(name).map_or(0, BTreeSet::len) {
+            0 => String::new(),
+            1 => "1 subject skipped for authorization: the exporter's creator may not read it"
+                .to_string(),
+            n => format!(
+                "{n} subjects skipped for authorization: the exporter's creator may not read them"
+            ),
+        }
+    }
+
+    /// Pauses an exporter whose creator may no longer administer exporters, saying so in
+    /// its trace and in the audit trail.
+    async fn pause_for_authority(&self, name: &str) -> Result<(), CopyError> {
+        let Some(mut current) = self.store.exporter(name).await? else {
+            return Ok(());
+        };
+        if current.state != RUNNING {
+            return Ok(());
+        }
+        let why = "paused: the exporter's creator no longer may administer exporters";
+        current.state = PAUSED.into();
+        current.trace = why.into();
+        current.ts = now_ms();
+        let audit = AuditContext {
+            principal: "covenant".into(),
+            ..AuditContext::default()
+        };
+        let entry = audit.entry(
+            "exporter.pause",
+            AuditTarget {
+                detail: Some(format!("exporter {name} {why}")),
+                ..AuditTarget::default()
+            },
+        );
+        tracing::warn!(exporter = %name, "{why}");
+        self.store.update_exporter(&current, Some(&entry)).await?;
+        self.skipped_tally().remove(name);
+        self.wake.notify_one();
+        Ok(())
+    }
+
     /// One step of one exporter: the full copy if it has none yet, else the trail since its
-    /// offset, page by page.
+    /// offset, page by page; all of it as the exporter's creator.
     async fn advance(&self, record: &ExporterRecord) -> Result<(), CopyError> {
+        let creator = Creator::decode(&record.creator);
+        if !self.authority.may_administer(&creator) {
+            return self.pause_for_authority(&record.name).await;
+        }
         let spec = decode(record).map_err(|e| CopyError::Spec(e.to_string()))?;
         let destination = Destination::new(&spec.config)?;
         let source = self.registry.store().clone();
@@ -175,7 +237,10 @@ impl Exporters {
             spec: &spec,
             destination: &destination,
             source: source.as_ref(),
+            authority: self.authority.as_ref(),
+            creator: &creator,
             done: HashSet::new(),
+            skipped: BTreeSet::new(),
         };
         if record.offset == 0 {
             for (subject, _) in source.subjects().await? {
@@ -183,13 +248,40 @@ impl Exporters {
                     copier.copy(subject, 0).await?;
                 }
             }
+            let skipped = copier.skipped_exported();
+            self.skipped_tally().insert(record.name.clone(), skipped);
             // Changes made during the copy are in the trail after `last`: copied next time.
+            let note = self.skipped_note(&record.name);
             return Ok(self
                 .store
-                .record_progress(&record.name, last, now_ms(), "")
+                .record_progress(&record.name, last, now_ms(), &note)
                 .await?);
         }
+        // What this node has not yet counted (its first step since it took the exporter):
+        // every exported subject the creator may not read.
+        let known = self.skipped_tally().get(&record.name).cloned();
+        let mut retry = match known {
+            Some(known) => known,
+            None => {
+                let mut unreadable = BTreeSet::new();
+                for (subject, _) in source.subjects().await? {
+                    if spec.exports(&subject) && !self.authority.may_read(&creator, &subject) {
+                        unreadable.insert(subject);
+                    }
+                }
+                self.skipped_tally()
+                    .insert(record.name.clone(), unreadable.clone());
+                unreadable
+            }
+        };
+        // Skipped subjects the creator may read by now are copied whole, as if they changed.
+        retry.retain(|s| spec.exports(s) && self.authority.may_read(&creator, s));
+        for subject in retry {
+            copier.copy(subject, 0).await?;
+        }
+        self.settle_skips(&record.name, &copier);
         let mut offset = record.offset;
+        let mut trace = record.trace.clone();
         loop {
             let query = AuditQuery {
                 after: offset,
@@ -201,6 +293,9 @@ impl Exporters {
             let Some(newest) = entries.last().map(|e| e.seq) else {
                 break;
             };
+            if !self.authority.may_administer(&creator) {
+                return self.pause_for_authority(&record.name).await;
+            }
             let changed: BTreeSet<&str> = entries
                 .iter()
                 .filter(|e| copies(&e.operation))
@@ -208,25 +303,39 @@ impl Exporters {
                 .filter(|s| spec.exports(s))
                 .collect();
             copier.done.clear();
+            copier.skipped.clear();
             for subject in changed {
                 copier.copy(subject.to_string(), 0).await?;
             }
+            self.settle_skips(&record.name, &copier);
             offset = newest;
+            trace = self.skipped_note(&record.name);
             self.store
-                .record_progress(&record.name, offset, now_ms(), "")
+                .record_progress(&record.name, offset, now_ms(), &trace)
                 .await?;
             if (entries.len() as i64) < PAGE {
                 break;
             }
         }
-        if offset == record.offset && !record.trace.is_empty() {
+        let note = self.skipped_note(&record.name);
+        if offset == record.offset && trace != note {
             self.store
-                .record_progress(&record.name, offset, now_ms(), "")
+                .record_progress(&record.name, offset, now_ms(), &note)
                 .await?;
         }
         metrics::gauge!("covenant_exporter_lag", "exporter" => record.name.clone())
             .set((last - offset).max(0) as f64);
         Ok(())
+    }
+
+    /// Folds what a copier did into the exporter's tally: subjects it copied leave it, the
+    /// exported subjects it skipped join it.
+    fn settle_skips(&self, name: &str, copier: &Copier<'_>) {
+        let skipped = copier.skipped_exported();
+        let mut tally = self.skipped_tally();
+        let entry = tally.entry(name.to_string()).or_default();
+        entry.retain(|s| !copier.done.contains(s) || copier.skipped.contains(s));
+        entry.extend(skipped);
     }
 }
 
@@ -236,19 +345,54 @@ struct Copier<'a> {
     spec: &'a ExporterSpec,
     destination: &'a Destination,
     source: &'a dyn Store,
+    authority: &'a dyn ExportAuthority,
+    creator: &'a Creator,
     /// Subjects already copied in this step (references are copied before their referrers).
     done: HashSet<String>,
+    /// Subjects not copied in this step because the creator may not read them, or because
+    /// they refer to such a subject.
+    skipped: BTreeSet<String>,
 }
 
-type CopyFuture<'f> = Pin<Box<dyn Future<Output = Result<(), CopyError>> + Send + 'f>>;
+/// Whether the subject is on the destination (copied, or being copied further up the
+/// chain of references) rather than skipped.
+type CopyFuture<'f> = Pin<Box<dyn Future<Output = Result<bool, CopyError>> + Send + 'f>>;
 
 impl Copier<'_> {
+    /// The skipped subjects the exporter's patterns match (a referenced subject outside
+    /// them is accounted for by its referrer).
+    fn skipped_exported(&self) -> BTreeSet<String> {
+        self.skipped
+            .iter()
+            .filter(|s| self.spec.exports(s))
+            .cloned()
+            .collect()
+    }
+
     fn copy(&mut self, subject: String, depth: usize) -> CopyFuture<'_> {
         Box::pin(async move {
-            if depth > REFERENCE_DEPTH || !self.done.insert(subject.clone()) {
-                return Ok(());
+            if self.skipped.contains(&subject) {
+                return Ok(false);
+            }
+            if depth > REFERENCE_DEPTH || self.done.contains(&subject) {
+                return Ok(true);
+            }
+            if !self.authority.may_read(self.creator, &subject) {
+                self.skipped.insert(subject);
+                return Ok(false);
             }
             let versions = self.source.subject_versions(&subject).await?;
+            // A schema referring to a subject the creator may not read cannot be copied
+            // without it: decided before asking the destination anything.
+            let blocked = versions.iter().flat_map(|v| &v.schema.references).any(|r| {
+                let referenced = qualify_with_parent(&subject, &r.subject);
+                !self.authority.may_read(self.creator, &referenced)
+            });
+            if blocked {
+                self.skipped.insert(subject);
+                return Ok(false);
+            }
+            self.done.insert(subject.clone());
             let target = self.spec.destination_subject(&subject);
             let held = self.destination.versions(&target, true).await?;
             let live = self.destination.versions(&target, false).await?;
@@ -257,7 +401,10 @@ impl Copier<'_> {
                 if !held.contains(&v.version) {
                     for r in &v.schema.references {
                         let referenced = qualify_with_parent(&subject, &r.subject);
-                        self.copy(referenced, depth + 1).await?;
+                        if !self.copy(referenced, depth + 1).await? {
+                            self.skipped.insert(subject);
+                            return Ok(false);
+                        }
                     }
                     if !import_mode {
                         self.destination.import_mode(&target).await?;
@@ -289,7 +436,8 @@ impl Copier<'_> {
                     .delete_version(&target, *gone, true)
                     .await?;
             }
-            self.copy_config(&subject, &target).await
+            self.copy_config(&subject, &target).await?;
+            Ok(true)
         })
     }
 

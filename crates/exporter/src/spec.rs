@@ -58,6 +58,97 @@ impl SpecError {
 
 pub const URL_KEY: &str = "schema.registry.url";
 
+/// What the API shows instead of a credential; sent back in a change, it keeps the stored one.
+pub const HIDDEN: &str = "[hidden]";
+
+/// Whether a destination config key holds a credential: never answered by the API.
+pub fn is_secret_key(key: &str) -> bool {
+    let key = key.trim().to_ascii_lowercase();
+    key == "basic.auth.user.info"
+        || key == "bearer.auth.token"
+        || ["password", ".key", "secret", "token", "user.info"]
+            .iter()
+            .any(|end| key.ends_with(end))
+}
+
+/// Splits `scheme://userinfo@rest` into its scheme part, userinfo and the rest; `None`
+/// when the URL names no userinfo.
+fn split_userinfo(url: &str) -> Option<(&str, &str, &str)> {
+    let start = url.find("://")? + 3;
+    let authority_end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let at = url[start..authority_end].rfind('@')? + start;
+    Some((&url[..start], &url[start..at], &url[at + 1..]))
+}
+
+/// The URL without the user name and password it may carry, for messages.
+pub fn url_without_userinfo(url: &str) -> String {
+    match split_userinfo(url) {
+        Some((scheme, _, rest)) => format!("{scheme}{rest}"),
+        None => url.to_string(),
+    }
+}
+
+/// The URL with the user name and password it may carry replaced by [`HIDDEN`].
+fn url_redacted(url: &str) -> String {
+    match split_userinfo(url) {
+        Some((scheme, _, rest)) => format!("{scheme}{HIDDEN}@{rest}"),
+        None => url.to_string(),
+    }
+}
+
+/// The password of the URL's userinfo, if it has one.
+pub(crate) fn url_password(url: &str) -> Option<&str> {
+    let (_, userinfo, _) = split_userinfo(url)?;
+    userinfo
+        .split_once(':')
+        .map(|(_, password)| password)
+        .filter(|p| !p.is_empty())
+}
+
+/// A destination config as the API shows it: credentials (and a password in the URL)
+/// replaced by [`HIDDEN`].
+pub fn redacted_config(config: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    config
+        .iter()
+        .map(|(k, v)| {
+            let shown = if is_secret_key(k) {
+                HIDDEN.to_string()
+            } else if k == URL_KEY {
+                url_redacted(v)
+            } else {
+                v.clone()
+            };
+            (k.clone(), shown)
+        })
+        .collect()
+}
+
+/// Puts the stored value back wherever `given` sends the redacted one (as a client that
+/// read the config and changed another key does); a placeholder with nothing stored behind
+/// it is refused rather than stored as a credential.
+pub fn restore_hidden(
+    given: &mut BTreeMap<String, String>,
+    stored: &BTreeMap<String, String>,
+) -> Result<(), SpecError> {
+    for (key, value) in given.iter_mut() {
+        if !value.contains(HIDDEN) {
+            continue;
+        }
+        match stored.get(key) {
+            Some(old) if is_secret_key(key) && value == HIDDEN => *value = old.clone(),
+            Some(old) if key == URL_KEY && *value == url_redacted(old) => *value = old.clone(),
+            _ => {
+                return Err(SpecError::InvalidConfig(format!(
+                    "config '{key}' holds the placeholder {HIDDEN}, and no value is stored to keep; give the value itself"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Subject patterns per exporter, and characters per pattern (a subject name's limit).
 pub const MAX_PATTERNS: usize = 1000;
 pub const MAX_PATTERN_CHARS: usize = 1024;
@@ -107,6 +198,14 @@ impl ExporterSpec {
             }
         }
         Ok(())
+    }
+
+    /// This specification as the API shows it: credentials hidden.
+    pub fn redacted(&self) -> ExporterSpec {
+        ExporterSpec {
+            config: redacted_config(&self.config),
+            ..self.clone()
+        }
     }
 
     /// Whether a source subject is exported.
@@ -211,6 +310,55 @@ mod tests {
             spec(ContextType::Auto).destination_subject(":.a:orders"),
             ":.dr:dc_orders"
         );
+    }
+
+    #[test]
+    fn credentials_are_hidden_and_kept_when_sent_back() {
+        let stored = BTreeMap::from([
+            (
+                URL_KEY.to_string(),
+                "https://u:url-pw-1@b.example:8081/sr".to_string(),
+            ),
+            ("basic.auth.user.info".to_string(), "u:pw-2".to_string()),
+            ("bearer.auth.token".to_string(), "tok-3".to_string()),
+            ("ssl.keystore.password".to_string(), "ks-4".to_string()),
+            ("bearer.auth.client.secret".to_string(), "cs-5".to_string()),
+            ("ssl.key".to_string(), "pem-6".to_string()),
+            ("Basic.Auth.User.Info".to_string(), "x:y-7".to_string()),
+            ("context.name".to_string(), "visible".to_string()),
+        ]);
+        let shown = redacted_config(&stored);
+        assert_eq!(shown[URL_KEY], "https://[hidden]@b.example:8081/sr");
+        assert_eq!(shown["context.name"], "visible");
+        for key in stored
+            .keys()
+            .filter(|k| *k != URL_KEY && *k != "context.name")
+        {
+            assert_eq!(shown[key], HIDDEN, "{key}");
+        }
+        let text = format!("{shown:?}");
+        for secret in ["url-pw-1", "pw-2", "tok-3", "ks-4", "cs-5", "pem-6", "y-7"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        let mut sent_back = shown.clone();
+        sent_back.insert("context.name".into(), "changed".into());
+        restore_hidden(&mut sent_back, &stored).unwrap();
+        assert_eq!(sent_back["basic.auth.user.info"], "u:pw-2");
+        assert_eq!(sent_back[URL_KEY], stored[URL_KEY]);
+        assert_eq!(sent_back["context.name"], "changed");
+        let mut nothing_behind = BTreeMap::from([("new.password".to_string(), HIDDEN.into())]);
+        assert!(restore_hidden(&mut nothing_behind, &stored).is_err());
+        let mut other_host = BTreeMap::from([(
+            URL_KEY.to_string(),
+            "https://[hidden]@evil.example".to_string(),
+        )]);
+        assert!(restore_hidden(&mut other_host, &stored).is_err());
+        assert_eq!(
+            url_without_userinfo("http://a:b@h:1/p?q=x@y"),
+            "http://h:1/p?q=x@y"
+        );
+        assert_eq!(url_without_userinfo("http://h:1/a@b"), "http://h:1/a@b");
+        assert_eq!(url_password("http://a:b@h"), Some("b"));
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! Confluent's `/exporters` (Schema Linking): replication of subjects to another registry,
-//! run by `covenant serve` (see `covenant_exporter`). Exporter records hold destination
-//! credentials, so everything but the list and the status needs `Admin` on the registry.
+//! run by `covenant serve` (see `covenant_exporter`). Everything but the list and the status
+//! needs `Admin` on the registry, and an exporter runs with the rights of the principal that
+//! created it (see [`crate::exporter_authority`]). Credentials never leave the server: the
+//! specification and config answer them as `[hidden]`, and sending `[hidden]` back keeps
+//! the stored value.
 
 use crate::AppState;
 use crate::audit::Audited;
 use crate::error::ApiError;
 use crate::extract::{ConfluentJson, SafePath};
 use crate::handlers::ok;
+use crate::principal::Principal;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -24,7 +28,11 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
         "/exporters",
         "Creates an exporter: name, subjects (patterns with *), contextType (AUTO, CUSTOM, NONE), context, subjectRenameFormat, config (schema.registry.url and its credentials).",
     ),
-    ("GET", "/exporters/{name}", "An exporter's specification."),
+    (
+        "GET",
+        "/exporters/{name}",
+        "An exporter's specification, credentials hidden.",
+    ),
     (
         "PUT",
         "/exporters/{name}",
@@ -34,12 +42,12 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "GET",
         "/exporters/{name}/config",
-        "An exporter's destination config.",
+        "An exporter's destination config, credentials hidden.",
     ),
     (
         "PUT",
         "/exporters/{name}/config",
-        "Merges keys into a paused exporter's destination config.",
+        "Merges keys into a paused exporter's destination config ([hidden] keeps a stored credential).",
     ),
     ("PUT", "/exporters/{name}/pause", "Pauses an exporter."),
     (
@@ -55,7 +63,7 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "GET",
         "/exporters/{name}/status",
-        "State, offset (the last change copied), lag (changes not copied yet), time and the last error.",
+        "State, offset (the last change copied), lag (changes not copied yet), time and the last error or the count of subjects skipped for authorization.",
     ),
 ];
 
@@ -80,12 +88,18 @@ pub async fn list(State(state): State<AppState>) -> ApiResult {
     Ok(ok(json!(exporters(&state)?.names().await?)))
 }
 
+/// The exporter records its creator; the exporters check the creator's own Admin grant
+/// again (through their authority), whatever the route's guard let through.
 pub async fn create(
     State(state): State<AppState>,
+    principal: Principal,
     Audited(audit): Audited,
     ConfluentJson(body): ConfluentJson<Map<String, Value>>,
 ) -> ApiResult {
-    Ok(named(exporters(&state)?.create(&body, &audit).await?))
+    let creator = crate::exporter_authority::creator_of(&principal);
+    Ok(named(
+        exporters(&state)?.create(&body, &creator, &audit).await?,
+    ))
 }
 
 pub async fn info(State(state): State<AppState>, SafePath(name): SafePath<String>) -> ApiResult {

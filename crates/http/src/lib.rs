@@ -10,6 +10,7 @@ pub mod auth;
 mod context_prefix;
 pub mod deprecation_signals;
 pub mod error;
+pub mod exporter_authority;
 mod exporter_routes;
 pub mod extract;
 pub mod governance;

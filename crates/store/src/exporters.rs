@@ -26,6 +26,9 @@ pub struct ExporterRecord {
     pub ts: i64,
     /// The last error, empty while all is well.
     pub trace: String,
+    /// Who created the exporter, whose rights its runs are held to (opaque JSON here; the
+    /// exporter crate reads it). Empty for exporters stored before creators were recorded.
+    pub creator: String,
 }
 
 /// Holds an exporter for one node while alive; dropping it lets another node take over.
@@ -46,8 +49,8 @@ pub trait ExporterStore: Send + Sync {
     /// Every exporter, by name.
     async fn exporters(&self) -> StoreResult<Vec<ExporterRecord>>;
 
-    /// Replaces the specification and state (and, for a reset, the offset); `false` when there
-    /// is no such exporter.
+    /// Replaces the specification and state (and, for a reset, the offset) with the record's;
+    /// its creator is written back as given. `false` when there is no such exporter.
     async fn update_exporter(
         &self,
         record: &ExporterRecord,

@@ -10,9 +10,10 @@ use crate::postgres::append_line;
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
 
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "CREATE TABLE exp_exporters (
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "CREATE TABLE exp_exporters (
         name TEXT COLLATE \"C\" PRIMARY KEY,
         spec TEXT NOT NULL,
         state TEXT NOT NULL,
@@ -20,13 +21,19 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         ts BIGINT NOT NULL,
         trace TEXT NOT NULL
     );",
-)];
+    ),
+    // The principal that created each exporter: its runs are held to that principal's rights.
+    (
+        2,
+        "ALTER TABLE exp_exporters ADD COLUMN creator TEXT NOT NULL DEFAULT '';",
+    ),
+];
 
 /// Advisory lock namespaces (first key of the two-key form): migrations and leases.
 const LOCK_MIGRATIONS: i32 = 0x436f_0301;
 const LOCK_LEASE: i32 = 0x436f_0302;
 
-const COLUMNS: &str = "name, spec, state, progress, ts, trace";
+const COLUMNS: &str = "name, spec, state, progress, ts, trace, creator";
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
@@ -40,6 +47,7 @@ fn read(row: &tokio_postgres::Row) -> StoreResult<ExporterRecord> {
         offset: row.try_get(3).map_err(backend)?,
         ts: row.try_get(4).map_err(backend)?,
         trace: row.try_get(5).map_err(backend)?,
+        creator: row.try_get(6).map_err(backend)?,
     })
 }
 
@@ -61,7 +69,7 @@ impl PostgresExporterStore {
         self.tables.client().await
     }
 
-    /// Runs `sql` (an insert or update binding the record's columns as $1..$6) with its audit
+    /// Runs `sql` (an insert or update binding the record's columns as $1..$7) with its audit
     /// line, appended in the same transaction only when a row changed; answers whether one did.
     async fn write_record(
         &self,
@@ -81,6 +89,7 @@ impl PostgresExporterStore {
                     &record.offset,
                     &record.ts,
                     &record.trace,
+                    &record.creator,
                 ],
             )
             .await
@@ -115,8 +124,8 @@ impl ExporterStore for PostgresExporterStore {
         audit: AuditLine<'_>,
     ) -> StoreResult<bool> {
         self.write_record(
-            "INSERT INTO exp_exporters(name, spec, state, progress, ts, trace) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
+            "INSERT INTO exp_exporters(name, spec, state, progress, ts, trace, creator) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO NOTHING",
             record,
             audit,
         )
@@ -154,7 +163,7 @@ impl ExporterStore for PostgresExporterStore {
     ) -> StoreResult<bool> {
         self.write_record(
             "UPDATE exp_exporters SET spec = $2, state = $3, progress = $4, ts = $5, \
-             trace = $6 WHERE name = $1",
+             trace = $6, creator = $7 WHERE name = $1",
             record,
             audit,
         )

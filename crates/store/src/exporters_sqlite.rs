@@ -10,9 +10,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "CREATE TABLE exp_exporters (
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "CREATE TABLE exp_exporters (
         name TEXT PRIMARY KEY,
         spec TEXT NOT NULL,
         state TEXT NOT NULL,
@@ -20,9 +21,15 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         ts INTEGER NOT NULL,
         trace TEXT NOT NULL
     );",
-)];
+    ),
+    // The principal that created each exporter: its runs are held to that principal's rights.
+    (
+        2,
+        "ALTER TABLE exp_exporters ADD COLUMN creator TEXT NOT NULL DEFAULT '';",
+    ),
+];
 
-const COLUMNS: &str = "name, spec, state, progress, ts, trace";
+const COLUMNS: &str = "name, spec, state, progress, ts, trace, creator";
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
@@ -36,6 +43,7 @@ fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExporterRecord> {
         offset: r.get(3)?,
         ts: r.get(4)?,
         trace: r.get(5)?,
+        creator: r.get(6)?,
     })
 }
 
@@ -70,7 +78,7 @@ impl SqliteExporterStore {
 }
 
 impl SqliteExporterStore {
-    /// Runs `sql` (an insert or update binding the record's columns as ?1..?6) with its audit
+    /// Runs `sql` (an insert or update binding the record's columns as ?1..?7) with its audit
     /// line, appended only when a row changed; answers whether one did.
     fn write_record(
         &self,
@@ -88,7 +96,8 @@ impl SqliteExporterStore {
                         record.state,
                         record.offset,
                         record.ts,
-                        record.trace
+                        record.trace,
+                        record.creator
                     ],
                 )
                 .map_err(backend)?;
@@ -108,8 +117,8 @@ impl ExporterStore for SqliteExporterStore {
         audit: AuditLine<'_>,
     ) -> StoreResult<bool> {
         self.write_record(
-            "INSERT INTO exp_exporters(name, spec, state, progress, ts, trace) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO NOTHING",
+            "INSERT INTO exp_exporters(name, spec, state, progress, ts, trace, creator) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(name) DO NOTHING",
             record,
             audit,
         )
@@ -150,7 +159,7 @@ impl ExporterStore for SqliteExporterStore {
     ) -> StoreResult<bool> {
         self.write_record(
             "UPDATE exp_exporters SET spec = ?2, state = ?3, progress = ?4, ts = ?5, \
-             trace = ?6 WHERE name = ?1",
+             trace = ?6, creator = ?7 WHERE name = ?1",
             record,
             audit,
         )
