@@ -147,6 +147,12 @@ pub struct ServeAuthArgs {
     /// --anonymous-operations lists).
     #[arg(long)]
     pub allow_anonymous: bool,
+    /// Host names (as clients write them in the URL) served to callers without credentials,
+    /// besides loopback names and IP addresses, which are always served; repeatable. Any
+    /// other `Host` is refused whenever callers without credentials may act, so a web page
+    /// cannot use DNS rebinding to act as one.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
     /// With authentication, operations callers without credentials may perform
     /// (comma-separated: read,write,delete,govern,admin).
     #[arg(long, value_delimiter = ',', value_name = "OPERATIONS")]
@@ -232,7 +238,8 @@ pub async fn layer(args: &ServeAuthArgs, address: SocketAddr) -> anyhow::Result<
         jwt: jwt_verifier(args).await?,
         client_certificates: args.tls_client_ca.is_some(),
         anonymous_operations,
-        loopback_hosts_only: !enabled,
+        loopback_hosts_only: true,
+        allowed_hosts: args.allowed_hosts.clone(),
         denial_hook: None,
         failure_limit: FailureLimit {
             max_failures: args.max_failed_logins,

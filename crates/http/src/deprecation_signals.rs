@@ -9,6 +9,7 @@
 //! a deprecation or a version) and each answered target's headers are kept until the next
 //! reload; with no live record a read costs one lock and a clock read.
 
+use crate::auth::{Access, Operation};
 use crate::reads::ReadTarget;
 use axum::http::{HeaderMap, HeaderValue, header};
 use covenant_governance::{Deprecation, DeprecationTarget, Governance, Stage};
@@ -72,23 +73,34 @@ impl DeprecationSignals {
         }
     }
 
-    /// The headers a read of `target` carries, if any record covers it. A store failure is
-    /// logged and answered without headers: signalling never fails a read.
+    /// The headers a read of `target` carries, if any record covers it, speaking only of
+    /// subjects `access` may read (a schema id shared with another team's subject carries
+    /// none of that team's records, and no link names a subject the caller cannot read). A
+    /// store failure is logged and answered without headers: signalling never fails a read.
     pub async fn signal(
         &self,
         registry: &Registry,
         gov: &Governance,
         target: &ReadTarget,
+        access: &Access,
     ) -> Option<Arc<Signal>> {
+        // Answers are cached for callers who read everything; others' are computed each time.
+        let shared = access.allows_everywhere(Operation::Read);
         let records = match self.cached(target) {
-            Cached::Answer(answer) => return answer,
+            Cached::Answer(answer) if shared => return answer,
+            Cached::Answer(_) => self.records()?,
             Cached::Records(records) => records,
             Cached::Stale => self.reload(gov).await?,
         };
         if records.is_empty() {
             return None;
         }
-        let answer = compute(registry, &records, target).await.map(Arc::new);
+        let answer = compute(registry, &records, target, access)
+            .await
+            .map(Arc::new);
+        if !shared {
+            return answer;
+        }
         if let Ok(mut s) = self.snapshot.lock()
             && Arc::ptr_eq(&s.by_subject, &records)
             && s.answered.len() < MAX_CACHED
@@ -96,6 +108,10 @@ impl DeprecationSignals {
             s.answered.insert(target.clone(), answer.clone());
         }
         answer
+    }
+
+    fn records(&self) -> Option<Arc<HashMap<String, Vec<Deprecation>>>> {
+        self.snapshot.lock().ok().map(|s| s.by_subject.clone())
     }
 
     fn cached(&self, target: &ReadTarget) -> Cached {
@@ -193,10 +209,18 @@ fn encode(text: &str) -> String {
 /// Where readers of a covered version go next: for a subject target, the latest version of
 /// the subject its replacement names; otherwise the subject's latest version when the record
 /// does not cover it too.
-async fn successor(registry: &Registry, record: &Deprecation, version: i64) -> Option<String> {
+async fn successor(
+    registry: &Registry,
+    record: &Deprecation,
+    version: i64,
+    access: &Access,
+) -> Option<String> {
     let (subject, version) = match &record.target {
         DeprecationTarget::Subject { .. } => {
             let next = record.replacement.as_deref()?;
+            if !access.can_read(next) {
+                return None;
+            }
             registry
                 .version(next, VersionSpec::Latest, false)
                 .await
@@ -220,11 +244,15 @@ async fn compute(
     registry: &Registry,
     by_subject: &HashMap<String, Vec<Deprecation>>,
     target: &ReadTarget,
+    access: &Access,
 ) -> Option<Signal> {
     let mut since: Option<i64> = None;
     let mut sunset: Option<i64> = None;
     let mut links: Vec<String> = Vec::new();
     for (subject, version, schema_id) in versions_read(registry, target).await {
+        if !access.can_read(&subject) {
+            continue;
+        }
         for record in by_subject.get(&subject).into_iter().flatten() {
             if !covers(registry, record, version, schema_id).await {
                 continue;
@@ -241,7 +269,7 @@ async fn compute(
             if !links.contains(&record_link) {
                 links.push(record_link);
             }
-            if let Some(next) = successor(registry, record, version).await {
+            if let Some(next) = successor(registry, record, version, access).await {
                 let link = format!("<{next}>; rel=\"successor-version\"");
                 if !links.contains(&link) {
                     links.push(link);

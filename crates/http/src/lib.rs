@@ -15,6 +15,7 @@ mod exporter_routes;
 pub mod extract;
 pub mod governance;
 mod handlers;
+mod metrics_view;
 pub mod openapi;
 mod policy_routes;
 pub mod principal;
@@ -60,15 +61,21 @@ pub struct AppState {
 
 impl AppState {
     /// Answers a schema fetch: counts it (when governance is on) and adds the deprecation
-    /// headers of what it read, so every read route signals deprecation the same way.
+    /// headers of what it read, so every read route signals deprecation the same way. The
+    /// headers speak only of subjects `access` may read.
     pub async fn answer_read(
         &self,
         principal: &principal::Principal,
+        access: &auth::Access,
         target: reads::ReadTarget,
         mut response: Response,
     ) -> Response {
         if let Some(gov) = &self.governance {
-            if let Some(signal) = self.signals.signal(&self.registry, gov, &target).await {
+            if let Some(signal) = self
+                .signals
+                .signal(&self.registry, gov, &target, access)
+                .await
+            {
                 signal.apply(response.headers_mut());
             }
             self.reads.count(reads::reader_of(principal), target);

@@ -29,6 +29,8 @@ pub struct Principal {
     pub source: Option<SocketAddr>,
     /// The `User-Agent` header, which attributes anonymous reads.
     pub user_agent: Option<String>,
+    /// When the credential stops being valid (a token's `exp`, seconds since the epoch).
+    pub expires: Option<u64>,
 }
 
 impl Principal {
@@ -47,6 +49,7 @@ impl Principal {
                 .get(axum::http::header::USER_AGENT)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string),
+            expires: None,
         }
     }
 

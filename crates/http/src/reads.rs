@@ -230,6 +230,7 @@ mod tests {
             method: crate::principal::AuthMethod::Anonymous,
             source: None,
             user_agent: Some("billing/2.1".into()),
+            expires: None,
         };
         assert_eq!(reader_of(&p), "billing/2.1");
         p.name = Some("svc-billing".into());

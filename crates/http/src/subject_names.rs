@@ -20,7 +20,7 @@ pub(crate) async fn check(request: Request, next: Next) -> Response {
         .map(|p| p.as_str().to_string());
     if let Some(template) = template
         && parts.method != Method::DELETE
-        && route_access(parts.method.as_str(), &template).1 == Target::Subject
+        && route_access(parts.method.as_str(), &template).is_some_and(|r| r.1 == Target::Subject)
         && let Ok(Path(params)) =
             Path::<HashMap<String, String>>::from_request_parts(&mut parts, &()).await
         && let Some(subject) = params.get("subject")

@@ -227,13 +227,87 @@ fn principal(certificate: &CertificateDer<'_>, pattern: Option<&regex::Regex>) -
     let cert = x509_cert::Certificate::from_der(certificate.as_ref()).ok()?;
     let subject = cert.tbs_certificate().subject();
     let name = match pattern {
-        None => subject.common_name().ok()??.value().into_owned(),
-        Some(re) => re
-            .captures(&subject.to_string())?
-            .get(1)?
-            .as_str()
-            .to_string(),
+        None => only_common_name(subject)?,
+        Some(re) => {
+            // Several CNs name no one, whichever of them a pattern would pick.
+            let common_names = subject
+                .iter()
+                .filter(|atav| atav.oid == x509_cert::der::oid::db::rfc4519::COMMON_NAME)
+                .count();
+            if common_names > 1 {
+                return None;
+            }
+            let text = unambiguous_subject(subject);
+            let captured = re.captures(&text)?.get(1)?;
+            unescape(captured.as_str())?
+        }
     };
-    let name = name.trim().to_string();
     (!name.is_empty()).then_some(name)
+}
+
+/// The subject's one CN, exactly as written (no trimming); `None` when it has none or several.
+fn only_common_name(subject: &x509_cert::name::Name) -> Option<String> {
+    use x509_cert::der::asn1::{PrintableStringRef, Utf8StringRef};
+    use x509_cert::der::{Tag, Tagged};
+    let mut names = subject
+        .iter()
+        .filter(|atav| atav.oid == x509_cert::der::oid::db::rfc4519::COMMON_NAME);
+    let only = names.next()?;
+    if names.next().is_some() {
+        return None;
+    }
+    match only.value.tag() {
+        Tag::Utf8String => Utf8StringRef::try_from(&only.value)
+            .ok()
+            .map(|s| s.as_str().to_string()),
+        Tag::PrintableString => PrintableStringRef::try_from(&only.value)
+            .ok()
+            .map(|s| s.as_str().to_string()),
+        _ => None,
+    }
+}
+
+/// The subject as RFC 4514 text in which an attribute's value cannot pass for another
+/// attribute: besides RFC 4514's escapes, `=` in a value is escaped too, so `OU=CN=admin`
+/// reads `OU=CN\=admin` and a pattern such as `CN=([^,]+)` finds only a real CN.
+fn unambiguous_subject(subject: &x509_cert::name::Name) -> String {
+    let rdns: Vec<String> = subject
+        .iter_rdn()
+        .map(|rdn| {
+            rdn.iter()
+                .map(|atav| {
+                    let text = atav.to_string();
+                    match text.split_once('=') {
+                        Some((kind, value)) => format!("{kind}={}", value.replace('=', "\\=")),
+                        None => text,
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("+")
+        })
+        .collect();
+    // RFC 4514 writes the last RDN first.
+    rdns.into_iter().rev().collect::<Vec<_>>().join(",")
+}
+
+/// A captured value with its RFC 4514 escapes undone; `None` when an escape is cut off (the
+/// capture ended inside a value).
+fn unescape(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let next = chars.next()?;
+        if next.is_ascii_hexdigit() {
+            let low = chars.next().filter(char::is_ascii_hexdigit)?;
+            let byte = u8::from_str_radix(&format!("{next}{low}"), 16).ok()?;
+            out.push(char::from(byte));
+        } else {
+            out.push(next);
+        }
+    }
+    Some(out)
 }

@@ -146,6 +146,7 @@ struct Answer {
     status: u16,
     text: String,
     www_authenticate: Option<String>,
+    headers: Vec<(String, String)>,
 }
 
 impl Answer {
@@ -161,6 +162,8 @@ enum Who<'a> {
     Anonymous,
     Basic(&'a str, &'a str),
     Bearer(&'a str),
+    /// A verified TLS client certificate naming this CN (as the accept loop records it).
+    Certificate(&'a str),
 }
 
 impl Fixture {
@@ -191,6 +194,7 @@ impl Fixture {
             Who::Bearer(token) => {
                 request = request.header("authorization", format!("Bearer {token}"))
             }
+            Who::Certificate(_) => {}
         }
         if body.is_some() {
             request = request.header("content-type", "application/json");
@@ -203,12 +207,29 @@ impl Fixture {
             .unwrap();
         let address: SocketAddr = from.parse().unwrap();
         request.extensions_mut().insert(ConnectInfo(address));
+        if let Who::Certificate(name) = who {
+            request
+                .extensions_mut()
+                .insert(covenant_http::tls::ClientCertificate {
+                    common_name: name.to_string(),
+                });
+        }
         let response = self.router.clone().oneshot(request).await.unwrap();
         let status = response.status().as_u16();
         let www_authenticate = response
             .headers()
             .get("www-authenticate")
             .map(|v| v.to_str().unwrap().to_string());
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
             .await
             .unwrap();
@@ -216,22 +237,9 @@ impl Fixture {
             status,
             text: String::from_utf8_lossy(&bytes).into_owned(),
             www_authenticate,
+            headers,
         }
     }
-}
-
-/// A concrete path for a route template.
-fn concrete(template: &str, subject: &str, id: i64, guid: &str) -> String {
-    template
-        .replace("{subject}", subject)
-        .replace("{version}", "1")
-        .replace("{id}", &id.to_string())
-        .replace("{guid}", guid)
-        .replace("{consumer}", "c1")
-        .replace("{sampleId}", "1")
-        .replace("{profileId}", "1")
-        .replace("{context}", ".ctx-a")
-        .replace("{name}", "e1")
 }
 
 /// A body the route can read (its answer may still be an error; only authorization matters).
@@ -247,181 +255,418 @@ fn body_for(method: &str, template: &str) -> Option<String> {
     })
 }
 
-fn user_for(op: Operation) -> String {
-    format!("u-{}", op.name().to_lowercase())
+// ----- The generated permission matrix ------------------------------------------------------
+
+/// Team a's subject and context: what the matrix's principals are granted.
+const OWN: &str = "team-a-value";
+/// Team b's: granted only to the admin. Its schema carries [`SECRET_FIELD`].
+const OTHER: &str = "team-b-value";
+/// A team b subject no request names: it shares a schema id with [`OWN`] and has usage
+/// reported under [`HIDDEN_CLIENT`]. Any answer naming it leaks.
+const HIDDEN: &str = "team-b-hidden";
+const HIDDEN_CLIENT: &str = "svc-team-b-secret";
+
+/// What one grant of the matrix covers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scope {
+    /// `team-a*` subjects and the `.team-a` context's subjects.
+    TeamA,
+    /// `Config:`.
+    Registry,
+    /// Every subject and `Config:` (Karapace's `.*`).
+    Everything,
 }
 
-/// Every route: anonymous callers, a principal granted the route's operation and principals
-/// lacking it. Allowed calls are never 401/403 and show nothing of the secret subject;
-/// denied ones are 403 `40301` (401 `40101` when anonymous) and show nothing of it either.
-#[tokio::test]
-async fn permission_matrix_over_every_route() {
-    let mut checked = 0;
-    let shared = tempfile::tempdir().unwrap();
-    let auth_path = shared.path().join("auth.json");
-    std::fs::write(&auth_path, auth_file_text()).unwrap();
-    let auth = Arc::new(
-        Auth::new(AuthSettings {
-            auth_file: Some(auth_path),
-            ..AuthSettings::default()
-        })
-        .unwrap(),
-    );
-    for (method, template) in ROUTES {
-        let f = fixture_in(tempfile::tempdir_in(shared.path()).unwrap(), auth.clone()).await;
-        let (op, target) = route_access(method, template);
-        let body = body_for(method, template);
-        let body = body.as_deref();
-        let allowed_user = user_for(op);
-        let allowed = Who::Basic(&allowed_user, "pw");
-        let label = format!("{method} {template}");
-        let assert_no_leak = |a: &Answer, who: &str| {
-            assert!(
-                !a.text.contains(SECRET_FIELD),
-                "{label} as {who} leaks the secret schema: {}",
-                a.text
-            );
-        };
-        match target {
-            Target::Public => {
-                let a = f
-                    .send(
-                        Who::Anonymous,
-                        method,
-                        &concrete(template, ALLOWED_SUBJECT, f.allowed_id, &f.allowed_guid),
-                        body,
-                    )
-                    .await;
-                assert!(
-                    a.status != 401 && a.status != 403,
-                    "{label} public: {}",
-                    a.status
-                );
-                checked += 1;
-            }
-            Target::Filtered => {
-                let uri = concrete(template, ALLOWED_SUBJECT, f.allowed_id, &f.allowed_guid);
-                for who in ["u-read", "outsider", "team-member"] {
-                    let a = f.send(Who::Basic(who, "pw"), method, &uri, body).await;
-                    assert!(
-                        a.status < 400 || who == "outsider",
-                        "{label} as {who}: {} {}",
-                        a.status,
-                        a.text
-                    );
-                    assert!(
-                        !a.text.contains(SECRET_SUBJECT),
-                        "{label} as {who} lists the secret subject: {}",
-                        a.text
-                    );
-                    assert_no_leak(&a, who);
-                }
-                // The secret schema's id reads as missing, for every principal but one that
-                // may read its subject.
-                let secret_uri = concrete(template, ALLOWED_SUBJECT, f.secret_id, &f.secret_guid);
-                if template.ends_with("/ids") {
-                    // Ids of a guid: the secret one is simply not listed.
-                    let a = f
-                        .send(Who::Basic("u-read", "pw"), method, &secret_uri, body)
-                        .await;
-                    assert_eq!(
-                        (a.status, a.text.as_str()),
-                        (200, "[]"),
-                        "{label} secret guid"
-                    );
-                } else if template.contains("{id}") || template.contains("{guid}") {
-                    let a = f
-                        .send(Who::Basic("u-read", "pw"), method, &secret_uri, body)
-                        .await;
-                    assert_eq!(
-                        (a.status, a.code()),
-                        (404, 40403),
-                        "{label} secret id: {}",
-                        a.text
-                    );
-                    assert_no_leak(&a, "u-read");
-                }
-                let a = f.send(Who::Anonymous, method, &uri, body).await;
-                assert_eq!((a.status, a.code()), (401, 40101), "{label} anonymous");
-                checked += 3;
-            }
-            Target::Global | Target::Subject => {
-                let uri = concrete(template, ALLOWED_SUBJECT, f.allowed_id, &f.allowed_guid);
-                let a = f.send(Who::Anonymous, method, &uri, body).await;
-                assert_eq!(
-                    (a.status, a.code()),
-                    (401, 40101),
-                    "{label} anonymous: {}",
-                    a.text
-                );
-                assert!(
-                    a.www_authenticate
-                        .as_deref()
-                        .is_some_and(|h| h.starts_with("Basic")),
-                    "{label}"
-                );
-                // Principals without the operation here.
-                let mut denied = vec![("outsider".to_string(), uri.clone())];
-                for weaker in Operation::ALL {
-                    if !grants(weaker, op, target) {
-                        denied.push((user_for(weaker), uri.clone()));
-                    }
-                }
-                if target == Target::Subject {
-                    // The allowed user, on a subject outside its grant.
-                    denied.push((
-                        allowed_user.clone(),
-                        concrete(template, SECRET_SUBJECT, f.allowed_id, &f.allowed_guid),
-                    ));
-                }
-                for (who, uri) in &denied {
-                    let a = f.send(Who::Basic(who, "pw"), method, uri, body).await;
-                    assert_eq!(
-                        (a.status, a.code()),
-                        (403, 40301),
-                        "{label} as {who} on {uri}: {}",
-                        a.text
-                    );
-                    assert!(
-                        a.text.contains(op.name()),
-                        "{label}: the refusal names the operation: {}",
-                        a.text
-                    );
-                    assert_no_leak(&a, who);
-                    checked += 1;
-                }
-                let a = f.send(allowed, method, &uri, body).await;
-                assert!(
-                    a.status != 401 && a.status != 403,
-                    "{label} as {allowed_user}: {} {}",
-                    a.status,
-                    a.text
-                );
-                assert!(
-                    !a.text.contains(SECRET_SUBJECT),
-                    "{label} as {allowed_user}: {}",
-                    a.text
-                );
-                assert_no_leak(&a, &allowed_user);
-                checked += 2;
-            }
+/// One caller of the matrix and its grants, restated here as the model the layer must obey.
+struct Caller {
+    label: &'static str,
+    who: Who<'static>,
+    grants: Vec<(Operation, Scope)>,
+}
+
+fn matrix_auth_file() -> String {
+    let team_a = ["SubjectPrefix:team-a", "SubjectPrefix::.team-a:"];
+    let mut users = Vec::new();
+    let mut permissions = Vec::new();
+    let mut grant = |grantee: (&str, &str), op: &str, resources: &[&str]| {
+        for r in resources {
+            permissions.push(json!({grantee.0: grantee.1, "operation": op, "resource": r}));
         }
+    };
+    for name in [
+        "m-nogrants",
+        "m-reader",
+        "m-writer",
+        "m-configwriter",
+        "m-governor",
+        "m-admin",
+        HIDDEN_CLIENT,
+    ] {
+        users.push(user(name, "pw"));
     }
-    println!(
-        "permission matrix: {} routes, {checked} checks",
-        ROUTES.len()
-    );
-    assert!(checked > 3 * ROUTES.len());
+    grant(("username", "m-reader"), "Read", &team_a);
+    grant(("username", "m-writer"), "Write", &team_a);
+    grant(("username", "m-configwriter"), "Write", &["Config:"]);
+    grant(("username", "m-governor"), "Govern", &team_a);
+    grant(("username", "m-governor"), "Govern", &["Config:"]);
+    grant(("username", "m-admin"), "Admin", &[".*"]);
+    grant(("username", HIDDEN_CLIENT), "Govern", &["Config:"]);
+    grant(("role", "team-a-deployers"), "Write", &team_a);
+    grant(("username", "svc-a.mtls"), "Delete", &team_a);
+    json!({"users": users, "permissions": permissions}).to_string()
 }
 
-/// The implication the layer applies, restated for the matrix.
-fn grants(granted: Operation, wanted: Operation, target: Target) -> bool {
+fn callers(jwt: &'static str) -> Vec<Caller> {
+    use Operation::*;
+    use Scope::*;
+    let basic = |name: &'static str| Who::Basic(name, "pw");
+    vec![
+        Caller {
+            label: "anonymous",
+            who: Who::Anonymous,
+            grants: vec![],
+        },
+        Caller {
+            label: "no grants",
+            who: basic("m-nogrants"),
+            grants: vec![],
+        },
+        Caller {
+            label: "reader",
+            who: basic("m-reader"),
+            grants: vec![(Read, TeamA)],
+        },
+        Caller {
+            label: "writer",
+            who: basic("m-writer"),
+            grants: vec![(Write, TeamA)],
+        },
+        Caller {
+            label: "config writer",
+            who: basic("m-configwriter"),
+            grants: vec![(Write, Registry)],
+        },
+        Caller {
+            label: "governor",
+            who: basic("m-governor"),
+            grants: vec![(Govern, TeamA), (Govern, Registry)],
+        },
+        Caller {
+            label: "admin",
+            who: basic("m-admin"),
+            grants: vec![(Admin, Everything)],
+        },
+        Caller {
+            label: "JWT role",
+            who: Who::Bearer(jwt),
+            grants: vec![(Write, TeamA)],
+        },
+        Caller {
+            label: "mTLS",
+            who: Who::Certificate("svc-a.mtls"),
+            grants: vec![(Delete, TeamA)],
+        },
+    ]
+}
+
+/// What a grant of `granted` allows, as the auth file's documentation says: every grant
+/// reads; `Write` writes and deletes, and on `Config:` changes the registry's config and
+/// mode; `Admin` does everything; the rest only themselves.
+fn implies(granted: Operation, wanted: Operation, registry: bool) -> bool {
     use Operation::*;
     match (granted, wanted) {
         (Admin, _) | (_, Read) => true,
         (Write, Write | Delete) => true,
-        (Write, Admin) => target == Target::Global,
+        (Write, Configure) => registry,
         (g, w) => g == w,
+    }
+}
+
+fn scope_covers(scope: Scope, resource: Option<&str>) -> bool {
+    match (scope, resource) {
+        (Scope::Everything, _) => true,
+        (Scope::Registry, None) => true,
+        (Scope::TeamA, Some(s)) => s.starts_with("team-a") || s.starts_with(":.team-a:"),
+        _ => false,
+    }
+}
+
+impl Caller {
+    fn authenticated(&self) -> bool {
+        !matches!(self.who, Who::Anonymous)
+    }
+
+    /// `resource`: a subject, or `None` for the registry.
+    fn may(&self, op: Operation, resource: Option<&str>) -> bool {
+        self.grants
+            .iter()
+            .any(|(g, scope)| scope_covers(*scope, resource) && implies(*g, op, resource.is_none()))
+    }
+
+    fn reads_team_b(&self) -> bool {
+        self.may(Operation::Read, Some(OTHER))
+    }
+}
+
+/// One request of the matrix: a concrete path, the subject it names (if any) and whether
+/// it reaches the route through the `/contexts/{context}/` prefix.
+struct Cell {
+    method: &'static str,
+    uri: String,
+    subject: Option<String>,
+}
+
+/// The requests for one route: on team a's and team b's subject (or once when the route
+/// names none), under its own path and, for subject routes, through the context prefix.
+fn cells(method: &'static str, template: &str, f: &Fixture) -> Vec<(bool, Cell)> {
+    let concrete = |subject: &str, (id, guid): (i64, &str)| {
+        template
+            .replace("{subject}", subject)
+            .replace("{version}", "1")
+            .replace("{id}", &id.to_string())
+            .replace("{guid}", guid)
+            .replace("{consumer}", "c1")
+            .replace("{sampleId}", "1")
+            .replace("{profileId}", "1")
+            .replace("{context}", ".team-a")
+            .replace("{name}", "e1")
+    };
+    let ids = (
+        (f.allowed_id, f.allowed_guid.as_str()),
+        (f.secret_id, f.secret_guid.as_str()),
+    );
+    let mut out = Vec::new();
+    for (own, subject, id) in [(true, OWN, ids.0), (false, OTHER, ids.1)] {
+        let named = template.contains("{subject}").then(|| subject.to_string());
+        out.push((
+            own,
+            Cell {
+                method,
+                uri: concrete(subject, id),
+                subject: named.clone(),
+            },
+        ));
+        let contextual = [
+            "/subjects/{subject}",
+            "/compatibility/",
+            "/config/{subject}",
+            "/mode/{subject}",
+        ];
+        if contextual.iter().any(|p| template.starts_with(p)) {
+            let team = if own { "team-a" } else { "team-b" };
+            out.push((
+                own,
+                Cell {
+                    method,
+                    uri: format!("/contexts/.{team}{}", concrete("orders", id)),
+                    subject: Some(format!(":.{team}:orders")),
+                },
+            ));
+        }
+    }
+    if !template.contains("{subject}") {
+        // Routes without a subject are asked once per caller; ids name each team's schema.
+        if !template.contains("{id}") && !template.contains("{guid}") {
+            out.truncate(1);
+        }
+    }
+    out
+}
+
+/// Whether `caller` may do what `rule` asks on `subject`, in the model above.
+fn expected(caller: &Caller, op: Operation, target: Target, subject: Option<&str>) -> bool {
+    let whole_context = subject.is_some_and(|s| s.starts_with(":.") && s.ends_with(':'));
+    match target {
+        Target::Public => true,
+        Target::Filtered => caller.authenticated(),
+        Target::Global => caller.may(op, None),
+        Target::Subject if whole_context => {
+            let op = if op == Operation::Write {
+                Operation::Configure
+            } else {
+                op
+            };
+            caller.may(op, None)
+        }
+        Target::Subject => caller.may(op, subject),
+    }
+}
+
+/// Every (method, route) the router serves, HEAD for every GET, and the context prefix for
+/// subject routes; every caller; team a's and team b's resources. A refused call is 401
+/// `40101` (anonymous) or 403 `40301`; an allowed one is neither. No answer's body or
+/// headers, and no caller's `/metrics`, names team b's hidden subject, its schema's secret
+/// field or its client unless the caller may read team b. A route added without a rule is
+/// refused to everyone, so it fails here.
+#[tokio::test]
+async fn generated_permission_matrix() {
+    let shared = tempfile::tempdir().unwrap();
+    let auth_path = shared.path().join("auth.json");
+    std::fs::write(&auth_path, matrix_auth_file()).unwrap();
+    let (key, jwk) = ed25519_key("m1");
+    let settings = JwtSettings {
+        issuer: None,
+        audience: None,
+        principal_claim: "sub".into(),
+        roles_claim: "roles".into(),
+    };
+    let verifier =
+        Arc::new(JwtVerifier::new(settings, &json!({"keys": [jwk]}).to_string()).unwrap());
+    let jwt: &'static str = Box::leak(
+        token(
+            &key,
+            "m1",
+            json!({"sub": "ci-deployer", "roles": ["team-a-deployers"], "exp": now() + 3600}),
+        )
+        .into_boxed_str(),
+    );
+    let auth = Arc::new(
+        Auth::new(AuthSettings {
+            auth_file: Some(auth_path),
+            jwt: Some(verifier),
+            client_certificates: true,
+            failure_limit: FailureLimit {
+                max_failures: 1000,
+                window: Duration::from_secs(60),
+            },
+            ..AuthSettings::default()
+        })
+        .unwrap(),
+    );
+    let callers = callers(jwt);
+    let mut routes: Vec<(&'static str, &'static str)> = ROUTES.to_vec();
+    routes.extend(
+        ROUTES
+            .iter()
+            .filter(|(m, _)| *m == "GET")
+            .map(|(_, t)| ("HEAD", *t)),
+    );
+    let mut cells_checked = 0;
+    for (method, template) in routes {
+        let f = matrix_fixture(tempfile::tempdir_in(shared.path()).unwrap(), auth.clone()).await;
+        let (op, target) = route_access(method, template)
+            .unwrap_or_else(|| panic!("{method} {template} has no authorization rule"));
+        for (own, cell) in cells(method, template, &f) {
+            for caller in &callers {
+                let allowed = expected(caller, op, target, cell.subject.as_deref());
+                let body = body_for(method, template);
+                let a = f
+                    .send(caller.who, cell.method, &cell.uri, body.as_deref())
+                    .await;
+                let label = format!(
+                    "{} {} as {} ({})",
+                    cell.method,
+                    cell.uri,
+                    caller.label,
+                    if own { "own" } else { "other" }
+                );
+                if allowed {
+                    assert!(
+                        a.status != 401 && a.status != 403,
+                        "{label}: allowed, got {} {}",
+                        a.status,
+                        a.text
+                    );
+                } else if caller.authenticated() {
+                    assert_eq!(a.status, 403, "{label}: {}", a.text);
+                    if method != "HEAD" {
+                        assert_eq!(a.code(), 40301, "{label}: {}", a.text);
+                    }
+                } else {
+                    assert_eq!(a.status, 401, "{label}: {}", a.text);
+                    assert!(a.www_authenticate.is_some(), "{label}");
+                }
+                if method == "HEAD" {
+                    assert!(a.text.is_empty(), "{label}: a HEAD answer has no body");
+                }
+                if !caller.reads_team_b() {
+                    assert_no_team_b(&label, &a);
+                }
+                cells_checked += 1;
+            }
+        }
+    }
+    // Metrics after usage of team b was reported: only the admin sees its labels.
+    let f = matrix_fixture(tempfile::tempdir_in(shared.path()).unwrap(), auth.clone()).await;
+    let report =
+        json!({"subject": HIDDEN, "client_id": HIDDEN_CLIENT, "fields_read": ["visible"], "records_by_version": {"1": 3}, "decode_failures": 2})
+            .to_string();
+    let a = f
+        .send(
+            Who::Basic(HIDDEN_CLIENT, "pw"),
+            "POST",
+            "/covenant/v1/usage",
+            Some(&report),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    let a = f
+        .send(Who::Basic("m-admin", "pw"), "GET", "/metrics", None)
+        .await;
+    assert!(
+        a.text.contains(HIDDEN_CLIENT),
+        "the admin sees every label: {}",
+        a.text
+    );
+    for caller in &callers {
+        let a = f.send(caller.who, "GET", "/metrics", None).await;
+        if !caller.reads_team_b() {
+            assert_no_team_b(&format!("/metrics as {}", caller.label), &a);
+        }
+        cells_checked += 1;
+    }
+    println!(
+        "generated permission matrix: {} routes (and HEAD for each GET), {} callers, {cells_checked} cells checked",
+        ROUTES.len(),
+        callers.len()
+    );
+    assert!(cells_checked > 2 * callers.len() * ROUTES.len());
+}
+
+fn assert_no_team_b(label: &str, a: &Answer) {
+    for secret in [HIDDEN, HIDDEN_CLIENT, SECRET_FIELD] {
+        assert!(
+            !a.text.contains(secret),
+            "{label}: the body names {secret}: {}",
+            a.text
+        );
+        for (name, value) in &a.headers {
+            assert!(
+                !value.contains(secret),
+                "{label}: header {name} names {secret}: {value}"
+            );
+        }
+    }
+}
+
+/// A fresh registry: team b's schema (with the secret field) under [`OTHER`], team a's
+/// under [`OWN`], the same schema under [`HIDDEN`] (one id, two teams), and usage.
+async fn matrix_fixture(dir: tempfile::TempDir, auth: Arc<Auth>) -> Fixture {
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let store = SqliteStore::open(&data).unwrap();
+    let registry = Arc::new(Registry::new(Arc::new(store)));
+    let governance_store = Arc::new(SqliteGovernanceStore::open(&data).unwrap());
+    let governance =
+        covenant_http::governance::enable(&registry, governance_store, Arc::new(SystemClock));
+    let secret = json!({"type": "record", "name": "S", "fields": [{"name": SECRET_FIELD, "type": "string"}]});
+    let visible =
+        json!({"type": "record", "name": "V", "fields": [{"name": "visible", "type": "string"}]});
+    let secret_id = register(&registry, OTHER, &secret).await;
+    let allowed_id = register(&registry, OWN, &visible).await;
+    register(&registry, HIDDEN, &visible).await;
+    register(&registry, ":.team-b:orders", &secret).await;
+    register(&registry, ":.team-a:orders", &visible).await;
+    let allowed_guid = registry.schema_by_id(allowed_id).await.unwrap().guid();
+    let secret_guid = registry.schema_by_id(secret_id).await.unwrap().guid();
+    let router = router_with_auth(registry, Some(governance), HttpConfig::default(), auth);
+    Fixture {
+        router,
+        allowed_id,
+        secret_id,
+        allowed_guid,
+        secret_guid,
+        dir,
     }
 }
 

@@ -52,12 +52,28 @@ pub enum AuthFileError {
     Random(String),
 }
 
+/// Writes `bytes` to a new file only its owner may read or write (mode 0600 on Unix): it
+/// holds password hashes.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let _ = std::fs::remove_file(path);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
 /// One user as stored.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct UserEntry {
     pub username: String,
     pub algorithm: String,
     pub salt: String,
+    /// Karapace's name for it; its older files call it `password`.
+    #[serde(alias = "password")]
     pub password_hash: String,
     /// Covenant extension: roles the user's grants may be given to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -80,7 +96,8 @@ pub struct PermissionEntry {
 pub struct AuthFile {
     #[serde(default)]
     pub users: Vec<UserEntry>,
-    #[serde(default)]
+    /// Karapace's name for it; some of its files call it `acls`.
+    #[serde(default, alias = "acls")]
     pub permissions: Vec<PermissionEntry>,
 }
 
@@ -187,7 +204,7 @@ impl AuthFile {
         };
         let text = serde_json::to_string_pretty(self).expect("the auth file serializes");
         let tmp = path.with_extension("tmp-write");
-        std::fs::write(&tmp, text + "\n").map_err(write_error)?;
+        write_private(&tmp, (text + "\n").as_bytes()).map_err(write_error)?;
         std::fs::rename(&tmp, path).map_err(write_error)
     }
 
@@ -421,7 +438,7 @@ mod tests {
             r#"{"users":[{"username":"a","algorithm":"md5","salt":"s","password_hash":"h"}]}"#,
             r#"{"permissions":[{"username":"a","operation":"Fly","resource":"Config:"}]}"#,
             r#"{"permissions":[{"username":"a","operation":"Read","resource":"Subject:("}]}"#,
-            r#"{"permissions":[{"username":"a","operation":"Read","resource":"Topic:x"}]}"#,
+            r#"{"permissions":[{"username":"a","operation":"Read","resource":"[z-a]"}]}"#,
             r#"{"permissions":[{"operation":"Read","resource":"Config:"}]}"#,
             r#"{"users": 3}"#,
         ];

@@ -92,6 +92,12 @@ impl JwtVerifier {
 
     /// The principal name and roles of a valid token.
     pub fn verify(&self, token: &str) -> Result<(String, Vec<String>), JwtError> {
+        self.verify_with_expiry(token)
+            .map(|(name, roles, _)| (name, roles))
+    }
+
+    /// The principal name, roles and `exp` (seconds since the epoch) of a valid token.
+    pub fn verify_with_expiry(&self, token: &str) -> Result<(String, Vec<String>, u64), JwtError> {
         let header = decode_header(token).map_err(|e| JwtError::Invalid(e.to_string()))?;
         let keys = self.keys.read().unwrap_or_else(|e| e.into_inner()).clone();
         let jwk = select_key(&keys, header.kid.as_deref()).ok_or(JwtError::UnknownKey)?;
@@ -125,11 +131,14 @@ impl JwtVerifier {
             Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
             _ => Vec::new(),
         };
-        Ok((name.to_string(), roles))
+        let expires = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
+        Ok((name.to_string(), roles, expires))
     }
 
     fn validation(&self, alg: Algorithm) -> Validation {
         let mut validation = Validation::new(alg);
+        // A token is not valid before its `nbf` either (the same leeway as `exp`).
+        validation.validate_nbf = true;
         // `iss` and `aud` are only compared when present, so require them when configured.
         let mut required = vec!["exp"];
         required.extend(self.settings.issuer.as_ref().map(|_| "iss"));

@@ -34,7 +34,7 @@ use base64::Engine;
 use hashlink::LruCache;
 use limit::FailureLimiter;
 use regex::Regex;
-use routes::Target;
+use routes::{Rule, Target};
 use sha2::Digest;
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -55,11 +55,16 @@ pub enum Operation {
     Delete,
     /// Consumers, usage reports, deprecations, exceptions, samples, live marks.
     Govern,
-    /// Global config and mode (IMPORT included); implies every other operation.
+    /// Exporters, the audit trail, contexts, IMPORT mode and explicit ids; implies every other
+    /// operation.
     Admin,
+    /// Global (and whole-context) compatibility and mode, IMPORT excepted. Not named in auth
+    /// files: Karapace's `Write` on `Config:` grants it, and so does `Admin`.
+    Configure,
 }
 
 impl Operation {
+    /// The operations an auth file may grant.
     pub const ALL: [Operation; 5] = [
         Operation::Read,
         Operation::Write,
@@ -83,6 +88,7 @@ impl Operation {
             Operation::Delete => "Delete",
             Operation::Govern => "Govern",
             Operation::Admin => "Admin",
+            Operation::Configure => "Configure",
         }
     }
 
@@ -92,7 +98,7 @@ impl Operation {
         match (self, wanted) {
             (Admin, _) | (_, Read) => true,
             (Write, Write | Delete) => true,
-            (Write, Admin) => *resource == Resource::Global,
+            (Write, Configure) => *resource == Resource::Global,
             (granted, wanted) => granted == wanted,
         }
     }
@@ -124,53 +130,66 @@ impl std::fmt::Display for Resource {
 /// The resources one grant covers, as written in the auth file.
 #[derive(Clone, Debug)]
 pub enum ResourcePattern {
-    /// `Config:`
+    /// `Config:` exactly.
     Global,
-    /// `Subject:<regex>`, matched from the start of the name and not to its end, as Karapace
-    /// (Python's `re.match`) does: `Subject:orders` also covers `orders-v2`; end it with `$`.
-    SubjectRegex(Regex),
+    /// Any other text is what Karapace makes of it: a regular expression matched from the
+    /// start and not to the end (Python's `re.match`) against the resource's own name,
+    /// `Config:` or `Subject:<name>`. So `Subject:orders` also covers `orders-v2` (end it with
+    /// `$`), and `.*` covers every subject and the registry's config.
+    Karapace(Regex),
     /// `SubjectPrefix:<text>`: subjects whose name starts with the text, no regex.
     SubjectPrefix(String),
     /// Everything (anonymous operations allowed by the server's flags).
     Any,
 }
 
+/// What the patterns that grant every subject compile to.
+const EVERY_SUBJECT: [&str; 2] = ["^(?:.*)", "^(?:Subject:.*)"];
+
 impl ResourcePattern {
     pub fn parse(text: &str) -> Result<ResourcePattern, AuthFileError> {
-        let invalid = |message: String| AuthFileError::Resource {
-            resource: text.to_string(),
-            message,
-        };
         if text == "Config:" {
-            Ok(ResourcePattern::Global)
-        } else if let Some(prefix) = text.strip_prefix("SubjectPrefix:") {
-            Ok(ResourcePattern::SubjectPrefix(prefix.to_string()))
-        } else if let Some(pattern) = text.strip_prefix("Subject:") {
-            Regex::new(&format!("^(?:{pattern})"))
-                .map(ResourcePattern::SubjectRegex)
-                .map_err(|e| {
-                    // The regex error draws the pattern over several lines; keep its verdict.
-                    let text = e.to_string();
-                    let last = text.lines().last().unwrap_or("").trim();
-                    invalid(format!(
+            return Ok(ResourcePattern::Global);
+        }
+        if let Some(prefix) = text.strip_prefix("SubjectPrefix:") {
+            return Ok(ResourcePattern::SubjectPrefix(prefix.to_string()));
+        }
+        Regex::new(&format!("^(?:{text})"))
+            .map(ResourcePattern::Karapace)
+            .map_err(|e| {
+                // The regex error draws the pattern over several lines; keep its verdict.
+                let message = e.to_string();
+                let last = message.lines().last().unwrap_or("").trim();
+                AuthFileError::Resource {
+                    resource: text.to_string(),
+                    message: format!(
                         "not a regular expression ({})",
                         last.trim_start_matches("error: ")
-                    ))
-                })
-        } else {
-            Err(invalid(
-                "expected Config:, Subject:<regex> or SubjectPrefix:<text>".into(),
-            ))
-        }
+                    ),
+                }
+            })
     }
 
     fn matches(&self, resource: &Resource) -> bool {
         match (self, resource) {
             (ResourcePattern::Any, _) => true,
             (ResourcePattern::Global, Resource::Global) => true,
-            (ResourcePattern::SubjectRegex(re), Resource::Subject(s)) => re.is_match(s),
+            (ResourcePattern::Karapace(re), Resource::Global) => re.is_match("Config:"),
+            (ResourcePattern::Karapace(re), Resource::Subject(s)) => {
+                re.is_match(&format!("Subject:{s}"))
+            }
             (ResourcePattern::SubjectPrefix(p), Resource::Subject(s)) => s.starts_with(p.as_str()),
             _ => false,
+        }
+    }
+
+    /// Whether it covers every subject there can be.
+    fn covers_every_subject(&self) -> bool {
+        match self {
+            ResourcePattern::Any => true,
+            ResourcePattern::Karapace(re) => EVERY_SUBJECT.contains(&re.as_str()),
+            ResourcePattern::SubjectPrefix(p) => p.is_empty(),
+            ResourcePattern::Global => false,
         }
     }
 }
@@ -224,12 +243,7 @@ impl Access {
             Some(grants) => grants.iter().any(|g| {
                 g.operation
                     .covers(operation, &Resource::Subject(String::new()))
-                    && match &g.resources {
-                        ResourcePattern::Any => true,
-                        ResourcePattern::SubjectRegex(re) => re.as_str() == "^(?:.*)",
-                        ResourcePattern::SubjectPrefix(p) => p.is_empty(),
-                        ResourcePattern::Global => false,
-                    }
+                    && g.resources.covers_every_subject()
             }),
         }
     }
@@ -264,8 +278,12 @@ pub enum DenialReason {
     Forbidden,
     /// Too many failed logins from the source address.
     RateLimited,
-    /// A `Host` that is not a loopback name, on an unauthenticated loopback server.
+    /// A `Host` naming another site, where callers without credentials may act.
     ForeignHost,
+    /// A state-changing request a browser marks as sent from another site.
+    CrossSite,
+    /// A served route without an authorization rule: refused to everyone.
+    NoRule,
 }
 
 /// One refused request, as handed to the [`DenialHook`]. Never carries the credentials.
@@ -304,19 +322,37 @@ pub struct AuthSettings {
     /// Operations callers without credentials may perform when authentication is on (on
     /// every resource). Empty: every non-public route needs credentials.
     pub anonymous_operations: Vec<Operation>,
-    /// Without authentication: refuse requests whose `Host` is not a loopback name, so a
-    /// browser tricked by DNS rebinding cannot reach a registry listening on loopback.
+    /// Refuse requests whose `Host` is a name other than a loopback name or one of
+    /// `allowed_hosts` whenever callers without credentials may do anything (no
+    /// authentication, or anonymous operations), so a browser tricked by DNS rebinding cannot
+    /// act as an anonymous caller. IP literals always pass: rebinding needs a name.
     pub loopback_hosts_only: bool,
+    /// Further host names accepted by the `Host` check (`--allowed-host`).
+    pub allowed_hosts: Vec<String>,
     pub denial_hook: Option<Arc<dyn DenialHook>>,
     pub failure_limit: FailureLimit,
     /// How often the auth file's modification time is checked; `None` means every second.
     pub reload_interval: Option<Duration>,
 }
 
+/// Password hashes computed at once, whatever the number of logins waiting.
+pub const MAX_CONCURRENT_HASHES: usize = 4;
+
+/// A credential that verified.
+struct Verified {
+    name: String,
+    roles: Vec<String>,
+    method: AuthMethod,
+    expires: Option<u64>,
+}
+
 /// The auth file as last read, with its permissions compiled.
 struct Policy {
     file: AuthFile,
     grants: Vec<(Grantee, Grant)>,
+    /// An entry no password matches, hashed with the file's most used algorithm, so a login
+    /// under an unknown name costs what a known name's costs.
+    decoy: file::UserEntry,
 }
 
 enum Grantee {
@@ -340,7 +376,12 @@ impl Policy {
                 grants.push((Grantee::Role(role.clone()), grant));
             }
         }
-        Ok(Policy { file, grants })
+        let decoy = decoy_for(&file);
+        Ok(Policy {
+            file,
+            grants,
+            decoy,
+        })
     }
 
     fn grants_for(&self, principal: &Principal) -> impl Iterator<Item = Grant> + '_ {
@@ -353,6 +394,25 @@ impl Policy {
                 Grantee::Role(r) => roles.contains(r),
             })
             .map(|(_, g)| g.clone())
+    }
+}
+
+fn decoy_for(file: &AuthFile) -> file::UserEntry {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for user in &file.users {
+        *counts.entry(user.algorithm.as_str()).or_default() += 1;
+    }
+    let algorithm = counts
+        .into_iter()
+        .max_by_key(|(name, n)| (*n, *name))
+        .map_or("scrypt", |(name, _)| name);
+    file::UserEntry {
+        username: String::new(),
+        algorithm: algorithm.to_string(),
+        salt: "covenant-decoy".to_string(),
+        // Never the base64 of a derived key, so nothing verifies against it.
+        password_hash: "!".to_string(),
+        roles: Vec::new(),
     }
 }
 
@@ -422,7 +482,12 @@ pub struct Auth {
     anonymous: Vec<Operation>,
     loopback_hosts_only: bool,
     hook: Option<Arc<dyn DenialHook>>,
-    limiter: FailureLimiter,
+    limiter: Arc<FailureLimiter>,
+    /// Password hashes running at once; further logins queue here instead of each taking
+    /// scrypt's 16 MiB at the same time.
+    hashing: tokio::sync::Semaphore,
+    /// Host names served besides loopback names and IP literals (see [`AuthSettings`]).
+    allowed_hosts: Vec<String>,
     /// Digests of recently verified (user, password, stored hash) triples, so a client
     /// sending Basic credentials on every request pays the memory-hard hash once.
     verified: Mutex<LruCache<[u8; 32], ()>>,
@@ -444,7 +509,13 @@ impl Auth {
             anonymous: settings.anonymous_operations,
             loopback_hosts_only: settings.loopback_hosts_only,
             hook: settings.denial_hook,
-            limiter: FailureLimiter::new(settings.failure_limit),
+            limiter: Arc::new(FailureLimiter::new(settings.failure_limit)),
+            hashing: tokio::sync::Semaphore::new(MAX_CONCURRENT_HASHES),
+            allowed_hosts: settings
+                .allowed_hosts
+                .iter()
+                .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+                .collect(),
             verified: Mutex::new(LruCache::new(1024)),
         })
     }
@@ -506,14 +577,26 @@ impl Auth {
         }
     }
 
-    /// Whether a request must be refused for its `Host` alone: an unauthenticated server that
-    /// only answers loopback names, asked under another name (DNS rebinding).
+    /// Whether a request must be refused for its `Host` alone: callers without credentials
+    /// may act here (no authentication, or anonymous operations), and the request names a
+    /// host that is neither a loopback name, an IP literal nor an allowed name (DNS
+    /// rebinding).
     pub fn refuses_host(&self, parts: &Parts) -> bool {
-        !self.is_enabled() && self.loopback_hosts_only && !names_loopback_host(parts)
+        let anonymous_may_act = !self.is_enabled() || !self.anonymous.is_empty();
+        anonymous_may_act && self.loopback_hosts_only && !self.names_allowed_host(parts)
     }
 
-    /// The caller of a request: anonymous without an `Authorization` header, else the
-    /// verified name, or a refusal (401, or 429 after too many failures from its address).
+    fn names_allowed_host(&self, parts: &Parts) -> bool {
+        match request_host(parts) {
+            None => true,
+            Some(name) => {
+                is_loopback_or_literal(&name) || self.allowed_hosts.iter().any(|h| *h == name)
+            }
+        }
+    }
+
+    /// The caller of a request: anonymous without credentials, else the verified name, or a
+    /// refusal (401, or 429 while the name is locked out at the request's address).
     async fn authenticate(&self, parts: &Parts) -> Result<Principal, Refusal> {
         let mut principal = Principal::anonymous(parts);
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
@@ -526,56 +609,120 @@ impl Auth {
             return Ok(principal);
         };
         let address = principal.source.map(|s| s.ip());
-        if self.limiter.is_blocked(address) {
-            return Err(Refusal::new(principal, DenialReason::RateLimited));
-        }
         let verified = match value.to_str().ok().and_then(|v| v.split_once(' ')) {
-            Some((scheme, credential)) if scheme.eq_ignore_ascii_case("basic") => self
-                .verify_basic(credential.trim())
-                .await
-                .map(|(name, roles)| (name, roles, AuthMethod::Basic)),
-            Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => self
-                .jwt
-                .as_ref()
-                .and_then(|jwt| jwt.verify(token.trim()).ok())
-                .map(|(name, roles)| (name, roles, AuthMethod::Bearer)),
-            _ => None,
+            Some((scheme, credential)) if scheme.eq_ignore_ascii_case("basic") => {
+                self.verify_basic(credential.trim(), address).await
+            }
+            Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+                self.verify_bearer(token.trim(), address)
+            }
+            _ => Err(DenialReason::BadCredentials),
         };
         match verified {
-            Some((name, roles, method)) => {
-                principal.name = Some(name);
-                principal.roles = roles;
-                principal.method = method;
+            Ok(verified) => {
+                principal.name = Some(verified.name);
+                principal.roles = verified.roles;
+                principal.method = verified.method;
+                principal.expires = verified.expires;
                 Ok(principal)
             }
+            Err(reason) => Err(Refusal::new(principal, reason)),
+        }
+    }
+
+    /// A bearer token: a valid one is never locked out; invalid ones count against the
+    /// address like wrong passwords, under an empty user name.
+    fn verify_bearer(
+        &self,
+        token: &str,
+        address: Option<std::net::IpAddr>,
+    ) -> Result<Verified, DenialReason> {
+        if let Some(Ok((name, roles, expires))) =
+            self.jwt.as_ref().map(|jwt| jwt.verify_with_expiry(token))
+        {
+            return Ok(Verified {
+                name,
+                roles,
+                method: AuthMethod::Bearer,
+                expires: Some(expires),
+            });
+        }
+        match self.limiter.reserve((address, String::new())) {
+            Ok(attempt) => {
+                attempt.failed();
+                Err(DenialReason::BadCredentials)
+            }
+            Err(_) => Err(DenialReason::RateLimited),
+        }
+    }
+
+    /// Valid Basic credentials. The attempt is reserved against the (address, name) pair
+    /// before anything is hashed; the hash runs off the async threads, at most
+    /// [`MAX_CONCURRENT_HASHES`] at once (scrypt takes tens of milliseconds and 16 MiB by
+    /// design), and an unknown name costs the same hash as a known one.
+    async fn verify_basic(
+        &self,
+        credential: &str,
+        address: Option<std::net::IpAddr>,
+    ) -> Result<Verified, DenialReason> {
+        let file = self.file.as_ref().ok_or(DenialReason::BadCredentials)?;
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(credential)
+            .ok()
+            .and_then(|d| String::from_utf8(d).ok())
+            .ok_or(DenialReason::BadCredentials)?;
+        let (name, password) = decoded
+            .split_once(':')
+            .ok_or(DenialReason::BadCredentials)?;
+        let attempt = self
+            .limiter
+            .reserve((address, name.to_string()))
+            .map_err(|_| DenialReason::RateLimited)?;
+        let policy = file.current();
+        let known = policy.file.user(name).cloned();
+        let ok = match &known {
+            Some(user) if self.recently_verified(user, password) => true,
+            Some(user) => self.hash_and_compare(user.clone(), password).await,
             None => {
-                self.limiter.record_failure(address);
-                Err(Refusal::new(principal, DenialReason::BadCredentials))
+                // Same work as a known user of the file's usual algorithm, then refuse.
+                let decoy = policy.decoy.clone();
+                self.hash_and_compare(decoy, password).await;
+                false
+            }
+        };
+        match known {
+            Some(user) if ok => {
+                self.remember_verified(&user, password);
+                attempt.succeeded();
+                Ok(Verified {
+                    name: user.username,
+                    roles: user.roles,
+                    method: AuthMethod::Basic,
+                    expires: None,
+                })
+            }
+            _ => {
+                attempt.failed();
+                Err(DenialReason::BadCredentials)
             }
         }
     }
 
-    /// The user name and roles of valid Basic credentials. The hash runs off the async
-    /// threads: scrypt takes tens of milliseconds and 16 MiB by design.
-    async fn verify_basic(&self, credential: &str) -> Option<(String, Vec<String>)> {
-        let file = self.file.as_ref()?;
-        let decoded = base64::engine::general_purpose::STANDARD
-            .decode(credential)
-            .ok()?;
-        let decoded = String::from_utf8(decoded).ok()?;
-        let (name, password) = decoded.split_once(':')?;
-        let policy = file.current();
-        let Some(user) = policy.file.user(name).cloned() else {
-            // Hash anyway, so an unknown name takes as long as a wrong password.
-            let password = password.to_string();
-            let _ = tokio::task::spawn_blocking(move || {
-                file::Algorithm::Scrypt.hash(&password, "no-such-user")
-            })
-            .await;
-            return None;
+    /// Hashes `password` as `user`'s entry says and compares, queued behind the hashes
+    /// already running.
+    async fn hash_and_compare(&self, user: file::UserEntry, password: &str) -> bool {
+        let Ok(_permit) = self.hashing.acquire().await else {
+            return false;
         };
-        let key: [u8; 32] = sha2::Sha256::new()
-            .chain_update(name.as_bytes())
+        let password = password.to_string();
+        tokio::task::spawn_blocking(move || user.verify(&password))
+            .await
+            .unwrap_or(false)
+    }
+
+    fn verified_key(user: &file::UserEntry, password: &str) -> [u8; 32] {
+        sha2::Sha256::new()
+            .chain_update(user.username.as_bytes())
             .chain_update([0])
             .chain_update(password.as_bytes())
             .chain_update([0])
@@ -583,28 +730,24 @@ impl Auth {
             .chain_update([0])
             .chain_update(user.password_hash.as_bytes())
             .finalize()
-            .into();
-        let known = self
-            .verified
+            .into()
+    }
+
+    fn recently_verified(&self, user: &file::UserEntry, password: &str) -> bool {
+        let key = Self::verified_key(user, password);
+        self.verified
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&key)
-            .is_some();
-        if !known {
-            let password = password.to_string();
-            let checked = user.clone();
-            let ok = tokio::task::spawn_blocking(move || checked.verify(&password))
-                .await
-                .unwrap_or(false);
-            if !ok {
-                return None;
-            }
-            self.verified
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(key, ());
-        }
-        Some((user.username, user.roles))
+            .is_some()
+    }
+
+    fn remember_verified(&self, user: &file::UserEntry, password: &str) {
+        let key = Self::verified_key(user, password);
+        self.verified
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, ());
     }
 
     async fn refuse(&self, refusal: Refusal, mut parts: Parts) -> Response {
@@ -630,6 +773,23 @@ impl Auth {
             hook.on_denied(&denial, &parts).await;
         }
         refusal_response(&denial, self.limiter.window())
+    }
+
+    /// A digest of `user`'s stored password (algorithm, salt and hash) and the user's roles,
+    /// as the current auth file has them; `None` when the file does not name the user. A
+    /// console session keeps the digest from sign-in and ends once it no longer matches.
+    pub(crate) fn credential_stamp(&self, user: &str) -> Option<([u8; 32], Vec<String>)> {
+        let policy = self.file.as_ref()?.current();
+        let entry = policy.file.user(user)?;
+        let stamp = sha2::Sha256::new()
+            .chain_update(entry.algorithm.as_bytes())
+            .chain_update([0])
+            .chain_update(entry.salt.as_bytes())
+            .chain_update([0])
+            .chain_update(entry.password_hash.as_bytes())
+            .finalize()
+            .into();
+        Some((stamp, entry.roles.clone()))
     }
 }
 
@@ -657,9 +817,13 @@ const WWW_AUTHENTICATE: &str = "Basic realm=\"Covenant Schema Registry\", Bearer
 fn refusal_response(denial: &Denial, window: Duration) -> Response {
     let error = match (denial.reason, denial.operation, &denial.resource) {
         (DenialReason::RateLimited, ..) => ApiError::too_many_failed_logins(),
-        (DenialReason::ForeignHost, ..) => {
-            ApiError::forbidden("Requests to an unauthenticated registry must name a loopback host")
+        (DenialReason::ForeignHost, ..) => ApiError::forbidden(
+            "Requests without credentials must name a loopback host, an IP address or an allowed host",
+        ),
+        (DenialReason::CrossSite, ..) => {
+            ApiError::forbidden("Cross-site requests that change the registry are refused")
         }
+        (DenialReason::NoRule, ..) => ApiError::forbidden("This route has no authorization rule"),
         (DenialReason::Forbidden, Some(op), Some(resource)) => {
             ApiError::forbidden(format!("User is denied operation {op} on {resource}"))
         }
@@ -686,29 +850,26 @@ fn refusal_response(denial: &Denial, window: Duration) -> Response {
     response
 }
 
-/// Whether the request names a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`, with
-/// any port). Requests without a host (HTTP/1.0) pass: a browser always sends one.
-fn names_loopback_host(parts: &Parts) -> bool {
+/// The host name a request names (lower case, without port or trailing dot); `None` for
+/// requests without a host (HTTP/1.0), which a browser never sends.
+fn request_host(parts: &Parts) -> Option<String> {
     let host = parts.uri.host().map(str::to_string).or_else(|| {
         parts
             .headers
             .get(header::HOST)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
-    });
-    let Some(host) = host else {
-        return true;
-    };
+    })?;
     let name = match host.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or(""),
         None => host.rsplit_once(':').map_or(host.as_str(), |(h, _)| h),
     };
-    let name = name.trim_end_matches('.').to_ascii_lowercase();
-    name == "localhost"
-        || name.ends_with(".localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    Some(name.trim_end_matches('.').to_ascii_lowercase())
+}
+
+/// `localhost`, `*.localhost` or an IP literal: names DNS rebinding cannot point elsewhere.
+fn is_loopback_or_literal(name: &str) -> bool {
+    name == "localhost" || name.ends_with(".localhost") || name.parse::<std::net::IpAddr>().is_ok()
 }
 
 /// The decoded `{subject}` of the matched route, exactly as the handler will receive it.
@@ -730,18 +891,19 @@ fn subject_resource(subject: String) -> Resource {
     }
 }
 
-/// The layer itself (installed by [`crate::router_with_auth`] on every route).
+/// The layer itself: the one place every API request is authorized (installed by
+/// [`crate::router_with_auth`] around every route and the fallbacks). It decides from the
+/// route's rule ([`routes::rule_for`]): a method no rule lists is never public, HEAD is
+/// judged exactly as GET, and a served route without a rule is refused to everyone.
 pub(crate) async fn guard(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    let (operation, target) = match parts.extensions.get::<MatchedPath>() {
-        Some(path) => routes::route_access(parts.method.as_str(), path.as_str()),
-        None => (Operation::Read, Target::Public),
-    };
+    let matched = parts.extensions.get::<MatchedPath>().map(|p| p.as_str());
+    let rule = routes::rule_for(&parts.method, matched);
+    if let Some(reason) = refuses_before_authentication(&auth, &parts, rule) {
+        let refusal = Refusal::new(Principal::anonymous(&parts), reason);
+        return auth.refuse(refusal, parts).await;
+    }
     if !auth.is_enabled() {
-        if auth.loopback_hosts_only && !names_loopback_host(&parts) {
-            let refusal = Refusal::new(Principal::anonymous(&parts), DenialReason::ForeignHost);
-            return auth.refuse(refusal, parts).await;
-        }
         parts.extensions.insert(Access::unrestricted());
         return next.run(Request::from_parts(parts, body)).await;
     }
@@ -750,23 +912,7 @@ pub(crate) async fn guard(State(auth): State<Arc<Auth>>, request: Request, next:
         Err(refusal) => return auth.refuse(refusal, parts).await,
     };
     let access = auth.access_for(&principal);
-    let resource = match target {
-        Target::Public | Target::Filtered => None,
-        Target::Global => Some(Resource::Global),
-        Target::Subject => subject_param(&mut parts).await.map(subject_resource),
-    };
-    // A whole context's config or mode (`:.ctx:`) is the registry's, like the global one.
-    let operation = match (&resource, operation) {
-        (Some(Resource::Global), Operation::Write) if target == Target::Subject => Operation::Admin,
-        (_, operation) => operation,
-    };
-    let allowed = match (target, &resource) {
-        (Target::Public, _) => true,
-        (Target::Filtered, _) => principal.is_authenticated() || access.allows_anything(),
-        (_, Some(resource)) => access.allows(operation, resource),
-        // A path the handler will reject as malformed (400) before touching anything.
-        (_, None) => principal.is_authenticated() || access.allows_anything(),
-    };
+    let (operation, resource, allowed) = decide(rule, &principal, &access, &mut parts).await;
     if !allowed {
         let reason = if principal.is_authenticated() {
             DenialReason::Forbidden
@@ -784,6 +930,91 @@ pub(crate) async fn guard(State(auth): State<Arc<Auth>>, request: Request, next:
     parts.extensions.insert(principal);
     parts.extensions.insert(access);
     next.run(Request::from_parts(parts, body)).await
+}
+
+/// Refusals that need no credentials to decide: a forged cross-site change, a rebinding
+/// `Host`, a served route that has no rule.
+fn refuses_before_authentication(auth: &Auth, parts: &Parts, rule: Rule) -> Option<DenialReason> {
+    if rule == Rule::Missing {
+        return Some(DenialReason::NoRule);
+    }
+    if is_cross_site_change(parts) {
+        return Some(DenialReason::CrossSite);
+    }
+    auth.refuses_host(parts)
+        .then_some(DenialReason::ForeignHost)
+}
+
+/// The operation asked, the resource it touches, and whether `access` allows it.
+async fn decide(
+    rule: Rule,
+    principal: &Principal,
+    access: &Access,
+    parts: &mut Parts,
+) -> (Operation, Option<Resource>, bool) {
+    let known_caller = principal.is_authenticated() || access.allows_anything();
+    let (operation, target) = match rule {
+        Rule::Route(operation, target) => (operation, target),
+        // Unknown paths and methods (404, 405) say nothing, but only to a known caller.
+        Rule::Unserved => return (Operation::Read, None, known_caller),
+        Rule::Missing => return (Operation::Admin, None, false),
+    };
+    let resource = match target {
+        Target::Public | Target::Filtered => None,
+        Target::Global => Some(Resource::Global),
+        Target::Subject => subject_param(parts).await.map(subject_resource),
+    };
+    // A whole context's config or mode (`:.ctx:`) is the registry's, like the global one.
+    let operation = match (&resource, operation) {
+        (Some(Resource::Global), Operation::Write) if target == Target::Subject => {
+            Operation::Configure
+        }
+        (_, operation) => operation,
+    };
+    let allowed = match (target, &resource) {
+        (Target::Public, _) => true,
+        (Target::Filtered, _) => known_caller,
+        (_, Some(resource)) => access.allows(operation, resource),
+        // A path the handler will reject as malformed (400) before touching anything.
+        (_, None) => known_caller,
+    };
+    (operation, resource, allowed)
+}
+
+/// A state-changing request that a browser marks as sent from another site: `Sec-Fetch-Site`
+/// other than `same-origin` or `none`, or an `Origin` other than the request's own host.
+/// Clients that are not browsers send neither header, so they are not affected; a page on
+/// another origin cannot leave both out, whatever content type it uses.
+fn is_cross_site_change(parts: &Parts) -> bool {
+    use axum::http::Method;
+    if matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        return false;
+    }
+    let fetch_site = parts
+        .headers
+        .get("sec-fetch-site")
+        .map(|v| v.to_str().unwrap_or("cross-site").to_ascii_lowercase());
+    if fetch_site.is_some_and(|site| site != "same-origin" && site != "none") {
+        return true;
+    }
+    let Some(origin) = parts.headers.get(header::ORIGIN) else {
+        return false;
+    };
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, authority)| authority.trim_end_matches('/').to_ascii_lowercase());
+    let own_host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_ascii_lowercase);
+    match (origin_host, own_host) {
+        (Some(origin), Some(own)) => origin != own,
+        // `Origin: null` (sandboxed or file pages) or no `Host` to compare with.
+        _ => true,
+    }
 }
 
 #[cfg(test)]
@@ -816,7 +1047,9 @@ mod tests {
         assert!(access.can_read("cave-anything-else"));
         assert!(!access.can_read("the-cave-1"));
         let config_writer = Access::with_grants(vec![grant(Operation::Write, "Config:")]);
-        assert!(config_writer.allows(Operation::Admin, &Resource::Global));
+        assert!(config_writer.allows(Operation::Configure, &Resource::Global));
+        // Karapace's config writer changes the config; exporters and the trail need Admin.
+        assert!(!config_writer.allows(Operation::Admin, &Resource::Global));
         assert!(!config_writer.can_read("cave-1"));
     }
 
@@ -844,32 +1077,89 @@ mod tests {
         assert!(Operation::parse("Fly").is_err());
     }
 
+    fn parts(headers: &[(&str, &str)], method: &str) -> Parts {
+        let mut request = axum::http::Request::builder()
+            .method(method)
+            .uri("/subjects/s/versions");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.body(()).unwrap().into_parts().0
+    }
+
     #[test]
-    fn loopback_hosts_are_recognized() {
-        let check = |host: &str| {
-            let request = axum::http::Request::builder()
-                .uri("/subjects")
-                .header("host", host)
-                .body(())
-                .unwrap();
-            names_loopback_host(&request.into_parts().0)
-        };
+    fn hosts_that_rebinding_cannot_forge_are_recognized() {
+        let auth = Auth::new(AuthSettings {
+            loopback_hosts_only: true,
+            allowed_hosts: vec!["Registry.Internal.".into()],
+            ..AuthSettings::default()
+        })
+        .unwrap();
+        let refused = |host: &str| auth.refuses_host(&parts(&[("host", host)], "GET"));
         for ok in [
             "localhost",
             "localhost:8081",
             "127.0.0.1:1",
             "[::1]:8081",
             "a.localhost",
+            "10.0.0.1",
+            "10.0.0.1:8081",
+            "registry.internal:8081",
         ] {
-            assert!(check(ok), "{ok}");
+            assert!(!refused(ok), "{ok}");
         }
         for bad in [
             "evil.example",
             "evil.example:8081",
-            "10.0.0.1",
             "localhost.evil.example",
+            "registry.internal.evil",
         ] {
-            assert!(!check(bad), "{bad}");
+            assert!(refused(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn cross_site_changes_are_recognized_and_reads_are_not() {
+        let own = ("host", "localhost:8081");
+        for (headers, method, cross) in [
+            (vec![own], "POST", false),
+            (
+                vec![own, ("origin", "http://localhost:8081")],
+                "POST",
+                false,
+            ),
+            (vec![own, ("origin", "http://evil.example")], "POST", true),
+            (
+                vec![own, ("origin", "http://localhost:9999")],
+                "DELETE",
+                true,
+            ),
+            (vec![own, ("origin", "null")], "PUT", true),
+            (vec![own, ("sec-fetch-site", "cross-site")], "POST", true),
+            (vec![own, ("sec-fetch-site", "same-site")], "POST", true),
+            (vec![own, ("sec-fetch-site", "same-origin")], "POST", false),
+            (vec![own, ("sec-fetch-site", "none")], "POST", false),
+            (vec![own, ("origin", "http://evil.example")], "GET", false),
+            (vec![own, ("sec-fetch-site", "cross-site")], "HEAD", false),
+        ] {
+            assert_eq!(
+                is_cross_site_change(&parts(&headers, method)),
+                cross,
+                "{method} {headers:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn karapace_resources_are_regexes_over_the_resource_name() {
+        let access = Access::with_grants(vec![grant(Operation::Write, ".*")]);
+        assert!(access.can_read("anything"));
+        assert!(access.allows(Operation::Configure, &Resource::Global));
+        assert!(!access.allows(Operation::Admin, &Resource::Global));
+        assert!(access.allows_everywhere(Operation::Write));
+        let either = Access::with_grants(vec![grant(Operation::Read, "Subject:a$|Subject:b$")]);
+        assert!(either.can_read("a") && either.can_read("b") && !either.can_read("c"));
+        assert!(!either.allows(Operation::Read, &Resource::Global));
+        assert!(ResourcePattern::parse("Subject:(").is_err());
     }
 }

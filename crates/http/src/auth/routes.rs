@@ -1,7 +1,8 @@
 //! What each route asks of its caller: one table, consulted by the authorization layer
 //! before any handler runs. A test fails when a route of [`crate::ROUTES`] is missing here.
 
-use super::Operation::{self, Admin, Delete, Govern, Read, Write};
+use super::Operation::{self, Admin, Configure, Delete, Govern, Read, Write};
+use axum::http::Method;
 
 /// What a route's operation applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,14 +83,14 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
         Target::Subject,
     ),
     ("GET", "/config", Read, Target::Global),
-    ("PUT", "/config", Admin, Target::Global),
-    ("DELETE", "/config", Admin, Target::Global),
+    ("PUT", "/config", Configure, Target::Global),
+    ("DELETE", "/config", Configure, Target::Global),
     ("GET", "/config/{subject}", Read, Target::Subject),
     ("PUT", "/config/{subject}", Write, Target::Subject),
     ("DELETE", "/config/{subject}", Write, Target::Subject),
     ("GET", "/mode", Read, Target::Global),
-    ("PUT", "/mode", Admin, Target::Global),
-    ("DELETE", "/mode", Admin, Target::Global),
+    ("PUT", "/mode", Configure, Target::Global),
+    ("DELETE", "/mode", Configure, Target::Global),
     ("GET", "/mode/{subject}", Read, Target::Subject),
     ("PUT", "/mode/{subject}", Write, Target::Subject),
     ("DELETE", "/mode/{subject}", Write, Target::Subject),
@@ -265,13 +266,45 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
     ),
 ];
 
-/// The operation and target of a matched route; unmatched requests (404, 405) are public.
-pub fn route_access(method: &str, template: &str) -> (Operation, Target) {
-    ROUTE_ACCESS
+/// How the authorization layer treats one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// A served route and its rule.
+    Route(Operation, Target),
+    /// No route for the path (404) or the method (405): answered only to a known caller.
+    Unserved,
+    /// A served route that the table has no rule for: refused to everyone.
+    Missing,
+}
+
+/// The rule for a request: `matched` is the route template the router matched, if any. HEAD
+/// is served by the GET route and judged by its rule.
+pub fn rule_for(method: &Method, matched: Option<&str>) -> Rule {
+    let Some(template) = matched else {
+        return Rule::Unserved;
+    };
+    let method = if method == Method::HEAD {
+        "GET"
+    } else {
+        method.as_str()
+    };
+    let found = ROUTE_ACCESS
         .iter()
-        .find(|(m, t, _, _)| *m == method && *t == template)
-        .map(|(_, _, op, target)| (*op, *target))
-        .unwrap_or((Read, Target::Public))
+        .find(|(m, t, _, _)| *m == method && *t == template);
+    match found {
+        Some((_, _, op, target)) => Rule::Route(*op, *target),
+        None if crate::ROUTES.contains(&(method, template)) => Rule::Missing,
+        None => Rule::Unserved,
+    }
+}
+
+/// The operation and target of a served route (HEAD as GET), `None` for anything else.
+pub fn route_access(method: &str, template: &str) -> Option<(Operation, Target)> {
+    let method = Method::from_bytes(method.as_bytes()).ok()?;
+    match rule_for(&method, Some(template)) {
+        Rule::Route(op, target) => Some((op, target)),
+        Rule::Unserved | Rule::Missing => None,
+    }
 }
 
 #[cfg(test)]
@@ -325,7 +358,7 @@ mod tests {
         }
         // Karapace's table, where it applies, and Covenant's split of its `Write`.
         for (method, template, op) in [
-            ("PUT", "/config", Admin),
+            ("PUT", "/config", Configure),
             ("PUT", "/config/{subject}", Write),
             ("POST", "/subjects/{subject}/versions", Write),
             ("DELETE", "/subjects/{subject}", Delete),
@@ -333,7 +366,11 @@ mod tests {
             ("POST", "/covenant/v1/deprecations", Govern),
             ("GET", "/covenant/v1/consumers", Govern),
         ] {
-            assert_eq!(route_access(method, template).0, op, "{method} {template}");
+            assert_eq!(
+                route_access(method, template).map(|r| r.0),
+                Some(op),
+                "{method} {template}"
+            );
         }
     }
 
