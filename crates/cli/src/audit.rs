@@ -1,5 +1,9 @@
 //! `covenant audit`: reads the audit trail of a running registry (`GET /covenant/v1/audit`),
 //! following its pages, as one line per entry or as JSON.
+//!
+//! A line shows every text as escaped control characters (`\n`, `\u{1b}`, ...), whatever the
+//! server stored, so no entry can print a line of its own or drive the terminal. A refusal
+//! repeated within a minute is one entry: its line ends with how many times and the last time.
 
 use crate::governance::{Api, Server, segment};
 use serde_json::Value;
@@ -51,12 +55,22 @@ fn filters(args: &AuditArgs) -> Vec<String> {
     .collect()
 }
 
+/// A field of `entry` as printed: strings with their control characters escaped.
 fn text(entry: &Value, key: &str) -> String {
     match entry.get(key) {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => covenant_store::audit::escape_controls(s).into_owned(),
         Some(Value::Number(n)) => n.to_string(),
         _ => String::new(),
     }
+}
+
+fn time(entry: &Value, key: &str) -> String {
+    entry
+        .get(key)
+        .and_then(Value::as_i64)
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_default()
 }
 
 /// `subject` `vN` `id N` `config`, whichever the entry names.
@@ -81,15 +95,16 @@ fn target(entry: &Value) -> String {
     }
 }
 
+/// One entry as a line: its (first) time, outcome, operation, target, principal, source and
+/// request id, then `×N until <last time>` when it stands for repeated refusals.
 fn line(entry: &Value) -> String {
-    let at = entry
-        .get("at")
-        .and_then(Value::as_i64)
-        .and_then(chrono::DateTime::from_timestamp_millis)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        .unwrap_or_default();
+    let at = time(entry, "at");
+    let repeats = match entry.get("count").and_then(Value::as_i64) {
+        Some(n) if n > 1 => format!("  ×{n} until {}", time(entry, "last_at")),
+        _ => String::new(),
+    };
     format!(
-        "{at}  {:<7} {:<22} {}  by {} from {}  [{}]",
+        "{at}  {:<7} {:<22} {}  by {} from {}  [{}]{repeats}",
         text(entry, "outcome"),
         text(entry, "operation"),
         target(entry),
@@ -157,6 +172,38 @@ mod tests {
         assert_eq!(
             target(&json!({"config_key": "mode", "detail": "READONLY"})),
             "mode READONLY"
+        );
+    }
+
+    #[test]
+    fn a_repeated_refusal_shows_its_count_and_last_time() {
+        let entry = json!({"seq": 4, "at": 0, "principal": "anonymous", "source": "10.0.0.1",
+            "operation": "Read", "subject": "orders", "outcome": "denied", "count": 5000,
+            "last_at": 61_000, "detail": "AuthenticationRequired: GET /subjects/{subject}/versions"});
+        assert!(
+            line(&entry).ends_with("  ×5000 until 1970-01-01T00:01:01.000Z"),
+            "{}",
+            line(&entry)
+        );
+        assert!(!line(&json!({"at": 0, "count": 1})).contains('×'));
+    }
+
+    #[test]
+    fn stored_control_characters_cannot_forge_a_line_or_reach_the_terminal() {
+        // As an older server stored it: raw.
+        let entry = json!({"at": 0, "principal": "anonymous", "operation": "Read",
+            "outcome": "denied",
+            "subject": "x\n1970-01-01T00:00:00.000Z  ok      register               orders v9  by admin from -  []\u{1b}[2K\u{9b}31m\u{2028}",
+            "request_id": "r\r1"});
+        let printed = line(&entry);
+        assert_eq!(printed.lines().count(), 1, "{printed}");
+        assert!(
+            !printed.chars().any(covenant_store::audit::is_unsafe_char),
+            "{printed:?}"
+        );
+        assert!(
+            printed.contains("x\\n1970") && printed.contains("\\u{1b}[2K"),
+            "{printed}"
         );
     }
 }

@@ -1,21 +1,31 @@
 //! The audit side of the HTTP layer: a request id for every request (echoed as
 //! `X-Request-Id`), the [`AuditContext`] handlers pass into registry writes and the
 //! [`AuditedWrite`] entry they pass into governance and policy writes (both recorded by the
-//! store in the write's own transaction), the [`AuditSink`] that appends denied attempts on
-//! their own, and `GET /covenant/v1/audit`.
+//! store in the write's own transaction), the [`AuditSink`] that records the authorization
+//! layer's refusals, [`refuse`] for refusals decided inside handlers, and
+//! `GET /covenant/v1/audit`.
+//!
+//! Every refusal, wherever it is decided, is recorded the same way ([`record_refused`]): as a
+//! `denied` entry whose actor is the authenticated principal or `anonymous`, whose source is
+//! the caller's address without its port, and whose detail says why and where; repeats of
+//! one kind are counted on one entry by the store (`covenant_store::audit_denials`).
 
 use crate::AppState;
+use crate::auth::{Operation, Resource};
 use crate::error::ApiError;
 use crate::extract::Params;
 use crate::handlers::ok;
 use crate::principal::Principal;
-use axum::extract::{FromRequestParts, MatchedPath, RawPathParams, Request, State};
+use axum::extract::{
+    FromRequestParts, MatchedPath, OptionalFromRequestParts, RawPathParams, Request, State,
+};
 use axum::http::request::Parts;
 use axum::http::{HeaderName, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use covenant_governance::parse_instant;
 use covenant_store::audit::OUTCOME_DENIED;
+use covenant_store::audit_denials::DenialKey;
 use covenant_store::{AuditContext, AuditEntry, AuditQuery, AuditTarget, Store};
 use serde_json::json;
 use std::convert::Infallible;
@@ -29,9 +39,18 @@ pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id"
 const DEFAULT_PAGE: i64 = 100;
 const MAX_PAGE: i64 = 1000;
 
-/// The id of one request, put into its extensions by [`assign_request_id`].
+/// The id of one request, put into its extensions by [`assign_request_id`]. A handler takes
+/// it as `Option<RequestId>` (absent when no [`assign_request_id`] layer runs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestId(pub String);
+
+impl<S: Send + Sync> OptionalFromRequestParts<S> for RequestId {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Option<Self>, Self::Rejection> {
+        Ok(parts.extensions.get::<RequestId>().cloned())
+    }
+}
 
 /// A fresh request id: a random per-process prefix and a counter. Ids only need to be unique
 /// across the trail, not secret, so the standard library's randomly seeded hasher gives the
@@ -93,8 +112,80 @@ impl<S: Send + Sync> FromRequestParts<S> for Audited {
     }
 }
 
-/// Appends audit entries that ride in no write's transaction: denied attempts (called by the
-/// authorization layer), which change nothing.
+/// One refused attempt, as [`record_refused`] records it.
+pub struct RefusedAttempt<'a> {
+    pub principal: &'a Principal,
+    pub request_id: Option<&'a str>,
+    /// Why: `AuthenticationRequired`, `BadCredentials`, `RateLimited`, `Forbidden`, ...
+    pub reason: &'a str,
+    /// The operation refused (`Read`, `Delete`, ..., `authenticate`).
+    pub operation: &'a str,
+    /// What it was refused on.
+    pub resource: Option<&'a Resource>,
+    /// Where or how it was refused, for the entry's detail: `METHOD /route/{template}` for the
+    /// authorization layer, the refusal's message for one decided inside a handler.
+    pub place: &'a str,
+    /// What repeats of this refusal share besides principal, source, reason, operation and
+    /// resource: the method and route template, or for a handler's refusal its message (its
+    /// operation alone when the caller is unauthenticated, since the message may carry what
+    /// the caller chose). Never the raw path or the user agent.
+    pub repeat_of: &'a str,
+}
+
+/// The caller's address without its port: one client opens many connections.
+fn source_address(principal: &Principal) -> Option<String> {
+    principal.source.map(|s| s.ip().to_string())
+}
+
+/// The entry and the repeat key of a refused attempt. The actor is the authenticated name,
+/// or `anonymous` (not the user agent, which the caller picks at will); the detail names the
+/// reason and the place. Unauthenticated refusals count as one kind per source address,
+/// reason, operation and place; an authenticated principal's per resource too.
+pub fn refused_entry(attempt: &RefusedAttempt<'_>) -> (AuditEntry, DenialKey) {
+    let authenticated = attempt.principal.name.clone();
+    let context = AuditContext {
+        principal: authenticated
+            .clone()
+            .unwrap_or_else(|| "anonymous".to_string()),
+        source: source_address(attempt.principal),
+        request_id: attempt.request_id.map(str::to_string),
+    };
+    let mut target = match attempt.resource {
+        Some(Resource::Subject(s)) => AuditTarget::subject(Some(s)),
+        Some(Resource::Global) => AuditTarget {
+            config_key: Some("Config:".into()),
+            ..AuditTarget::default()
+        },
+        None => AuditTarget::default(),
+    };
+    target.detail = Some(format!("{}: {}", attempt.reason, attempt.place));
+    let mut entry = context.entry(attempt.operation, target);
+    entry.outcome = OUTCOME_DENIED.to_string();
+    let key = DenialKey {
+        resource: authenticated
+            .as_ref()
+            .and(attempt.resource)
+            .map(|r| r.to_string()),
+        principal: authenticated,
+        source: context.source.clone(),
+        reason: attempt.reason.to_string(),
+        operation: attempt.operation.to_string(),
+        route: attempt.repeat_of.to_string(),
+    };
+    (entry, key)
+}
+
+/// Records a refused attempt in the trail of `store`. The attempt was refused (and answered
+/// as such), so a failure to record is logged rather than turned into a failed request.
+pub async fn record_refused(store: &dyn Store, attempt: &RefusedAttempt<'_>) {
+    let (entry, key) = refused_entry(attempt);
+    if let Err(e) = store.record_denied(&entry, &key).await {
+        tracing::error!(error = %e, operation = %entry.operation, "could not record a refusal in the audit trail");
+    }
+}
+
+/// Records the authorization layer's refusals ([`crate::auth::DenialHook`]) through
+/// [`record_refused`].
 #[derive(Clone)]
 pub struct AuditSink {
     store: Arc<dyn Store>,
@@ -105,48 +196,178 @@ impl AuditSink {
         AuditSink { store }
     }
 
-    /// Appends `entry`. The attempt it describes was refused (and answered as such), so a
-    /// failure to record is logged rather than turned into a failed request.
+    /// Appends `entry` as it is. A failure is logged, not returned.
     pub async fn record(&self, entry: AuditEntry) {
         if let Err(e) = self.store.record_audit(&entry).await {
             tracing::error!(error = %e, operation = %entry.operation, "could not record an audit entry");
         }
     }
 
-    /// Records a refused attempt of `operation` on `target` by the request's principal; made to
-    /// be called from the authorization middleware with the request's parts.
+    /// Records a refused attempt of `operation` on `target`'s subject (or the registry, when
+    /// it names none) by the request's principal, for a middleware with the request's parts;
+    /// `target.detail`, when given, is the reason.
     pub async fn record_denied(&self, parts: &Parts, operation: &str, target: AuditTarget) {
+        let resource = match &target.subject {
+            Some(s) => Some(Resource::Subject(s.clone())),
+            None => target.config_key.as_ref().map(|_| Resource::Global),
+        };
+        let reason = target.detail.unwrap_or_else(|| "Forbidden".to_string());
+        self.record_in_request(parts, &reason, operation, resource.as_ref())
+            .await;
+    }
+
+    async fn record_in_request(
+        &self,
+        parts: &Parts,
+        reason: &str,
+        operation: &str,
+        resource: Option<&Resource>,
+    ) {
         let principal = match parts.extensions.get::<Principal>() {
             Some(p) => p.clone(),
             None => Principal::anonymous(parts),
         };
-        let context = context_of(&principal, parts.extensions.get::<RequestId>());
-        let mut entry = context.entry(operation, target);
-        entry.outcome = OUTCOME_DENIED.to_string();
-        self.record(entry).await;
+        let route = parts
+            .extensions
+            .get::<MatchedPath>()
+            .map_or("(no route)", |r| r.as_str());
+        let place = format!("{} {route}", parts.method);
+        let attempt = RefusedAttempt {
+            principal: &principal,
+            request_id: parts.extensions.get::<RequestId>().map(|r| r.0.as_str()),
+            reason,
+            operation,
+            resource,
+            place: &place,
+            repeat_of: &place,
+        };
+        record_refused(self.store.as_ref(), &attempt).await;
     }
 }
 
 /// The authorization layer's refusals, recorded as `denied` entries: the operation refused
-/// (`authenticate` when the credentials themselves failed) on the subject or `Config:`.
+/// (`authenticate` when the credentials themselves failed) on the subject or `Config:`, with
+/// the reason and the route in the detail.
 #[async_trait::async_trait]
 impl crate::auth::DenialHook for AuditSink {
     async fn on_denied(&self, denial: &crate::auth::Denial, request: &Parts) {
-        let operation = denial
-            .operation
-            .map_or("authenticate", |o| o.name())
-            .to_string();
-        let mut target = match &denial.resource {
-            Some(crate::auth::Resource::Subject(s)) => AuditTarget::subject(Some(s)),
-            Some(crate::auth::Resource::Global) => AuditTarget {
-                config_key: Some("Config:".into()),
-                ..AuditTarget::default()
-            },
-            None => AuditTarget::default(),
-        };
-        target.detail = Some(format!("{:?}", denial.reason));
-        self.record_denied(request, &operation, target).await;
+        let operation = denial.operation.map_or("authenticate", |o| o.name());
+        let reason = format!("{:?}", denial.reason);
+        self.record_in_request(request, &reason, operation, denial.resource.as_ref())
+            .await;
     }
+}
+
+/// A refusal decided inside a handler, for [`refuse`].
+#[derive(Clone, Debug)]
+pub struct HandlerRefusal {
+    pub operation: Operation,
+    pub resource: Option<Resource>,
+    /// The message the caller gets (and the trail records).
+    pub message: String,
+}
+
+impl HandlerRefusal {
+    /// `operation` is not granted on `resource`, answered as the authorization layer answers
+    /// it: `User is denied operation <operation> on <resource>`.
+    pub fn denied(operation: Operation, resource: Resource) -> HandlerRefusal {
+        HandlerRefusal {
+            message: format!("User is denied operation {operation} on {resource}"),
+            operation,
+            resource: Some(resource),
+        }
+    }
+
+    /// A refusal of `operation` (on `resource`, when it concerns one) with its own message.
+    pub fn new(
+        operation: Operation,
+        resource: Option<Resource>,
+        message: impl Into<String>,
+    ) -> HandlerRefusal {
+        HandlerRefusal {
+            operation,
+            resource,
+            message: message.into(),
+        }
+    }
+}
+
+/// The request's principal and id, in one extractor: what [`refuse`] needs besides the state.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub principal: Principal,
+    pub request_id: Option<RequestId>,
+}
+
+impl Caller {
+    /// [`refuse`] for this request.
+    pub async fn refuse(&self, state: &AppState, refusal: HandlerRefusal) -> ApiError {
+        refuse(state, &self.principal, self.request_id.as_ref(), refusal).await
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let principal = Principal::from_request_parts(parts, state).await?;
+        Ok(Caller {
+            principal,
+            request_id: parts.extensions.get::<RequestId>().cloned(),
+        })
+    }
+}
+
+/// Refuses a request from inside a handler: records the refusal in the audit trail exactly as
+/// the authorization layer's refusals are recorded (a `denied` entry by the principal, reason
+/// `Forbidden`, counted with its repeats, see [`record_refused`]) and returns the 403
+/// (`40301`) [`ApiError`] to answer with. Every refusal a handler decides goes through here,
+/// so that every denied attempt is in the trail. A handler that takes a [`Caller`] calls
+/// [`Caller::refuse`] instead.
+///
+/// ```ignore
+/// pub async fn handler(
+///     State(state): State<AppState>,
+///     principal: Principal,
+///     request_id: Option<RequestId>,
+///     access: Access,
+///     SafePath(subject): SafePath<String>,
+/// ) -> ApiResult {
+///     let resource = Resource::Subject(subject.clone());
+///     if !access.allows(Operation::Admin, &resource) {
+///         let refusal = HandlerRefusal::denied(Operation::Admin, resource);
+///         return Err(refuse(&state, &principal, request_id.as_ref(), refusal).await);
+///     }
+///     // ...
+/// }
+/// ```
+pub async fn refuse(
+    state: &AppState,
+    principal: &Principal,
+    request_id: Option<&RequestId>,
+    refusal: HandlerRefusal,
+) -> ApiError {
+    tracing::info!(
+        principal = %principal.actor(),
+        operation = refusal.operation.name(),
+        message = %refusal.message,
+        "request refused"
+    );
+    let attempt = RefusedAttempt {
+        principal,
+        request_id: request_id.map(|r| r.0.as_str()),
+        reason: "Forbidden",
+        operation: refusal.operation.name(),
+        resource: refusal.resource.as_ref(),
+        place: &refusal.message,
+        repeat_of: if principal.is_authenticated() {
+            &refusal.message
+        } else {
+            "(handler)"
+        },
+    };
+    record_refused(state.registry.store().as_ref(), &attempt).await;
+    ApiError::forbidden(refusal.message)
 }
 
 /// Governance and policy writes with their audit operation names, read by [`AuditedWrite`];

@@ -6,7 +6,8 @@
 //! [`crate::error`].
 
 use crate::AppState;
-use crate::audit::AuditedWrite;
+use crate::audit::{AuditedWrite, Caller, HandlerRefusal};
+use crate::auth::Operation;
 use crate::error::ApiError;
 use crate::extract::{ConfluentJson, Params, SafePath};
 use crate::handlers::ok;
@@ -298,12 +299,26 @@ fn time_param(params: &Params, key: &str) -> Result<Option<i64>, ApiError> {
 /// Governance takes the actor from the request when it is authenticated: the body field `key`
 /// (in `map`) is filled with the principal's name when absent or empty, and a body naming
 /// someone else is refused with 403 (40301) rather than silently rewritten, so a client learns
-/// that its claim was not accepted. Anonymous requests keep what the body says.
-fn actor_field(
+/// that its claim was not accepted; the refusal is recorded in the audit trail like any other
+/// (see [`crate::audit::refuse`]). Anonymous requests keep what the body says.
+async fn actor_field(
+    state: &AppState,
+    caller: &Caller,
+    map: &mut Map<String, Value>,
+    key: &str,
+) -> Result<(), ApiError> {
+    match actor_claim(map, key, &caller.principal) {
+        Ok(()) => Ok(()),
+        Err(refusal) => Err(caller.refuse(state, refusal).await),
+    }
+}
+
+/// [`actor_field`]'s decision: the refusal when the body names someone else.
+fn actor_claim(
     map: &mut Map<String, Value>,
     key: &str,
     principal: &Principal,
-) -> Result<(), ApiError> {
+) -> Result<(), HandlerRefusal> {
     let Some(name) = &principal.name else {
         return Ok(());
     };
@@ -311,9 +326,13 @@ fn actor_field(
         None | Some(Value::Null) => {}
         Some(Value::String(claimed)) if claimed.is_empty() || claimed == name => {}
         Some(Value::String(claimed)) => {
-            return Err(ApiError::impersonation(format!(
-                "'{key}' names '{claimed}' but the request is authenticated as '{name}'; governance actions are recorded under the authenticated principal"
-            )));
+            return Err(HandlerRefusal::new(
+                Operation::Govern,
+                None,
+                format!(
+                    "'{key}' names '{claimed}' but the request is authenticated as '{name}'; governance actions are recorded under the authenticated principal"
+                ),
+            ));
         }
         Some(_) => return Ok(()),
     }
@@ -323,9 +342,14 @@ fn actor_field(
 
 /// [`actor_field`] on a body that should be an object; other bodies are left for the typed
 /// parse to refuse.
-fn with_actor(mut body: Value, key: &str, principal: &Principal) -> Result<Value, ApiError> {
+async fn with_actor(
+    state: &AppState,
+    caller: &Caller,
+    mut body: Value,
+    key: &str,
+) -> Result<Value, ApiError> {
     if let Value::Object(map) = &mut body {
-        actor_field(map, key, principal)?;
+        actor_field(state, caller, map, key).await?;
     }
     Ok(body)
 }
@@ -402,12 +426,12 @@ pub async fn retire_consumer(
 pub async fn report_usage(
     State(state): State<AppState>,
     AuditedWrite(audit): AuditedWrite,
-    principal: Principal,
+    caller: Caller,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
     let gov = governance(&state)?;
     let mut map = object(body, "a usage report")?;
-    actor_field(&mut map, "client_id", &principal)?;
+    actor_field(&state, &caller, &mut map, "client_id").await?;
     times_to_ms(&mut map, &["interval_start", "interval_end"])?;
     let now = gov.now();
     let end = map
@@ -549,12 +573,12 @@ pub async fn list_deprecations(State(state): State<AppState>, params: Params) ->
 pub async fn create_deprecation(
     State(state): State<AppState>,
     AuditedWrite(audit): AuditedWrite,
-    principal: Principal,
+    caller: Caller,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
     let gov = governance(&state)?;
     let mut map = object(body, "a deprecation")?;
-    actor_field(&mut map, "announced_by", &principal)?;
+    actor_field(&state, &caller, &mut map, "announced_by").await?;
     times_to_ms(&mut map, &["window_start", "window_end", "sunset"])?;
     let start = map
         .get("window_start")
@@ -610,18 +634,21 @@ fn deprecation_change<'a, T: DeserializeOwned>(
     Ok((gov, id, change))
 }
 
-/// Updates a record's content: `{"by", "note"?, "contract"?, "replacement"?, "owners"?,
+/// Updates a record's content: `{"by"?, "note"?, "contract"?, "replacement"?, "owners"?,
 /// "window_start"?, "window_end"?, "sunset"?, "notes"?: {...}}` (times as ms or RFC 3339); the change is
-/// kept in the record's `updates`.
+/// kept in the record's `updates`. Like every governance write, an authenticated change is
+/// by its principal: `by` is filled in with it, and a `by` naming someone else is refused.
 pub async fn update_deprecation(
     State(state): State<AppState>,
     AuditedWrite(audit): AuditedWrite,
+    caller: Caller,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
     let gov = governance(&state)?;
     let id = deprecation_id(&id)?;
     let mut map = object(body, "a deprecation update")?;
+    actor_field(&state, &caller, &mut map, "by").await?;
     times_to_ms(&mut map, &["window_start", "window_end", "sunset"])?;
     let update: DeprecationUpdate = typed(map, "deprecation update")?;
     gov.update_deprecation(id, update, Some(&audit)).await?;
@@ -632,11 +659,11 @@ pub async fn update_deprecation(
 pub async fn change_stage(
     State(state): State<AppState>,
     AuditedWrite(audit): AuditedWrite,
-    principal: Principal,
+    caller: Caller,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
-    let body = with_actor(body, "by", &principal)?;
+    let body = with_actor(&state, &caller, body, "by").await?;
     let (gov, id, request): (_, _, StageRequest) =
         deprecation_change(&state, &id, body, ("a stage change", "stage change"))?;
     gov.change_stage(id, request, Some(&audit)).await?;
@@ -650,14 +677,14 @@ pub async fn change_stage(
 pub async fn add_evidence(
     State(state): State<AppState>,
     AuditedWrite(audit): AuditedWrite,
-    principal: Principal,
+    caller: Caller,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
     let gov = governance(&state)?;
     let id = deprecation_id(&id)?;
     let mut map = object(body, "evidence")?;
-    actor_field(&mut map, "by", &principal)?;
+    actor_field(&state, &caller, &mut map, "by").await?;
     let claim = map
         .get("claim")
         .and_then(Value::as_str)
@@ -681,7 +708,7 @@ pub async fn add_evidence(
             evidence.entry("result").or_insert(json!([]));
         }
         Some("sign_off") => {
-            actor_field(&mut evidence, "who", &principal)?;
+            actor_field(&state, &caller, &mut evidence, "who").await?;
             evidence.entry("signed_at").or_insert(json!(gov.now()));
         }
         _ => {}
@@ -695,11 +722,11 @@ pub async fn add_evidence(
 pub async fn add_exception(
     State(state): State<AppState>,
     AuditedWrite(audit): AuditedWrite,
-    principal: Principal,
+    caller: Caller,
     SafePath(id): SafePath<String>,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
-    let body = with_actor(body, "approver", &principal)?;
+    let body = with_actor(&state, &caller, body, "approver").await?;
     let (gov, id, request): (_, _, ExceptionRequest) =
         deprecation_change(&state, &id, body, ("an exception", "exception"))?;
     gov.add_exception(id, request, Some(&audit)).await?;
@@ -811,15 +838,15 @@ mod tests {
     fn an_authenticated_actor_is_filled_in_and_cannot_be_claimed_by_a_body() {
         let alice = principal(Some("alice"));
         let mut map = Map::new();
-        actor_field(&mut map, "by", &alice).expect("absent: filled");
+        actor_claim(&mut map, "by", &alice).expect("absent: filled");
         assert_eq!(map["by"], json!("alice"));
-        actor_field(&mut map, "by", &alice).expect("same name: accepted");
+        actor_claim(&mut map, "by", &alice).expect("same name: accepted");
         map.insert("by".into(), json!("mallory"));
-        let refused = actor_field(&mut map, "by", &alice).expect_err("someone else");
-        assert_eq!((refused.status.as_u16(), refused.code), (403, 40301));
+        let refused = actor_claim(&mut map, "by", &alice).expect_err("someone else");
+        assert_eq!(refused.operation, Operation::Govern);
         assert!(refused.message.contains("mallory") && refused.message.contains("alice"));
         // Anonymous requests keep what the body says.
-        actor_field(&mut map, "by", &principal(None)).expect("anonymous");
+        actor_claim(&mut map, "by", &principal(None)).expect("anonymous");
         assert_eq!(map["by"], json!("mallory"));
     }
 

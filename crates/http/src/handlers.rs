@@ -1,7 +1,7 @@
 //! Thin handlers: parse the request, call the registry, shape the answer.
 
 use crate::AppState;
-use crate::audit::Audited;
+use crate::audit::{Audited, Caller, HandlerRefusal};
 use crate::auth::{Access, Operation, Resource};
 use crate::error::{ApiError, CONTENT_TYPE};
 use crate::extract::{ConfluentJson, Params, SafePath};
@@ -203,15 +203,19 @@ async fn id_readable(state: &AppState, access: &Access, id: i64) -> Result<bool,
     Ok(pairs.iter().any(|(s, _)| access.can_read(s)))
 }
 
-/// Refuses a schema whose references name a subject the caller may not read, so a
-/// register, lookup or compatibility test cannot probe another subject's schemas.
-fn ensure_references_readable(access: &Access, body: &SchemaBody) -> Result<(), ApiError> {
+/// Refuses (and records) a schema whose references name a subject the caller may not read,
+/// so a register, lookup or compatibility test cannot probe another subject's schemas.
+async fn ensure_references_readable(
+    state: &AppState,
+    caller: &Caller,
+    access: &Access,
+    body: &SchemaBody,
+) -> Result<(), ApiError> {
     for r in body.references.iter().flatten() {
         if !access.can_read(&r.subject) {
             let resource = Resource::Subject(r.subject.clone());
-            return Err(ApiError::forbidden(format!(
-                "User is denied operation Read on {resource}"
-            )));
+            let refusal = HandlerRefusal::denied(Operation::Read, resource);
+            return Err(caller.refuse(state, refusal).await);
         }
     }
     Ok(())
@@ -530,12 +534,13 @@ pub async fn versions(
 pub async fn register(
     State(state): State<AppState>,
     Audited(audit): Audited,
+    caller: Caller,
     access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
-    ensure_references_readable(&access, &body)?;
+    ensure_references_readable(&state, &caller, &access, &body).await?;
     let options = RegisterOptions {
         normalize: params.flag("normalize"),
         force: params.flag("force"),
@@ -625,12 +630,13 @@ async fn registration_body(
 pub async fn lookup(
     State(state): State<AppState>,
     principal: Principal,
+    caller: Caller,
     access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
-    ensure_references_readable(&access, &body)?;
+    ensure_references_readable(&state, &caller, &access, &body).await?;
     let subject = followed(&state, &access, subject).await?;
     let format = response_format(&params, &body);
     let request = body.into_request()?;
@@ -815,13 +821,14 @@ pub async fn delete_version(
 
 async fn compatibility(
     state: &AppState,
+    caller: &Caller,
     access: &Access,
     subject: &str,
     against: Option<VersionSpec>,
     params: &Params,
     body: SchemaBody,
 ) -> ApiResult {
-    ensure_references_readable(access, &body)?;
+    ensure_references_readable(state, caller, access, &body).await?;
     let verbose = params.flag("verbose");
     let request = body.into_request()?;
     match state
@@ -852,23 +859,34 @@ async fn compatibility(
 
 pub async fn compatibility_all(
     State(state): State<AppState>,
+    caller: Caller,
     access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
-    compatibility(&state, &access, &subject, None, &params, body).await
+    compatibility(&state, &caller, &access, &subject, None, &params, body).await
 }
 
 pub async fn compatibility_version(
     State(state): State<AppState>,
+    caller: Caller,
     access: Access,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
     let spec = version_spec(&version)?;
-    compatibility(&state, &access, &subject, Some(spec), &params, body).await
+    compatibility(
+        &state,
+        &caller,
+        &access,
+        &subject,
+        Some(spec),
+        &params,
+        body,
+    )
+    .await
 }
 
 // ----- /config and /mode -----------------------------------------------------------------
@@ -987,6 +1005,7 @@ pub struct ModeBody {
 async fn update_mode(
     state: &AppState,
     audit: &AuditContext,
+    caller: &Caller,
     access: &Access,
     subject: Option<&str>,
     params: &Params,
@@ -997,9 +1016,8 @@ async fn update_mode(
         if body.mode.trim().eq_ignore_ascii_case("IMPORT")
             && !access.allows(Operation::Admin, &resource)
         {
-            return Err(ApiError::forbidden(format!(
-                "User is denied operation Admin on {resource}"
-            )));
+            let refusal = HandlerRefusal::denied(Operation::Admin, resource);
+            return Err(caller.refuse(state, refusal).await);
         }
     }
     let m = state
@@ -1016,11 +1034,12 @@ pub async fn get_mode(State(state): State<AppState>) -> ApiResult {
 pub async fn put_mode(
     State(state): State<AppState>,
     Audited(audit): Audited,
+    caller: Caller,
     access: Access,
     params: Params,
     ConfluentJson(body): ConfluentJson<ModeBody>,
 ) -> ApiResult {
-    update_mode(&state, &audit, &access, None, &params, body).await
+    update_mode(&state, &audit, &caller, &access, None, &params, body).await
 }
 
 pub async fn delete_mode(State(state): State<AppState>, Audited(audit): Audited) -> ApiResult {
@@ -1044,12 +1063,22 @@ pub async fn get_subject_mode(
 pub async fn put_subject_mode(
     State(state): State<AppState>,
     Audited(audit): Audited,
+    caller: Caller,
     access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
     ConfluentJson(body): ConfluentJson<ModeBody>,
 ) -> ApiResult {
-    update_mode(&state, &audit, &access, Some(&subject), &params, body).await
+    update_mode(
+        &state,
+        &audit,
+        &caller,
+        &access,
+        Some(&subject),
+        &params,
+        body,
+    )
+    .await
 }
 
 pub async fn delete_subject_mode(

@@ -259,7 +259,8 @@ async fn governance_actions_are_recorded_under_the_authenticated_principal() {
     )
     .await;
     assert_eq!(usage.status, StatusCode::FORBIDDEN, "{:?}", usage.body);
-    // ...and the refusals changed nothing, so the trail has only what committed.
+    // ...and the refusals changed nothing: the trail has what committed, and each refusal as
+    // a denied attempt by the principal.
     let trail = send(
         &app,
         "alice",
@@ -268,13 +269,22 @@ async fn governance_actions_are_recorded_under_the_authenticated_principal() {
         None,
     )
     .await;
-    let ops: Vec<&str> = trail.body["entries"]
+    let ops: Vec<(&str, &str)> = trail.body["entries"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|e| e["operation"].as_str())
+        .filter_map(|e| Some((e["operation"].as_str()?, e["outcome"].as_str()?)))
         .collect();
-    assert_eq!(ops, ["register", "deprecation.create", "deprecation.stage"]);
+    assert_eq!(
+        ops,
+        [
+            ("register", "ok"),
+            ("Govern", "denied"),
+            ("deprecation.create", "ok"),
+            ("deprecation.stage", "ok"),
+            ("Govern", "denied"),
+        ]
+    );
 }
 
 /// The trail's `(operation, subject, version, detail)` rows of `principal`, oldest first.

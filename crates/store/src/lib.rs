@@ -11,6 +11,7 @@
 //! opaque strings computed by the registry.
 
 pub mod audit;
+pub mod audit_denials;
 pub mod conformance;
 pub mod context;
 pub mod exporters;
@@ -453,10 +454,19 @@ pub trait Store: Send + Sync {
     async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()>;
     async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>>;
 
-    /// Appends one entry on its own (denied attempts, an imported trail); returns its `seq`.
+    /// Appends one entry on its own (an imported trail); returns its `seq`.
     async fn record_audit(&self, entry: &AuditEntry) -> StoreResult<i64>;
 
-    /// A page of the trail, oldest first.
+    /// Records a refused attempt (`outcome` `denied`): appended when it is the first of its
+    /// kind (`key`) within [`audit_denials::DENIAL_WINDOW`], otherwise counted on that entry
+    /// (see [`audit_denials`]), so refusals cannot grow the trail without bound.
+    async fn record_denied(
+        &self,
+        entry: &AuditEntry,
+        key: &audit_denials::DenialKey,
+    ) -> StoreResult<()>;
+
+    /// A page of the trail, oldest first, with the counts of repeated refusals up to date.
     async fn audit_entries(&self, query: &AuditQuery) -> StoreResult<Vec<AuditEntry>>;
 
     /// Removes entries older than `before` (ms); returns how many went.

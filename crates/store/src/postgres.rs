@@ -27,6 +27,7 @@
 //! of exactly the committed writes; see [`PostgresStore::subscribe_changes`].
 
 use crate::audit::{AUDIT_COLUMNS, AuditLine, audit_filter};
+use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
 use crate::context;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::{
@@ -123,6 +124,11 @@ const MIGRATIONS: &[(i64, &str)] = &[
         name TEXT COLLATE "C" PRIMARY KEY,
         slot BIGINT NOT NULL UNIQUE
     );"#,
+    ),
+    (
+        5,
+        r#"ALTER TABLE audit_log ADD COLUMN count BIGINT NOT NULL DEFAULT 1;
+    ALTER TABLE audit_log ADD COLUMN last_at BIGINT;"#,
     ),
 ];
 
@@ -226,6 +232,8 @@ pub struct PostgresStore {
     changes: broadcast::Sender<Change>,
     listening: Arc<AtomicBool>,
     listener: tokio::task::JoinHandle<()>,
+    /// Repeated refusals being counted ([`crate::audit_denials`]).
+    denials: Arc<DenialTally>,
 }
 
 impl Drop for PostgresStore {
@@ -490,6 +498,7 @@ impl PostgresStore {
             changes,
             listening,
             listener,
+            denials: Arc::new(DenialTally::new()),
         })
     }
 
@@ -1065,15 +1074,17 @@ async fn lock_scope(client: &impl GenericClient, scope: Scope<'_>) -> StoreResul
     }
 }
 
+/// Appends `entry` as stored ([`AuditEntry::for_storage`]: escaped and cut to size).
 pub(crate) async fn insert_audit(
     client: &impl GenericClient,
     entry: &AuditEntry,
 ) -> StoreResult<i64> {
+    let entry = &entry.for_storage();
     let row = query_opt(
         client,
         "INSERT INTO audit_log(at, principal, source, operation, subject, version, schema_id, \
-         config_key, outcome, request_id, detail) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING seq",
+         config_key, outcome, request_id, detail, count, last_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING seq",
         &[
             &entry.at,
             &entry.principal,
@@ -1086,6 +1097,8 @@ pub(crate) async fn insert_audit(
             &entry.outcome,
             &entry.request_id,
             &entry.detail,
+            &entry.count,
+            &entry.last_at,
         ],
     )
     .await?;
@@ -1136,7 +1149,23 @@ fn audit_row(r: &Row) -> StoreResult<AuditEntry> {
         outcome: col(r, 9)?,
         request_id: col(r, 10)?,
         detail: col(r, 11)?,
+        count: col(r, 12)?,
+        last_at: col(r, 13)?,
     })
+}
+
+/// Writes the counts of repeated refusals taken from `tally` onto their entries.
+async fn flush_denials(client: &impl GenericClient, tally: &DenialTally) -> StoreResult<()> {
+    for b in tally.take() {
+        exec(
+            client,
+            "UPDATE audit_log SET count = count + $1, \
+             last_at = GREATEST(COALESCE(last_at, at), $2) WHERE seq = $3",
+            &[&b.add, &b.last_at, &b.seq],
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Runs `work` in one READ COMMITTED transaction on a pooled connection and commits it.
@@ -1464,8 +1493,49 @@ impl Store for PostgresStore {
         insert_audit(&client, entry).await
     }
 
+    async fn record_denied(&self, entry: &AuditEntry, key: &DenialKey) -> StoreResult<()> {
+        let schedule_flush = match self.denials.admit(entry, key) {
+            Admission::Counted { schedule_flush } => schedule_flush,
+            Admission::Append(first) => {
+                let (entry, key) = *first;
+                let appended = match self.client().await {
+                    Ok(client) => insert_audit(&client, &entry).await,
+                    Err(e) => Err(e),
+                };
+                match appended {
+                    Ok(seq) => self.denials.opened(&key, seq),
+                    Err(e) => {
+                        self.denials.abandoned(&key);
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        if schedule_flush {
+            let (pool, tally) = (self.pool.clone(), self.denials.clone());
+            let flush = async move {
+                tokio::time::sleep(FLUSH_INTERVAL).await;
+                let flushed = match pool.get().await {
+                    Ok(client) => flush_denials(&client, &tally).await,
+                    Err(e) => Err(other_err(e.to_string())),
+                };
+                if let Err(e) = flushed {
+                    tracing::error!(error = %e, "could not count repeated refusals in the audit trail");
+                }
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn(flush)),
+                Err(_) => flush_denials(&self.client().await?, &self.denials).await?,
+            }
+        }
+        Ok(())
+    }
+
     async fn audit_entries(&self, wanted: &AuditQuery) -> StoreResult<Vec<AuditEntry>> {
         let client = self.client().await?;
+        if self.denials.has_pending() {
+            flush_denials(&client, &self.denials).await?;
+        }
         let sql = format!(
             "SELECT {AUDIT_COLUMNS} FROM audit_log {}",
             audit_filter('$')
@@ -1490,7 +1560,13 @@ impl Store for PostgresStore {
 
     async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
         let client = self.client().await?;
-        exec(&client, "DELETE FROM audit_log WHERE at < $1", &[&before]).await
+        flush_denials(&client, &self.denials).await?;
+        exec(
+            &client,
+            "DELETE FROM audit_log WHERE COALESCE(last_at, at) < $1",
+            &[&before],
+        )
+        .await
     }
 
     async fn last_audit_seq(&self) -> StoreResult<i64> {

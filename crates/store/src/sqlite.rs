@@ -4,6 +4,7 @@
 //! concurrently, which WAL allows.
 
 use crate::audit::{AUDIT_COLUMNS, AuditLine, audit_filter};
+use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
 use crate::context;
 use crate::group_commit::GroupCommit;
 use crate::sqlite_conn::{self, Span};
@@ -99,6 +100,11 @@ const MIGRATIONS: &[(i64, &str)] = &[
         slot INTEGER NOT NULL UNIQUE
     );",
     ),
+    (
+        5,
+        "ALTER TABLE audit_log ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE audit_log ADD COLUMN last_at INTEGER;",
+    ),
 ];
 
 /// The key under which global config and mode are kept; not a valid subject name.
@@ -119,6 +125,8 @@ pub struct SqliteStore {
     group: Arc<GroupCommit>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
+    /// Repeated refusals being counted ([`crate::audit_denials`]).
+    denials: Arc<DenialTally>,
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -295,6 +303,7 @@ impl SqliteStore {
             writer: sqlite_conn::WriteTurn::new(writer),
             readers,
             next_reader: AtomicUsize::new(0),
+            denials: Arc::new(DenialTally::new()),
         })
     }
 
@@ -669,11 +678,13 @@ fn read_mode(conn: &Connection, key: &str) -> StoreResult<Option<String>> {
     .map_err(backend)
 }
 
+/// Appends `entry` as stored ([`AuditEntry::for_storage`]: escaped and cut to size).
 pub(crate) fn insert_audit(conn: &Connection, entry: &AuditEntry) -> StoreResult<i64> {
+    let entry = &entry.for_storage();
     conn.prepare_cached(
         "INSERT INTO audit_log(at, principal, source, operation, subject, version, schema_id, \
-         config_key, outcome, request_id, detail) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+         config_key, outcome, request_id, detail, count, last_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )
     .map_err(backend)?
     .execute(params![
@@ -687,10 +698,37 @@ pub(crate) fn insert_audit(conn: &Connection, entry: &AuditEntry) -> StoreResult
         entry.config_key,
         entry.outcome,
         entry.request_id,
-        entry.detail
+        entry.detail,
+        entry.count,
+        entry.last_at
     ])
     .map_err(backend)?;
     Ok(conn.last_insert_rowid())
+}
+
+/// Writes the counts of repeated refusals taken from `tally` onto their entries.
+async fn flush_denials(
+    writer: &Arc<sqlite_conn::WriteTurn>,
+    group: &Arc<GroupCommit>,
+    tally: &DenialTally,
+) -> StoreResult<()> {
+    let bumps = tally.take();
+    if bumps.is_empty() {
+        return Ok(());
+    }
+    sqlite_conn::write_tx_grouped(writer, Span::Short, group, |tx| {
+        for b in &bumps {
+            cached_execute(
+                tx,
+                "UPDATE audit_log SET count = count + ?1, \
+                 last_at = MAX(COALESCE(last_at, at), ?2) WHERE seq = ?3",
+                params![b.add, b.last_at, b.seq],
+            )
+            .map_err(backend)?;
+        }
+        Ok(())
+    })
+    .await
 }
 
 /// Appends `line`, stamped now, inside the caller's transaction: how governance and sample
@@ -729,6 +767,8 @@ fn audit_row(r: &Row<'_>) -> rusqlite::Result<AuditEntry> {
         outcome: r.get(9)?,
         request_id: r.get(10)?,
         detail: r.get(11)?,
+        count: r.get(12)?,
+        last_at: r.get(13)?,
     })
 }
 
@@ -1045,7 +1085,44 @@ impl Store for SqliteStore {
         self.write(Span::Short, |tx| insert_audit(tx, entry)).await
     }
 
+    async fn record_denied(&self, entry: &AuditEntry, key: &DenialKey) -> StoreResult<()> {
+        let schedule_flush = match self.denials.admit(entry, key) {
+            Admission::Counted { schedule_flush } => schedule_flush,
+            Admission::Append(first) => {
+                let (entry, key) = *first;
+                match self.write(Span::Short, |tx| insert_audit(tx, &entry)).await {
+                    Ok(seq) => self.denials.opened(&key, seq),
+                    Err(e) => {
+                        self.denials.abandoned(&key);
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        if schedule_flush {
+            let (writer, group, tally) = (
+                self.writer.clone(),
+                self.group.clone(),
+                self.denials.clone(),
+            );
+            let flush = async move {
+                tokio::time::sleep(FLUSH_INTERVAL).await;
+                if let Err(e) = flush_denials(&writer, &group, &tally).await {
+                    tracing::error!(error = %e, "could not count repeated refusals in the audit trail");
+                }
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn(flush)),
+                Err(_) => flush_denials(&self.writer, &self.group, &self.denials).await?,
+            }
+        }
+        Ok(())
+    }
+
     async fn audit_entries(&self, query: &AuditQuery) -> StoreResult<Vec<AuditEntry>> {
+        if self.denials.has_pending() {
+            flush_denials(&self.writer, &self.group, &self.denials).await?;
+        }
         let sql = format!(
             "SELECT {AUDIT_COLUMNS} FROM audit_log {}",
             audit_filter('?')
@@ -1129,9 +1206,14 @@ impl Store for SqliteStore {
     }
 
     async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
+        flush_denials(&self.writer, &self.group, &self.denials).await?;
         self.write(Span::Long, |tx| {
-            let n = cached_execute(tx, "DELETE FROM audit_log WHERE at < ?1", [before])
-                .map_err(backend)?;
+            let n = cached_execute(
+                tx,
+                "DELETE FROM audit_log WHERE COALESCE(last_at, at) < ?1",
+                [before],
+            )
+            .map_err(backend)?;
             Ok(n as u64)
         })
         .await
