@@ -20,9 +20,13 @@ use tower::ServiceExt;
 const HOSTILE: &str = "orders-<script>document.title='pwned'</script>";
 
 fn user(name: &str) -> Value {
+    user_with(name, "pw")
+}
+
+fn user_with(name: &str, password: &str) -> Value {
     let salt = format!("salt-{name}");
     json!({"username": name, "algorithm": "sha256", "salt": salt,
-           "password_hash": Algorithm::Sha256.hash("pw", &salt)})
+           "password_hash": Algorithm::Sha256.hash(password, &salt)})
 }
 
 /// `steward` governs everything; `reader` reads `orders-*` only.
@@ -64,6 +68,8 @@ async fn app_with(
     let mut settings = AuthSettings {
         loopback_hosts_only: !with_auth,
         jwt,
+        // The auth file is looked at on every request, so edits show at once.
+        reload_interval: Some(std::time::Duration::ZERO),
         ..AuthSettings::default()
     };
     if with_auth {
@@ -512,4 +518,232 @@ async fn a_steward_advances_a_deprecation_and_the_trail_names_them() {
     .await;
     assert_eq!(wrong.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(wrong.body.contains("Unknown stage."));
+}
+
+/// Replaces the fixture's auth file. The pause first makes sure the new file's modification
+/// time differs from the old one's even where the file system keeps coarse times (a new
+/// password hash has the same length as the old one).
+fn rewrite_auth_file(dir: &tempfile::TempDir, file: &Value) {
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    std::fs::write(dir.path().join("auth.json"), file.to_string()).unwrap();
+}
+
+/// The fixture's auth file with `reader` also reading `secret-*`.
+fn auth_file_with_secret_reader() -> Value {
+    let mut file: Value = serde_json::from_str(&auth_file()).unwrap();
+    file["permissions"].as_array_mut().unwrap().push(
+        json!({"username": "reader", "operation": "Read", "resource": "SubjectPrefix:secret-"}),
+    );
+    file
+}
+
+/// Whether the session behind `cookie` has been ended: its next request is sent to the
+/// sign-in form with a new (anonymous) session cookie in place of the old one.
+async fn assert_signed_out(app: &Router, cookie: &str) {
+    let after = send(app, "GET", "/ui/subjects/orders-value", Some(cookie), None).await;
+    assert_eq!(after.status, StatusCode::SEE_OTHER, "{}", after.body);
+    assert_eq!(after.headers["location"], "/ui/sign-in");
+    let replaced = after
+        .cookie()
+        .expect("the ended session's cookie is replaced");
+    assert_ne!(replaced, cookie);
+    let form = send(app, "GET", "/ui/sign-in", Some(cookie), None).await;
+    assert!(
+        !form.body.contains("Signed in as"),
+        "the old cookie names no session: {}",
+        form.body
+    );
+}
+
+#[tokio::test]
+async fn a_revoked_grant_is_gone_from_a_signed_in_session_on_its_next_request() {
+    let (app, dir) = app(HttpConfig::default(), true).await;
+    rewrite_auth_file(&dir, &auth_file_with_secret_reader());
+    let reader = sign_in(&app, "reader").await;
+    let secret = send(
+        &app,
+        "GET",
+        "/ui/subjects/secret-value",
+        Some(&reader),
+        None,
+    )
+    .await;
+    assert_eq!(secret.status, StatusCode::OK, "{}", secret.body);
+    assert!(secret.body.contains("&quot;hidden&quot;"));
+
+    rewrite_auth_file(&dir, &serde_json::from_str(&auth_file()).unwrap());
+    let secret = send(
+        &app,
+        "GET",
+        "/ui/subjects/secret-value",
+        Some(&reader),
+        None,
+    )
+    .await;
+    assert_eq!(secret.status, StatusCode::NOT_FOUND, "{}", secret.body);
+    assert!(!secret.body.contains("&quot;hidden&quot;"));
+    let list = send(&app, "GET", "/ui/subjects", Some(&reader), None).await;
+    assert!(!list.body.contains("secret-value"), "{}", list.body);
+    // The session itself goes on with the grants that remain.
+    let orders = send(
+        &app,
+        "GET",
+        "/ui/subjects/orders-value",
+        Some(&reader),
+        None,
+    )
+    .await;
+    assert_eq!(orders.status, StatusCode::OK, "{}", orders.body);
+    assert!(orders.body.contains("Signed in as <b>reader</b>"));
+
+    // Taking away every grant leaves nothing to show: back to the sign-in form.
+    let mut none: Value = serde_json::from_str(&auth_file()).unwrap();
+    none["permissions"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|p| p["username"] != "reader");
+    rewrite_auth_file(&dir, &none);
+    let orders = send(
+        &app,
+        "GET",
+        "/ui/subjects/orders-value",
+        Some(&reader),
+        None,
+    )
+    .await;
+    assert_eq!(orders.status, StatusCode::SEE_OTHER);
+    assert_eq!(orders.headers["location"], "/ui/sign-in");
+}
+
+#[tokio::test]
+async fn a_changed_password_ends_the_sessions_signed_in_with_the_old_one() {
+    let (app, dir) = app(HttpConfig::default(), true).await;
+    let reader = sign_in(&app, "reader").await;
+    let steward = sign_in(&app, "steward").await;
+    let before = send(
+        &app,
+        "GET",
+        "/ui/subjects/orders-value",
+        Some(&reader),
+        None,
+    )
+    .await;
+    assert_eq!(before.status, StatusCode::OK, "{}", before.body);
+
+    let mut file: Value = serde_json::from_str(&auth_file()).unwrap();
+    file["users"][1] = user_with("reader", "new-pw");
+    rewrite_auth_file(&dir, &file);
+    assert_signed_out(&app, &reader).await;
+    // Another user's session does not notice.
+    let other = send(
+        &app,
+        "GET",
+        "/ui/subjects/secret-value",
+        Some(&steward),
+        None,
+    )
+    .await;
+    assert_eq!(other.status, StatusCode::OK, "{}", other.body);
+    // The new password signs in again.
+    let form = send(&app, "GET", "/ui/sign-in", None, None).await;
+    let anonymous = form.cookie().unwrap();
+    let body = format!("csrf={}&username=reader&password=new-pw", form.csrf());
+    let again = send(&app, "POST", "/ui/sign-in", Some(&anonymous), Some(&body)).await;
+    assert_eq!(again.status, StatusCode::SEE_OTHER, "{}", again.body);
+    let session = again.cookie().unwrap();
+    let page = send(
+        &app,
+        "GET",
+        "/ui/subjects/orders-value",
+        Some(&session),
+        None,
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+}
+
+#[tokio::test]
+async fn deleting_the_user_ends_its_sessions() {
+    let (app, dir) = app(HttpConfig::default(), true).await;
+    let reader = sign_in(&app, "reader").await;
+    let before = send(
+        &app,
+        "GET",
+        "/ui/subjects/orders-value",
+        Some(&reader),
+        None,
+    )
+    .await;
+    assert_eq!(before.status, StatusCode::OK, "{}", before.body);
+
+    // The user goes; its grant stays behind in the file, and must not be reached.
+    let mut file: Value = serde_json::from_str(&auth_file()).unwrap();
+    file["users"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|u| u["username"] != "reader");
+    rewrite_auth_file(&dir, &file);
+    assert_signed_out(&app, &reader).await;
+}
+
+#[tokio::test]
+async fn a_token_session_ends_when_the_token_expires() {
+    let (key, jwk) = ed25519_key();
+    let verifier =
+        JwtVerifier::new(JwtSettings::default(), &json!({"keys": [jwk]}).to_string()).unwrap();
+    let (app, _dir) = app_with(HttpConfig::default(), true, Some(Arc::new(verifier))).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let token = |exp: u64| {
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
+        header.kid = Some("k1".into());
+        jsonwebtoken::encode(&header, &json!({"sub": "reader", "exp": exp}), &key).unwrap()
+    };
+    let form = send(&app, "GET", "/ui/sign-in", None, None).await;
+    let cookie = form.cookie().unwrap();
+    // A token already past its `exp` does not sign in, however recently it expired.
+    let stale = format!("csrf={}&token={}", form.csrf(), token(now - 5));
+    let refused = send(&app, "POST", "/ui/sign-in", Some(&cookie), Some(&stale)).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{}", refused.body);
+
+    let body = format!("csrf={}&token={}", form.csrf(), token(now + 2));
+    let done = send(&app, "POST", "/ui/sign-in", Some(&cookie), Some(&body)).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let session = done.cookie().unwrap();
+    let before = send(
+        &app,
+        "GET",
+        "/ui/subjects/orders-value",
+        Some(&session),
+        None,
+    )
+    .await;
+    assert_eq!(before.status, StatusCode::OK, "{}", before.body);
+    assert!(before.body.contains("Signed in as <b>reader</b>"));
+
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_signed_out(&app, &session).await;
+}
+
+#[tokio::test]
+async fn requests_without_a_cookie_do_not_push_out_a_signed_in_session() {
+    let (app, _dir) = app(HttpConfig::default(), true).await;
+    let steward = sign_in(&app, "steward").await;
+    let before = send(&app, "GET", "/ui/subjects", Some(&steward), None).await;
+    assert!(before.body.contains("Signed in as <b>steward</b>"));
+    let mut fresh = std::collections::HashSet::new();
+    for _ in 0..10_050 {
+        let anonymous = send(&app, "GET", "/ui/sign-in", None, None).await;
+        fresh.insert(anonymous.cookie().expect("an anonymous session"));
+    }
+    assert_eq!(
+        fresh.len(),
+        10_050,
+        "each request without a cookie got its own session"
+    );
+    let after = send(&app, "GET", "/ui/subjects", Some(&steward), None).await;
+    assert_eq!(after.status, StatusCode::OK, "{}", after.body);
+    assert!(after.body.contains("Signed in as <b>steward</b>"));
 }

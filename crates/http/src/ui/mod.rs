@@ -3,11 +3,14 @@
 //!
 //! A request to the console is authenticated by its session cookie ([`session`]), never by
 //! an `Authorization` header: the sign-in form checks Basic credentials or a bearer token
-//! with [`Auth::sign_in`], exactly as the API checks them, and keeps only the principal.
-//! What the principal may see and do is decided on every request by [`Access`], the same
-//! decision the API's authorization layer takes. Every response carries a strict
-//! Content-Security-Policy (scripts and styles only from `/ui/assets`, no inline script),
-//! and every state change checks the session's CSRF token and the `Origin` header.
+//! with [`Auth::sign_in`], exactly as the API checks them, and keeps the principal with
+//! what proves its credential (never the credential itself). Every request checks that the
+//! credential still holds (the user is still in the auth file with the same password, the
+//! token has not expired) and ends the session otherwise; what the principal may see and do
+//! is decided on every request by [`Access`], the same decision the API's authorization
+//! layer takes. Every response carries a strict Content-Security-Policy (scripts and styles
+//! only from `/ui/assets`, no inline script), and every state change checks the session's
+//! CSRF token and the `Origin` header.
 
 mod govern;
 pub mod html;
@@ -18,7 +21,7 @@ use crate::AppState;
 use crate::auth::{Access, Auth, Operation, Resource};
 use crate::error::ApiError;
 use crate::extract::{BodyLimit, Params};
-use crate::principal::Principal;
+use crate::principal::{AuthMethod, Principal};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
@@ -28,9 +31,10 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use html::E;
-use session::{Session, SignedIn};
+use session::{Proof, Session, SignedIn};
 use std::fmt::Write as _;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 /// The policy on every console response: nothing but the console's own script and style,
 /// no framing, forms only to the console itself.
@@ -189,8 +193,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Ctx {
     }
 }
 
-/// The session layer: finds or starts the session, resolves its principal and access, sends
-/// a caller that may do nothing to the sign-in form, and adds the security headers.
+/// The session layer: finds or starts the session, ends a signed-in one whose credential no
+/// longer holds, resolves its principal and access, sends a caller that may do nothing to
+/// the sign-in form, and adds the security headers.
 async fn context(State(console): State<Console>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
     if console.auth.refuses_host(&parts) {
@@ -205,10 +210,27 @@ async fn context(State(console): State<Console>, request: Request, next: Next) -
         .and_then(|v| v.to_str().ok())
         .and_then(session::cookie_value)
         .and_then(|id| console.sessions.get(id));
-    let (session, fresh) = match found {
-        Some(s) => (s, false),
+    // A signed-in session lasts only as long as the credential it was made from; its roles
+    // are the current ones. An ended session is replaced by a fresh anonymous one, whose
+    // cookie takes the old one's place.
+    let found = found.and_then(|s| match &s.user {
+        None => Some((s, None)),
+        Some(user) => match user.current_roles(&console.auth, SystemTime::now()) {
+            Some(roles) => Some((s, Some(roles))),
+            None => {
+                tracing::info!(
+                    user = %user.name,
+                    "console session ended: its credential no longer holds"
+                );
+                console.sessions.remove(&s.id);
+                None
+            }
+        },
+    });
+    let (session, roles, fresh) = match found {
+        Some((s, roles)) => (s, roles, false),
         None => match console.sessions.create(None) {
-            Ok(s) => (s, true),
+            Ok(s) => (s, None, true),
             Err(e) => {
                 tracing::error!(error = %e, "could not start a console session");
                 return page_error(StatusCode::INTERNAL_SERVER_ERROR, "Internal error.");
@@ -216,9 +238,9 @@ async fn context(State(console): State<Console>, request: Request, next: Next) -
         },
     };
     let mut principal = Principal::anonymous(&parts);
-    if let Some(user) = &session.user {
+    if let (Some(user), Some(roles)) = (&session.user, roles) {
         principal.name = Some(user.name.clone());
-        principal.roles = user.roles.clone();
+        principal.roles = roles;
         principal.method = user.method;
     }
     let access = console.auth.access_for(&principal);
@@ -417,11 +439,16 @@ async fn sign_in(State(console): State<Console>, ctx: Ctx, request: Request) -> 
             Ok(f) => f,
             Err(r) => return r,
         };
-    let authorization = match (
-        form.get("token").unwrap_or(""),
-        form.get("username").unwrap_or(""),
-    ) {
-        (token, _) if !token.trim().is_empty() => format!("Bearer {}", token.trim()),
+    let token = form.get("token").unwrap_or("").trim();
+    let username = form.get("username").unwrap_or("");
+    // Taken before the password is checked: should the password change in between, the
+    // session then ends on its first request instead of outliving the old password.
+    let stamp = match (token, username) {
+        ("", user) if !user.is_empty() => console.auth.credential_stamp(user).map(|(s, _)| s),
+        _ => None,
+    };
+    let authorization = match (token, username) {
+        (token, _) if !token.is_empty() => format!("Bearer {token}"),
         (_, user) if !user.is_empty() => {
             use base64::Engine;
             let pair = format!("{user}:{}", form.get("password").unwrap_or(""));
@@ -432,20 +459,38 @@ async fn sign_in(State(console): State<Console>, ctx: Ctx, request: Request) -> 
         }
         _ => return sign_in_page(&ctx, Some("Enter a user name and password, or a token.")),
     };
+    let failed = || {
+        let mut r = sign_in_page(&ctx, Some("Sign-in failed."));
+        *r.status_mut() = StatusCode::UNAUTHORIZED;
+        r
+    };
     let principal = match console.auth.sign_in(&parts, &authorization).await {
         Ok(p) if p.is_authenticated() => p,
-        Ok(_) | Err(_) => {
-            let mut r = sign_in_page(&ctx, Some("Sign-in failed."));
-            *r.status_mut() = StatusCode::UNAUTHORIZED;
-            return r;
-        }
+        Ok(_) | Err(_) => return failed(),
     };
-    console.sessions.remove(&ctx.session.id);
+    // What will show, on every later request, that the credential still holds. A token
+    // whose `exp` has passed makes no session, even within the leeway the API allows.
+    let proof = match principal.method {
+        AuthMethod::Basic => stamp.map(|stamp| Proof::Password { stamp }),
+        AuthMethod::Bearer => session::token_expiry(token).map(|expires| Proof::Token { expires }),
+        _ => None,
+    };
     let user = SignedIn {
         name: principal.name.clone().unwrap_or_default(),
         roles: principal.roles.clone(),
         method: principal.method,
+        proof: match proof {
+            Some(proof) => proof,
+            None => return failed(),
+        },
     };
+    if user
+        .current_roles(&console.auth, SystemTime::now())
+        .is_none()
+    {
+        return failed();
+    }
+    console.sessions.remove(&ctx.session.id);
     let session = match console.sessions.create(Some(user)) {
         Ok(s) => s,
         Err(_) => return page_error(StatusCode::INTERNAL_SERVER_ERROR, "Internal error."),
