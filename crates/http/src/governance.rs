@@ -831,6 +831,7 @@ mod tests {
             method: crate::principal::AuthMethod::Basic,
             source: None,
             user_agent: Some("cli/1".into()),
+            expires: None,
         }
     }
 

@@ -122,10 +122,46 @@ fn version_spec(text: &str) -> Result<VersionSpec, ApiError> {
 /// The schema's text in the `format` the request asks for.
 async fn requested_text(
     state: &AppState,
+    caller: &Caller,
+    access: &Access,
     schema: &Schema,
     params: &Params,
 ) -> Result<String, ApiError> {
     let format = TextFormat::parse(params.get("format"));
+    readable_text(state, caller, access, schema, format).await
+}
+
+/// References followed at most when checking that a resolved text may be shown.
+const MAX_RESOLVED_REFERENCES: usize = 10_000;
+
+/// The schema's text in `format`; the resolved form inlines every schema it references,
+/// directly or not, so it is refused (403) unless the caller may read all their subjects.
+async fn readable_text(
+    state: &AppState,
+    caller: &Caller,
+    access: &Access,
+    schema: &Schema,
+    format: TextFormat,
+) -> Result<String, ApiError> {
+    if format == TextFormat::Resolved && !access.allows_everywhere(Operation::Read) {
+        let mut pending: Vec<_> = schema.references.clone();
+        let mut seen = std::collections::HashSet::new();
+        while let Some(r) = pending.pop() {
+            if !seen.insert((r.subject.clone(), r.version)) {
+                continue;
+            }
+            if !access.can_read(&r.subject) || seen.len() > MAX_RESOLVED_REFERENCES {
+                let resource = Resource::Subject(r.subject.clone());
+                let refusal = HandlerRefusal::denied(Operation::Read, resource);
+                return Err(caller.refuse(state, refusal).await);
+            }
+            let referenced = state
+                .registry
+                .version(&r.subject, VersionSpec::Number(r.version), true)
+                .await?;
+            pending.extend(referenced.schema.references.iter().cloned());
+        }
+    }
     Ok(state.registry.schema_text(schema, format).await?)
 }
 
@@ -149,6 +185,7 @@ async fn readable_id(
 /// The id in the path, the schema registered under it and its requested text.
 async fn schema_with_text(
     state: &AppState,
+    caller: &Caller,
     access: &Access,
     id: &str,
     params: &Params,
@@ -160,7 +197,7 @@ async fn schema_with_text(
         }
         e => e,
     })?;
-    let text = requested_text(state, &record, params).await?;
+    let text = requested_text(state, caller, access, &record, params).await?;
     Ok((id, record, text))
 }
 
@@ -176,6 +213,8 @@ async fn followed(state: &AppState, access: &Access, subject: String) -> Result<
 /// The subject version named in the path (`?deleted` included) and its requested text.
 async fn version_with_text(
     state: &AppState,
+    caller: &Caller,
+    access: &Access,
     subject: &str,
     version: &str,
     params: &Params,
@@ -185,7 +224,7 @@ async fn version_with_text(
         .registry
         .version(subject, spec, params.flag("deleted"))
         .await?;
-    let text = requested_text(state, &v.schema, params).await?;
+    let text = requested_text(state, caller, access, &v.schema, params).await?;
     Ok((v, text))
 }
 
@@ -217,6 +256,24 @@ async fn ensure_references_readable(
             let refusal = HandlerRefusal::denied(Operation::Read, resource);
             return Err(caller.refuse(state, refusal).await);
         }
+    }
+    Ok(())
+}
+
+/// A registration that names its id or version (IMPORT mode) rewrites the registry's
+/// numbering, so it needs `Admin` on the subject, not only `Write`.
+async fn ensure_may_choose_ids(
+    state: &AppState,
+    caller: &Caller,
+    access: &Access,
+    subject: &str,
+    body: &SchemaBody,
+) -> Result<(), ApiError> {
+    let resource = Resource::Subject(subject.to_string());
+    if (body.id.is_some() || body.version.is_some()) && !access.allows(Operation::Admin, &resource)
+    {
+        let refusal = HandlerRefusal::denied(Operation::Admin, resource);
+        return Err(caller.refuse(state, refusal).await);
     }
     Ok(())
 }
@@ -374,11 +431,12 @@ pub async fn schemas(State(state): State<AppState>, access: Access, params: Para
 pub async fn schema_by_id(
     State(state): State<AppState>,
     principal: Principal,
+    caller: Caller,
     access: Access,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let (id, record, text) = schema_with_text(&state, &access, &id, &params).await?;
+    let (id, record, text) = schema_with_text(&state, &caller, &access, &id, &params).await?;
     let mut m = schema_fields(&record, text);
     if let Some(subject) = params
         .get("subject")
@@ -394,7 +452,7 @@ pub async fn schema_by_id(
     }
     let answer = ok(Value::Object(m));
     Ok(state
-        .answer_read(&principal, ReadTarget::Id(id), answer)
+        .answer_read(&principal, &access, ReadTarget::Id(id), answer)
         .await)
 }
 
@@ -403,6 +461,7 @@ pub async fn schema_by_id(
 pub async fn schema_by_guid(
     State(state): State<AppState>,
     principal: Principal,
+    caller: Caller,
     access: Access,
     SafePath(guid): SafePath<String>,
     params: Params,
@@ -413,10 +472,10 @@ pub async fn schema_by_guid(
         .next()
         .ok_or(RegistryError::SchemaGuidNotFound(guid))?;
     let record = state.registry.schema_by_id(id).await?;
-    let text = requested_text(&state, &record, &params).await?;
+    let text = requested_text(&state, &caller, &access, &record, &params).await?;
     let answer = ok(Value::Object(schema_fields(&record, text)));
     Ok(state
-        .answer_read(&principal, ReadTarget::Id(id), answer)
+        .answer_read(&principal, &access, ReadTarget::Id(id), answer)
         .await)
 }
 
@@ -455,13 +514,14 @@ async fn readable_ids_by_guid(
 pub async fn schema_text_by_id(
     State(state): State<AppState>,
     principal: Principal,
+    caller: Caller,
     access: Access,
     SafePath(id): SafePath<String>,
     params: Params,
 ) -> ApiResult {
-    let (id, _, text) = schema_with_text(&state, &access, &id, &params).await?;
+    let (id, _, text) = schema_with_text(&state, &caller, &access, &id, &params).await?;
     Ok(state
-        .answer_read(&principal, ReadTarget::Id(id), raw(text))
+        .answer_read(&principal, &access, ReadTarget::Id(id), raw(text))
         .await)
 }
 
@@ -541,6 +601,7 @@ pub async fn register(
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
     ensure_references_readable(&state, &caller, &access, &body).await?;
+    ensure_may_choose_ids(&state, &caller, &access, &subject, &body).await?;
     let options = RegisterOptions {
         normalize: params.flag("normalize"),
         force: params.flag("force"),
@@ -651,7 +712,14 @@ pub async fn lookup(
             };
             let keep = params.get("format").is_none();
             let body = kept_body(&answer, keep, || async {
-                version_body(&state, &answer.to_version(&subject), format).await
+                version_body(
+                    &state,
+                    &caller,
+                    &access,
+                    &answer.to_version(&subject),
+                    format,
+                )
+                .await
             })
             .await?;
             (read, body)
@@ -660,21 +728,26 @@ pub async fn lookup(
             let v = registry
                 .lookup(&subject, &request, normalize, deleted)
                 .await?;
-            (version_read(&v), version_body(&state, &v, format).await?)
+            (
+                version_read(&v),
+                version_body(&state, &caller, &access, &v, format).await?,
+            )
         }
     };
     Ok(state
-        .answer_read(&principal, read, body_response(body))
+        .answer_read(&principal, &access, read, body_response(body))
         .await)
 }
 
 /// [`version_view`] with the schema in `format`, as JSON.
 async fn version_body(
     state: &AppState,
+    caller: &Caller,
+    access: &Access,
     v: &Version,
     format: TextFormat,
 ) -> Result<Bytes, ApiError> {
-    let text = state.registry.schema_text(&v.schema, format).await?;
+    let text = readable_text(state, caller, access, &v.schema, format).await?;
     Ok(json_bytes(&version_view(v, text)))
 }
 
@@ -705,29 +778,33 @@ fn response_format(params: &Params, body: &SchemaBody) -> TextFormat {
 pub async fn version(
     State(state): State<AppState>,
     principal: Principal,
+    caller: Caller,
     access: Access,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
     let subject = followed(&state, &access, subject).await?;
-    let (v, text) = version_with_text(&state, &subject, &version, &params).await?;
+    let (v, text) =
+        version_with_text(&state, &caller, &access, &subject, &version, &params).await?;
     let answer = ok(version_view(&v, text));
     Ok(state
-        .answer_read(&principal, version_read(&v), answer)
+        .answer_read(&principal, &access, version_read(&v), answer)
         .await)
 }
 
 pub async fn version_schema(
     State(state): State<AppState>,
     principal: Principal,
+    caller: Caller,
     access: Access,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
     let subject = followed(&state, &access, subject).await?;
-    let (v, text) = version_with_text(&state, &subject, &version, &params).await?;
+    let (v, text) =
+        version_with_text(&state, &caller, &access, &subject, &version, &params).await?;
     Ok(state
-        .answer_read(&principal, version_read(&v), raw(text))
+        .answer_read(&principal, &access, version_read(&v), raw(text))
         .await)
 }
 
@@ -754,6 +831,8 @@ pub async fn referenced_by(
 pub async fn latest_with_metadata(
     State(state): State<AppState>,
     principal: Principal,
+    caller: Caller,
+    access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
@@ -778,10 +857,10 @@ pub async fn latest_with_metadata(
             .zip(values.iter())
             .all(|(k, val)| props.get(*k).and_then(Value::as_str) == Some(*val));
         if matches {
-            let text = requested_text(&state, &v.schema, &params).await?;
+            let text = requested_text(&state, &caller, &access, &v.schema, &params).await?;
             let answer = ok(version_view(&v, text));
             return Ok(state
-                .answer_read(&principal, version_read(&v), answer)
+                .answer_read(&principal, &access, version_read(&v), answer)
                 .await);
         }
     }
@@ -1001,7 +1080,8 @@ pub struct ModeBody {
 }
 
 /// Sets the global mode (`subject` `None`) or a subject's. IMPORT lets a caller choose ids
-/// and versions, so on a subject it needs `Admin` there, not only `Write`.
+/// and versions, so it needs `Admin` where it is set (on the registry for the global or a
+/// context's mode), not only `Write` or `Configure`.
 async fn update_mode(
     state: &AppState,
     audit: &AuditContext,
@@ -1011,8 +1091,13 @@ async fn update_mode(
     params: &Params,
     body: ModeBody,
 ) -> ApiResult {
-    if let Some(subject) = subject {
-        let resource = Resource::Subject(subject.to_string());
+    {
+        let resource = match subject {
+            Some(s) if !covenant_store::context::is_context_only(s) => {
+                Resource::Subject(s.to_string())
+            }
+            _ => Resource::Global,
+        };
         if body.mode.trim().eq_ignore_ascii_case("IMPORT")
             && !access.allows(Operation::Admin, &resource)
         {
@@ -1107,7 +1192,7 @@ pub async fn metrics(State(state): State<AppState>, access: Access) -> Response 
             metrics::gauge!("covenant_schemas", "type" => t).set(n as f64);
         }
     }
-    let mut text = state.metrics.render();
+    let mut text = crate::metrics_view::filter(&state.metrics.render(), &access);
     text.push_str(&crate::profile_routes::population_gauges(&state, &access).await);
     let mut r = (StatusCode::OK, text).into_response();
     r.headers_mut().insert(

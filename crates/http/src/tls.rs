@@ -311,3 +311,42 @@ fn unescape(text: &str) -> Option<String> {
     }
     Some(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
+
+    fn certificate(attributes: &[(DnType, &str)]) -> CertificateDer<'static> {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name = DistinguishedName::new();
+        for (kind, value) in attributes {
+            params.distinguished_name.push(kind.clone(), *value);
+        }
+        let key = KeyPair::generate().unwrap();
+        params.self_signed(&key).unwrap().der().clone()
+    }
+
+    #[test]
+    fn only_one_exact_common_name_names_a_principal() {
+        let pattern = regex::Regex::new("CN=([^,]+)").unwrap();
+        for pattern in [None, Some(&pattern)] {
+            let name = |attributes: &[(DnType, &str)]| principal(&certificate(attributes), pattern);
+            assert_eq!(name(&[(DnType::CommonName, "svc")]).as_deref(), Some("svc"));
+            assert_eq!(
+                name(&[(DnType::CommonName, " svc ")]).as_deref(),
+                Some(" svc "),
+                "{pattern:?}: never trimmed"
+            );
+            assert_eq!(name(&[(DnType::OrganizationalUnitName, "CN=svc")]), None);
+            assert_eq!(name(&[(DnType::OrganizationName, "evil,CN=svc")]), None);
+        }
+    }
+
+    #[test]
+    fn escapes_are_undone_and_cut_ones_refused() {
+        assert_eq!(unescape(r"Smith\, John").as_deref(), Some("Smith, John"));
+        assert_eq!(unescape(r"a\3db").as_deref(), Some("a=b"));
+        assert_eq!(unescape(r"admin\"), None);
+    }
+}

@@ -290,3 +290,55 @@ async fn certificates_reload_without_dropping_connections() {
         .unwrap();
     assert_eq!(get(&mut again, "/subjects").await.unwrap().0, 200);
 }
+
+/// A leaf certificate whose subject has exactly these attributes (in this order).
+fn issue_with_subject(ca: &Authority, attributes: &[(DnType, &str)]) -> (String, String) {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    for (kind, value) in attributes {
+        params.distinguished_name.push(kind.clone(), *value);
+    }
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &ca.issuer).unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+/// Attributes that only look like a CN name nobody, with or without a pattern: an OU or O
+/// whose value contains `CN=admin` and no CN at all, and a CN with spaces around the name
+/// (never trimmed). The real CN still names its principal.
+#[tokio::test]
+async fn look_alike_attributes_name_nobody() {
+    for pattern in [None, Some("CN=([^,]+)")] {
+        let server = start_with(pattern).await;
+        let admin = |attributes: &[(DnType, &str)]| issue_with_subject(&server.ca, attributes);
+        let spoofs = [
+            admin(&[(DnType::OrganizationalUnitName, "CN=svc-orders")]),
+            admin(&[(DnType::OrganizationName, "evil,CN=svc-orders")]),
+            admin(&[(DnType::CommonName, " svc-orders ")]),
+            admin(&[
+                (DnType::OrganizationName, "x"),
+                (DnType::OrganizationalUnitName, "y,CN=svc-orders"),
+            ]),
+        ];
+        for (i, spoof) in spoofs.iter().enumerate() {
+            let mut stream = connect(server.port, &server.ca, Some(spoof)).await.unwrap();
+            let (status, body) = get(&mut stream, "/subjects/s/versions").await.unwrap();
+            // Anonymous (401), or a principal with another name and no grant (403).
+            assert!(
+                status == 401 || status == 403,
+                "{pattern:?} spoof {i}: {status} {body}"
+            );
+        }
+        let real = admin(&[
+            (DnType::OrganizationName, "Acme"),
+            (DnType::CommonName, "svc-orders"),
+        ]);
+        let mut stream = connect(server.port, &server.ca, Some(&real)).await.unwrap();
+        let (status, body) = get(&mut stream, "/subjects/s/versions").await.unwrap();
+        assert_eq!(
+            status, 404,
+            "{pattern:?}: granted, and the subject is missing: {body}"
+        );
+    }
+}

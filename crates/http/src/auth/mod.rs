@@ -590,7 +590,7 @@ impl Auth {
         match request_host(parts) {
             None => true,
             Some(name) => {
-                is_loopback_or_literal(&name) || self.allowed_hosts.iter().any(|h| *h == name)
+                is_loopback_or_literal(&name) || self.allowed_hosts.contains(&name)
             }
         }
     }
