@@ -224,7 +224,8 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
             .with_context(|| format!("opening the sample store in {}", args.data_dir.display()))?;
         let profiles = covenant_store::SqliteProfileStore::open(store.path())
             .with_context(|| format!("opening the profile store in {}", args.data_dir.display()))?;
-        let governance = covenant_store::SqliteGovernanceStore::open(&args.data_dir)
+        // Governance writes take turns with registrations on the store's own writer.
+        let governance = covenant_store::SqliteGovernanceStore::open_beside(&store)
             .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
         let exporters =
             covenant_store::exporters_sqlite::SqliteExporterStore::open(store.path())

@@ -11,7 +11,7 @@ use covenant_store::governance::{
     SchemaRead, Stage,
 };
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Why a removal may not happen yet, in words a person can act on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,11 +93,64 @@ impl GateEvidence {
             .map(|c| c.cadence.duration_ms())
             .fold(unattributed_lookback_ms, i64::max)
     }
+}
+
+/// The evidence indexed for the gate's lookups, built once per decision: which fields each
+/// reader schema has, which fields each live consumer declares for the subject, and the
+/// itemized reads of each field. A removal's check is then a few hash lookups per removed
+/// field, not a scan over every declared or read field.
+struct Index<'a> {
+    evidence: &'a GateEvidence,
+    reader_fields: HashMap<i64, HashSet<&'a str>>,
+    declared: HashMap<&'a str, HashSet<&'a str>>,
+    field_usage: HashMap<&'a str, Vec<&'a FieldUsage>>,
+}
+
+impl<'a> Index<'a> {
+    fn new(evidence: &'a GateEvidence) -> Index<'a> {
+        let reader_fields = evidence
+            .reader_fields
+            .iter()
+            .map(|(id, fields)| (*id, fields.iter().map(String::as_str).collect()))
+            .collect();
+        let declared = evidence
+            .consumers
+            .iter()
+            .filter(|c| c.is_active())
+            .filter_map(|c| {
+                let read = c.read_of(&evidence.subject)?;
+                Some((
+                    c.name.as_str(),
+                    read.fields.iter().map(String::as_str).collect(),
+                ))
+            })
+            .collect();
+        let mut field_usage: HashMap<&str, Vec<&FieldUsage>> = HashMap::new();
+        for u in &evidence.field_usage {
+            field_usage.entry(u.field.as_str()).or_default().push(u);
+        }
+        Index {
+            evidence,
+            reader_fields,
+            declared,
+            field_usage,
+        }
+    }
 
     fn reader_has(&self, reader: Option<i64>, field: &str) -> bool {
         reader
             .and_then(|id| self.reader_fields.get(&id))
-            .is_some_and(|fields| fields.iter().any(|f| f == field))
+            .is_some_and(|fields| fields.contains(field))
+    }
+
+    fn declares(&self, consumer: &str, field: &str) -> bool {
+        self.declared
+            .get(consumer)
+            .is_some_and(|fields| fields.contains(field))
+    }
+
+    fn reads_of(&self, field: &str) -> &[&'a FieldUsage] {
+        self.field_usage.get(field).map_or(&[], Vec::as_slice)
     }
 
     /// The latest time `who` (a consumer name, or None with a client for unattributed use)
@@ -113,13 +166,12 @@ impl GateEvidence {
             consumer.as_deref() == who && client.is_none_or(|c| c == client_id)
         };
         let itemized = self
-            .field_usage
+            .reads_of(field)
             .iter()
-            .filter(|u| {
-                u.field == field && u.last_at >= since && matches(&u.consumer, &u.client_id)
-            })
+            .filter(|u| u.last_at >= since && matches(&u.consumer, &u.client_id))
             .map(|u| (u.last_at, u.reader_schema_id));
         let through_reader = self
+            .evidence
             .reader_usage
             .iter()
             .filter(|u| {
@@ -164,7 +216,8 @@ fn via(reader: Option<i64>) -> String {
 }
 
 /// The blockers for one field, before exceptions.
-fn field_blockers(evidence: &GateEvidence, field: &str) -> Vec<Blocker> {
+fn field_blockers(index: &Index<'_>, field: &str) -> Vec<Blocker> {
+    let evidence = index.evidence;
     let subject = &evidence.subject;
     let now = evidence.now;
     let deprecation = active_deprecation(evidence, field);
@@ -175,15 +228,15 @@ fn field_blockers(evidence: &GateEvidence, field: &str) -> Vec<Blocker> {
         .collect();
     let declared: Vec<&&Consumer> = active
         .iter()
-        .filter(|c| c.declares_field(subject, field))
+        .filter(|c| index.declares(&c.name, field))
         .collect();
     let unattributed_since = now - evidence.unattributed_lookback_ms;
-    let seen = evidence
-        .field_usage
+    let seen = index
+        .reads_of(field)
         .iter()
-        .any(|u| u.field == field && u.last_at >= unattributed_since)
+        .any(|u| u.last_at >= unattributed_since)
         || evidence.reader_usage.iter().any(|u| {
-            u.last_at >= unattributed_since && evidence.reader_has(u.reader_schema_id, field)
+            u.last_at >= unattributed_since && index.reader_has(u.reader_schema_id, field)
         });
     if deprecation.is_none() && declared.is_empty() && !seen {
         return Vec::new();
@@ -249,26 +302,25 @@ fn field_blockers(evidence: &GateEvidence, field: &str) -> Vec<Blocker> {
     }
 
     // Usage and evidence coverage, per consumer, over that consumer's own cadence.
-    let used_by: BTreeSet<&str> = evidence
-        .field_usage
+    let used_by: BTreeSet<&str> = index
+        .reads_of(field)
         .iter()
-        .filter(|u| u.field == field)
         .filter_map(|u| u.consumer.as_deref())
         .chain(
             evidence
                 .reader_usage
                 .iter()
-                .filter(|u| evidence.reader_has(u.reader_schema_id, field))
+                .filter(|u| index.reader_has(u.reader_schema_id, field))
                 .filter_map(|u| u.consumer.as_deref()),
         )
         .collect();
     for c in &active {
-        if c.read_of(subject).is_none() && !used_by.contains(c.name.as_str()) {
+        if !index.declared.contains_key(c.name.as_str()) && !used_by.contains(c.name.as_str()) {
             continue;
         }
         let lookback = c.cadence.duration_ms();
         let since = now - lookback;
-        if let Some((last, reader)) = evidence.last_use(field, Some(&c.name), None, since) {
+        if let Some((last, reader)) = index.last_use(field, Some(&c.name), None, since) {
             out.push(blocker(
                 BlockerKind::RecentUsage,
                 field,
@@ -331,8 +383,7 @@ fn field_blockers(evidence: &GateEvidence, field: &str) -> Vec<Blocker> {
     // Usage attributed to names that are no longer live consumers, and usage nobody owns.
     let live: BTreeSet<&str> = active.iter().map(|c| c.name.as_str()).collect();
     for name in used_by.iter().filter(|n| !live.contains(**n)) {
-        if let Some((last, reader)) = evidence.last_use(field, Some(name), None, unattributed_since)
-        {
+        if let Some((last, reader)) = index.last_use(field, Some(name), None, unattributed_since) {
             out.push(blocker(
                 BlockerKind::RecentUsage,
                 field,
@@ -347,22 +398,22 @@ fn field_blockers(evidence: &GateEvidence, field: &str) -> Vec<Blocker> {
             ));
         }
     }
-    let clients: BTreeSet<&str> = evidence
-        .field_usage
+    let clients: BTreeSet<&str> = index
+        .reads_of(field)
         .iter()
-        .filter(|u| u.consumer.is_none() && u.field == field)
+        .filter(|u| u.consumer.is_none())
         .map(|u| u.client_id.as_str())
         .chain(
             evidence
                 .reader_usage
                 .iter()
-                .filter(|u| u.consumer.is_none() && evidence.reader_has(u.reader_schema_id, field))
+                .filter(|u| u.consumer.is_none() && index.reader_has(u.reader_schema_id, field))
                 .map(|u| u.client_id.as_str()),
         )
         .collect();
     if let Some(d) = deprecation {
         out.extend(unattributed_read_blockers(
-            evidence,
+            index,
             field,
             d,
             &clients,
@@ -370,8 +421,7 @@ fn field_blockers(evidence: &GateEvidence, field: &str) -> Vec<Blocker> {
         ));
     }
     for client in clients {
-        if let Some((last, reader)) =
-            evidence.last_use(field, None, Some(client), unattributed_since)
+        if let Some((last, reader)) = index.last_use(field, None, Some(client), unattributed_since)
         {
             out.push(blocker(
                 BlockerKind::UnattributedUsage,
@@ -393,17 +443,18 @@ fn field_blockers(evidence: &GateEvidence, field: &str) -> Vec<Blocker> {
 /// blocks its removal until it is attributed (a consumer declares it among its clients) or
 /// excepted. Readers already blocking through usage reports (`reported`) are not named twice.
 fn unattributed_read_blockers(
-    evidence: &GateEvidence,
+    index: &Index<'_>,
     field: &str,
     deprecation: &Deprecation,
     reported: &BTreeSet<&str>,
     since: i64,
 ) -> Vec<Blocker> {
+    let evidence = index.evidence;
     let mut latest: BTreeMap<&str, &SchemaRead> = BTreeMap::new();
     for r in evidence.unattributed_reads.iter().filter(|r| {
         r.last_at >= since
             && !reported.contains(r.reader.as_str())
-            && evidence.reader_has(Some(r.schema_id), field)
+            && index.reader_has(Some(r.schema_id), field)
     }) {
         let slot = latest.entry(r.reader.as_str()).or_insert(r);
         if r.last_at > slot.last_at {
@@ -440,9 +491,13 @@ pub fn removal_gate(evidence: &GateEvidence, removed_fields: &[String]) -> GateR
         evaluated_at: evidence.now,
         ..GateReport::default()
     };
+    if removed_fields.is_empty() {
+        return report;
+    }
+    let index = Index::new(evidence);
     let mut used: BTreeSet<(i64, i64)> = BTreeSet::new();
     for field in removed_fields {
-        for b in field_blockers(evidence, field) {
+        for b in field_blockers(&index, field) {
             let exception = b.deprecation_id.and_then(|id| {
                 let d = evidence.deprecations.iter().find(|d| d.id == id)?;
                 let e = d.exceptions.iter().find(|e| {

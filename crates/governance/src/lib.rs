@@ -9,6 +9,7 @@
 mod clock;
 mod evidence;
 mod gate;
+pub mod limits;
 mod metrics;
 mod render;
 
@@ -20,7 +21,8 @@ pub use covenant_store::{AuditEntry, AuditLine};
 pub use gate::{Blocker, GateEvidence, GateReport, Overridden, removal_blockers, removal_gate};
 pub use metrics::{
     CounterSink, Counters, DEPRECATED_FIELD_USED, DESERIALIZATION_FAILURE, ENUM_UNKNOWN, FAMILIES,
-    MetricFamily, MetricSample, NEW_USE_AFTER_FREEZE, RECORDS_BY_SCHEMA_VERSION,
+    LABEL_SETS, LABEL_VALUE, LabelCaps, MetricFamily, MetricSample, NEW_USE_AFTER_FREEZE, OTHER,
+    RECORDS_BY_SCHEMA_VERSION, capped_value,
 };
 pub use render::{render_json, render_text};
 
@@ -343,6 +345,7 @@ fn normalize_reads(reads: &mut [SubjectRead]) {
 }
 
 fn validate_consumer(c: &NewConsumer) -> GovernanceResult<()> {
+    limits::check_consumer(c)?;
     let name_ok = !c.name.is_empty()
         && c.name
             .chars()
@@ -381,6 +384,7 @@ pub struct Governance {
     schema_fields: Arc<dyn SchemaFields>,
     config: GovernanceConfig,
     counters: Counters,
+    label_caps: LabelCaps,
     sink: Option<Arc<dyn CounterSink>>,
 }
 
@@ -417,6 +421,7 @@ impl Governance {
             schema_fields: Arc::new(NoSchemaFields),
             config: GovernanceConfig::default(),
             counters: Counters::default(),
+            label_caps: LabelCaps::default(),
             sink: None,
         }
     }
@@ -441,6 +446,7 @@ impl Governance {
         if by == 0 {
             return;
         }
+        let labels = self.label_caps.admit(family, labels);
         if let Some(sink) = &self.sink {
             sink.add(family, &labels, by);
         }
@@ -474,7 +480,7 @@ impl Governance {
         self.store
             .create_consumer(
                 &consumer,
-                &|c, _| {
+                &|c| {
                     let refusals = freeze_violations(c, None, &deprecations);
                     if refusals.is_empty() {
                         Ok(())
@@ -502,7 +508,7 @@ impl Governance {
         self.store
             .modify_consumer(
                 &name,
-                &|c, _| {
+                &|c| {
                     if !c.is_active() {
                         return Err(GovernanceError::Refused(format!(
                             "consumer '{}' is retired; declare a new consumer instead",
@@ -533,7 +539,7 @@ impl Governance {
         self.store
             .modify_consumer(
                 name,
-                &|c, _| {
+                &|c| {
                     if c.retired_at.is_some() {
                         return Err(GovernanceError::Conflict(format!(
                             "consumer '{}' is already retired",
@@ -649,6 +655,7 @@ impl Governance {
         mut report: UsageReport,
         audit: AuditLine<'_>,
     ) -> GovernanceResult<UsageReceipt> {
+        limits::check_usage_report(&report)?;
         if report.subject.trim().is_empty() || report.client_id.trim().is_empty() {
             return Err(GovernanceError::Invalid(
                 "a usage report needs a subject and a client id".to_string(),
@@ -824,7 +831,7 @@ impl Governance {
             self.count(
                 ENUM_UNKNOWN,
                 vec![("subject", subject.clone()), ("field", field.clone())],
-                values.values().sum(),
+                values.values().fold(0u64, |a, n| a.saturating_add(*n)),
             );
         }
         self.count(
@@ -922,6 +929,7 @@ impl Governance {
         mut new: NewDeprecation,
         audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
+        limits::check_new_deprecation(&new)?;
         if new.old_promise.trim().is_empty() || new.new_promise.trim().is_empty() {
             return Err(GovernanceError::Invalid(
                 "a deprecation states its old and its new promise".to_string(),
@@ -987,6 +995,7 @@ impl Governance {
         request: StageRequest,
         audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
+        limits::check_stage_request(&request)?;
         let current = self.deprecation(id).await?;
         let to = request.to;
         if to == current.stage {
@@ -1044,7 +1053,7 @@ impl Governance {
                     });
                     d.stage = to;
                     d.updated_at = at;
-                    Ok(())
+                    limits::check_record(d)
                 },
                 audit,
             )
@@ -1127,6 +1136,7 @@ impl Governance {
         update: DeprecationUpdate,
         audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
+        limits::check_update(&update)?;
         if update.by.trim().is_empty() {
             return Err(GovernanceError::Invalid(
                 "an update names who made it ('by')".to_string(),
@@ -1161,7 +1171,7 @@ impl Governance {
                         changes,
                     });
                     d.updated_at = at;
-                    Ok(())
+                    limits::check_record(d)
                 },
                 audit,
             )
@@ -1178,6 +1188,7 @@ impl Governance {
         body: EvidenceBody,
         audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
+        limits::check_evidence(claim, by, &body)?;
         if claim.trim().is_empty() || by.trim().is_empty() {
             return Err(GovernanceError::Invalid(
                 "evidence names the claim it supports and who recorded it".to_string(),
@@ -1239,6 +1250,8 @@ impl Governance {
             }
             other => other,
         };
+        // Again with the stored result of a usage query.
+        limits::check_evidence(claim, by, &body)?;
         let at = self.now();
         self.store
             .modify_deprecation(
@@ -1252,7 +1265,7 @@ impl Governance {
                         body: body.clone(),
                     });
                     d.updated_at = at;
-                    Ok(())
+                    limits::check_record(d)
                 },
                 audit,
             )
@@ -1266,6 +1279,7 @@ impl Governance {
         request: ExceptionRequest,
         audit: AuditLine<'_>,
     ) -> GovernanceResult<Deprecation> {
+        limits::check_exception(&request)?;
         if request.approver.trim().is_empty() || request.reason.trim().is_empty() {
             return Err(GovernanceError::Invalid(
                 "an exception names its approver and its reason".to_string(),
@@ -1285,7 +1299,7 @@ impl Governance {
                         approved_at: at,
                     });
                     d.updated_at = at;
-                    Ok(())
+                    limits::check_record(d)
                 },
                 audit,
             )

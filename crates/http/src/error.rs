@@ -128,7 +128,8 @@ pub fn error_code(e: &RegistryError) -> u32 {
 }
 
 /// Codes of consumer governance failures: 4044x not found, 40901 refused by a governance
-/// rule (freeze, removal gate, stage order), 40940 conflicting state, 42240 invalid input.
+/// rule (freeze, removal gate, stage order), 40940 conflicting state, 42240 invalid input,
+/// 41340 a document over its byte limit, 42241 a list, identifier or text over its limit.
 pub fn governance_error_code(e: &GovernanceError) -> u32 {
     match e {
         GovernanceError::NotFound {
@@ -154,6 +155,8 @@ impl From<GovernanceError> for ApiError {
             tracing::error!(error = %e, "governance failure");
         }
         ApiError::new(code, e.to_string())
+        GovernanceError::TooLarge(_) => 41340,
+        GovernanceError::OverLimit(_) => 42241,
     }
 }
 

@@ -34,6 +34,53 @@ type ApiResult = Result<Response, ApiError>;
 const DAY_MS: i64 = 24 * 3_600_000;
 /// The deprecation window when a request names none.
 const DEFAULT_WINDOW_MS: i64 = 90 * DAY_MS;
+/// Items a governance list answers with when the request names no `limit`.
+pub const DEFAULT_PAGE: usize = 100;
+/// The most items a governance list answers with (`limit` above it is refused).
+pub const MAX_PAGE: usize = 1000;
+
+/// One page of a list: `offset` (default 0) and `limit` (1 to [`MAX_PAGE`], default
+/// `default`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Page {
+    offset: usize,
+    limit: usize,
+}
+
+impl Page {
+    fn of(params: &Params, default: usize) -> Result<Page, ApiError> {
+        let number = |key: &str, default: usize| match params.get(key) {
+            None | Some("") => Ok(default),
+            Some(text) => text.trim().parse::<usize>().map_err(|_| {
+                ApiError::invalid_input(format!(
+                    "query parameter '{key}' must be a whole number, not '{text}'"
+                ))
+            }),
+        };
+        let limit = number("limit", default)?;
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(ApiError::invalid_input(format!(
+                "'limit' must be between 1 and {MAX_PAGE}"
+            )));
+        }
+        Ok(Page {
+            offset: number("offset", 0)?,
+            limit,
+        })
+    }
+
+    /// The page's items, and the `offset` of the next page when there are more.
+    fn cut<T>(self, items: Vec<T>) -> (Vec<T>, Option<usize>) {
+        let total = items.len();
+        let page: Vec<T> = items
+            .into_iter()
+            .skip(self.offset)
+            .take(self.limit)
+            .collect();
+        let end = self.offset.saturating_add(page.len());
+        (page, (end < total).then_some(end))
+    }
+}
 
 /// Field paths of registered schemas, for usage reports that name a reader schema id. Holds
 /// the registry weakly: the registry holds the governance gate, which holds this.
@@ -364,8 +411,9 @@ fn deprecation_id(text: &str) -> Result<i64, ApiError> {
 
 pub async fn list_consumers(State(state): State<AppState>, params: Params) -> ApiResult {
     let gov = governance(&state)?;
+    let page = Page::of(&params, MAX_PAGE)?;
     let all = gov.consumers(params.flag("includeRetired")).await?;
-    Ok(ok(to_json(&all)))
+    Ok(ok(to_json(&page.cut(all).0)))
 }
 
 pub async fn create_consumer(
@@ -533,19 +581,32 @@ fn usage_answer<T: serde::Serialize>(query: &UsageQuery, key: &str, found: &T) -
     ok(Value::Object(answer))
 }
 
+/// A page of a usage answer: [`usage_answer`] with `next`, the `offset` of the following page
+/// (`null` on the last).
+fn usage_page<T: serde::Serialize>(query: &UsageQuery, page: Page, rows: Vec<T>) -> Response {
+    let (rows, next) = page.cut(rows);
+    let mut answer = Map::new();
+    answer.insert("query".into(), to_json(query));
+    answer.insert("usage".into(), to_json(&rows));
+    answer.insert("next".into(), json!(next));
+    ok(Value::Object(answer))
+}
+
 /// Field reads per reporter: `subject`, `field`, `consumer` or `unattributed=true`, `from`,
 /// `to` (default: the retention up to now).
 pub async fn field_usage(State(state): State<AppState>, params: Params) -> ApiResult {
+    let page = Page::of(&params, DEFAULT_PAGE)?;
     let (gov, query) = governed_query(&state, &params)?;
     let rows = gov.field_usage(query.clone()).await?;
-    Ok(usage_answer(&query, "usage", &rows))
+    Ok(usage_page(&query, page, rows))
 }
 
 /// Reports per reporter and reader schema, whatever fields they itemized.
 pub async fn reader_usage(State(state): State<AppState>, params: Params) -> ApiResult {
+    let page = Page::of(&params, DEFAULT_PAGE)?;
     let (gov, query) = governed_query(&state, &params)?;
     let rows = gov.store().reader_usage(&query).await?;
-    Ok(usage_answer(&query, "usage", &rows))
+    Ok(usage_page(&query, page, rows))
 }
 
 /// Counters summed over a range (records by version, unknown enum values, decode failures).
@@ -556,17 +617,19 @@ pub async fn usage_counts(State(state): State<AppState>, params: Params) -> ApiR
 }
 
 pub async fn findings(State(state): State<AppState>, params: Params) -> ApiResult {
+    let page = Page::of(&params, MAX_PAGE)?;
     let (gov, query) = governed_query(&state, &params)?;
     let rows = gov.findings(query.from, query.to).await?;
-    Ok(ok(to_json(&rows)))
+    Ok(ok(to_json(&page.cut(rows).0)))
 }
 
 // ----- deprecations ------------------------------------------------------------------------
 
 pub async fn list_deprecations(State(state): State<AppState>, params: Params) -> ApiResult {
     let gov = governance(&state)?;
+    let page = Page::of(&params, MAX_PAGE)?;
     let all = gov.deprecations(params.get("subject")).await?;
-    Ok(ok(to_json(&all)))
+    Ok(ok(to_json(&page.cut(all).0)))
 }
 
 /// Announces a deprecation. The window defaults to 90 days from now.
@@ -740,11 +803,15 @@ pub async fn add_exception(
 pub async fn readers(
     State(state): State<AppState>,
     SafePath(subject): SafePath<String>,
+    params: Params,
 ) -> ApiResult {
     let gov = governance(&state)?;
+    let page = Page::of(&params, DEFAULT_PAGE)?;
     state.flush_reads().await;
-    let readers = gov.readers(&subject).await?;
-    Ok(ok(json!({"subject": subject, "readers": readers})))
+    let (readers, next) = page.cut(gov.readers(&subject).await?);
+    Ok(ok(
+        json!({"subject": subject, "readers": readers, "next": next}),
+    ))
 }
 
 // ----- removal gate ------------------------------------------------------------------------

@@ -78,7 +78,7 @@ impl AppState {
             {
                 signal.apply(response.headers_mut());
             }
-            self.reads.count(reads::reader_of(principal), target);
+            self.reads.count_read(principal, target);
         }
         response
     }

@@ -7,7 +7,7 @@
 use crate::principal::Principal;
 use covenant_governance::{Governance, GovernanceError, SchemaRead, bucket_start};
 use covenant_registry::Registry;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -17,6 +17,16 @@ pub const FLUSH_EVERY: Duration = Duration::from_secs(5);
 /// counted in `covenant_schema_reads_dropped_total`, so clients inventing a new `User-Agent`
 /// per request cannot grow memory without bound.
 pub const MAX_PENDING: usize = 100_000;
+
+/// The longest reader identifier kept: a principal name or user agent beyond it is cut (at a
+/// character boundary), so a client cannot store kilobytes per fetch.
+pub const MAX_READER_BYTES: usize = 256;
+/// Distinct anonymous readers (user agents) counted per hour; reads by further ones in the
+/// same hour are counted under [`OTHER_ANONYMOUS`], so that inventing a user agent per
+/// request grows the evidence by one row, not one row per request.
+pub const MAX_ANONYMOUS_READERS: usize = 1_000;
+/// The reader anonymous fetches past [`MAX_ANONYMOUS_READERS`] are counted under.
+pub const OTHER_ANONYMOUS: &str = "anonymous (other user agents)";
 
 /// What a fetch named.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -45,19 +55,33 @@ struct Span {
     last_at: i64,
 }
 
-/// The reader a fetch is attributed to.
+/// The reader a fetch is attributed to, cut to [`MAX_READER_BYTES`].
 pub fn reader_of(principal: &Principal) -> String {
-    principal
+    let reader = principal
         .name
         .clone()
         .or_else(|| principal.user_agent.clone())
-        .unwrap_or_else(|| "anonymous".to_string())
+        .unwrap_or_else(|| "anonymous".to_string());
+    capped_reader(reader)
+}
+
+fn capped_reader(mut reader: String) -> String {
+    if reader.len() > MAX_READER_BYTES {
+        let mut end = MAX_READER_BYTES;
+        while !reader.is_char_boundary(end) {
+            end -= 1;
+        }
+        reader.truncate(end);
+    }
+    reader
 }
 
 /// Reads counted since the last flush.
 #[derive(Default)]
 pub struct ReadTally {
     pending: Mutex<HashMap<ReadKey, Span>>,
+    /// The anonymous readers seen in the current hour (its start, and their names).
+    anonymous: Mutex<(i64, HashSet<String>)>,
 }
 
 fn now_ms() -> i64 {
@@ -68,6 +92,37 @@ fn now_ms() -> i64 {
 }
 
 impl ReadTally {
+    /// Counts one fetch by `principal`: under its name, or for an anonymous request under its
+    /// user agent while the hour has seen fewer than [`MAX_ANONYMOUS_READERS`] of them.
+    pub fn count_read(&self, principal: &Principal, target: ReadTarget) {
+        let reader = reader_of(principal);
+        if principal.name.is_some() {
+            return self.count(reader, target);
+        }
+        let hour = bucket_start(now_ms());
+        let admitted = match self.anonymous.lock() {
+            Ok(mut seen) => {
+                if seen.0 != hour {
+                    *seen = (hour, HashSet::new());
+                }
+                if seen.1.contains(&reader) {
+                    true
+                } else if seen.1.len() < MAX_ANONYMOUS_READERS {
+                    seen.1.insert(reader.clone());
+                    true
+                } else {
+                    false
+                }
+            }
+            Err(_) => false,
+        };
+        if admitted {
+            self.count(reader, target);
+        } else {
+            self.count(OTHER_ANONYMOUS.to_string(), target);
+        }
+    }
+
     /// Counts one fetch; a map update under a short lock, nothing else.
     pub fn count(&self, reader: String, target: ReadTarget) {
         let at = now_ms();
@@ -220,6 +275,40 @@ mod tests {
             .find(|(k, _)| k.reader == "r0")
             .map(|(_, s)| s.reads);
         assert_eq!(r0, Some(2));
+    }
+
+    #[test]
+    fn anonymous_readers_are_bounded_in_length_and_number() {
+        let tally = ReadTally::default();
+        let principal = |agent: String| Principal {
+            name: None,
+            roles: vec![],
+            method: crate::principal::AuthMethod::Anonymous,
+            source: None,
+            user_agent: Some(agent),
+            expires: None,
+        };
+        for n in 0..MAX_ANONYMOUS_READERS + 500 {
+            let agent = format!("{n:05}{}", "x".repeat(8 * 1024));
+            tally.count_read(&principal(agent), ReadTarget::Id(1));
+        }
+        let named = Principal {
+            name: Some("svc".into()),
+            ..principal("ignored".into())
+        };
+        tally.count_read(&named, ReadTarget::Id(1));
+        let taken = tally.take();
+        // Unless the hour turned during the loop, every reader past the cap is 'other'.
+        assert!(taken.len() <= MAX_ANONYMOUS_READERS + 2, "{}", taken.len());
+        assert!(taken.keys().all(|k| k.reader.len() <= MAX_READER_BYTES));
+        let other = taken
+            .iter()
+            .find(|(k, _)| k.reader == OTHER_ANONYMOUS)
+            .map(|(_, s)| s.reads)
+            .unwrap_or_default();
+        assert!(other >= 1, "reads past the cap are counted under 'other'");
+        assert!(taken.keys().any(|k| k.reader == "svc"));
+        assert_eq!(capped_reader("é".repeat(200)).len(), 256);
     }
 
     #[test]

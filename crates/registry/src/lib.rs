@@ -227,6 +227,9 @@ pub struct CacheUsage {
     pub capacity: usize,
 }
 
+    /// Estimated bytes of the record and parsed-schema caches (see `cache.rs`).
+    pub records_bytes: usize,
+    pub parsed_bytes: usize,
 /// The registry. Cheap to share behind an `Arc`.
 pub struct Registry {
     store: Arc<dyn Store>,
@@ -603,8 +606,8 @@ impl Registry {
         Registry {
             store,
             default_level: Level::Backward,
-            by_id: IdCache::new(DEFAULT_CACHE_ENTRIES),
-            parsed: IdCache::new(DEFAULT_CACHE_ENTRIES),
+            by_id: IdCache::new(DEFAULT_CACHE_ENTRIES, cache::DEFAULT_RECORD_CACHE_BYTES),
+            parsed: IdCache::new(DEFAULT_CACHE_ENTRIES, cache::DEFAULT_PARSED_CACHE_BYTES),
             answers: Answers::new(DEFAULT_CACHE_ENTRIES),
             removal_check: RwLock::new(None),
             samples: None,
@@ -623,8 +626,8 @@ impl Registry {
 
     /// Bounds each id cache (records, parsed schemas) to `entries` ids; 0 caches nothing.
     pub fn with_cache_entries(mut self, entries: usize) -> Registry {
-        self.by_id = IdCache::new(entries);
-        self.parsed = IdCache::new(entries);
+        self.by_id = IdCache::new(entries, cache::DEFAULT_RECORD_CACHE_BYTES);
+        self.parsed = IdCache::new(entries, cache::DEFAULT_PARSED_CACHE_BYTES);
         self.answers = Answers::new(entries);
         self
     }
@@ -641,10 +644,13 @@ impl Registry {
 
     fn cached(&self, id: i64) -> Option<Arc<SchemaRecord>> {
         self.by_id.get(id)
+            records_bytes: self.by_id.bytes(),
+            parsed_bytes: self.parsed.bytes(),
     }
 
     fn remember(&self, record: Arc<SchemaRecord>) {
-        self.by_id.insert(record.id, record);
+        let bytes = cache::record_size(&record);
+        self.by_id.insert(record.id, record, bytes);
     }
 
     fn forget_all(&self) {
@@ -1051,7 +1057,8 @@ impl Registry {
             &refs,
             &self.schema_limits,
         )?);
-        self.parsed.insert(record.id, parsed.clone());
+        self.parsed
+            .insert(record.id, parsed.clone(), cache::parsed_size(record.schema.len()));
         Ok(parsed)
     }
 

@@ -888,6 +888,14 @@ pub enum GovernanceError {
     Refused(String),
     #[error("{0}")]
     Invalid(String),
+    /// A document larger than its byte limit (see the governance limits table); the message
+    /// names the limit.
+    #[error("{0}")]
+    TooLarge(String),
+    /// A list with more items, or an identifier or text longer, than its limit allows; the
+    /// message names the limit.
+    #[error("{0}")]
+    OverLimit(String),
     #[error("governance store failure: {0}")]
     Backend(String),
 }
@@ -895,13 +903,13 @@ pub enum GovernanceError {
 pub type GovernanceResult<T> = Result<T, GovernanceError>;
 
 /// A change applied to a record inside the backend's write transaction; an `Err` rolls back.
-pub type ConsumerEdit<'a> =
-    &'a (dyn Fn(&mut Consumer, &[Consumer]) -> GovernanceResult<()> + Send + Sync);
+/// It sees the one record it changes: a write's work inside the transaction does not grow
+/// with the number of consumers.
+pub type ConsumerEdit<'a> = &'a (dyn Fn(&mut Consumer) -> GovernanceResult<()> + Send + Sync);
 /// Like [`ConsumerEdit`], for deprecation records.
 pub type DeprecationEdit<'a> = &'a (dyn Fn(&mut Deprecation) -> GovernanceResult<()> + Send + Sync);
-/// Runs before a new consumer is written, with every existing consumer; `Err` refuses it.
-pub type ConsumerCheck<'a> =
-    &'a (dyn Fn(&Consumer, &[Consumer]) -> GovernanceResult<()> + Send + Sync);
+/// Runs inside the write transaction before a new consumer is written; `Err` refuses it.
+pub type ConsumerCheck<'a> = &'a (dyn Fn(&Consumer) -> GovernanceResult<()> + Send + Sync);
 
 /// Everything consumer governance persists. Implementations must make an acknowledged write
 /// durable, and run check/edit closures inside the write transaction.

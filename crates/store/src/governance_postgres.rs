@@ -401,14 +401,20 @@ impl GovernanceStore for PostgresGovernanceStore {
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CONSUMER_LOCK])
             .await
             .map_err(backend)?;
-        let others = all_consumers(&tx).await?;
-        if others.iter().any(|c| c.name == consumer.name) {
+        let existing = tx
+            .query_opt(
+                "SELECT 1 FROM gov_consumers WHERE name = $1",
+                &[&consumer.name],
+            )
+            .await
+            .map_err(backend)?;
+        if existing.is_some() {
             return Err(GovernanceError::Conflict(format!(
                 "consumer '{}' already exists",
                 consumer.name
             )));
         }
-        check(consumer, &others)?;
+        check(consumer)?;
         tx.execute(
             "INSERT INTO gov_consumers(name, body) VALUES ($1, $2)",
             &[&consumer.name, &to_json(consumer)?],
@@ -432,16 +438,20 @@ impl GovernanceStore for PostgresGovernanceStore {
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CONSUMER_LOCK])
             .await
             .map_err(backend)?;
-        let mut all = all_consumers(&tx).await?;
-        let at =
-            all.iter()
-                .position(|c| c.name == name)
-                .ok_or_else(|| GovernanceError::NotFound {
+        let row = tx
+            .query_opt("SELECT body FROM gov_consumers WHERE name = $1", &[&name])
+            .await
+            .map_err(backend)?;
+        let mut consumer: Consumer = match row {
+            Some(r) => from_json(r.get::<_, &str>(0))?,
+            None => {
+                return Err(GovernanceError::NotFound {
                     what: "consumer",
                     key: name.to_string(),
-                })?;
-        let mut consumer = all.remove(at);
-        edit(&mut consumer, &all)?;
+                });
+            }
+        };
+        edit(&mut consumer)?;
         if consumer.name != name {
             return Err(GovernanceError::Invalid(
                 "a consumer's name cannot change".to_string(),
@@ -502,7 +512,8 @@ impl GovernanceStore for PostgresGovernanceStore {
             "INSERT INTO gov_usage_readers AS u (bucket, subject, client_id, consumer, reader_schema_id, \
              reports, decode_failures, first_at, last_at) VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8) \
              ON CONFLICT (bucket, subject, client_id, consumer, reader_schema_id) DO UPDATE SET \
-             reports = u.reports + 1, decode_failures = u.decode_failures + excluded.decode_failures, \
+             reports = u.reports + 1, decode_failures = \
+             LEAST(u.decode_failures, 9223372036854775807 - excluded.decode_failures) + excluded.decode_failures, \
              first_at = LEAST(u.first_at, excluded.first_at), last_at = GREATEST(u.last_at, excluded.last_at)",
             &[
                 &bucket,
@@ -546,7 +557,7 @@ impl GovernanceStore for PostgresGovernanceStore {
                 "INSERT INTO gov_usage_counts AS u (bucket, subject, client_id, consumer, kind, key, detail, value) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
                  ON CONFLICT (bucket, subject, client_id, consumer, kind, key, detail) DO UPDATE SET \
-                 value = u.value + excluded.value",
+                 value = LEAST(u.value, 9223372036854775807 - excluded.value) + excluded.value",
                 &[&bucket, &report.subject, &report.client_id, &who, &kind, &key, &detail, &count(n)],
             )
             .await
@@ -586,7 +597,8 @@ impl GovernanceStore for PostgresGovernanceStore {
         let (filter, params) = usage_filter(query, false, false);
         let sql = format!(
             "SELECT subject, consumer, client_id, reader_schema_id, SUM(reports)::BIGINT, \
-             SUM(decode_failures)::BIGINT, MIN(first_at), MAX(last_at) FROM gov_usage_readers \
+             LEAST(SUM(decode_failures), 9223372036854775807)::BIGINT, MIN(first_at), MAX(last_at) \
+             FROM gov_usage_readers \
              WHERE {filter} GROUP BY subject, consumer, client_id, reader_schema_id \
              ORDER BY subject, consumer, client_id, reader_schema_id"
         );
@@ -613,7 +625,8 @@ impl GovernanceStore for PostgresGovernanceStore {
         let rows = client
             .query(
                 &format!(
-                    "SELECT kind, key, detail, SUM(value)::BIGINT FROM gov_usage_counts \
+                    "SELECT kind, key, detail, LEAST(SUM(value), 9223372036854775807)::BIGINT \
+                     FROM gov_usage_counts \
                      WHERE {filter} GROUP BY kind, key, detail"
                 ),
                 &refs(&params),
@@ -628,7 +641,8 @@ impl GovernanceStore for PostgresGovernanceStore {
         let failures: i64 = client
             .query_one(
                 &format!(
-                    "SELECT COALESCE(SUM(decode_failures), 0)::BIGINT FROM gov_usage_readers \
+                    "SELECT LEAST(COALESCE(SUM(decode_failures), 0), 9223372036854775807)::BIGINT \
+                     FROM gov_usage_readers \
                      WHERE {filter}"
                 ),
                 &refs(&params),

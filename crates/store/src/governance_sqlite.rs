@@ -13,11 +13,12 @@ use crate::governance::{
     SchemaRead, SchemaReadBucket, SchemaSightings, UsageCounts, UsageFinding, UsageQuery,
     UsageReport, bucket_start, missing_findings,
 };
-use crate::sqlite_conn::blocking;
+use crate::group_commit::GroupCommit;
+use crate::sqlite_conn::{Span, WriteTurn, blocking};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 const MIGRATIONS: &[(i64, &str)] = &[
     (
@@ -104,8 +105,25 @@ const NO_READER: i64 = 0;
 
 pub struct SqliteGovernanceStore {
     path: PathBuf,
-    writer: Mutex<Connection>,
+    writer: Writer,
     reader: Mutex<Connection>,
+}
+
+/// Where governance writes go.
+enum Writer {
+    /// A connection of its own (a store opened alone: tools and tests). Beside a registry
+    /// store in the same process it would contend for the file's write lock through SQLite's
+    /// busy handler, which is not fair: a stream of writes on one connection can keep the
+    /// other waiting for seconds.
+    Own(Mutex<Connection>),
+    /// The registry store's writer ([`SqliteGovernanceStore::open_beside`]): governance writes
+    /// queue for the same turn as registrations, first come first served, each in a savepoint
+    /// of the shared transaction, so neither kind of write can starve the other. Each
+    /// governance write is bounded by the governance limits, so none holds the turn long.
+    Shared {
+        turn: Arc<WriteTurn>,
+        group: Arc<GroupCommit>,
+    },
 }
 
 fn backend(e: impl std::fmt::Display) -> GovernanceError {
@@ -134,6 +152,14 @@ fn count(value: u64) -> i64 {
 
 fn uncount(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
+}
+
+/// A sum of stored counters, read as the sums of their high and low 32 bits (each of which
+/// SQLite adds without overflow), saturated at the largest count a column holds. Counters
+/// saturate when they are written, so any sum of them may pass that.
+fn split_sum(high: i64, low: i64) -> u64 {
+    let total = (i128::from(high) << 32) + i128::from(low);
+    u64::try_from(total.clamp(0, i128::from(i64::MAX))).unwrap_or(0)
 }
 
 fn consumer_column(value: String) -> Option<String> {
@@ -182,8 +208,20 @@ fn all_consumers(conn: &Connection) -> GovernanceResult<Vec<Consumer>> {
     bodies.iter().map(|b| from_json(b)).collect()
 }
 
+fn consumer_named(conn: &Connection, name: &str) -> GovernanceResult<Option<Consumer>> {
+    let body: Option<String> = conn
+        .query_row(
+            "SELECT body FROM gov_consumers WHERE name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(backend)?;
+    body.map(|b| from_json(&b)).transpose()
+}
+
 /// Rewrites the client-id index of one consumer, refusing ids another consumer holds.
-fn bind_clients(tx: &rusqlite::Transaction<'_>, consumer: &Consumer) -> GovernanceResult<()> {
+fn bind_clients(tx: &Connection, consumer: &Consumer) -> GovernanceResult<()> {
     tx.execute(
         "DELETE FROM gov_consumer_clients WHERE consumer = ?1",
         [&consumer.name],
@@ -257,8 +295,26 @@ impl SqliteGovernanceStore {
         let reader = open_connection(path)?;
         Ok(SqliteGovernanceStore {
             path: path.to_path_buf(),
-            writer: Mutex::new(writer),
+            writer: Writer::Own(Mutex::new(writer)),
             reader: Mutex::new(reader),
+        })
+    }
+
+    /// Opens the governance tables in `registry`'s database file, writing through the
+    /// registry's own writer: registrations and governance writes take turns in arrival order
+    /// instead of competing for the file's lock (see [`Writer::Shared`]).
+    pub fn open_beside(
+        registry: &crate::sqlite::SqliteStore,
+    ) -> GovernanceResult<SqliteGovernanceStore> {
+        let path = registry.path();
+        let mut migrator = open_connection(path)?;
+        migrate(&mut migrator)?;
+        drop(migrator);
+        let (turn, group) = registry.writer_turn();
+        Ok(SqliteGovernanceStore {
+            path: path.to_path_buf(),
+            writer: Writer::Shared { turn, group },
+            reader: Mutex::new(open_connection(path)?),
         })
     }
 
@@ -292,22 +348,36 @@ impl SqliteGovernanceStore {
         })
     }
 
-    fn write<T>(
+    async fn write<T>(
         &self,
-        work: impl FnOnce(&rusqlite::Transaction<'_>) -> GovernanceResult<T>,
+        work: impl FnOnce(&Connection) -> GovernanceResult<T> + Send,
     ) -> GovernanceResult<T> {
-        blocking(|| {
-            let mut conn = self
-                .writer
-                .lock()
-                .map_err(|_| backend("writer connection poisoned"))?;
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            let out = work(&tx)?;
-            tx.commit().map_err(backend)?;
-            Ok(out)
-        })
+        match &self.writer {
+            Writer::Own(conn) => blocking(|| {
+                let mut conn = conn
+                    .lock()
+                    .map_err(|_| backend("writer connection poisoned"))?;
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(backend)?;
+                let out = work(&tx)?;
+                tx.commit().map_err(backend)?;
+                Ok(out)
+            }),
+            Writer::Shared { turn, group } => {
+                // A refusal rolls back this write's savepoint and comes back as it was.
+                let mut refused = None;
+                let out = crate::sqlite_conn::write_tx_grouped(turn, Span::Long, group, |conn| {
+                    work(conn).map_err(|e| {
+                        let text = e.to_string();
+                        refused = Some(e);
+                        crate::StoreError::Backend(text)
+                    })
+                })
+                .await;
+                out.map_err(|e| refused.take().unwrap_or_else(|| backend(e)))
+            }
+        }
     }
 }
 
@@ -320,14 +390,13 @@ impl GovernanceStore for SqliteGovernanceStore {
         audit: AuditLine<'_>,
     ) -> GovernanceResult<Consumer> {
         self.write(|tx| {
-            let others = all_consumers(tx)?;
-            if others.iter().any(|c| c.name == consumer.name) {
+            if consumer_named(tx, &consumer.name)?.is_some() {
                 return Err(GovernanceError::Conflict(format!(
                     "consumer '{}' already exists",
                     consumer.name
                 )));
             }
-            check(consumer, &others)?;
+            check(consumer)?;
             tx.execute(
                 "INSERT INTO gov_consumers(name, body) VALUES (?1, ?2)",
                 params![consumer.name, to_json(consumer)?],
@@ -337,6 +406,7 @@ impl GovernanceStore for SqliteGovernanceStore {
             append(tx, audit)?;
             Ok(consumer.clone())
         })
+        .await
     }
 
     async fn modify_consumer(
@@ -346,15 +416,12 @@ impl GovernanceStore for SqliteGovernanceStore {
         audit: AuditLine<'_>,
     ) -> GovernanceResult<Consumer> {
         self.write(|tx| {
-            let mut all = all_consumers(tx)?;
-            let at = all.iter().position(|c| c.name == name).ok_or_else(|| {
-                GovernanceError::NotFound {
+            let mut consumer =
+                consumer_named(tx, name)?.ok_or_else(|| GovernanceError::NotFound {
                     what: "consumer",
                     key: name.to_string(),
-                }
-            })?;
-            let mut consumer = all.remove(at);
-            edit(&mut consumer, &all)?;
+                })?;
+            edit(&mut consumer)?;
             if consumer.name != name {
                 return Err(GovernanceError::Invalid(
                     "a consumer's name cannot change".to_string(),
@@ -369,6 +436,7 @@ impl GovernanceStore for SqliteGovernanceStore {
             append(tx, audit)?;
             Ok(consumer)
         })
+        .await
     }
 
     async fn consumer(&self, name: &str) -> GovernanceResult<Option<Consumer>> {
@@ -417,7 +485,8 @@ impl GovernanceStore for SqliteGovernanceStore {
                 "INSERT INTO gov_usage_readers(bucket, subject, client_id, consumer, reader_schema_id, \
                  reports, decode_failures, first_at, last_at) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8) \
                  ON CONFLICT DO UPDATE SET reports = reports + 1, \
-                 decode_failures = decode_failures + excluded.decode_failures, \
+                 decode_failures = MIN(decode_failures, 9223372036854775807 - excluded.decode_failures) \
+                 + excluded.decode_failures, \
                  first_at = MIN(first_at, excluded.first_at), last_at = MAX(last_at, excluded.last_at)",
                 params![
                     bucket,
@@ -457,7 +526,8 @@ impl GovernanceStore for SqliteGovernanceStore {
                 tx.execute(
                     "INSERT INTO gov_usage_counts(bucket, subject, client_id, consumer, kind, key, detail, value) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
-                     ON CONFLICT DO UPDATE SET value = value + excluded.value",
+                     ON CONFLICT DO UPDATE SET \
+                     value = MIN(value, 9223372036854775807 - excluded.value) + excluded.value",
                     params![bucket, report.subject, report.client_id, who, kind, key, detail, count(n)],
                 )
                 .map_err(backend)?;
@@ -465,6 +535,7 @@ impl GovernanceStore for SqliteGovernanceStore {
             insert_findings(tx, findings)?;
             append(tx, audit)
         })
+        .await
     }
 
     async fn field_usage(&self, query: &UsageQuery) -> GovernanceResult<Vec<FieldUsage>> {
@@ -498,7 +569,8 @@ impl GovernanceStore for SqliteGovernanceStore {
     async fn reader_usage(&self, query: &UsageQuery) -> GovernanceResult<Vec<ReaderUsage>> {
         let (filter, values) = usage_filter(query, false);
         let sql = format!(
-            "SELECT subject, consumer, client_id, reader_schema_id, SUM(reports), SUM(decode_failures), \
+            "SELECT subject, consumer, client_id, reader_schema_id, SUM(reports), \
+             SUM(decode_failures >> 32), SUM(decode_failures & 4294967295), \
              MIN(first_at), MAX(last_at) FROM gov_usage_readers WHERE {filter} \
              GROUP BY subject, consumer, client_id, reader_schema_id \
              ORDER BY subject, consumer, client_id, reader_schema_id"
@@ -512,9 +584,9 @@ impl GovernanceStore for SqliteGovernanceStore {
                     client_id: r.get(2)?,
                     reader_schema_id: reader_column(r.get(3)?),
                     reports: uncount(r.get(4)?),
-                    decode_failures: uncount(r.get(5)?),
-                    first_at: r.get(6)?,
-                    last_at: r.get(7)?,
+                    decode_failures: split_sum(r.get(5)?, r.get(6)?),
+                    first_at: r.get(7)?,
+                    last_at: r.get(8)?,
                 })
             })
             .map_err(backend)?
@@ -530,11 +602,13 @@ impl GovernanceStore for SqliteGovernanceStore {
         let (filter, values) = usage_filter(&by_bucket, false);
         let filter = filter.replacen("last_at >= ?1", "bucket >= ?1", 1);
         let counts_sql = format!(
-            "SELECT kind, key, detail, SUM(value) FROM gov_usage_counts WHERE {filter} \
+            "SELECT kind, key, detail, SUM(value >> 32), SUM(value & 4294967295) \
+             FROM gov_usage_counts WHERE {filter} \
              GROUP BY kind, key, detail"
         );
         let failures_sql = format!(
-            "SELECT COALESCE(SUM(decode_failures), 0) FROM gov_usage_readers WHERE {filter}"
+            "SELECT COALESCE(SUM(decode_failures >> 32), 0), \
+             COALESCE(SUM(decode_failures & 4294967295), 0) FROM gov_usage_readers WHERE {filter}"
         );
         self.read(|conn| {
             let mut out = UsageCounts::default();
@@ -545,23 +619,22 @@ impl GovernanceStore for SqliteGovernanceStore {
                         r.get::<_, String>(0)?,
                         r.get::<_, String>(1)?,
                         r.get::<_, String>(2)?,
-                        r.get::<_, i64>(3)?,
+                        split_sum(r.get(3)?, r.get(4)?),
                     ))
                 })
                 .map_err(backend)?
                 .collect::<rusqlite::Result<Vec<_>>>()
                 .map_err(backend)?;
             for (kind, key, detail, value) in rows {
-                add_count(&mut out, &kind, key, detail, uncount(value));
+                add_count(&mut out, &kind, key, detail, value);
             }
-            out.decode_failures = uncount(
-                conn.query_row(
+            out.decode_failures = conn
+                .query_row(
                     &failures_sql,
                     rusqlite::params_from_iter(values.iter()),
-                    |r| r.get(0),
+                    |r| Ok(split_sum(r.get(0)?, r.get(1)?)),
                 )
-                .map_err(backend)?,
-            );
+                .map_err(backend)?;
             Ok(out)
         })
     }
@@ -653,10 +726,11 @@ impl GovernanceStore for SqliteGovernanceStore {
                 .map_err(backend)?;
             Ok(removed as u64)
         })
+        .await
     }
 
     async fn record_findings(&self, findings: &[UsageFinding]) -> GovernanceResult<()> {
-        self.write(|tx| insert_findings(tx, findings))
+        self.write(|tx| insert_findings(tx, findings)).await
     }
 
     async fn findings(&self, from: i64, to: i64) -> GovernanceResult<Vec<UsageFinding>> {
@@ -698,6 +772,7 @@ impl GovernanceStore for SqliteGovernanceStore {
             append(tx, audit)?;
             Ok(record)
         })
+        .await
     }
 
     async fn deprecation(&self, id: i64) -> GovernanceResult<Option<Deprecation>> {
@@ -747,6 +822,7 @@ impl GovernanceStore for SqliteGovernanceStore {
             append(tx, audit)?;
             Ok(record)
         })
+        .await
     }
     async fn record_reads(&self, reads: &[SchemaRead]) -> GovernanceResult<()> {
         self.write(|tx| {
@@ -773,6 +849,7 @@ impl GovernanceStore for SqliteGovernanceStore {
             }
             Ok(())
         })
+        .await
     }
 
     async fn schema_reads(&self, subject: &str, from: i64) -> GovernanceResult<Vec<SchemaRead>> {
@@ -828,6 +905,7 @@ impl GovernanceStore for SqliteGovernanceStore {
             insert_findings(tx, &missing)?;
             Ok(out)
         })
+        .await
     }
 }
 
@@ -866,7 +944,7 @@ fn snapshot_of(conn: &Connection) -> GovernanceResult<GovernanceSnapshot> {
         usage_readers: rows(
             conn,
             "SELECT bucket, subject, client_id, consumer, reader_schema_id, reports, \
-             decode_failures, first_at, last_at FROM gov_usage_readers \
+             CAST(decode_failures AS INTEGER), first_at, last_at FROM gov_usage_readers \
              ORDER BY bucket, subject, client_id, consumer, reader_schema_id",
             |r| {
                 Ok(ReaderBucket {
@@ -903,7 +981,7 @@ fn snapshot_of(conn: &Connection) -> GovernanceResult<GovernanceSnapshot> {
         )?,
         usage_counts: rows(
             conn,
-            "SELECT bucket, subject, client_id, consumer, kind, key, detail, value \
+            "SELECT bucket, subject, client_id, consumer, kind, key, detail, CAST(value AS INTEGER) \
              FROM gov_usage_counts ORDER BY bucket, subject, client_id, consumer, kind, key, detail",
             |r| {
                 Ok(CountBucket {
@@ -943,7 +1021,7 @@ fn snapshot_of(conn: &Connection) -> GovernanceResult<GovernanceSnapshot> {
 /// Inserts the consumers not yet held by name (with their client ids); a name held with
 /// other content is a conflict and stays as it is.
 fn restore_consumers(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     consumers: &[Consumer],
     out: &mut RestoreCounts,
 ) -> GovernanceResult<()> {
@@ -979,7 +1057,7 @@ fn restore_consumers(
 /// Inserts the deprecations not yet held under their id (ids are kept: findings and the
 /// trail refer to them); an id held with another record is a conflict.
 fn restore_deprecations(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     deprecations: &[Deprecation],
     out: &mut RestoreCounts,
 ) -> GovernanceResult<()> {
@@ -1006,7 +1084,7 @@ fn restore_deprecations(
 /// Inserts usage buckets under their primary keys; a key already held keeps its counters
 /// (adding to them would double the evidence on a second import).
 fn restore_usage(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     snapshot: &GovernanceSnapshot,
     out: &mut RestoreCounts,
 ) -> GovernanceResult<()> {
@@ -1121,20 +1199,24 @@ pub(crate) fn add_count(out: &mut UsageCounts, kind: &str, key: String, detail: 
     match kind {
         "writer_schema" => {
             if let Ok(id) = key.parse::<i64>() {
-                *out.writer_schema_ids.entry(id).or_default() += n;
+                let c = out.writer_schema_ids.entry(id).or_default();
+                *c = c.saturating_add(n);
             }
         }
         "records" => {
             if let Ok(version) = key.parse::<i64>() {
-                *out.records_by_version.entry(version).or_default() += n;
+                let c = out.records_by_version.entry(version).or_default();
+                *c = c.saturating_add(n);
             }
         }
         "unknown_enum" => {
-            *out.unknown_enum_values
+            let c = out
+                .unknown_enum_values
                 .entry(key)
                 .or_default()
                 .entry(detail)
-                .or_default() += n;
+                .or_default();
+            *c = c.saturating_add(n);
         }
         _ => {}
     }

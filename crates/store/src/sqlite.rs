@@ -312,6 +312,12 @@ impl SqliteStore {
         &self.path
     }
 
+    /// The writer turn and its group commit, for the other stores of the same file whose
+    /// writes take turns with this store's (governance).
+    pub(crate) fn writer_turn(&self) -> (Arc<sqlite_conn::WriteTurn>, Arc<GroupCommit>) {
+        (Arc::clone(&self.writer), Arc::clone(&self.group))
+    }
+
     /// The migration numbers applied so far.
     pub fn applied_migrations(&self) -> StoreResult<Vec<i64>> {
         let conn = self.reader()?;

@@ -102,11 +102,11 @@ fn sample() -> NewSample {
     }
 }
 
-fn accept(_: &Consumer, _: &[Consumer]) -> GovernanceResult<()> {
+fn accept(_: &Consumer) -> GovernanceResult<()> {
     Ok(())
 }
 
-fn refuse(_: &Consumer, _: &[Consumer]) -> GovernanceResult<()> {
+fn refuse(_: &Consumer) -> GovernanceResult<()> {
     Err(GovernanceError::Refused("frozen field".into()))
 }
 
@@ -148,7 +148,7 @@ async fn consumer_writes(s: &Stores) {
     let taken = g
         .modify_consumer(
             "a",
-            &|c, _| {
+            &|c| {
                 c.clients.push("x".into());
                 Ok(())
             },
@@ -159,12 +159,12 @@ async fn consumer_writes(s: &Stores) {
     let a = g.consumer("a").await.expect("read").expect("a exists");
     assert!(a.clients.is_empty(), "the refused edit rolled back");
     let missing = g
-        .modify_consumer("nobody", &|_, _| Ok(()), Some(&op("consumer.update")))
+        .modify_consumer("nobody", &|_| Ok(()), Some(&op("consumer.update")))
         .await;
     assert!(matches!(missing, Err(GovernanceError::NotFound { .. })));
     g.modify_consumer(
         "a",
-        &|c, _| {
+        &|c| {
             c.retired_at = Some(T0);
             Ok(())
         },

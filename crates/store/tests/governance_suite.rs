@@ -28,7 +28,7 @@ pub fn consumer(name: &str, clients: &[&str], fields: &[&str]) -> NewConsumer {
     }
 }
 
-fn accept(_: &Consumer, _: &[Consumer]) -> GovernanceResult<()> {
+fn accept(_: &Consumer) -> GovernanceResult<()> {
     Ok(())
 }
 
@@ -97,7 +97,7 @@ pub async fn consumers_crud(store: &dyn GovernanceStore) {
         "a refused create leaves nothing"
     );
     // A check that refuses leaves nothing behind.
-    let refuse = |_: &Consumer, _: &[Consumer]| Err(GovernanceError::Refused("no".to_string()));
+    let refuse = |_: &Consumer| Err(GovernanceError::Refused("no".to_string()));
     let refused = store
         .create_consumer(
             &Consumer::from_new(consumer("dashboard", &["svc-dash"], &[]), T0),
@@ -118,8 +118,7 @@ pub async fn consumers_crud(store: &dyn GovernanceStore) {
     let updated = store
         .modify_consumer(
             "entitlements",
-            &|c, others| {
-                assert!(others.iter().all(|o| o.name != "entitlements"));
+            &|c| {
                 c.owner = "platform".to_string();
                 c.clients.push("svc-ent-2".to_string());
                 Ok(())
@@ -142,13 +141,13 @@ pub async fn consumers_crud(store: &dyn GovernanceStore) {
             .expect("client"),
         Some("entitlements".to_string())
     );
-    let missing = store.modify_consumer("nobody", &|_, _| Ok(()), None).await;
+    let missing = store.modify_consumer("nobody", &|_| Ok(()), None).await;
     assert!(matches!(missing, Err(GovernanceError::NotFound { .. })));
     // Retiring releases the client ids.
     store
         .modify_consumer(
             "entitlements",
-            &|c, _| {
+            &|c| {
                 c.retired_at = Some(T0 + DAY);
                 Ok(())
             },

@@ -514,8 +514,15 @@ pub async fn add_exception(
     Ok(back(id))
 }
 
+/// Fields the profiles page shows (bars, trend rows and candidates each); the API pages the
+/// rest (`/covenant/v1/subjects/{subject}/profiles/trend?path=`).
+const PROFILE_PAGE_FIELDS: usize = 200;
+/// Stored windows the profiles page parses and shows: the most recent ones.
+const PROFILE_PAGE_WINDOWS: usize = 8;
+
 /// `/ui/subjects/{subject}/profiles`: the latest profile's prevalence of each field as bars,
-/// each field's share over the stored windows, and the promotion and removal candidates.
+/// each field's share over the recent windows, and the promotion and removal candidates, each
+/// for at most [`PROFILE_PAGE_FIELDS`] fields.
 pub async fn profiles(
     State(console): State<Console>,
     ctx: Ctx,
@@ -535,8 +542,10 @@ pub async fn profiles(
         }
     };
     records.sort_by_key(|r| r.window_to);
+    let skip = records.len().saturating_sub(PROFILE_PAGE_WINDOWS);
     let parsed: Vec<_> = records
         .iter()
+        .skip(skip)
         .filter_map(|r| {
             covenant_profile::Profile::from_json(&r.document)
                 .ok()
@@ -547,9 +556,11 @@ pub async fn profiles(
         body.push_str("<p id=\"no-profiles\">No data profiles stored for this subject.</p>");
         return Ok(layout(&ctx, &format!("{subject}: profiles"), &body));
     };
+    let shown = latest.paths.len().min(PROFILE_PAGE_FIELDS);
     let bars: Vec<Bar> = latest
         .paths
         .keys()
+        .take(PROFILE_PAGE_FIELDS)
         .map(|path| {
             let share = latest.population(path);
             Bar {
@@ -569,12 +580,12 @@ pub async fn profiles(
     )
     .ok();
     body.push_str("<h2>Trend</h2><table class=\"list\" id=\"trend\"><thead><tr><th>Field</th>");
-    let recent: Vec<_> = parsed.iter().rev().take(8).rev().collect();
+    let recent: Vec<_> = parsed.iter().collect();
     for (r, _) in &recent {
         write!(body, "<th>{}</th>", &html::time(r.window_to)[..10]).ok();
     }
     body.push_str("<th>Trend</th></tr></thead><tbody>");
-    for path in latest.paths.keys() {
+    for path in latest.paths.keys().take(PROFILE_PAGE_FIELDS) {
         write!(body, "<tr><td><code>{}</code></td>", E(path)).ok();
         let shares: Vec<f64> = recent.iter().map(|(_, p)| p.population(path)).collect();
         for share in &shares {
@@ -582,7 +593,18 @@ pub async fn profiles(
         }
         write!(body, "<td>{}</td></tr>", html::sparkline(path, &shares)).ok();
     }
-    body.push_str("</tbody></table><h2>Promotion and removal candidates</h2>");
+    body.push_str("</tbody></table>");
+    if shown < latest.paths.len() {
+        write!(
+            body,
+            "<p class=\"note\" id=\"more-fields\">{} of {} fields shown; the API answers the others (<code>/covenant/v1/subjects/{}/profiles/trend?path=</code>).</p>",
+            shown,
+            latest.paths.len(),
+            E(&subject)
+        )
+        .ok();
+    }
+    body.push_str("<h2>Promotion and removal candidates</h2>");
     match registry
         .profile_findings(&subject, covenant_registry::ThresholdOverrides::default())
         .await
@@ -590,7 +612,7 @@ pub async fn profiles(
         Ok(f) if f.findings.is_empty() => body.push_str("<p id=\"candidates\">No candidates.</p>"),
         Ok(f) => {
             body.push_str("<table class=\"list\" id=\"candidates\"><thead><tr><th>Rule</th><th>Path</th><th>Reason</th><th>Hint</th></tr></thead><tbody>");
-            for x in f.findings {
+            for x in f.findings.into_iter().take(PROFILE_PAGE_FIELDS) {
                 write!(
                     body,
                     "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
