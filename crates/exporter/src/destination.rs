@@ -8,15 +8,27 @@
 //! reply (its status, and at most [`REPLY_CHARS`] characters of its message without control
 //! characters) rather than echo it, never contain a credential, and say nothing about local
 //! files (whether a CA file exists or parses): only that the TLS settings could not be loaded.
+//!
+//! Every reply is read with bounds: at most [`MAX_REPLY_BYTES`], the whole call within 30 s,
+//! and it must have the shape the call expects (a list of version numbers, an object with a
+//! schema id, ...): a web page or any other answer is an error, never taken for success. A
+//! reply carrying this process's own instance identity ([`crate::instance`]) means the
+//! destination is this registry: the call fails and [`Destination::is_this_registry`] says so.
 
 use crate::spec::{HIDDEN, URL_KEY, url_password, url_without_userinfo};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 const CONTENT_TYPE: &str = "application/vnd.schemaregistry.v1+json";
+/// The whole of one call, its reply read to the end included.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most of one reply that is read: a longer success is an error, and of a longer
+/// failure only this much is summarized.
+pub const MAX_REPLY_BYTES: usize = 1 << 20;
 /// Characters of the destination's reply kept in an error.
 pub const REPLY_CHARS: usize = 200;
 /// What a CA file that cannot be used is reported as, whatever the reason.
@@ -38,6 +50,8 @@ pub struct Destination {
     bearer: Option<String>,
     /// Every credential this destination holds, scrubbed from whatever an error says.
     secrets: Vec<String>,
+    /// A reply carried this process's instance identity.
+    this_registry: AtomicBool,
 }
 
 fn enc(segment: &str) -> String {
@@ -84,7 +98,9 @@ impl Destination {
             .get(URL_KEY)
             .map(|u| u.trim_end_matches('/').to_string())
             .ok_or_else(|| DestinationError(format!("no '{URL_KEY}' in the exporter config")))?;
-        let mut builder = crate::client::builder().timeout(REQUEST_TIMEOUT);
+        let mut builder = crate::client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT);
         let with_ca = config.get("schema.registry.ssl.ca.location");
         if let Some(path) = with_ca {
             for cert in ca_certificates(path)? {
@@ -121,6 +137,7 @@ impl Destination {
             basic,
             bearer,
             secrets,
+            this_registry: AtomicBool::new(false),
         })
     }
 
@@ -150,14 +167,17 @@ impl Destination {
         DestinationError(self.scrub(format!("cannot reach {}: {}", self.shown, summary(&detail))))
     }
 
+    /// Sends a request for `action` and reads its reply: at most [`MAX_REPLY_BYTES`] of it
+    /// (whether there was more is answered beside it), all within [`REQUEST_TIMEOUT`].
     async fn send(
         &self,
+        action: &str,
         method: reqwest::Method,
         path: &str,
         body: Option<&Value>,
-    ) -> Result<(u16, String)> {
+    ) -> Result<Reply> {
         let url = format!("{}{path}", self.base);
-        let mut request = self.http.request(method.clone(), &url);
+        let mut request = self.http.request(method, &url);
         if let Some((user, pass)) = &self.basic {
             request = request.basic_auth(user, Some(pass));
         } else if let Some(token) = &self.bearer {
@@ -168,51 +188,151 @@ impl Destination {
                 .header("content-type", CONTENT_TYPE)
                 .body(body.to_string());
         }
-        let response = request.send().await.map_err(|e| self.unreachable(e))?;
+        let mut response = request.send().await.map_err(|e| self.unreachable(e))?;
+        if response
+            .headers()
+            .get(crate::instance::HEADER)
+            .is_some_and(|id| id.as_bytes() == crate::instance::id().as_bytes())
+        {
+            self.this_registry.store(true, Ordering::Relaxed);
+            return Err(DestinationError(format!(
+                "{} is this registry itself",
+                self.shown
+            )));
+        }
         let status = response.status().as_u16();
-        let text = response.text().await.unwrap_or_default();
-        Ok((status, text))
+        let html = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().contains("html"));
+        let mut text = Vec::new();
+        let mut oversized = false;
+        while !oversized {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) if e.is_timeout() => {
+                    return Err(DestinationError(format!(
+                        "{} did not finish its reply to {action} within {} s",
+                        self.shown,
+                        REQUEST_TIMEOUT.as_secs()
+                    )));
+                }
+                Err(e) => return Err(self.unreachable(e)),
+            };
+            let room = MAX_REPLY_BYTES - text.len();
+            oversized = chunk.len() > room;
+            text.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
+        Ok(Reply {
+            status,
+            text: String::from_utf8_lossy(&text).into_owned(),
+            oversized,
+            html,
+        })
     }
 
     /// Sends a request for `action` (how errors name it: never the subject, which readers
-    /// of the status may not be allowed to know) and answers the reply's JSON.
-    async fn expect(
+    /// of the status may not be allowed to know) and answers the reply's status and JSON.
+    /// A success must be JSON of at most [`MAX_REPLY_BYTES`]; an `accepted` failure status
+    /// (such as 404 for a subject the destination does not know) must be a registry's error
+    /// object; any other status is an error summarizing the destination's message.
+    async fn call(
         &self,
         action: &str,
         method: reqwest::Method,
         path: &str,
         body: Option<&Value>,
         accepted: &[u16],
-    ) -> Result<Value> {
-        let (status, text) = self.send(method, path, body).await?;
-        let answer = serde_json::from_str(&text).unwrap_or(Value::Null);
-        if status == 200 || status == 204 || accepted.contains(&status) {
-            return Ok(answer);
+    ) -> Result<(u16, Value)> {
+        let reply = self.send(action, method, path, body).await?;
+        let status = reply.status;
+        let success = (200..300).contains(&status);
+        if !success && !accepted.contains(&status) {
+            let answer: Value = serde_json::from_str(&reply.text).unwrap_or(Value::Null);
+            let message = answer
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or(reply.text.as_str(), |m| m);
+            return Err(DestinationError(self.scrub(format!(
+                "{} answered HTTP {status} to {action}: {}",
+                self.shown,
+                summary(message)
+            ))));
         }
-        let message = answer
-            .get("message")
-            .and_then(Value::as_str)
-            .map_or(text.as_str(), |m| m);
-        Err(DestinationError(self.scrub(format!(
-            "{} answered HTTP {status} to {action}: {}",
+        if reply.oversized {
+            return Err(DestinationError(format!(
+                "{} answered {action} with more than {MAX_REPLY_BYTES} bytes",
+                self.shown
+            )));
+        }
+        if status == 204 || (success && reply.text.trim().is_empty()) {
+            return Ok((status, Value::Null));
+        }
+        let answer = if reply.html {
+            None
+        } else {
+            serde_json::from_str::<Value>(&reply.text).ok()
+        };
+        match answer {
+            Some(answer) if success || answer.get("error_code").is_some_and(Value::is_i64) => {
+                Ok((status, answer))
+            }
+            _ => Err(DestinationError(format!(
+                "{} answered HTTP {status} to {action} with {}, not a schema registry's JSON",
+                self.shown,
+                if reply.html {
+                    "an HTML page"
+                } else {
+                    "a reply"
+                }
+            ))),
+        }
+    }
+
+    /// [`Destination::call`] for a reply that must have the given shape.
+    async fn expect(
+        &self,
+        action: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        shape: Shape,
+    ) -> Result<()> {
+        let (status, answer) = self.call(action, method, path, body, &[]).await?;
+        self.check(action, status, &answer, shape)
+    }
+
+    fn check(&self, action: &str, status: u16, answer: &Value, shape: Shape) -> Result<()> {
+        if shape.fits(answer) {
+            return Ok(());
+        }
+        Err(DestinationError(format!(
+            "{} answered HTTP {status} to {action} with JSON that is not {}",
             self.shown,
-            summary(message)
-        ))))
+            shape.name()
+        )))
+    }
+
+    /// Whether a reply came from this very registry: the exporter would copy into its own
+    /// source.
+    pub fn is_this_registry(&self) -> bool {
+        self.this_registry.load(Ordering::Relaxed)
     }
 
     /// The subject's version numbers (soft-deleted ones too with `deleted`); none when the
     /// destination does not know the subject.
     pub async fn versions(&self, subject: &str, deleted: bool) -> Result<Vec<i64>> {
+        let action = "a listing of versions";
         let path = format!("/subjects/{}/versions?deleted={deleted}", enc(subject));
-        let answer = self
-            .expect(
-                "a listing of versions",
-                reqwest::Method::GET,
-                &path,
-                None,
-                &[404],
-            )
+        let (status, answer) = self
+            .call(action, reqwest::Method::GET, &path, None, &[404])
             .await?;
+        if status == 404 {
+            return Ok(Vec::new());
+        }
+        self.check(action, status, &answer, Shape::Versions)?;
         Ok(answer
             .as_array()
             .map(|a| a.iter().filter_map(Value::as_i64).collect())
@@ -228,10 +348,9 @@ impl Destination {
             reqwest::Method::PUT,
             &path,
             Some(&body),
-            &[],
+            Shape::Mode,
         )
         .await
-        .map(drop)
     }
 
     pub async fn register(&self, subject: &str, body: &Value) -> Result<()> {
@@ -241,21 +360,44 @@ impl Destination {
             reqwest::Method::POST,
             &path,
             Some(body),
-            &[],
+            Shape::Id,
         )
         .await
-        .map(drop)
     }
 
     pub async fn delete_version(&self, subject: &str, version: i64, permanent: bool) -> Result<()> {
+        let action = "a delete";
         let path = format!(
             "/subjects/{}/versions/{version}?permanent={permanent}",
             enc(subject)
         );
         // Already gone (or already soft-deleted) is what was asked for.
-        self.expect("a delete", reqwest::Method::DELETE, &path, None, &[404])
-            .await
-            .map(drop)
+        let (status, answer) = self
+            .call(action, reqwest::Method::DELETE, &path, None, &[404])
+            .await?;
+        if status == 404 {
+            return Ok(());
+        }
+        self.check(action, status, &answer, Shape::Version)
+    }
+
+    /// The subject's own config on the destination (`None` when it has none), as it answers
+    /// it, with `compatibilityLevel` read as `compatibility`.
+    pub async fn config(&self, subject: &str) -> Result<Option<serde_json::Map<String, Value>>> {
+        let action = "a config read";
+        let path = format!("/config/{}?defaultToGlobal=false", enc(subject));
+        let (status, answer) = self
+            .call(action, reqwest::Method::GET, &path, None, &[404])
+            .await?;
+        if status == 404 {
+            return Ok(None);
+        }
+        self.check(action, status, &answer, Shape::Object)?;
+        let mut config = answer.as_object().cloned().unwrap_or_default();
+        if let Some(level) = config.remove("compatibilityLevel") {
+            config.entry("compatibility").or_insert(level);
+        }
+        Ok(Some(config))
     }
 
     pub async fn put_config(&self, subject: &str, body: &Value) -> Result<()> {
@@ -265,23 +407,70 @@ impl Destination {
             reqwest::Method::PUT,
             &path,
             Some(body),
-            &[],
+            Shape::Object,
         )
         .await
-        .map(drop)
     }
 
     pub async fn delete_config(&self, subject: &str) -> Result<()> {
+        let action = "a config removal";
         let path = format!("/config/{}", enc(subject));
-        self.expect(
-            "a config removal",
-            reqwest::Method::DELETE,
-            &path,
-            None,
-            &[404],
-        )
-        .await
-        .map(drop)
+        let (status, answer) = self
+            .call(action, reqwest::Method::DELETE, &path, None, &[404])
+            .await?;
+        if status == 404 {
+            return Ok(());
+        }
+        self.check(action, status, &answer, Shape::Object)
+    }
+}
+
+/// A reply of the destination, read up to [`MAX_REPLY_BYTES`].
+struct Reply {
+    status: u16,
+    text: String,
+    /// The destination had more to say than was read.
+    oversized: bool,
+    /// Its content type is HTML: a web page, not a registry.
+    html: bool,
+}
+
+/// What a successful reply must be.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    /// A list of version numbers.
+    Versions,
+    /// A version number (or nothing, for a delete answered 204).
+    Version,
+    /// An object with an integer `id`.
+    Id,
+    /// An object with a string `mode`.
+    Mode,
+    /// An object (or nothing, for a change answered 204).
+    Object,
+}
+
+impl Shape {
+    fn fits(self, answer: &Value) -> bool {
+        match self {
+            Shape::Versions => answer
+                .as_array()
+                .is_some_and(|a| a.iter().all(Value::is_i64)),
+            Shape::Version => answer.is_i64() || answer.is_null(),
+            Shape::Id => answer.get("id").is_some_and(Value::is_i64),
+            Shape::Mode => answer.get("mode").is_some_and(Value::is_string),
+            Shape::Object => answer.is_object() || answer.is_null(),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Shape::Versions => "a list of version numbers",
+            Shape::Version => "a version number",
+            Shape::Id => "an object with a schema id",
+            Shape::Mode => "an object with a mode",
+            Shape::Object => "an object",
+        }
     }
 }
 

@@ -16,11 +16,12 @@
 pub mod authority;
 pub mod client;
 mod destination;
+pub mod instance;
 mod runner;
 pub mod spec;
 
 pub use authority::{AllowAll, Creator, ExportAuthority};
-pub use destination::{Destination, DestinationError, REPLY_CHARS, TLS_UNUSABLE};
+pub use destination::{Destination, DestinationError, MAX_REPLY_BYTES, REPLY_CHARS, TLS_UNUSABLE};
 pub use spec::{ContextType, ExporterSpec, SpecError};
 
 use covenant_registry::{AuditContext, Registry};

@@ -32,6 +32,23 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How deep references are followed to copy what a schema refers to first.
 const REFERENCE_DEPTH: usize = 32;
 
+/// The trace of an exporter found to copy into its own source.
+const THIS_REGISTRY: &str = "paused: the destination is this registry itself (its replies carry this \
+     registry's instance identity); an exporter must copy to another registry";
+
+/// Whether a config setting is the same on both sides, an empty value (null, "", [] or {})
+/// being the same as none.
+fn same_setting(ours: Option<&Value>, theirs: Option<&Value>) -> bool {
+    let empty = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(Value::Object(o)) => o.is_empty(),
+        Some(_) => false,
+    };
+    ours == theirs || (empty(ours) && empty(theirs))
+}
+
 /// The trail operations that change what an exporter copies.
 fn copies(operation: &str) -> bool {
     operation.starts_with("register")
@@ -192,13 +209,21 @@ impl Exporters {
     /// Pauses an exporter whose creator may no longer administer exporters, saying so in
     /// its trace and in the audit trail.
     async fn pause_for_authority(&self, name: &str) -> Result<(), CopyError> {
+        self.pause_saying(
+            name,
+            "paused: the exporter's creator no longer may administer exporters",
+        )
+        .await
+    }
+
+    /// Pauses a running exporter, `why` as its trace and in the audit trail.
+    async fn pause_saying(&self, name: &str, why: &str) -> Result<(), CopyError> {
         let Some(mut current) = self.store.exporter(name).await? else {
             return Ok(());
         };
         if current.state != RUNNING {
             return Ok(());
         }
-        let why = "paused: the exporter's creator no longer may administer exporters";
         current.state = PAUSED.into();
         current.trace = why.into();
         current.ts = now_ms();
@@ -229,16 +254,32 @@ impl Exporters {
         }
         let spec = decode(record).map_err(|e| CopyError::Spec(e.to_string()))?;
         let destination = Destination::new(&spec.config)?;
+        match self.copy_step(record, &spec, &creator, &destination).await {
+            // Nothing was written: the first call to the destination carried the identity.
+            Err(CopyError::Destination(_)) if destination.is_this_registry() => {
+                self.pause_saying(&record.name, THIS_REGISTRY).await
+            }
+            outcome => outcome,
+        }
+    }
+
+    async fn copy_step(
+        &self,
+        record: &ExporterRecord,
+        spec: &ExporterSpec,
+        creator: &Creator,
+        destination: &Destination,
+    ) -> Result<(), CopyError> {
         let source = self.registry.store().clone();
         let last = source.last_audit_seq().await?;
         metrics::gauge!("covenant_exporter_lag", "exporter" => record.name.clone())
             .set((last - record.offset).max(0) as f64);
         let mut copier = Copier {
-            spec: &spec,
-            destination: &destination,
+            spec,
+            destination,
             source: source.as_ref(),
             authority: self.authority.as_ref(),
-            creator: &creator,
+            creator,
             done: HashSet::new(),
             skipped: BTreeSet::new(),
         };
@@ -265,7 +306,7 @@ impl Exporters {
             None => {
                 let mut unreadable = BTreeSet::new();
                 for (subject, _) in source.subjects().await? {
-                    if spec.exports(&subject) && !self.authority.may_read(&creator, &subject) {
+                    if spec.exports(&subject) && !self.authority.may_read(creator, &subject) {
                         unreadable.insert(subject);
                     }
                 }
@@ -275,7 +316,7 @@ impl Exporters {
             }
         };
         // Skipped subjects the creator may read by now are copied whole, as if they changed.
-        retry.retain(|s| spec.exports(s) && self.authority.may_read(&creator, s));
+        retry.retain(|s| spec.exports(s) && self.authority.may_read(creator, s));
         for subject in retry {
             copier.copy(subject, 0).await?;
         }
@@ -293,7 +334,7 @@ impl Exporters {
             let Some(newest) = entries.last().map(|e| e.seq) else {
                 break;
             };
-            if !self.authority.may_administer(&creator) {
+            if !self.authority.may_administer(creator) {
                 return self.pause_for_authority(&record.name).await;
             }
             let changed: BTreeSet<&str> = entries
@@ -473,7 +514,10 @@ impl Copier<'_> {
         body
     }
 
-    /// The subject's own config, without `alias` (which names a source subject).
+    /// The subject's own config, without `alias` (which names a source subject), written
+    /// only when the destination's differs: a config already in place is not written again,
+    /// so copying settles (an unchanged subject writes nothing, and two registries exporting
+    /// to each other stop once they agree).
     async fn copy_config(&self, subject: &str, target: &str) -> Result<(), CopyError> {
         match self.source.config(Scope::Subject(subject)).await? {
             Some(config) => {
@@ -486,13 +530,24 @@ impl Copier<'_> {
                 if let Some(level) = config.compatibility {
                     body.insert("compatibility".into(), Value::String(level));
                 }
-                if !body.is_empty() {
+                if body.is_empty() {
+                    return Ok(());
+                }
+                let held = self.destination.config(target).await?;
+                let in_place = held.is_some_and(|held| {
+                    body.iter().all(|(k, v)| same_setting(Some(v), held.get(k)))
+                });
+                if !in_place {
                     self.destination
                         .put_config(target, &Value::Object(body))
                         .await?;
                 }
             }
-            None => self.destination.delete_config(target).await?,
+            None => {
+                if self.destination.config(target).await?.is_some() {
+                    self.destination.delete_config(target).await?;
+                }
+            }
         }
         Ok(())
     }
