@@ -6,9 +6,31 @@
 use crate::model::{Arena, Kind, NodeId};
 use crate::rules::name_mismatch::names_match;
 use serde_json::{Map, Value};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 /// Data nested deeper than this is refused (recursive schemas allow any depth).
 const MAX_DATA_DEPTH: usize = 512;
+
+/// Data nested up to this depth is decoded on the caller's thread; deeper data is decoded
+/// again on a thread of its own whose stack holds [`MAX_DATA_DEPTH`] levels (an unoptimized
+/// build takes about 10 KiB of stack a level).
+const SHALLOW_DEPTH: usize = 48;
+
+/// The stack of the thread deep data is decoded on.
+const DEEP_STACK: usize = 32 * 1024 * 1024;
+
+/// Values one datum may produce that no byte of it pays for: the items of a zero-sized type
+/// (`null`, a record of such fields, a zero-length fixed) and the reader defaults filled in.
+/// Every other value consumes at least one byte, so the payload's size bounds those.
+pub const MAX_UNPAID_VALUES: u64 = 1 << 20;
+
+/// Units of work gathered before they are charged to the installed budget (a poll takes a
+/// lock). A unit is one value produced, or 64 bytes of text.
+const CHARGE_BATCH: u64 = 4096;
+
+/// The error of a decoding stopped because the installed work budget is spent.
+pub const BUDGET_SPENT: &str = "Decoding the data ran out of the check's budget.";
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -63,6 +85,9 @@ impl Input<'_> {
         a.copy_from_slice(b);
         Ok(f64::from_le_bytes(a))
     }
+    fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
     /// Item count of the next array/map block (a negative count is followed by a byte size).
     fn block(&mut self) -> Result<usize> {
         let n = self.long()?;
@@ -98,8 +123,57 @@ pub fn decode_values(wa: &Arena, ra: &Arena, bytes: &[u8]) -> Result<Value> {
 }
 
 fn decode_as(wa: &Arena, ra: &Arena, bytes: &[u8], logical: bool) -> Result<Value> {
+    match decode_within(wa, ra, bytes, logical, SHALLOW_DEPTH) {
+        Err(Deeper) => {
+            let budget = covenant_engine::budget::inherit();
+            let deep = std::thread::scope(|scope| {
+                std::thread::Builder::new()
+                    .stack_size(DEEP_STACK)
+                    .spawn_scoped(scope, || {
+                        budget.run(|| decode_within(wa, ra, bytes, logical, MAX_DATA_DEPTH))
+                    })
+                    .ok()
+                    .and_then(|handle| handle.join().ok())
+            });
+            match deep {
+                Some(Ok(v)) => v,
+                Some(Err(Deeper)) => Err("Data is nested too deeply.".into()),
+                None => Err("The data could not be decoded on a thread of its own.".into()),
+            }
+        }
+        Ok(v) => v,
+    }
+}
+
+/// The data nests deeper than the decoding's depth bound allows on this thread.
+struct Deeper;
+
+fn decode_within(
+    wa: &Arena,
+    ra: &Arena,
+    bytes: &[u8],
+    logical: bool,
+    max_depth: usize,
+) -> std::result::Result<Result<Value>, Deeper> {
     let mut input = Input { buf: bytes, pos: 0 };
-    let v = Resolver { wa, ra, logical }.resolve(&mut input, wa.root, ra.root, 0)?;
+    let meter = Meter::default();
+    let v = Resolver {
+        wa,
+        ra,
+        logical,
+        meter: &meter,
+        max_depth,
+    }
+    .resolve(&mut input, wa.root, ra.root, 0);
+    if meter.deeper.get() {
+        return Err(Deeper);
+    }
+    Ok(v.and_then(|v| finish(v, &meter, &input)))
+}
+
+fn finish(v: Value, meter: &Meter, input: &Input<'_>) -> Result<Value> {
+    let bytes = input.buf;
+    meter.flush()?;
     if input.pos != bytes.len() {
         return Err(format!(
             "{} trailing bytes after the datum.",
@@ -109,18 +183,147 @@ fn decode_as(wa: &Arena, ra: &Arena, bytes: &[u8], logical: bool) -> Result<Valu
     Ok(v)
 }
 
+/// What one decoding has produced: every value is charged to the installed budget (in
+/// batches), and the values no byte pays for are bounded by [`MAX_UNPAID_VALUES`].
+#[derive(Default)]
+struct Meter {
+    produced: Cell<u64>,
+    pending: Cell<u64>,
+    unpaid: Cell<u64>,
+    /// Writer types known to be zero-sized or not, by node.
+    zero_sized: RefCell<HashMap<NodeId, bool>>,
+    /// The data went past the decoding's depth bound (see [`SHALLOW_DEPTH`]).
+    deeper: Cell<bool>,
+}
+
+impl Meter {
+    /// Counts `units` of work, charging the budget once a batch is gathered.
+    fn produce(&self, units: u64) -> Result<()> {
+        self.produced.set(self.produced.get().saturating_add(units));
+        self.pending.set(self.pending.get().saturating_add(units));
+        if self.pending.get() >= CHARGE_BATCH {
+            return self.flush();
+        }
+        Ok(())
+    }
+
+    /// Charges what is gathered; an error when the budget is spent.
+    fn flush(&self) -> Result<()> {
+        if covenant_engine::budget::charge(self.pending.replace(0)) {
+            return Err(BUDGET_SPENT.into());
+        }
+        Ok(())
+    }
+
+    /// Counts `units` of values that consumed no byte of the payload.
+    fn unpaid(&self, units: u64) -> Result<()> {
+        let total = self.unpaid.get().saturating_add(units);
+        self.unpaid.set(total);
+        if total > MAX_UNPAID_VALUES {
+            return Err(format!(
+                "The data holds more than {MAX_UNPAID_VALUES} values that take no bytes (items of a zero-sized type, defaults filled in)."
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether a value of `id` can take no bytes at all. Deeper than the data may nest, it is
+/// taken to take some: such a value fails to decode anyway.
+fn zero_sized(arena: &Arena, id: NodeId, depth: usize, memo: &mut HashMap<NodeId, bool>) -> bool {
+    if let Some(known) = memo.get(&id) {
+        return *known;
+    }
+    let zero = depth <= MAX_DATA_DEPTH
+        && match arena.kind(id) {
+            Kind::Null => true,
+            Kind::Fixed(f) => f.size == 0,
+            Kind::Record(r) => r
+                .fields
+                .iter()
+                .all(|f| zero_sized(arena, f.ty, depth + 1, memo)),
+            _ => false,
+        };
+    memo.insert(id, zero);
+    zero
+}
+
+/// Values and bytes of text in a JSON value, in units (see [`CHARGE_BATCH`]).
+fn weight(v: &Value) -> u64 {
+    let mut units = 0u64;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        units = units.saturating_add(1);
+        match v {
+            Value::String(s) => units = units.saturating_add(s.len() as u64 / 64),
+            Value::Array(items) => stack.extend(items),
+            Value::Object(m) => {
+                for (k, x) in m {
+                    units = units.saturating_add(k.len() as u64 / 64);
+                    stack.push(x);
+                }
+            }
+            _ => {}
+        }
+    }
+    units
+}
+
 struct Resolver<'a> {
     wa: &'a Arena,
     ra: &'a Arena,
     /// Render values through the reader's logical types ([`decode_values`]).
     logical: bool,
+    meter: &'a Meter,
+    max_depth: usize,
 }
 
 impl Resolver<'_> {
+    /// The item count of the next block of an array or map whose items are written as
+    /// `item`: a count the remaining bytes cannot hold is refused before anything is made
+    /// for it, unless the items take no bytes, and then it must stay within the values a
+    /// datum may hold unpaid.
+    fn block(&self, input: &mut Input<'_>, item: Option<NodeId>, what: &str) -> Result<usize> {
+        let n = input.block()?;
+        let left = input.remaining();
+        if n <= left {
+            return Ok(n);
+        }
+        let zero = item.is_some_and(|item| {
+            zero_sized(self.wa, item, 0, &mut self.meter.zero_sized.borrow_mut())
+        });
+        if !zero {
+            return Err(format!(
+                "{what} block of {n} items is longer than the {left} bytes left in the data."
+            ));
+        }
+        let after = self.meter.unpaid.get().saturating_add(n as u64);
+        if after > MAX_UNPAID_VALUES {
+            return Err(format!(
+                "{what} block of {n} items of a zero-sized type: the data may hold at most {MAX_UNPAID_VALUES} values that take no bytes."
+            ));
+        }
+        Ok(n)
+    }
+
+    /// Resolves one array item or map value; what it produced without consuming a byte is
+    /// unpaid.
+    fn item(&self, input: &mut Input<'_>, w: NodeId, r: NodeId, depth: usize) -> Result<Value> {
+        let (pos, produced) = (input.pos, self.meter.produced.get());
+        let v = self.resolve(input, w, r, depth)?;
+        if input.pos == pos {
+            self.meter
+                .unpaid(self.meter.produced.get().saturating_sub(produced))?;
+        }
+        Ok(v)
+    }
+
     fn resolve(&self, input: &mut Input<'_>, w: NodeId, r: NodeId, depth: usize) -> Result<Value> {
-        if depth > MAX_DATA_DEPTH {
+        if depth > self.max_depth {
+            self.meter.deeper.set(true);
             return Err("Data is nested too deeply.".into());
         }
+        self.meter.produce(1)?;
         let (wk, rk) = (self.wa.kind(w), self.ra.kind(r));
         if let Kind::Union(wbs) = wk {
             let i = input.long()?;
@@ -168,10 +371,12 @@ impl Resolver<'_> {
             (Kind::Double, Kind::Double) => number(input.f64()?),
             (Kind::String | Kind::Bytes, Kind::String) => {
                 let n = input.len()?;
+                self.meter.produce(n as u64 / 64)?;
                 Value::String(String::from_utf8_lossy(input.take(n)?).into_owned())
             }
             (Kind::String | Kind::Bytes, Kind::Bytes) => {
                 let n = input.len()?;
+                self.meter.produce(n as u64 / 32)?;
                 bytes_json(input.take(n)?)
             }
             (Kind::Fixed(wf), Kind::Fixed(rf)) => {
@@ -184,6 +389,7 @@ impl Resolver<'_> {
                         wf.size
                     ));
                 }
+                self.meter.produce(wf.size as u64 / 32)?;
                 bytes_json(input.take(wf.size)?)
             }
             (Kind::Enum(we), Kind::Enum(re)) => {
@@ -213,12 +419,12 @@ impl Resolver<'_> {
             (Kind::Array(wi), Kind::Array(ri)) => {
                 let mut items = Vec::new();
                 loop {
-                    let n = input.block()?;
+                    let n = self.block(input, Some(*wi), "Array")?;
                     if n == 0 {
                         break;
                     }
                     for _ in 0..n {
-                        items.push(self.resolve(input, *wi, *ri, depth + 1)?);
+                        items.push(self.item(input, *wi, *ri, depth + 1)?);
                     }
                 }
                 Value::Array(items)
@@ -226,14 +432,16 @@ impl Resolver<'_> {
             (Kind::Map(wv), Kind::Map(rv)) => {
                 let mut map = Map::new();
                 loop {
-                    let n = input.block()?;
+                    // A key takes at least its length's byte: no map item is zero-sized.
+                    let n = self.block(input, None, "Map")?;
                     if n == 0 {
                         break;
                     }
                     for _ in 0..n {
                         let len = input.len()?;
+                        self.meter.produce(len as u64 / 64)?;
                         let key = String::from_utf8_lossy(input.take(len)?).into_owned();
-                        let v = self.resolve(input, *wv, *rv, depth + 1)?;
+                        let v = self.item(input, *wv, *rv, depth + 1)?;
                         map.insert(key, v);
                     }
                 }
@@ -264,7 +472,7 @@ impl Resolver<'_> {
                                 Some(self.resolve(input, wf.ty, rr.fields[i].ty, depth + 1)?)
                         }
                         None => {
-                            read(self.wa, input, wf.ty, depth + 1)?;
+                            self.skip(input, wf.ty, depth + 1)?;
                         }
                     }
                 }
@@ -272,7 +480,13 @@ impl Resolver<'_> {
                 for (rf, v) in rr.fields.iter().zip(values) {
                     let v = match (v, &rf.default) {
                         (Some(v), _) => v,
-                        (None, Some(d)) => default_value(self.ra, rf.ty, d, 0),
+                        (None, Some(d)) => {
+                            let v = default_value(self.ra, rf.ty, d, 0);
+                            let units = weight(&v);
+                            self.meter.unpaid(units)?;
+                            self.meter.produce(units)?;
+                            v
+                        }
                         (None, None) => {
                             return Err(format!(
                                 "Reader field '{}' is missing in the writer's data and has no default.",
@@ -299,6 +513,19 @@ impl Resolver<'_> {
         })
     }
 
+    /// A datum in its writer schema, without resolution (a writer-only field), charged to
+    /// the same meter.
+    fn skip(&self, input: &mut Input<'_>, id: NodeId, depth: usize) -> Result<Value> {
+        Resolver {
+            wa: self.wa,
+            ra: self.wa,
+            logical: false,
+            meter: self.meter,
+            max_depth: self.max_depth,
+        }
+        .resolve(input, id, id, depth)
+    }
+
     /// The same type for choosing a reader union branch: same kind, and for named types a
     /// matching name.
     fn same_type(&self, w: NodeId, r: NodeId) -> bool {
@@ -320,16 +547,6 @@ fn wrap(arena: &Arena, branch: NodeId, v: Value) -> Value {
     let mut m = Map::new();
     m.insert(arena.branch_label(branch), v);
     Value::Object(m)
-}
-
-/// A datum in its writer schema, without resolution (used to skip writer-only fields).
-fn read(arena: &Arena, input: &mut Input<'_>, id: NodeId, depth: usize) -> Result<Value> {
-    Resolver {
-        wa: arena,
-        ra: arena,
-        logical: false,
-    }
-    .resolve(input, id, id, depth)
 }
 
 /// A field default (JSON as written in the schema) in the JSON encoding of its type.
@@ -490,4 +707,148 @@ fn write(arena: &Arena, id: NodeId, v: &Value, out: &mut Vec<u8>, depth: usize) 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use covenant_engine::Limits;
+    use covenant_engine::budget::{Budget, BudgetExceeded};
+
+    fn arena(text: &str) -> Arena {
+        crate::parse::parse(text, &[], &Limits::default()).expect("valid schema")
+    }
+
+    fn zigzag(v: i64) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_long(&mut out, v);
+        out
+    }
+
+    const BOMB: &str = r#"{"type":"record","name":"Bomb","fields":[{"name":"xs","type":{"type":"array","items":"null"}}]}"#;
+
+    #[test]
+    fn a_block_of_millions_of_nulls_is_refused_before_anything_is_made() {
+        let a = arena(BOMB);
+        let mut payload = zigzag(20_000_000);
+        payload.push(0);
+        assert!(payload.len() <= 10);
+        let started = std::time::Instant::now();
+        let error = decode(&a, &a, &payload).expect_err("the bomb is refused");
+        assert!(error.contains("20000000"), "{error}");
+        assert!(error.contains("take no bytes"), "{error}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        // The same items in many small blocks meet the same bound as they are produced.
+        let mut blocks = Vec::new();
+        for _ in 0..2_000 {
+            blocks.extend(zigzag(1_000));
+        }
+        blocks.push(0);
+        let error = decode(&a, &a, &blocks).expect_err("refused");
+        assert!(error.contains("take no bytes"), "{error}");
+        // A modest array of nulls still decodes.
+        let mut fine = zigzag(1_000);
+        fine.push(0);
+        let v = decode(&a, &a, &fine).expect("decodes");
+        assert_eq!(v["xs"].as_array().map(Vec::len), Some(1_000));
+    }
+
+    #[test]
+    fn a_block_count_past_the_bytes_left_is_refused() {
+        let a = arena(r#"{"type":"array","items":"int"}"#);
+        let mut payload = zigzag(1_000_000_000);
+        payload.extend([2, 4, 6, 0]);
+        let error = decode(&a, &a, &payload).expect_err("refused");
+        assert!(error.contains("longer than the 4 bytes left"), "{error}");
+        let m = arena(r#"{"type":"map","values":"null"}"#);
+        let mut payload = zigzag(1_000_000_000);
+        payload.push(0);
+        let error = decode(&m, &m, &payload).expect_err("refused");
+        assert!(error.contains("Map block"), "{error}");
+        // Nested arrays of nulls: each inner block fits the bytes left, the total does not.
+        let nested = arena(r#"{"type":"array","items":{"type":"array","items":"null"}}"#);
+        let mut payload = zigzag(3_000);
+        for _ in 0..3_000 {
+            payload.extend(zigzag(1_000));
+            payload.push(0);
+        }
+        payload.push(0);
+        let error = decode(&nested, &nested, &payload).expect_err("refused");
+        assert!(error.contains("take no bytes"), "{error}");
+    }
+
+    #[test]
+    fn zero_sized_records_count_every_value_they_hold() {
+        let fields: Vec<String> = (0..100)
+            .map(|i| format!(r#"{{"name":"f{i}","type":"null"}}"#))
+            .collect();
+        let a = arena(&format!(
+            r#"{{"type":"array","items":{{"type":"record","name":"E","fields":[{}]}}}}"#,
+            fields.join(",")
+        ));
+        // 20,000 records of 100 nulls: 2,020,000 values from five bytes.
+        let mut payload = zigzag(20_000);
+        payload.push(0);
+        let error = decode(&a, &a, &payload).expect_err("refused");
+        assert!(error.contains("take no bytes"), "{error}");
+    }
+
+    #[test]
+    fn defaults_filled_in_are_bounded_too() {
+        let w = arena(
+            r#"{"type":"array","items":{"type":"record","name":"E","fields":[{"name":"a","type":"int"}]}}"#,
+        );
+        let default: Vec<String> = (0..200).map(|i| i.to_string()).collect();
+        let r = arena(&format!(
+            r#"{{"type":"array","items":{{"type":"record","name":"E","fields":[{{"name":"a","type":"int"}},{{"name":"b","type":{{"type":"array","items":"int"}},"default":[{}]}}]}}}}"#,
+            default.join(",")
+        ));
+        // 10,000 one-byte records, each given a default of 201 values.
+        let mut payload = zigzag(10_000);
+        payload.extend(std::iter::repeat_n(2u8, 10_000));
+        payload.push(0);
+        let error = decode(&w, &r, &payload).expect_err("refused");
+        assert!(error.contains("take no bytes"), "{error}");
+        // A few records read their default.
+        let mut few = zigzag(3);
+        few.extend([2, 4, 6, 0]);
+        let v = decode(&w, &r, &few).expect("decodes");
+        assert_eq!(v[2]["b"].as_array().map(Vec::len), Some(200));
+    }
+
+    #[test]
+    fn decoding_is_charged_to_the_installed_budget() {
+        let a = arena(r#"{"type":"array","items":"int"}"#);
+        let mut payload = zigzag(50_000);
+        payload.extend(std::iter::repeat_n(2u8, 50_000));
+        payload.push(0);
+        let spent = Budget::new(None, Some(10_000)).run(|| decode(&a, &a, &payload));
+        assert_eq!(spent, Err(BudgetExceeded::Work(10_000)));
+        let within = Budget::new(None, Some(100_000)).run(|| decode(&a, &a, &payload));
+        assert!(matches!(within, Ok(Ok(Value::Array(ref xs))) if xs.len() == 50_000));
+        // Text is charged by its size.
+        let s = arena(r#""string""#);
+        let mut text = zigzag(1_000_000);
+        text.extend(std::iter::repeat_n(b'x', 1_000_000));
+        let spent = Budget::new(None, Some(1_000)).run(|| decode(&s, &s, &text));
+        assert_eq!(spent, Err(BudgetExceeded::Work(1_000)));
+    }
+
+    #[test]
+    fn deep_data_is_refused() {
+        let a =
+            arena(r#"{"type":"record","name":"N","fields":[{"name":"next","type":["null","N"]}]}"#);
+        let mut payload = vec![2u8; 10_000];
+        payload.push(0);
+        let error = decode(&a, &a, &payload).expect_err("refused");
+        assert!(error.contains("nested too deeply"), "{error}");
+        // Deeper than the caller's thread is trusted with, within the bound: it decodes on a
+        // thread of its own, charged to the same budget.
+        let mut list = vec![2u8; 120];
+        list.push(0);
+        let v = decode(&a, &a, &list).expect("decodes");
+        assert!(v["next"]["N"]["next"]["N"].is_object());
+        let spent = Budget::new(None, Some(10)).run(|| decode(&a, &a, &list));
+        assert_eq!(spent, Err(BudgetExceeded::Work(10)));
+    }
 }

@@ -27,11 +27,16 @@ fn decimal_text(bytes: &[u8], scale: u32) -> String {
     full[16 - bytes.len()..].copy_from_slice(bytes);
     let unscaled = i128::from_be_bytes(full);
     let digits = unscaled.unsigned_abs().to_string();
-    let scale = scale as usize;
     let sign = if unscaled < 0 { "-" } else { "" };
     if scale == 0 {
         return format!("{sign}{digits}");
     }
+    // Sixteen bytes hold at most 39 digits: a larger scale would only pad with zeros, as
+    // many as the schema says.
+    if scale > 64 {
+        return format!("{sign}{digits}e-{scale}");
+    }
+    let scale = scale as usize;
     let padded = format!("{digits:0>width$}", width = scale + 1);
     let (int, frac) = padded.split_at(padded.len() - scale);
     format!("{sign}{int}.{frac}")
@@ -85,5 +90,7 @@ mod tests {
         assert_eq!(decimal_text(&[0x05], 0), "5");
         // The text "12.34" read as decimal(18,2): the bytes of the characters.
         assert_eq!(decimal_text(b"12.34", 2), "2112952860.68");
+        // A scale far past the digits is not padded out.
+        assert_eq!(decimal_text(&[0x05], u32::MAX), "5e-4294967295");
     }
 }

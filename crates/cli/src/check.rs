@@ -97,8 +97,9 @@ pub struct SampleArgs {
 }
 
 impl SampleArgs {
-    /// The payloads, each checked to decode with the candidate (exit 2 otherwise).
-    fn load(&self, candidate: &ParsedSchema) -> Result<Vec<Vec<u8>>> {
+    /// The payloads, each checked to decode with the candidate (exit 2 otherwise), within
+    /// the check budget the flags set, as the registry decodes them.
+    fn load(&self, candidate: &ParsedSchema, limits: &SchemaInputArgs) -> Result<Vec<Vec<u8>>> {
         if self.files.is_empty() {
             return Ok(Vec::new());
         }
@@ -108,7 +109,10 @@ impl SampleArgs {
             let payload = std::fs::read(path)
                 .map_err(|e| InvalidInput(format!("{}: cannot read: {e}", path.display())))?;
             let sample = self.sample(encoding, 0, &payload);
-            covenant_policy::replay::decode_sample(candidate, candidate, &sample).map_err(|e| {
+            within_budget(limits, || {
+                covenant_policy::replay::decode_sample(candidate, candidate, &sample)
+            })?
+            .map_err(|e| {
                 InvalidInput(format!(
                     "{}: does not decode with the new schema: {e}",
                     path.display()
@@ -320,7 +324,7 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
     let (options, context, settings) = args.policy.load()?;
     let threads = worth_helper_threads(&args.new, &args.old);
     let (candidate, history) = load_history(&args.input, &args.new, &args.old, threads)?;
-    let payloads = args.samples.load(&candidate)?;
+    let payloads = args.samples.load(&candidate, &args.input)?;
     let in_scope = scoped_versions(&args.scope_versions, &history)?;
     let history_refs: Vec<(i64, &ParsedSchema)> = history
         .iter()
@@ -344,13 +348,15 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
             judgement.judge()
         }
     })?;
-    let replayed = args.samples.replay(
-        level,
-        &candidate,
-        &payloads,
-        &history_refs,
-        args.input.limits.budget().time,
-    )?;
+    let replayed = within_budget(&args.input, || {
+        args.samples.replay(
+            level,
+            &candidate,
+            &payloads,
+            &history_refs,
+            args.input.limits.budget().time,
+        )
+    })??;
     if !replayed.is_empty() {
         let mut findings = report.findings;
         findings.extend(replayed);

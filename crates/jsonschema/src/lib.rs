@@ -148,6 +148,41 @@ pub fn validate(schema: &JsonSchema, document: &serde_json::Value) -> Vec<Valida
     }
 }
 
+/// The first validation error of `document` against `schema` and how many more there are,
+/// or `None` when it is valid. Every error is charged to the installed budget, and counting
+/// stops when that is spent: a document can hold as many errors as values.
+pub fn first_error(
+    schema: &JsonSchema,
+    document: &serde_json::Value,
+) -> Option<(ValidationError, usize)> {
+    let validator = match schema.validator() {
+        Ok(validator) => validator,
+        Err(message) => {
+            let error = ValidationError {
+                instance_path: String::new(),
+                schema_path: String::new(),
+                message: format!("The schema cannot validate documents: {message}"),
+            };
+            return Some((error, 0));
+        }
+    };
+    let mut errors = validator.iter_errors(document);
+    let first = errors.next()?;
+    let first = ValidationError {
+        instance_path: first.instance_path().to_string(),
+        schema_path: first.schema_path().to_string(),
+        message: first.to_string(),
+    };
+    let mut others = 0;
+    for _ in errors {
+        others += 1;
+        if covenant_engine::budget::charge(1) {
+            break;
+        }
+    }
+    Some((first, others))
+}
+
 /// Strips the leading `#` so meta-schema error locations read as our JSON pointers.
 fn pointer(location: &str) -> String {
     if location.is_empty() {

@@ -23,9 +23,16 @@
 //! | `json` | JSON Schema | a UTF-8 JSON document |
 //! | `confluent` | all | Confluent wire format: magic byte 0, 4-byte big-endian schema id, then (Protobuf) the message indexes, then the payload |
 
+use covenant_engine::budget::{Budget, BudgetExceeded};
 use covenant_engine::{Finding, RuleSpec, Severity};
 use covenant_schema::ParsedSchema;
 use std::time::{Duration, Instant};
+
+/// Units of work one sample's replay may spend (about 512 MiB; a unit is about 64 bytes):
+/// far more than a payload within the registry's size limit needs, and what it decodes into
+/// is dropped before the next sample. Each sample is also charged, to the check's budget,
+/// the bytes it holds.
+pub const SAMPLE_MAX_WORK: u64 = 8_000_000;
 
 pub static SAMPLE_REPLAY_FAILED: RuleSpec = RuleSpec {
     id: "SAMPLE_REPLAY_FAILED",
@@ -137,11 +144,22 @@ pub fn decode_framed_body(writer: &ParsedSchema, body: &[u8]) -> Result<serde_js
             })?;
             covenant_protobuf::decode_with(w, &name, body.get(used..).unwrap_or_default())
         }
-        ParsedSchema::Json(_) => {
-            serde_json::from_slice(body).map_err(|e| format!("The payload is not JSON: {e}."))
-        }
+        ParsedSchema::Json(_) => json_document(body),
         ParsedSchema::Iceberg(_) => Err(NO_ICEBERG_SAMPLES.into()),
     }
+}
+
+/// The error of a decoding stopped because the installed work budget is spent.
+const BUDGET_SPENT: &str = "Decoding the payload ran out of the check's budget.";
+
+/// A JSON payload as a document. Every value takes at least one byte of the payload and the
+/// parser stops at its nesting limit, so the payload's size bounds what it makes; that is
+/// charged to the installed budget first (about a unit for every two bytes).
+fn json_document(body: &[u8]) -> Result<serde_json::Value, String> {
+    if covenant_engine::budget::charge(body.len() as u64 / 2 + 1) {
+        return Err(BUDGET_SPENT.into());
+    }
+    serde_json::from_slice(body).map_err(|e| format!("The payload is not JSON: {e}."))
 }
 
 /// Why an Iceberg schema takes no samples.
@@ -228,20 +246,18 @@ pub fn decode_sample(
             covenant_protobuf::decode_with(r, &name, body).map(|_| ())
         }
         (ParsedSchema::Json(_), ParsedSchema::Json(r)) => {
-            let document: serde_json::Value = serde_json::from_slice(body)
-                .map_err(|e| format!("The payload is not JSON: {e}."))?;
-            let errors = covenant_jsonschema::validate(r, &document);
-            match errors.first() {
+            let document = json_document(body)?;
+            match covenant_jsonschema::first_error(r, &document) {
                 None => Ok(()),
-                Some(first) => {
+                Some((first, others)) => {
                     let at = if first.instance_path.is_empty() {
                         "/"
                     } else {
                         &first.instance_path
                     };
-                    let more = match errors.len() {
-                        1 => String::new(),
-                        n => format!(" ({} more)", n - 1),
+                    let more = match others {
+                        0 => String::new(),
+                        n => format!(" ({n} more)"),
                     };
                     Err(format!("At '{at}': {}{more}", first.message))
                 }
@@ -279,28 +295,79 @@ pub fn replay(
             findings.push(f);
             break;
         }
-        if let Err(error) = read_back(
-            writer,
-            candidate,
-            sample,
-            ("its own schema", "the new schema"),
-        ) {
-            let mut f = Finding::new(
-                &SAMPLE_REPLAY_FAILED,
-                format!("/samples/{}", sample.id),
-                format!(
-                    "Sample {} of version {} ({}) cannot be read with the new schema: {}",
-                    sample.id,
-                    sample.version,
-                    sample.encoding.as_str(),
-                    sentence(&error)
-                ),
-            );
-            f.version = Some(sample.version);
-            findings.push(f);
-        }
+        let outcome = within_sample_budget(sample, budget.saturating_sub(start.elapsed()), || {
+            read_back(
+                writer,
+                candidate,
+                sample,
+                ("its own schema", "the new schema"),
+            )
+        });
+        let error = match outcome {
+            SampleOutcome::Read => continue,
+            SampleOutcome::Failed(error) => error,
+            SampleOutcome::Stopped => {
+                let mut f = Finding::new(
+                    &SAMPLE_REPLAY_INCOMPLETE,
+                    "/samples",
+                    format!(
+                        "Replay stopped after {done} of {} samples: the check's budget was spent.",
+                        samples.len()
+                    ),
+                );
+                f.version = Some(sample.version);
+                findings.push(f);
+                break;
+            }
+        };
+        let mut f = Finding::new(
+            &SAMPLE_REPLAY_FAILED,
+            format!("/samples/{}", sample.id),
+            format!(
+                "Sample {} of version {} ({}) cannot be read with the new schema: {}",
+                sample.id,
+                sample.version,
+                sample.encoding.as_str(),
+                sentence(&error)
+            ),
+        );
+        f.version = Some(sample.version);
+        findings.push(f);
     }
     findings
+}
+
+/// How one sample's replay ended.
+enum SampleOutcome {
+    Read,
+    Failed(String),
+    /// The check's budget or the replay's time is spent (or the caller went away): replay
+    /// stops here, and a spent check budget discards the verdict.
+    Stopped,
+}
+
+/// Runs one sample's replay under a budget of its own: `time` left and [`SAMPLE_MAX_WORK`]
+/// units, stopped with the caller's budget when that is cancelled. The check's budget is
+/// charged the bytes the sample holds; what its decoding makes is dropped before the next.
+fn within_sample_budget(
+    sample: &Sample<'_>,
+    time: Duration,
+    read: impl FnOnce() -> Result<(), String>,
+) -> SampleOutcome {
+    if covenant_engine::budget::charge(1 + sample.payload.len() as u64 / 64) {
+        return SampleOutcome::Stopped;
+    }
+    match Budget::new(Some(time), Some(SAMPLE_MAX_WORK)).run(read) {
+        Ok(Ok(())) => SampleOutcome::Read,
+        Ok(Err(error)) => SampleOutcome::Failed(error),
+        Err(BudgetExceeded::Work(n)) => SampleOutcome::Failed(format!(
+            "decoding it takes more than the {n} units of work one sample may spend"
+        )),
+        Err(BudgetExceeded::Size) => {
+            SampleOutcome::Failed("its data nests or grows past what a sample may reach".into())
+        }
+        Err(BudgetExceeded::Time(_) | BudgetExceeded::Cancelled) => SampleOutcome::Stopped,
+    }
 }
 
 /// Decodes `sample` (written with `writer`) with `reader` and, for Avro, compares the values
@@ -351,20 +418,37 @@ pub fn replay_forward(
             break;
         }
         let names = ("the new schema", &*format!("version {version}"));
-        if let Err(error) = read_back(candidate, reader, sample, names) {
-            let mut f = Finding::new(
-                &SAMPLE_FORWARD_REPLAY_FAILED,
-                format!("/samples/new/{}", sample.id),
-                format!(
-                    "Sample {} of the new schema ({}) cannot be read by consumers of version {version}: {}",
-                    sample.id,
-                    sample.encoding.as_str(),
-                    sentence(&error)
-                ),
-            );
-            f.version = Some(version);
-            findings.push(f);
-        }
+        let outcome = within_sample_budget(sample, budget.saturating_sub(start.elapsed()), || {
+            read_back(candidate, reader, sample, names)
+        });
+        let error = match outcome {
+            SampleOutcome::Read => continue,
+            SampleOutcome::Failed(error) => error,
+            SampleOutcome::Stopped => {
+                let mut f = Finding::new(
+                    &SAMPLE_REPLAY_INCOMPLETE,
+                    "/samples/new",
+                    format!(
+                        "Forward replay stopped after {done} of {total} sample readings: the check's budget was spent."
+                    ),
+                );
+                f.version = Some(version);
+                findings.push(f);
+                break;
+            }
+        };
+        let mut f = Finding::new(
+            &SAMPLE_FORWARD_REPLAY_FAILED,
+            format!("/samples/new/{}", sample.id),
+            format!(
+                "Sample {} of the new schema ({}) cannot be read by consumers of version {version}: {}",
+                sample.id,
+                sample.encoding.as_str(),
+                sentence(&error)
+            ),
+        );
+        f.version = Some(version);
+        findings.push(f);
     }
     findings
 }
@@ -572,6 +656,80 @@ mod tests {
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].rule, "SAMPLE_REPLAY_INCOMPLETE");
         assert_eq!(findings[0].severity, Severity::Warning);
+    }
+
+    const BOMB: &str = r#"{"type":"record","name":"Bomb","fields":[{"name":"xs","type":{"type":"array","items":"null"}}]}"#;
+
+    #[test]
+    fn a_ten_byte_bomb_is_a_decode_error_in_every_framing() {
+        let bomb = avro(BOMB);
+        // 20,000,000 items of null, then the terminating block.
+        let raw = [0x80u8, 0xb4, 0x89, 0x13, 0x00];
+        let mut framed = vec![0, 0, 0, 0, 1];
+        framed.extend(raw);
+        for (encoding, payload) in [
+            (SampleEncoding::Avro, &raw[..]),
+            (SampleEncoding::Confluent, &framed[..]),
+        ] {
+            let sample = Sample {
+                id: 1,
+                version: 1,
+                encoding,
+                message_name: None,
+                payload,
+            };
+            let error = decode_sample(&bomb, &bomb, &sample).expect_err("refused");
+            assert!(error.contains("take no bytes"), "{error}");
+            let findings = replay(&bomb, &[(&bomb, sample)], Duration::from_secs(5));
+            assert_eq!(findings.len(), 1);
+            assert_eq!(findings[0].rule, "SAMPLE_REPLAY_FAILED");
+        }
+        let error = decode_framed_body(&bomb, &raw).expect_err("refused");
+        assert!(error.contains("take no bytes"), "{error}");
+    }
+
+    #[test]
+    fn replay_charges_the_check_and_stops_when_it_is_spent() {
+        let v1 = avro(r#"{"type":"array","items":"int"}"#);
+        let bytes = encode(&v1, serde_json::Value::Array(vec![1.into(); 10_000]));
+        let sample = Sample {
+            id: 1,
+            version: 1,
+            encoding: SampleEncoding::Avro,
+            message_name: None,
+            payload: &bytes,
+        };
+        let samples = vec![(&v1, sample); 100];
+        // Each sample holds about 160 units of payload: a budget of 1,000 stops the replay.
+        let outcome =
+            Budget::new(None, Some(1_000)).run(|| replay(&v1, &samples, Duration::from_secs(5)));
+        assert_eq!(outcome, Err(BudgetExceeded::Work(1_000)));
+        let findings = Budget::new(None, Some(1_000_000))
+            .run(|| replay(&v1, &samples, Duration::from_secs(5)))
+            .expect("within budget");
+        assert!(findings.is_empty(), "{findings:?}");
+    }
+
+    #[test]
+    fn json_errors_are_counted_within_the_budget() {
+        let schema = ParsedSchema::parse(
+            SchemaType::Json,
+            r#"{"type":"array","items":{"type":"string"}}"#,
+            &[],
+        )
+        .expect("valid JSON Schema");
+        let doc = serde_json::to_vec(&vec![0; 20_000]).expect("json");
+        let sample = Sample {
+            id: 1,
+            version: 1,
+            encoding: SampleEncoding::Json,
+            message_name: None,
+            payload: &doc,
+        };
+        let error = decode_sample(&schema, &schema, &sample).expect_err("invalid");
+        assert!(error.contains("(19999 more)"), "{error}");
+        let spent = Budget::new(None, Some(5_000)).run(|| decode_sample(&schema, &schema, &sample));
+        assert_eq!(spent, Err(BudgetExceeded::Work(5_000)));
     }
 
     #[test]

@@ -306,7 +306,9 @@ impl ProtobufSchema {
 }
 
 /// Decodes `bytes` (a Protobuf payload without the Confluent framing) as `message_full_name`
-/// and renders it as JSON, for replaying samples against a schema.
+/// and renders it as JSON, for replaying samples against a schema. What a payload makes the
+/// decoding hold is bounded by its size (every value takes at least one of its bytes; nesting
+/// stops at the decoder's recursion limit) and charged to the installed budget.
 pub fn decode_with(
     reader: &ProtobufSchema,
     message_full_name: &str,
@@ -317,7 +319,7 @@ pub fn decode_with(
         .get_message_by_name(message_full_name)
         .ok_or_else(|| format!("Message '{message_full_name}' is not defined in the schema."))?;
     let msg = DynamicMessage::decode(desc, bytes).map_err(|e| e.to_string())?;
-    Ok(wire::message_to_json(&msg))
+    wire::message_to_json(&msg)
 }
 
 pub struct ProtobufFormat;
@@ -339,6 +341,9 @@ impl Format for ProtobufFormat {
             references,
             limits,
         ) {
+    if covenant_engine::budget::charge(wire::decoding_units(bytes.len())) {
+        return Err(wire::BUDGET_SPENT.into());
+    }
             Ok(compiled) => Ok(ProtobufSchema::compiled(
                 compiled,
                 vec![name],
@@ -546,3 +551,62 @@ service S { rpc M(A) returns (stream A) { option deprecated = true; } }
         assert!(decode_with(&s, "acme.Customer", &[0xff, 0xff]).is_err());
     }
 }
+
+    const NEST: &str = r#"syntax = "proto3";
+package t;
+message E {}
+message L {
+  repeated int32 xs = 1;
+  L next = 2;
+  repeated E es = 3;
+}
+"#;
+
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    #[test]
+    fn decoding_is_charged_to_the_installed_budget() {
+        use covenant_engine::budget::{Budget, BudgetExceeded};
+        let s = ProtobufFormat::parse(NEST, &[]).unwrap();
+        // 100,000 empty nested messages: two bytes each.
+        let payload: Vec<u8> = std::iter::repeat_n([0x1a, 0x00], 100_000)
+            .flatten()
+            .collect();
+        let spent = Budget::new(None, Some(10_000)).run(|| decode_with(&s, "t.L", &payload));
+        assert_eq!(spent, Err(BudgetExceeded::Work(10_000)));
+        // Packed integers, one byte each: charged as they are rendered.
+        let mut packed = vec![0x0a];
+        varint(200_000, &mut packed);
+        packed.extend(std::iter::repeat_n(1u8, 200_000));
+        let spent = Budget::new(None, Some(150_000)).run(|| decode_with(&s, "t.L", &packed));
+        assert_eq!(spent, Err(BudgetExceeded::Work(150_000)));
+        let within = Budget::new(None, Some(1_000_000)).run(|| decode_with(&s, "t.L", &packed));
+        let json = within.expect("within budget").expect("decodes");
+        assert_eq!(json["xs"].as_array().map(Vec::len), Some(200_000));
+    }
+
+    #[test]
+    fn deep_or_overlong_payloads_are_decode_errors() {
+        let s = ProtobufFormat::parse(NEST, &[]).unwrap();
+        // 1,000 levels of `next`, innermost first.
+        let mut payload = Vec::new();
+        for _ in 0..1_000 {
+            let mut outer = vec![0x12];
+            varint(payload.len() as u64, &mut outer);
+            outer.extend(payload);
+            payload = outer;
+        }
+        let error = decode_with(&s, "t.L", &payload).expect_err("too deep");
+        assert!(error.contains("recursion"), "{error}");
+        // A packed length past the payload.
+        let mut packed = vec![0x0a];
+        varint(20_000_000, &mut packed);
+        packed.push(0);
+        assert!(decode_with(&s, "t.L", &packed).is_err());
+    }

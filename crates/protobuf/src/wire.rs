@@ -82,21 +82,75 @@ pub fn decode_message_indexes(bytes: &[u8]) -> Result<(Vec<i32>, usize), String>
     Ok((out, pos))
 }
 
+/// The error of a decoding stopped because the installed work budget is spent.
+pub const BUDGET_SPENT: &str = "Decoding the payload ran out of the check's budget.";
+
+/// Units of work gathered before they are charged to the installed budget (a poll takes a
+/// lock). A unit is one value rendered, or 64 bytes of text.
+const CHARGE_BATCH: u64 = 4096;
+
+/// The work of one rendering, charged to the installed budget in batches.
+#[derive(Default)]
+struct Meter {
+    pending: u64,
+    spent: bool,
+}
+
+impl Meter {
+    fn produce(&mut self, units: u64) {
+        self.pending = self.pending.saturating_add(units);
+        if self.pending >= CHARGE_BATCH {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if covenant_engine::budget::charge(std::mem::take(&mut self.pending)) {
+            self.spent = true;
+        }
+    }
+}
+
+/// Units a payload of `len` bytes is charged before it is decoded: every value a Protobuf
+/// payload holds takes at least one byte of it (an empty nested message two), and a decoded
+/// value takes a few dozen bytes.
+pub(crate) fn decoding_units(len: usize) -> u64 {
+    len as u64 / 2 + 1
+}
+
 /// Proto3 JSON-like rendering: field names as declared JSON names, enums by name, bytes as
-/// base64, 64-bit integers as strings.
-pub(crate) fn message_to_json(msg: &DynamicMessage) -> Json {
+/// base64, 64-bit integers as strings. Every value rendered is charged to the installed
+/// budget; a spent budget is [`BUDGET_SPENT`].
+pub(crate) fn message_to_json(msg: &DynamicMessage) -> Result<Json, String> {
+    let mut meter = Meter::default();
+    let json = render_message(msg, &mut meter);
+    meter.flush();
+    if meter.spent {
+        return Err(BUDGET_SPENT.into());
+    }
+    Ok(json)
+}
+
+fn render_message(msg: &DynamicMessage, meter: &mut Meter) -> Json {
     let mut map = Map::new();
     for (field, value) in msg.fields() {
+        if meter.spent {
+            break;
+        }
         map.insert(
             field.json_name().to_string(),
-            value_to_json(&field.kind(), value),
+            value_to_json(&field.kind(), value, meter),
         );
     }
     Json::Object(map)
 }
 
-fn value_to_json(kind: &Kind, value: &Value) -> Json {
+fn value_to_json(kind: &Kind, value: &Value, meter: &mut Meter) -> Json {
     use base64::Engine;
+    meter.produce(1);
+    if meter.spent {
+        return Json::Null;
+    }
     match value {
         Value::Bool(b) => Json::Bool(*b),
         Value::I32(v) => Json::from(*v),
@@ -109,14 +163,29 @@ fn value_to_json(kind: &Kind, value: &Value) -> Json {
         Value::F64(v) => serde_json::Number::from_f64(*v)
             .map(Json::Number)
             .unwrap_or_else(|| Json::String(v.to_string())),
-        Value::String(s) => Json::String(s.clone()),
-        Value::Bytes(b) => Json::String(base64::engine::general_purpose::STANDARD.encode(b)),
+        Value::String(s) => {
+            meter.produce(s.len() as u64 / 64);
+            Json::String(s.clone())
+        }
+        Value::Bytes(b) => {
+            meter.produce(b.len() as u64 / 48);
+            Json::String(base64::engine::general_purpose::STANDARD.encode(b))
+        }
         Value::EnumNumber(n) => match kind.as_enum().and_then(|e| e.get_value(*n)) {
             Some(v) => Json::String(v.name().to_string()),
             None => Json::from(*n),
         },
-        Value::Message(m) => message_to_json(m),
-        Value::List(items) => Json::Array(items.iter().map(|v| value_to_json(kind, v)).collect()),
+        Value::Message(m) => render_message(m, meter),
+        Value::List(items) => {
+            let mut out = Vec::new();
+            for v in items {
+                if meter.spent {
+                    break;
+                }
+                out.push(value_to_json(kind, v, meter));
+            }
+            Json::Array(out)
+        }
         Value::Map(entries) => {
             let value_kind = kind
                 .as_message()
@@ -126,6 +195,9 @@ fn value_to_json(kind: &Kind, value: &Value) -> Json {
             sorted.sort_by(|a, b| a.0.cmp(b.0));
             let mut map = Map::new();
             for (k, v) in sorted {
+                if meter.spent {
+                    break;
+                }
                 let key = match k {
                     MapKey::Bool(b) => b.to_string(),
                     MapKey::I32(v) => v.to_string(),
@@ -134,7 +206,7 @@ fn value_to_json(kind: &Kind, value: &Value) -> Json {
                     MapKey::U64(v) => v.to_string(),
                     MapKey::String(s) => s.clone(),
                 };
-                map.insert(key, value_to_json(&value_kind, v));
+                map.insert(key, value_to_json(&value_kind, v, meter));
             }
             Json::Object(map)
         }

@@ -298,8 +298,21 @@ pub(crate) enum Evidence {
 impl Registry {
     /// Refuses samples submitted with a candidate that are too many, too large, of an unknown
     /// or unfitting encoding, or that do not decode with the candidate itself: a forward
-    /// replay of a payload the new producer could not have written proves nothing.
+    /// replay of a payload the new producer could not have written proves nothing. The
+    /// decoding runs within the check budget (a spent budget is refused like a check's).
     pub(crate) fn check_candidate_samples(
+        &self,
+        candidate: &ParsedSchema,
+        samples: &[CandidateSample],
+    ) -> RegistryResult<()> {
+        if samples.is_empty() {
+            return Ok(());
+        }
+        self.check_budget
+            .run(|| self.decode_candidate_samples(candidate, samples))?
+    }
+
+    fn decode_candidate_samples(
         &self,
         candidate: &ParsedSchema,
         samples: &[CandidateSample],
@@ -570,12 +583,14 @@ impl Registry {
             message_name: message_name.as_deref(),
             payload: &payload,
         };
-        covenant_policy::replay::decode_sample(&schema, &schema, &sample).map_err(|e| {
-            RegistryError::InvalidSample(format!(
-                "The payload does not decode with version {} of subject '{subject}': {e}",
-                version.version
-            ))
-        })?;
+        self.check_budget
+            .run(|| covenant_policy::replay::decode_sample(&schema, &schema, &sample))?
+            .map_err(|e| {
+                RegistryError::InvalidSample(format!(
+                    "The payload does not decode with version {} of subject '{subject}': {e}",
+                    version.version
+                ))
+            })?;
         let new = NewSample {
             subject: subject.to_string(),
             version: version.version,
