@@ -30,7 +30,8 @@ pub struct ServeArgs {
     /// embedded one; several nodes may serve the same database.
     #[arg(long, value_name = "URL", env = "COVENANT_STORE")]
     pub store: Option<String>,
-    /// Largest request body accepted; larger ones get a 413.
+    /// Largest request body accepted; larger ones get a 413 (at once, before the body is
+    /// read, when the request declares its length).
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
     /// Do not serve the web console at /ui.
@@ -44,6 +45,14 @@ pub struct ServeArgs {
     /// bodies get a 400 and the connection is closed.
     #[arg(long, default_value_t = 30, env = "COVENANT_BODY_TIMEOUT_SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub body_timeout_secs: u64,
+    /// Seconds a response may wait without the client reading any of it (a client that sends
+    /// requests and never reads the answers); then the connection is closed.
+    #[arg(long, default_value_t = 10, env = "COVENANT_WRITE_TIMEOUT_SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub write_timeout_secs: u64,
+    /// On SIGTERM or SIGINT, seconds in-flight requests get to finish; then the connections
+    /// still open are closed and the process exits (within about a second more).
+    #[arg(long, default_value_t = 10, env = "COVENANT_SHUTDOWN_TIMEOUT_SECS")]
+    pub shutdown_timeout_secs: u64,
     /// Connections served at once; more get a quick 503 (`50302`) and are closed. Keep it
     /// below the process's open-file limit (`ulimit -n`) with room for the store's files.
     #[arg(long, default_value_t = 512, env = "COVENANT_MAX_CONNECTIONS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -66,9 +75,13 @@ pub struct ServeArgs {
     pub auth: crate::auth::ServeAuthArgs,
     #[command(flatten)]
     pub limits: crate::limits::LimitArgs,
+    #[command(flatten)]
+    pub admission: crate::limits::AdmissionArgs,
 }
 
 const DAY_MS: i64 = 24 * 3_600_000;
+/// After the server has stopped, how long background work gets before the process exits.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Prunes audit entries older than the retention, now and every hour after.
@@ -121,7 +134,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(serve(args))?;
+    let served = runtime.block_on(serve(args));
+    // Tasks still running (an exporter's call, a store's blocking work) do not hold the exit.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -176,16 +192,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     });
     tracing::info!(%address, tls = tls.is_some(), "covenant registry listening");
+    // Checks still being judged stop when shutdown begins, so that none holds the exit.
+    let stopping = registry.clone();
+    let signal = async move {
+        shutdown_signal().await;
+        stopping.stop_checks();
+    };
     // The accept loop puts the peer address into each request: failed logins are limited per source.
-    covenant_http::server::serve_with_tls(
-        listener,
-        app,
-        server_limits(&args),
-        tls,
-        shutdown_signal(),
-    )
-    .await
-    .context("serving HTTP")?;
+    covenant_http::server::serve_with_tls(listener, app, server_limits(&args), tls, signal)
+        .await
+        .context("serving HTTP")?;
     // Schema fetches counted since the last periodic flush.
     if let Err(e) = reads.flush(&registry, &governance).await {
         tracing::warn!(error = %e, "could not record the last schema reads");
@@ -198,7 +214,10 @@ fn server_limits(args: &ServeArgs) -> ServerLimits {
     ServerLimits {
         header_timeout: Duration::from_secs(args.header_timeout_secs),
         body_timeout: Duration::from_secs(args.body_timeout_secs),
+        write_timeout: Duration::from_secs(args.write_timeout_secs),
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        drain_timeout: Duration::from_secs(args.shutdown_timeout_secs),
+        max_body_bytes: Some(args.max_body_bytes),
     }
 }
 
@@ -234,6 +253,7 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
             .with_cache_entries(args.cache_entries)
             .with_schema_limits(args.limits.limits())
             .with_check_budget(args.limits.budget())
+            .with_admission(args.admission.limits())
             .with_samples(Arc::new(samples))
             .with_profiles(Arc::new(profiles));
         return Ok((
@@ -265,6 +285,7 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
             .with_cache_entries(args.cache_entries)
             .with_schema_limits(args.limits.limits())
             .with_check_budget(args.limits.budget())
+            .with_admission(args.admission.limits())
             .with_samples(Arc::new(samples))
             .with_profiles(Arc::new(profiles)),
     );
@@ -296,7 +317,8 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
     Ok((registry, Arc::new(governance), Arc::new(exporters)))
 }
 
-/// Resolves on SIGINT or SIGTERM; in-flight requests then finish before exit.
+/// Resolves on SIGINT or SIGTERM; in-flight requests then finish before exit, for at most
+/// `--shutdown-timeout-secs`.
 async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;

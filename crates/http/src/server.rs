@@ -10,9 +10,16 @@
 //! - **Connection cap**: at most `max_connections` connections are served at once; beyond that
 //!   a connection gets a quick 503 (`50302`) while a few refusal slots are free and is closed
 //!   unanswered otherwise, so the process never runs out of file descriptors.
-//! - **Graceful shutdown**: when `shutdown` resolves, the listener closes, idle connections
-//!   close and in-flight requests finish (each bounded by the timeouts above and the judge's
-//!   budget).
+//! - **Write timeout**: a connection whose pending response makes no write progress for
+//!   `write_timeout` (a client that sends requests but never reads the answers) is closed.
+//! - **Declared body size**: a request whose `Content-Length` exceeds `max_body_bytes` gets a
+//!   413 at once, before any of its body is read, and the connection is closed.
+//! - **Graceful shutdown, bounded**: when `shutdown` resolves, the listener closes, idle
+//!   connections close and in-flight requests finish, for at most `drain_timeout`; then the
+//!   connections still open are closed and [`serve`] returns.
+//! - **Instance identity**: every response carries this process's random identity in the
+//!   `covenant-instance` header, by which an exporter recognizes a destination that is its own
+//!   registry.
 //!
 //! hyper does the protocol work; this module only decides which connections to serve and
 //! how long to wait for them.
@@ -22,7 +29,7 @@ use crate::tls::{ClientCertificate, Tls};
 use axum::Router;
 use axum::extract::ConnectInfo;
 use axum::extract::Request;
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
@@ -30,11 +37,14 @@ use hyper_util::service::TowerToHyperService;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, watch};
+use tokio::time::Sleep;
 use tower::ServiceBuilder;
 use tower_http::timeout::RequestBodyDeadlineLayer;
 
@@ -44,6 +54,8 @@ const REFUSAL_SLOTS: usize = 32;
 const REFUSAL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// After the drain, how long closed connections get to release their resources.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// How long the server waits for clients and how many it serves at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,8 +65,17 @@ pub struct ServerLimits {
     pub header_timeout: Duration,
     /// From the head until the whole body has been received.
     pub body_timeout: Duration,
+    /// How long a pending response may make no write progress before its connection is
+    /// closed.
+    pub write_timeout: Duration,
     /// Connections served at once.
     pub max_connections: usize,
+    /// On shutdown, how long in-flight requests may take to finish before their connections
+    /// are closed.
+    pub drain_timeout: Duration,
+    /// Requests declaring a larger `Content-Length` get a 413 before their body is read;
+    /// `None` leaves the body limit to the router.
+    pub max_body_bytes: Option<usize>,
 }
 
 impl Default for ServerLimits {
@@ -62,12 +83,16 @@ impl Default for ServerLimits {
         ServerLimits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(10),
             max_connections: 512,
+            drain_timeout: Duration::from_secs(10),
+            max_body_bytes: None,
         }
     }
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then waits for in-flight requests.
+/// Serves `app` on `listener` until `shutdown` resolves, then waits for in-flight requests
+/// (at most `limits.drain_timeout`, then closes their connections).
 pub async fn serve<F>(
     listener: TcpListener,
     app: Router,
@@ -95,6 +120,8 @@ where
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let refusals = Arc::new(Semaphore::new(REFUSAL_SLOTS));
     let graceful = GracefulShutdown::new();
+    // Set once the drain is over: every connection still open closes.
+    let (close, closed) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -116,16 +143,38 @@ where
         let app = app.clone();
         let watcher = graceful.watcher();
         let tls = tls.clone();
+        let mut closed = closed.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            match tls {
-                None => serve_connection(stream, peer, app, limits, watcher).await,
-                Some(tls) => serve_tls_connection(&tls, stream, peer, app, limits, watcher).await,
+            let served = async {
+                match tls {
+                    None => serve_connection(stream, peer, app, limits, watcher).await,
+                    Some(tls) => {
+                        serve_tls_connection(&tls, stream, peer, app, limits, watcher).await;
+                    }
+                }
+            };
+            tokio::select! {
+                () = served => {}
+                _ = closed.wait_for(|closed| *closed) => {
+                    tracing::debug!(%peer, "connection closed at the end of the drain");
+                }
             }
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    if tokio::time::timeout(limits.drain_timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            drain_secs = limits.drain_timeout.as_secs(),
+            "requests still in flight at the end of the drain; closing their connections"
+        );
+        let _ = close.send(true);
+        let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+        let _ = tokio::time::timeout(CLOSE_GRACE, connections.acquire_many(all)).await;
+    }
     Ok(())
 }
 
@@ -186,6 +235,17 @@ async fn serve_identified<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = ServiceBuilder::new()
+        .map_response(|mut response: Response| {
+            response.headers_mut().insert(
+                covenant_exporter::instance::HEADER,
+                hyper::header::HeaderValue::from_static(covenant_exporter::instance::id()),
+            );
+            response
+        })
+        .layer(tower::layer::layer_fn(move |inner| DeclaredLimit {
+            inner,
+            limit: limits.max_body_bytes,
+        }))
         .layer(RequestBodyDeadlineLayer::new(limits.body_timeout))
         .map_request(move |mut request: Request<_>| {
             request.extensions_mut().insert(ConnectInfo(peer));
@@ -199,6 +259,7 @@ async fn serve_identified<I>(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
+    let io = WriteDeadline::new(io, limits.write_timeout);
     let connection = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
     if let Err(e) = watcher.watch(connection).await {
         tracing::debug!(%peer, error = %e, "connection ended");
@@ -224,4 +285,140 @@ fn refuse(stream: TcpStream, refusals: &Arc<Semaphore>) {
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let _ = tokio::time::timeout(REFUSAL_TIMEOUT, connection).await;
     });
+}
+
+/// Answers a request whose declared `Content-Length` exceeds the limit with a 413 naming the
+/// limit, without reading its body (the connection then closes), and passes the others on.
+#[derive(Clone)]
+struct DeclaredLimit<S> {
+    inner: S,
+    limit: Option<usize>,
+}
+
+type Answer = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+impl<S, B> tower::Service<Request<B>> for DeclaredLimit<S>
+where
+    S: tower::Service<Request<B>, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Answer;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Answer {
+        let declared = request
+            .headers()
+            .get(hyper::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if let (Some(limit), Some(declared)) = (self.limit, declared)
+            && declared > u64::try_from(limit).unwrap_or(u64::MAX)
+        {
+            let mut response = ApiError::payload_too_large(limit).into_response();
+            response.headers_mut().insert(
+                hyper::header::CONNECTION,
+                hyper::header::HeaderValue::from_static("close"),
+            );
+            return Box::pin(async move { Ok(response) });
+        }
+        Box::pin(self.inner.call(request))
+    }
+}
+
+/// A connection's I/O whose writes fail with `TimedOut` once one has been pending, without
+/// a byte accepted by the peer, for the timeout: hyper then closes the connection.
+struct WriteDeadline<I> {
+    io: I,
+    timeout: Duration,
+    /// Armed when a write is pending; disarmed by any progress.
+    stalled: Option<Pin<Box<Sleep>>>,
+}
+
+impl<I> WriteDeadline<I> {
+    fn new(io: I, timeout: Duration) -> Self {
+        WriteDeadline {
+            io,
+            timeout,
+            stalled: None,
+        }
+    }
+
+    /// A write is pending: keep waiting until the deadline, then fail.
+    fn pending<T>(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<T>> {
+        let timeout = self.timeout;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client read nothing of its response within the write timeout",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// An operation's outcome: pending arms the deadline, anything else disarms it.
+    fn settle<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        match polled {
+            Poll::Pending => self.pending(cx),
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for WriteDeadline<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.settle(cx, polled)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.settle(cx, polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let polled = Pin::new(&mut self.io).poll_flush(cx);
+        self.settle(cx, polled)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let polled = Pin::new(&mut self.io).poll_shutdown(cx);
+        self.settle(cx, polled)
+    }
 }
