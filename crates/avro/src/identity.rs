@@ -13,20 +13,6 @@ const PRIMITIVES: [&str; 8] = [
     "null", "boolean", "int", "long", "float", "double", "bytes", "string",
 ];
 
-/// Attributes of a schema in the order Avro prints them; others follow in their own order.
-const SCHEMA_ORDER: [&str; 10] = [
-    "type",
-    "name",
-    "namespace",
-    "doc",
-    "fields",
-    "symbols",
-    "items",
-    "values",
-    "size",
-    "default",
-];
-
 /// Attributes of a record field in the order Avro prints them.
 const FIELD_ORDER: [&str; 6] = ["name", "type", "doc", "default", "order", "aliases"];
 
@@ -48,20 +34,80 @@ fn schema(value: &Value, enclosing: Option<&str>) -> Value {
             Value::Array(branches.iter().map(|b| schema(b, enclosing)).collect())
         }
         Value::Object(map) => object(map, enclosing),
+        Value::String(name) => Value::String(reference(name, enclosing)),
         other => other.clone(),
     }
 }
 
+/// A named type referred to by name, as Avro prints it: without its namespace when that is
+/// the enclosing one.
+fn reference(name: &str, enclosing: Option<&str>) -> String {
+    match name.rsplit_once('.') {
+        Some((space, short)) if Some(space) == enclosing && !PRIMITIVES.contains(&short) => {
+            short.to_string()
+        }
+        _ => name.to_string(),
+    }
+}
+
+/// Attributes Avro reads as part of a schema; on a type that does not use one it is dropped,
+/// never kept as a custom property (so `{"type":"int","name":"n"}` is `"int"`).
+const RESERVED: [&str; 10] = [
+    "doc",
+    "fields",
+    "items",
+    "name",
+    "namespace",
+    "size",
+    "symbols",
+    "values",
+    "type",
+    "aliases",
+];
+
+/// The reserved attributes each type uses (`default` is an enum's own, a property elsewhere).
+fn used_by(ty: &str) -> &'static [&'static str] {
+    match ty {
+        "record" | "error" => &["type", "name", "namespace", "doc", "fields", "aliases"],
+        "enum" => &[
+            "type",
+            "name",
+            "namespace",
+            "doc",
+            "symbols",
+            "default",
+            "aliases",
+        ],
+        "fixed" => &["type", "name", "namespace", "doc", "size", "aliases"],
+        "array" => &["type", "items"],
+        "map" => &["type", "values"],
+        _ => &["type"],
+    }
+}
+
 fn object(map: &Map<String, Value>, enclosing: Option<&str>) -> Value {
-    let name = map.get("name").and_then(Value::as_str);
-    let declared = map.get("namespace").and_then(Value::as_str);
-    // The namespace named types inside this one inherit.
-    let inner = match name.and_then(|n| n.rsplit_once('.')) {
-        Some((ns, _)) => Some(ns),
-        None => declared.or(enclosing),
+    let ty = map.get("type").and_then(Value::as_str);
+    let used = ty.map_or(&["type"][..], used_by);
+    let named = used.contains(&"name");
+    let name = map.get("name").and_then(Value::as_str).filter(|_| named);
+    let declared = map
+        .get("namespace")
+        .and_then(Value::as_str)
+        .filter(|_| named);
+    // The type's own namespace (a dotted name carries it; an empty one is none), which named
+    // types inside this one inherit.
+    let (space, short) = match name.and_then(|n| n.rsplit_once('.')) {
+        Some((space, short)) => (Some(space), Some(short)),
+        None => (declared.or(enclosing), name),
     };
+    let space = space.filter(|s| !s.is_empty());
+    let inner = if named { space } else { enclosing };
     let mut out = Map::new();
-    for (key, v) in ordered(map, &SCHEMA_ORDER) {
+    let kept = map
+        .iter()
+        .filter(|(k, _)| used.contains(&k.as_str()) || !RESERVED.contains(&k.as_str()));
+    let kept: Map<String, Value> = kept.map(|(k, v)| (k.clone(), v.clone())).collect();
+    for (key, v) in ordered(&kept, used) {
         let v = match key {
             "type" | "items" | "values" => schema(v, inner),
             "fields" => match v {
@@ -70,12 +116,26 @@ fn object(map: &Map<String, Value>, enclosing: Option<&str>) -> Value {
                 }
                 other => other.clone(),
             },
-            "namespace" if name.is_some_and(|n| !n.contains('.')) && declared == enclosing => {
-                continue;
-            }
+            "name" => match short {
+                Some(short) => Value::String(short.to_string()),
+                None => v.clone(),
+            },
+            // Written right after the name below, only when it differs from the enclosing one.
+            "namespace" => continue,
+            // Aliases follow the custom properties.
+            "aliases" => continue,
             _ => v.clone(),
         };
         out.insert(key.to_string(), v);
+        if key == "name" && space != enclosing.filter(|s| !s.is_empty()) {
+            out.insert(
+                "namespace".into(),
+                Value::String(space.unwrap_or("").into()),
+            );
+        }
+    }
+    if let Some(aliases) = kept.get("aliases") {
+        out.insert("aliases".into(), aliases.clone());
     }
     match (out.len(), out.get("type")) {
         (1, Some(Value::String(t))) if PRIMITIVES.contains(&t.as_str()) => Value::String(t.clone()),
@@ -135,6 +195,38 @@ mod tests {
         let inner = r#"{"type":"record","name":"O","namespace":"n","fields":[{"name":"i","type":{"type":"record","name":"I","namespace":"n","fields":[]}}]}"#;
         let plain = r#"{"type":"record","name":"O","namespace":"n","fields":[{"name":"i","type":{"type":"record","name":"I","fields":[]}}]}"#;
         assert!(same(inner, plain));
+    }
+
+    #[test]
+    fn text_is_what_avros_printer_writes() {
+        let print = |t: &str| identity_string(t).expect("json");
+        // Reserved attributes a primitive does not use are dropped; others are properties.
+        assert_eq!(
+            print(r#"{"type":"int","name":"foo","doc":"d"}"#),
+            r#""int""#
+        );
+        assert_eq!(
+            print(r#"{"type":"int","name":"n","connect.name":"x"}"#),
+            r#"{"type":"int","connect.name":"x"}"#
+        );
+        // A dotted name is split; the namespace follows the name, then doc, fields,
+        // properties, aliases; references in the same namespace lose it.
+        let written = r#"{"aliases":["Old"],"x":1,"fields":[{"type":"com.acme.Id","name":"a",
+            "x":2,"aliases":["b"]}],"doc":"d","name":"com.acme.Order","type":"record"}"#;
+        assert_eq!(
+            print(written),
+            r#"{"type":"record","name":"Order","namespace":"com.acme","doc":"d","fields":[{"name":"a","type":"Id","aliases":["b"],"x":2}],"x":1,"aliases":["Old"]}"#
+        );
+        // A nested type leaving the namespace says so, even for the null namespace.
+        let nested = r#"{"type":"record","name":"O","namespace":"n","fields":[{"name":"i","type":{"type":"fixed","name":"F","namespace":"","size":2}}]}"#;
+        assert_eq!(
+            print(nested),
+            r#"{"type":"record","name":"O","namespace":"n","fields":[{"name":"i","type":{"type":"fixed","name":"F","namespace":"","size":2}}]}"#
+        );
+        assert_eq!(
+            print(r#"{"type":"array","items":"int","name":"ignored"}"#),
+            r#"{"type":"array","items":"int"}"#
+        );
     }
 
     #[test]

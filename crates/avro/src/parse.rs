@@ -267,8 +267,20 @@ impl Parser {
             }
         };
         if let Some(kind) = primitive_kind(ty) {
-            let mut props = obj.to_map();
-            props.remove("type");
+            // Avro keeps only unreserved attributes of a primitive: `{"type":"int","name":"n"}`
+            // is `"int"`.
+            let mut props = obj.rest(&[
+                "type",
+                "doc",
+                "fields",
+                "items",
+                "name",
+                "namespace",
+                "size",
+                "symbols",
+                "values",
+                "aliases",
+            ]);
             let logical = logical_for(&kind, None, &props);
             if logical.is_some() {
                 strip_logical(&mut props);

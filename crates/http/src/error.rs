@@ -42,6 +42,14 @@ impl ApiError {
     pub fn unsupported_media_type() -> ApiError {
         ApiError::new(415, "HTTP 415 Unsupported Media Type")
     }
+    /// An `Accept` header naming none of the API's media types.
+    pub fn not_acceptable() -> ApiError {
+        ApiError::new(406, "HTTP 406 Not Acceptable")
+    }
+    /// A request without the body its route requires (Confluent's `@NotNull` bodies).
+    pub fn body_missing() -> ApiError {
+        ApiError::new(422, "The request body must not be null")
+    }
     pub fn payload_too_large(limit: usize) -> ApiError {
         ApiError::new(413, format!("Request body is larger than {limit} bytes"))
     }

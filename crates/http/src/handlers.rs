@@ -174,8 +174,12 @@ async fn readable_id(
     params: &Params,
 ) -> Result<i64, ApiError> {
     let public = parse_id(id)?;
-    let subject = params.get("subject");
-    let stored = state.registry.resolve_id(public, subject).await?;
+    // `?subject=` naming an alias is read as its target (whose context may differ).
+    let subject = match params.get("subject") {
+        Some(s) if !s.is_empty() => Some(followed(state, access, s.to_string()).await?),
+        other => other.map(str::to_string),
+    };
+    let stored = state.registry.resolve_id(public, subject.as_deref()).await?;
     if !id_readable(state, access, stored).await? {
         return Err(RegistryError::SchemaIdNotFound(public).into());
     }
@@ -208,6 +212,25 @@ async fn followed(state: &AppState, access: &Access, subject: String) -> Result<
         Some(target) if access.can_read(&target) => target,
         _ => subject,
     })
+}
+
+/// The subject a change to `subject` acts on: its config's `alias` when it has one, as every
+/// `/subjects/{subject}` route is rewritten to the alias's target (a registration under an
+/// alias registers under its target and never creates the alias as a subject). A caller who
+/// may not do `operation` on the target is refused.
+async fn changed(
+    state: &AppState,
+    access: &Access,
+    subject: String,
+    operation: Operation,
+) -> Result<String, ApiError> {
+    match state.registry.alias_target(&subject).await? {
+        Some(target) if access.allows(operation, &Resource::Subject(target.clone())) => Ok(target),
+        Some(target) => Err(ApiError::forbidden(format!(
+            "Subject '{subject}' is an alias of '{target}', which this caller may not change"
+        ))),
+        None => Ok(subject),
+    }
 }
 
 /// The subject version named in the path (`?deleted` included) and its requested text.
@@ -600,6 +623,7 @@ pub async fn register(
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
+    let subject = changed(&state, &access, subject, Operation::Write).await?;
     ensure_references_readable(&state, &caller, &access, &body).await?;
     ensure_may_choose_ids(&state, &caller, &access, &subject, &body).await?;
     let options = RegisterOptions {
@@ -814,6 +838,7 @@ pub async fn referenced_by(
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
+    let subject = followed(&state, &access, subject).await?;
     let spec = version_spec(&version)?;
     let all = state
         .registry
@@ -836,6 +861,7 @@ pub async fn latest_with_metadata(
     SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
+    let subject = followed(&state, &access, subject).await?;
     let keys = params.all("key");
     let values = params.all("value");
     let deleted = params.flag("deleted");
@@ -870,9 +896,11 @@ pub async fn latest_with_metadata(
 pub async fn delete_subject(
     State(state): State<AppState>,
     Audited(audit): Audited,
+    access: Access,
     SafePath(subject): SafePath<String>,
     params: Params,
 ) -> ApiResult {
+    let subject = changed(&state, &access, subject, Operation::Delete).await?;
     let versions = state
         .registry
         .delete_subject(&subject, params.flag("permanent"), Some(&audit))
@@ -884,9 +912,11 @@ pub async fn delete_subject(
 pub async fn delete_version(
     State(state): State<AppState>,
     Audited(audit): Audited,
+    access: Access,
     SafePath((subject, version)): SafePath<(String, String)>,
     params: Params,
 ) -> ApiResult {
+    let subject = changed(&state, &access, subject, Operation::Delete).await?;
     let spec = version_spec(&version)?;
     let v = state
         .registry
@@ -907,6 +937,7 @@ async fn compatibility(
     params: &Params,
     body: SchemaBody,
 ) -> ApiResult {
+    let subject = &followed(state, access, subject.to_string()).await?;
     ensure_references_readable(state, caller, access, &body).await?;
     let verbose = params.flag("verbose");
     let request = body.into_request()?;

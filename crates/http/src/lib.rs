@@ -16,6 +16,7 @@ pub mod extract;
 pub mod governance;
 mod handlers;
 mod metrics_view;
+pub mod negotiate;
 pub mod openapi;
 mod policy_routes;
 pub mod principal;
@@ -610,6 +611,7 @@ pub fn router_serving(
         names: Arc::default(),
     });
     let normalized = ServiceBuilder::new()
+        .layer(middleware::from_fn(negotiate::accept))
         .map_request(strip_trailing_slash)
         .map_request(context_prefix::rewrite)
         .service(api(state, auth));

@@ -422,7 +422,13 @@ fn stored_text(
                         }
                         value => value,
                     };
-                    let text = value.to_string();
+                    // Avro is stored as the Avro library prints it (compact, its attribute
+                    // order, names relative to their namespace), as Confluent stores it: the
+                    // same schema then has the same text, guid and id in both.
+                    let text = match schema_type {
+                        SchemaType::Avro => covenant_avro::identity_of(&value),
+                        _ => value.to_string(),
+                    };
                     (text, (schema_type == SchemaType::Avro).then_some(value))
                 }
                 Err(_) => (raw.trim().to_string(), None),
@@ -1779,6 +1785,10 @@ impl Registry {
         if visible.is_empty() {
             return Err(RegistryError::SubjectNotFound(subject.to_string()));
         }
+        // A request without a schema (`{}`, `"schema": ""`) matches no version.
+        if request.schema.trim().is_empty() {
+            return Err(RegistryError::SchemaNotFound);
+        }
         let config = self.effective_config(subject).await?;
         let normalize = normalize
             || config
@@ -1992,7 +2002,9 @@ impl Registry {
     ) -> RegistryResult<Option<i64>> {
         self.ensure_writable(Scope::Subject(subject)).await?;
         let all = self.store.subject_versions(subject).await?;
-        if all.is_empty() || (!permanent && all.iter().all(|v| v.deleted)) {
+        // Only a subject without any version, soft-deleted ones included, is missing: a
+        // version deleted twice is "soft deleted" even when it was the subject's last one.
+        if all.is_empty() {
             return Err(RegistryError::SubjectNotFound(subject.to_string()));
         }
         let target = match spec {
