@@ -321,7 +321,6 @@ async fn parallel_guesses_are_counted_before_hashing_and_hashes_queue() {
     let dir = tempfile::tempdir().expect("temp dir");
     let auth = auth_file(dir.path());
     let server = serve(dir.path(), &auth, &[]);
-    let base = server.base.clone();
     let port = server.port;
     // Plain HTTP/1.1 over a socket bound to `from`, so each guess comes from its address.
     let guess = move |from: std::net::IpAddr, user: &'static str| async move {

@@ -40,6 +40,7 @@ mod confluent;
 mod fields;
 pub use fields::field_tree;
 mod limits;
+mod options;
 mod parse;
 pub use parse::main_file_name;
 mod position;
@@ -94,6 +95,15 @@ pub fn is_descriptor_base64(text: &str) -> bool {
         .is_err()
 }
 
+/// The identity text ([`ProtobufSchema::canonical_text`]) of a schema that needs no
+/// references (it imports nothing, or only the files resolved without references); `None`
+/// when it does not compile on its own.
+pub fn identity_string(text: &str) -> Option<String> {
+    ProtobufFormat::parse(text, &[])
+        .ok()
+        .map(|s| s.canonical_text())
+}
+
 impl ProtobufSchema {
     /// Parses a base64-encoded `FileDescriptorProto`, as Confluent clients send with
     /// `format=serialized`; imports come from `references`.
@@ -124,7 +134,7 @@ impl ProtobufSchema {
             limits,
         )?;
         let mut schema = ProtobufSchema::compiled(compiled, vec![name], String::new(), false);
-        schema.text = schema.normalized_text();
+        schema.text = schema.canonical_text();
         Ok(schema)
     }
 
@@ -296,10 +306,23 @@ impl ProtobufSchema {
         self.shapes.get_or_init(|| shapes::FieldShapes::of(self))
     }
 
+    /// The schema as Confluent prints it normalized: fields, oneofs, values, reserved ranges
+    /// and imports sorted, type names fully qualified.
     fn normalized_text(&self) -> String {
+        self.printed(print::Order::Normalized)
+    }
+
+    /// The schema printed back in declaration order, type names fully qualified, options
+    /// sorted: what identifies a Protobuf schema. Whitespace and comments make no difference,
+    /// nor whether the schema came as `.proto` text or as a descriptor.
+    pub fn canonical_text(&self) -> String {
+        self.printed(print::Order::Declared)
+    }
+
+    fn printed(&self, order: print::Order) -> String {
         self.own_files()
             .iter()
-            .map(print::print_file)
+            .map(|f| print::print_file(f, order))
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -526,9 +549,9 @@ service S { rpc M(A) returns (stream A) { option deprecated = true; } }
             "json_name = \"AA\"",
             "default = 7",
             "group G = 3",
-            "reserved 10 to 12, 20;",
+            "reserved 10 to 12;\n  reserved 20;",
             "extensions 100 to max;",
-            "rpc M(.p.A) returns (stream .p.A)",
+            "rpc M (.p.A) returns (stream .p.A)",
             "X = 0;\n    Y = 0;",
         ] {
             assert!(text.contains(needle), "missing {needle} in\n{text}");
