@@ -1,7 +1,9 @@
 //! Imports that Confluent Schema Registry resolves by itself, so clients never register them.
 //!
-//! These are small equivalents written from the documented shape of the messages (field names,
-//! numbers and types), enough for schemas that import them to compile and be compared.
+//! These are written from the published definitions (Google's `google/type` API types,
+//! Confluent's `confluent/*` types): the same messages, enums, field names, numbers and types,
+//! so the wire format is the same; comments and language options are left out. With Google's
+//! `google/protobuf/*.proto` files they are the imports Confluent resolves without references.
 
 pub(crate) const FILES: &[(&str, &str)] = &[
     (
@@ -120,6 +122,164 @@ enum DayOfWeek {
   FRIDAY = 5;
   SATURDAY = 6;
   SUNDAY = 7;
+}
+"#,
+    ),
+    (
+        "confluent/type/variant.proto",
+        r#"syntax = "proto3";
+package confluent.type;
+option java_package = "io.confluent.protobuf.type";
+option java_multiple_files = true;
+option java_outer_classname = "VariantProto";
+message Variant {
+  bytes metadata = 1;
+  bytes value = 2;
+}
+"#,
+    ),
+    (
+        "google/type/calendar_period.proto",
+        r#"syntax = "proto3";
+package google.type;
+enum CalendarPeriod {
+  CALENDAR_PERIOD_UNSPECIFIED = 0;
+  DAY = 1;
+  WEEK = 2;
+  FORTNIGHT = 3;
+  MONTH = 4;
+  QUARTER = 5;
+  HALF = 6;
+  YEAR = 7;
+}
+"#,
+    ),
+    (
+        "google/type/color.proto",
+        r#"syntax = "proto3";
+package google.type;
+import "google/protobuf/wrappers.proto";
+message Color {
+  float red = 1;
+  float green = 2;
+  float blue = 3;
+  google.protobuf.FloatValue alpha = 4;
+}
+"#,
+    ),
+    (
+        "google/type/datetime.proto",
+        r#"syntax = "proto3";
+package google.type;
+import "google/protobuf/duration.proto";
+message DateTime {
+  int32 year = 1;
+  int32 month = 2;
+  int32 day = 3;
+  int32 hours = 4;
+  int32 minutes = 5;
+  int32 seconds = 6;
+  int32 nanos = 7;
+  oneof time_offset {
+    google.protobuf.Duration utc_offset = 8;
+    TimeZone time_zone = 9;
+  }
+}
+message TimeZone {
+  string id = 1;
+  string version = 2;
+}
+"#,
+    ),
+    (
+        "google/type/decimal.proto",
+        r#"syntax = "proto3";
+package google.type;
+message Decimal {
+  string value = 1;
+}
+"#,
+    ),
+    (
+        "google/type/expr.proto",
+        r#"syntax = "proto3";
+package google.type;
+message Expr {
+  string expression = 1;
+  string title = 2;
+  string description = 3;
+  string location = 4;
+}
+"#,
+    ),
+    (
+        "google/type/fraction.proto",
+        r#"syntax = "proto3";
+package google.type;
+message Fraction {
+  int64 numerator = 1;
+  int64 denominator = 2;
+}
+"#,
+    ),
+    (
+        "google/type/interval.proto",
+        r#"syntax = "proto3";
+package google.type;
+import "google/protobuf/timestamp.proto";
+message Interval {
+  google.protobuf.Timestamp start_time = 1;
+  google.protobuf.Timestamp end_time = 2;
+}
+"#,
+    ),
+    (
+        "google/type/month.proto",
+        r#"syntax = "proto3";
+package google.type;
+enum Month {
+  MONTH_UNSPECIFIED = 0;
+  JANUARY = 1;
+  FEBRUARY = 2;
+  MARCH = 3;
+  APRIL = 4;
+  MAY = 5;
+  JUNE = 6;
+  JULY = 7;
+  AUGUST = 8;
+  SEPTEMBER = 9;
+  OCTOBER = 10;
+  NOVEMBER = 11;
+  DECEMBER = 12;
+}
+"#,
+    ),
+    (
+        "google/type/phone_number.proto",
+        r#"syntax = "proto3";
+package google.type;
+message PhoneNumber {
+  message ShortCode {
+    string region_code = 1;
+    string number = 2;
+  }
+  oneof kind {
+    string e164_number = 1;
+    ShortCode short_code = 2;
+  }
+  string extension = 3;
+}
+"#,
+    ),
+    (
+        "google/type/quaternion.proto",
+        r#"syntax = "proto3";
+package google.type;
+message Quaternion {
+  double x = 1;
+  double y = 2;
+  double z = 3;
+  double w = 4;
 }
 "#,
     ),

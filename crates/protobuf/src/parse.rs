@@ -7,7 +7,7 @@ use prost::Message;
 use prost_reflect::DescriptorPool;
 use prost_types::{FileDescriptorProto, SourceCodeInfo};
 use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// One file's content as a registry may hold it.
@@ -62,17 +62,20 @@ pub(crate) fn locations_of<'a>(
     info.map_or(&[][..], |info| &info.location[..])
 }
 
-/// Hands protox the files by name; their source info is taken out into `aside`.
+/// Hands protox the files by name; their source info is taken out into `aside`. Custom
+/// options named in `undefined` are left out of text files.
 struct MemResolver {
     files: Arc<HashMap<String, Source>>,
     aside: Arc<Mutex<SourceInfos>>,
+    undefined: Arc<HashSet<String>>,
 }
 
 impl MemResolver {
-    fn new(files: Arc<HashMap<String, Source>>) -> MemResolver {
+    fn new(files: Arc<HashMap<String, Source>>, undefined: Arc<HashSet<String>>) -> MemResolver {
         MemResolver {
             files,
             aside: Arc::default(),
+            undefined,
         }
     }
 }
@@ -88,6 +91,9 @@ impl FileResolver for MemResolver {
                     }
                     None => protox_parse::parse(name, text)?,
                 };
+                if !self.undefined.is_empty() {
+                    crate::options::drop_custom_options(&mut fd, &self.undefined);
+                }
                 if let Some(info) = fd.source_code_info.take() {
                     lock(&self.aside).insert(name.to_string(), info);
                 }
@@ -142,6 +148,9 @@ pub(crate) struct Compiled {
     pub source_infos: SourceInfos,
 }
 
+/// How many distinct undefined custom options are left out before the schema is refused.
+const MAX_UNDEFINED_OPTIONS: usize = 32;
+
 /// Compiles `own` files (name, source) with `references` and the built-in imports available.
 pub(crate) fn compile(
     own: &[(String, Source)],
@@ -165,12 +174,24 @@ pub(crate) fn compile(
         }
     }
     let files = Arc::new(files);
-    let (pool, source_infos) = match compile_files(own, files.clone()) {
-        Ok(compiled) => compiled,
-        Err((e, file)) if e.is_parse() || e.is_file_not_found() => {
-            return Err(to_schema_error(&e, file));
+    // Confluent reads only the options it knows and ignores the others, so a custom option
+    // that nothing defines is left out rather than refused; each pass leaves out one more.
+    let mut undefined: HashSet<String> = HashSet::new();
+    let (pool, source_infos) = loop {
+        match compile_files(own, files.clone(), Arc::new(undefined.clone())) {
+            Ok(compiled) => break compiled,
+            Err((e, file)) if e.is_parse() || e.is_file_not_found() => {
+                return Err(to_schema_error(&e, file));
+            }
+            Err((e, file)) => {
+                let name = crate::options::undefined_option(&e.to_string(), &files);
+                let retry = undefined.len() < MAX_UNDEFINED_OPTIONS
+                    && name.is_some_and(|name| undefined.insert(name));
+                if !retry {
+                    return Err(locate_pool_error(&files, &e, file, &undefined));
+                }
+            }
         }
-        Err((e, file)) => return Err(locate_pool_error(&files, &e, file)),
     };
     crate::limits::check_pool(&pool, limits)?;
     Ok(Compiled { pool, source_infos })
@@ -180,6 +201,7 @@ pub(crate) fn compile(
 /// text files goes.
 fn compiler(
     files: Arc<HashMap<String, Source>>,
+    undefined: Arc<HashSet<String>>,
 ) -> (protox::Compiler, [Arc<Mutex<SourceInfos>>; 2]) {
     let builtins: Arc<HashMap<String, Source>> = Arc::new(
         builtin::FILES
@@ -187,8 +209,8 @@ fn compiler(
             .map(|(n, t)| (n.to_string(), Source::Text(t.to_string())))
             .collect(),
     );
-    let own_files = MemResolver::new(files);
-    let builtin_files = MemResolver::new(builtins);
+    let own_files = MemResolver::new(files, undefined);
+    let builtin_files = MemResolver::new(builtins, Arc::default());
     let aside = [own_files.aside.clone(), builtin_files.aside.clone()];
     let mut chain = ChainFileResolver::new();
     chain.add(own_files);
@@ -218,8 +240,9 @@ impl FileResolver for WellKnownFiles {
 fn compile_files(
     own: &[(String, Source)],
     files: Arc<HashMap<String, Source>>,
+    undefined: Arc<HashSet<String>>,
 ) -> Result<(DescriptorPool, SourceInfos), (protox::Error, &str)> {
-    let (mut compiler, aside) = compiler(files);
+    let (mut compiler, aside) = compiler(files, undefined);
     for (name, _) in own {
         compiler.open_file(name).map_err(|e| (e, name.as_str()))?;
     }
@@ -241,11 +264,16 @@ fn locate_pool_error(
     files: &Arc<HashMap<String, Source>>,
     error: &protox::Error,
     own_file: &str,
+    undefined: &HashSet<String>,
 ) -> SchemaError {
     let name = error.file().unwrap_or(own_file);
     let located = || -> Option<SchemaError> {
         let mut fd = match files.get(name)? {
-            Source::Text(text) => parse_text(name, text).ok()?,
+            Source::Text(text) => {
+                let mut fd = parse_text(name, text).ok()?;
+                crate::options::drop_custom_options(&mut fd, undefined);
+                fd
+            }
             Source::Descriptor(fd) => {
                 let mut fd = (**fd).clone();
                 fd.name = Some(name.to_string());
@@ -253,7 +281,7 @@ fn locate_pool_error(
             }
         };
         let info = fd.source_code_info.take()?;
-        let (mut compiler, _) = compiler(files.clone());
+        let (mut compiler, _) = compiler(files.clone(), Arc::new(undefined.clone()));
         for import in &fd.dependency {
             compiler.open_file(import).ok()?;
         }

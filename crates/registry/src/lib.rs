@@ -344,11 +344,18 @@ pub fn content_key(
     metadata: &Option<Value>,
     rule_set: &Option<Value>,
 ) -> String {
-    // Avro compares as Confluent does: the schema as the Avro library prints it.
-    let avro = (schema_type == SchemaType::Avro.as_str())
-        .then(|| covenant_avro::identity_string(text))
-        .flatten();
-    let text = avro.as_deref().unwrap_or(text);
+    // Avro compares as Confluent does: the schema as the Avro library prints it. Protobuf as
+    // the schema printed back (whitespace and comments aside, text and descriptor alike); a
+    // schema that needs its references to compile is keyed from its parsed form when
+    // registered (see `Registry::prepare`), here from its text.
+    let printed = if schema_type == SchemaType::Avro.as_str() {
+        covenant_avro::identity_string(text)
+    } else if schema_type == SchemaType::Protobuf.as_str() {
+        covenant_protobuf::identity_string(text)
+    } else {
+        None
+    };
+    let text = printed.as_deref().unwrap_or(text);
     identity_key(schema_type, text, references, metadata, rule_set)
 }
 
@@ -1068,6 +1075,45 @@ impl Registry {
         Ok(parsed)
     }
 
+    /// The first of `versions` that is the Protobuf `candidate` once parsed: a version keyed
+    /// from its text before Protobuf was keyed by its printed form, whose text needs its
+    /// references to compile (the others are found by [`same_identity`]).
+    async fn same_protobuf<'v>(
+        &self,
+        versions: Vec<&'v StoredVersion>,
+        candidate: &NewSchema,
+    ) -> Option<&'v StoredVersion> {
+        if candidate.schema_type != SchemaType::Protobuf.as_str() {
+            return None;
+        }
+        for v in versions {
+            let stored = &v.schema;
+            if stored.schema_type != candidate.schema_type
+                || stored.references.is_empty()
+                || stored.references != candidate.references
+                || stored.metadata != candidate.metadata
+                || stored.rule_set != candidate.rule_set
+            {
+                continue;
+            }
+            if let Ok(parsed) = self.parse_record(stored).await
+                && let ParsedSchema::Protobuf(p) = parsed.as_ref()
+            {
+                let key = identity_key(
+                    &stored.schema_type,
+                    &p.canonical_text(),
+                    &stored.references,
+                    &stored.metadata,
+                    &stored.rule_set,
+                );
+                if key == candidate.content_key {
+                    return Some(v);
+                }
+            }
+        }
+        None
+    }
+
     // ----- config and mode ------------------------------------------------------------
 
     /// The subject's config merged along its scope chain (see [`contexts`]): the level of the
@@ -1420,12 +1466,15 @@ impl Registry {
         let metadata = request.metadata.clone().filter(|m| !m.is_null());
         let rule_set = request.rule_set.clone().filter(|r| !r.is_null());
         let ty = schema_type.as_str();
-        let key = match &avro_json {
-            Some(json) => {
+        let key = match (&avro_json, &parsed) {
+            (Some(json), _) => {
                 let identity = covenant_avro::identity_of(json);
                 identity_key(ty, &identity, &references, &metadata, &rule_set)
             }
-            None => content_key(ty, &text, &references, &metadata, &rule_set),
+            (None, ParsedSchema::Protobuf(p)) => {
+                identity_key(ty, &p.canonical_text(), &references, &metadata, &rule_set)
+            }
+            (None, _) => content_key(ty, &text, &references, &metadata, &rule_set),
         };
         Ok((
             parsed,
@@ -1536,7 +1585,7 @@ impl Registry {
         };
 
         // Fast path: an existing live version is returned without mode or compatibility checks.
-        let existing = match dedupe {
+        let mut existing = match dedupe {
             Dedupe::AnyLive => versions
                 .iter()
                 .find(|v| !v.deleted && same_identity(&v.schema, &new_schema.content_key)),
@@ -1545,6 +1594,14 @@ impl Registry {
             }
             Dedupe::Never => None,
         };
+        if existing.is_none() {
+            let candidates: Vec<&StoredVersion> = match dedupe {
+                Dedupe::AnyLive => versions.iter().filter(|v| !v.deleted).collect(),
+                Dedupe::LatestOnly => latest_live.into_iter().collect(),
+                Dedupe::Never => Vec::new(),
+            };
+            existing = self.same_protobuf(candidates, &new_schema).await;
+        }
         if let Some(v) = existing {
             let schema = Arc::new(v.schema.clone());
             self.remember(schema.clone());
@@ -1802,11 +1859,17 @@ impl Registry {
                 && v.schema.schema == candidate.schema
                 && v.schema.references == candidate.references
         };
-        let found = visible
+        let mut found = visible
             .iter()
             .rev()
             .find(|v| same_identity(&v.schema, &candidate.content_key))
-            .or_else(|| visible.iter().rev().find(same_text));
+            .or_else(|| visible.iter().rev().find(same_text))
+            .copied();
+        if found.is_none() {
+            found = self
+                .same_protobuf(visible.iter().rev().copied().collect(), &candidate)
+                .await;
+        }
         if let Some(v) = found {
             if let Some(key) = key {
                 let schema = Arc::new(v.schema.clone());

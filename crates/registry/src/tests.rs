@@ -1017,10 +1017,12 @@ fn content_key_is_the_digest_of_the_identity_array() {
         meta: &Option<Value>,
         rules: &Option<Value>,
     ) -> String {
-        let avro = (ty == "AVRO")
-            .then(|| covenant_avro::identity_string(text))
-            .flatten();
-        let text = avro.as_deref().unwrap_or(text);
+        let printed = match ty {
+            "AVRO" => covenant_avro::identity_string(text),
+            "PROTOBUF" => covenant_protobuf::identity_string(text),
+            _ => None,
+        };
+        let text = printed.as_deref().unwrap_or(text);
         let identity = serde_json::json!([ty, text, refs, meta, rules]);
         let digest = sha2::Sha256::digest(identity.to_string().as_bytes());
         digest.iter().map(|b| format!("{b:02x}")).collect()
