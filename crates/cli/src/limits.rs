@@ -3,8 +3,34 @@
 //! `covenant_registry::CheckBudget`).
 
 use covenant_engine::Limits;
-use covenant_registry::CheckBudget;
+use covenant_registry::{AdmissionLimits, CheckBudget};
 use std::time::Duration;
+
+/// The budget across checks of `covenant serve` (`covenant_registry::AdmissionLimits`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct AdmissionArgs {
+    /// Checks (registrations, compatibility tests, plans) judged at once; one per core by
+    /// default. Further checks wait up to --check-queue-ms, then get a 429 (`42950`).
+    #[arg(long, default_value_t = AdmissionLimits::default().max_concurrent, env = "COVENANT_MAX_CONCURRENT_CHECKS", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_concurrent_checks: usize,
+    /// Memory, in MiB, the checks running at once may hold together; each reserves its work
+    /// budget (--check-max-work units of 64 bytes) from it before it starts.
+    #[arg(long, default_value_t = AdmissionLimits::default().memory_mb, env = "COVENANT_CHECK_MEMORY_MB", value_parser = clap::value_parser!(u64).range(1..))]
+    pub check_memory_mb: u64,
+    /// Milliseconds a check waits for a slot and its memory before it is refused.
+    #[arg(long, default_value_t = AdmissionLimits::default().queue.as_millis() as u64, env = "COVENANT_CHECK_QUEUE_MS")]
+    pub check_queue_ms: u64,
+}
+
+impl AdmissionArgs {
+    pub fn limits(&self) -> AdmissionLimits {
+        AdmissionLimits {
+            max_concurrent: self.max_concurrent_checks,
+            memory_mb: self.check_memory_mb,
+            queue: Duration::from_millis(self.check_queue_ms),
+        }
+    }
+}
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct LimitArgs {

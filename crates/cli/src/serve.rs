@@ -75,6 +75,8 @@ pub struct ServeArgs {
     pub auth: crate::auth::ServeAuthArgs,
     #[command(flatten)]
     pub limits: crate::limits::LimitArgs,
+    #[command(flatten)]
+    pub admission: crate::limits::AdmissionArgs,
 }
 
 const DAY_MS: i64 = 24 * 3_600_000;
@@ -191,15 +193,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     });
     tracing::info!(%address, tls = tls.is_some(), "covenant registry listening");
     // The accept loop puts the peer address into each request: failed logins are limited per source.
-    covenant_http::server::serve_with_tls(
-        listener,
-        app,
-        server_limits(&args),
-        tls,
-        shutdown_signal(),
-    )
-    .await
-    .context("serving HTTP")?;
+    // Checks still being judged stop when shutdown begins, so that none holds the exit.
+    let stopping = registry.clone();
+    let signal = async move {
+        shutdown_signal().await;
+        stopping.stop_checks();
+    };
+    covenant_http::server::serve_with_tls(listener, app, server_limits(&args), tls, signal)
+        .await
+        .context("serving HTTP")?;
     // Schema fetches counted since the last periodic flush.
     if let Err(e) = reads.flush(&registry, &governance).await {
         tracing::warn!(error = %e, "could not record the last schema reads");
@@ -251,6 +253,7 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
             .with_cache_entries(args.cache_entries)
             .with_schema_limits(args.limits.limits())
             .with_check_budget(args.limits.budget())
+            .with_admission(args.admission.limits())
             .with_samples(Arc::new(samples))
             .with_profiles(Arc::new(profiles));
         return Ok((
@@ -282,6 +285,7 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
             .with_cache_entries(args.cache_entries)
             .with_schema_limits(args.limits.limits())
             .with_check_budget(args.limits.budget())
+            .with_admission(args.admission.limits())
             .with_samples(Arc::new(samples))
             .with_profiles(Arc::new(profiles)),
     );

@@ -196,6 +196,16 @@ pub fn exhaust() {
     }
 }
 
+/// Units of work charged so far to the current budget (0 without one): what a walk costs,
+/// counted rather than timed.
+pub fn work_spent() -> u64 {
+    ACTIVE.with(|a| {
+        a.borrow()
+            .last()
+            .map_or(0, |active| active.work.load(Ordering::Relaxed))
+    })
+}
+
 /// True when the current budget is spent (polls the clock and the cancel flag).
 pub fn spent() -> bool {
     charge(0)

@@ -15,6 +15,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: u32,
     pub message: String,
+    /// Seconds after which the same request may succeed (sent as `Retry-After`).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -30,6 +32,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after: None,
         }
     }
 
@@ -131,6 +134,7 @@ pub fn error_code(e: &RegistryError) -> u32 {
         RegistryError::InvalidProfile(_) => 42260,
         RegistryError::SamplePayloadTooLarge(_) => 41301,
         RegistryError::CheckBudgetExceeded(_) => 42250,
+        RegistryError::ChecksBusy { .. } => 42950,
         _ => 50001,
     }
 }
@@ -174,7 +178,14 @@ impl From<RegistryError> for ApiError {
         if code >= 50000 {
             tracing::error!(error = %e, "registry failure");
         }
-        ApiError::new(code, e.to_string())
+        let mut api = ApiError::new(code, e.to_string());
+        if let RegistryError::ChecksBusy {
+            retry_after_secs, ..
+        } = e
+        {
+            api.retry_after = Some(retry_after_secs);
+        }
+        api
     }
 }
 
@@ -185,6 +196,11 @@ impl IntoResponse for ApiError {
         response
             .headers_mut()
             .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         response
     }
 }
@@ -218,6 +234,14 @@ mod tests {
                 42250,
             ),
             (RegistryError::Store("x".into()), 500, 50001),
+            (
+                RegistryError::ChecksBusy {
+                    what: "all 2 check slots are taken".into(),
+                    retry_after_secs: 2,
+                },
+                429,
+                42950,
+            ),
         ];
         for (e, status, code) in cases {
             let api = ApiError::from(e);

@@ -10,7 +10,9 @@ use crate::model::{ArrayNode, Criterion, Kind, Model, NodeId, ObjectNode};
 use crate::rules::{self, *};
 use covenant_engine::{JsonPolicy, RuleSpec};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 #[derive(Debug, Clone)]
 pub struct Diff {
@@ -36,6 +38,42 @@ struct Shared<'a> {
     /// The memo and in-progress pairs of the other orientation (roles swapped by `not`),
     /// kept across swaps so that nested `not`s and cycles through them are memoized too.
     reverse: Orientation,
+    /// `patternProperties` patterns compiled so far, shared by both orientations.
+    patterns: Rc<Patterns>,
+}
+
+/// The `patternProperties` patterns of one check, each compiled once however many properties
+/// it is tried against (recompiling per property made many patterns times many properties
+/// cost their product in compilations). Bounded: past [`MAX_CACHED_PATTERNS`] distinct
+/// patterns, further ones are compiled for each use, and charged for it.
+#[derive(Default)]
+struct Patterns(RefCell<HashMap<String, Option<Rc<regex::Regex>>>>);
+
+const MAX_CACHED_PATTERNS: usize = 4_096;
+
+impl Patterns {
+    /// Whether `pattern` (an invalid one matches nothing) matches `key`. Each test is a unit
+    /// of the check's work, each compilation more in proportion to the pattern's length.
+    /// `None` once the budget is spent: the caller stops, and its partial result is discarded.
+    fn is_match(&self, pattern: &str, key: &str) -> Option<bool> {
+        if covenant_engine::budget::charge(1) {
+            return None;
+        }
+        let cached = self.0.borrow().get(pattern).cloned();
+        let re = match cached {
+            Some(re) => re,
+            None => {
+                covenant_engine::budget::charge(16 + pattern.len() as u64);
+                let re = regex::Regex::new(pattern).ok().map(Rc::new);
+                let mut cache = self.0.borrow_mut();
+                if cache.len() < MAX_CACHED_PATTERNS {
+                    cache.insert(pattern.to_string(), re.clone());
+                }
+                re
+            }
+        };
+        Some(re.is_some_and(|re| re.is_match(key)))
+    }
 }
 
 /// The state of one orientation of the comparison.
@@ -126,6 +164,7 @@ pub fn compare(
     texts_decide: bool,
 ) -> Vec<Diff> {
     let mut seed: HashMap<Pair, Vec<Diff>> = HashMap::new();
+    let patterns = Rc::new(Patterns::default());
     for _ in 0..32 {
         let mut shared = Shared {
             w: writer,
@@ -138,6 +177,7 @@ pub fn compare(
             optimistic: false,
             depth: 0,
             reverse: Orientation::default(),
+            patterns: patterns.clone(),
         };
         let mut ctx = Ctx::new();
         shared.compare(&mut ctx, Some(writer.root), Some(reader.root));
@@ -730,6 +770,7 @@ impl Shared<'_> {
                 in_progress: std::mem::take(&mut self.in_progress),
                 seed: std::mem::take(&mut self.seed),
             },
+            patterns: self.patterns.clone(),
         };
         swapped.compare(ctx, Some(update_inner), Some(original_inner));
         self.optimistic |= swapped.optimistic;
@@ -937,14 +978,17 @@ impl Shared<'_> {
     }
 
     fn partial(
+        patterns: &Patterns,
         o: &ObjectNode,
         key: &str,
         empty: impl Fn(NodeId) -> bool,
         is_false: impl Fn(NodeId) -> bool,
     ) -> Option<NodeId> {
         for (pattern, schema) in &o.pattern_properties {
-            if regex::Regex::new(pattern).is_ok_and(|re| re.is_match(key)) {
-                return Some(*schema);
+            match patterns.is_match(pattern, key) {
+                Some(true) => return Some(*schema),
+                Some(false) => {}
+                None => return None,
             }
         }
         if let Some(s) = o.additional_schema {
@@ -1177,9 +1221,13 @@ impl Shared<'_> {
                 &property_removed::PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL,
                 format!("Property '{key}' was removed from an open content model."),
             );
-        } else if let Some(p) =
-            Self::partial(u, key, |id| self.is_empty_r(id), |id| self.is_false_r(id))
-        {
+        } else if let Some(p) = Self::partial(
+            &self.patterns,
+            u,
+            key,
+            |id| self.is_empty_r(id),
+            |id| self.is_false_r(id),
+        ) {
             let mut sub = ctx.sub();
             self.compare(&mut sub, Some(os), Some(p));
             let ok = sub.compatible(self.policy);
@@ -1237,9 +1285,13 @@ impl Shared<'_> {
                 );
             }
         } else {
-            if let Some(p) =
-                Self::partial(o, key, |id| self.is_empty_w(id), |id| self.is_false_w(id))
-            {
+            if let Some(p) = Self::partial(
+                &self.patterns,
+                o,
+                key,
+                |id| self.is_empty_w(id),
+                |id| self.is_false_w(id),
+            ) {
                 let mut sub = ctx.sub();
                 self.compare(&mut sub, Some(p), Some(us));
                 let ok = sub.compatible(self.policy);

@@ -107,6 +107,11 @@ fn evaluate_pair(
     let format = pair.format();
     let mut findings = Vec::new();
     for entry in rules::ENTRIES {
+        // Every rule draws on the check's budget: once it is spent the verdict is discarded,
+        // so the remaining rules are not run.
+        if covenant_engine::budget::spent() {
+            break;
+        }
         if entry.spec.format != "any" && entry.spec.format != format {
             continue;
         }

@@ -39,10 +39,72 @@ impl<'a> Located<'a> {
         if reference.contains('/') {
             return false;
         }
+        covenant_engine::budget::charge(1);
         let dotted = self.dotted();
         dotted == reference
             || dotted.ends_with(&format!(".{reference}"))
             || (!reference.contains('.') && self.node.name == reference)
+    }
+
+    /// Every text [`Located::matches`] accepts for this node, each once: its path, its dotted
+    /// name, every dotted tail of it, and its bare name. A reference names the node exactly
+    /// when it is one of them, so references are found through a set instead of being tried
+    /// one by one against every node.
+    pub fn names(&self) -> Vec<String> {
+        let mut out = vec![self.node.path.clone()];
+        let dotted = self.dotted();
+        if !dotted.is_empty() {
+            let tails = dotted.match_indices('.').map(|(i, _)| &dotted[i + 1..]);
+            for name in std::iter::once(dotted.as_str()).chain(tails) {
+                out.push(name.to_string());
+            }
+        }
+        if !self.node.name.contains('.') {
+            out.push(self.node.name.clone());
+        }
+        // A reference with a separator names a node by its path only.
+        out.retain(|n| !n.is_empty());
+        let path = out.remove(0);
+        out.retain(|n| !n.contains('/'));
+        out.push(path);
+        out.sort_unstable();
+        out.dedup();
+        covenant_engine::budget::charge(out.len() as u64);
+        out
+    }
+}
+
+/// Values recorded under references to fields (consumers, deprecations, reported reads), found
+/// by the names a node answers to: one lookup per name instead of a scan of every reference
+/// for every node, which made a change of many fields against many references quadratic.
+pub(crate) struct ByReference<'c, V> {
+    by_name: HashMap<&'c str, Vec<V>, foldhash::fast::RandomState>,
+}
+
+impl<'c, V: Clone> ByReference<'c, V> {
+    pub fn of(items: impl IntoIterator<Item = (&'c str, V)>) -> ByReference<'c, V> {
+        let mut by_name: HashMap<&'c str, Vec<V>, _> = HashMap::default();
+        for (reference, value) in items {
+            let reference = reference.trim();
+            if !reference.is_empty() {
+                by_name.entry(reference).or_default().push(value);
+            }
+        }
+        ByReference { by_name }
+    }
+
+    /// The values of every reference that names `located` (see [`Located::matches`]).
+    pub fn naming(&self, located: &Located<'_>) -> Vec<V> {
+        if self.by_name.is_empty() {
+            return Vec::new();
+        }
+        located
+            .names()
+            .iter()
+            .filter_map(|name| self.by_name.get(name.as_str()))
+            .flatten()
+            .cloned()
+            .collect()
     }
 }
 
@@ -62,6 +124,12 @@ pub(crate) struct Pair<'a> {
     matched: Vec<(usize, usize)>,
     /// Positions in `new_index` of the nodes only in the new tree.
     added: Vec<usize>,
+    /// The context's consumers, deprecations and reported reads by the names they use.
+    consumers: OnceCell<ByReference<'a, &'a Vec<String>>>,
+    deprecated: OnceCell<ByReference<'a, ()>>,
+    last_used: OnceCell<ByReference<'a, i64>>,
+    /// Positions in `new_index` of the fields of each type, for the consumers of an enum.
+    fields_by_type: OnceCell<HashMap<&'a str, Vec<usize>, foldhash::fast::RandomState>>,
 }
 
 /// A tree's nodes in its order, each found by its path in constant time. A tree of 5,000
@@ -128,7 +196,29 @@ impl<'a> Pair<'a> {
             new_index,
             matched,
             added,
+            consumers: OnceCell::new(),
+            deprecated: OnceCell::new(),
+            last_used: OnceCell::new(),
+            fields_by_type: OnceCell::new(),
         }
+    }
+
+    /// Whether a deprecation record names the node.
+    pub fn is_deprecated(&self, located: &Located<'a>) -> bool {
+        let context = self.context;
+        let deprecated = self
+            .deprecated
+            .get_or_init(|| ByReference::of(context.deprecated.iter().map(|d| (d.as_str(), ()))));
+        !deprecated.naming(located).is_empty()
+    }
+
+    /// The last read reported of the node, if any.
+    pub fn last_used(&self, located: &Located<'a>) -> Option<i64> {
+        let context = self.context;
+        let last_used = self.last_used.get_or_init(|| {
+            ByReference::of(context.last_used.iter().map(|(r, at)| (r.as_str(), *at)))
+        });
+        last_used.naming(located).into_iter().max()
     }
 
     /// The earlier versions to hold the new one against, oldest first: the lineage when
@@ -189,18 +279,36 @@ impl<'a> Pair<'a> {
     pub fn consumers_of(&self, located: &Located<'a>) -> Vec<String> {
         let mut targets = vec![located];
         if located.node.kind == NodeKind::Enum {
+            let fields_by_type = self.fields_by_type.get_or_init(|| {
+                let mut by_type: HashMap<&'a str, Vec<usize>, _> = HashMap::default();
+                for (i, l) in self.new_index.nodes.iter().enumerate() {
+                    if l.node.kind == NodeKind::Field {
+                        by_type
+                            .entry(l.node.type_name.as_str())
+                            .or_default()
+                            .push(i);
+                    }
+                }
+                by_type
+            });
+            let fields = fields_by_type.get(located.node.type_name.as_str());
             targets.extend(
-                self.new_nodes()
+                fields
                     .into_iter()
-                    .filter(|l| {
-                        l.node.kind == NodeKind::Field && l.node.type_name == located.node.type_name
-                    })
-                    .collect::<Vec<_>>(),
+                    .flatten()
+                    .map(|&i| &self.new_index.nodes[i]),
             );
         }
+        if self.context.consumers.is_empty() {
+            return Vec::new();
+        }
+        let context = self.context;
+        let by_reference = self.consumers.get_or_init(|| {
+            ByReference::of(context.consumers.iter().map(|(r, c)| (r.as_str(), c)))
+        });
         let mut out = BTreeSet::new();
-        for (reference, consumers) in &self.context.consumers {
-            if targets.iter().any(|t| t.matches(reference)) {
+        for target in targets {
+            for consumers in by_reference.naming(target) {
                 out.extend(consumers.iter().cloned());
             }
         }

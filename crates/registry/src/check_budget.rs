@@ -36,11 +36,70 @@ impl CheckBudget {
     }
 }
 
+/// Runs CPU-bound work that is not a check (parsing a submitted schema) without holding up
+/// the async workers: on a multi-threaded runtime the worker hands its other tasks to another
+/// thread first.
+pub(crate) fn off_workers<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
 impl crate::Registry {
     /// Bounds the judging of every check.
     pub fn with_check_budget(mut self, budget: CheckBudget) -> crate::Registry {
         self.check_budget = budget;
         self
+    }
+
+    /// Bounds how many checks are judged at once and the memory they may hold together (see
+    /// [`crate::AdmissionLimits`]).
+    pub fn with_admission(mut self, limits: crate::AdmissionLimits) -> crate::Registry {
+        self.admission = crate::admission::Admission::new(limits);
+        self
+    }
+
+    pub fn admission_limits(&self) -> crate::AdmissionLimits {
+        self.admission.limits()
+    }
+
+    /// Checks admitted and still being judged.
+    pub fn checks_running(&self) -> usize {
+        self.admission.running()
+    }
+
+    /// For a server shutting down: refuses new checks and stops those running at their next
+    /// budget poll, so that none holds the exit.
+    pub fn stop_checks(&self) {
+        self.admission.stop_all();
+    }
+
+    /// Judges `work` once admitted, off the async workers and under the check budget; see
+    /// [`crate::judged::off_runtime`].
+    pub(crate) async fn off_runtime<T, F>(&self, work: F) -> RegistryResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let admitted = self.admission.admit(self.check_budget.max_work).await?;
+        crate::judged::off_runtime(admitted, work).await
+    }
+
+    /// Judges `work` once admitted, on this thread, under the check budget: for short walks
+    /// over borrowed schemas (field diffs).
+    pub(crate) async fn judge_here<T>(&self, work: impl FnOnce() -> T) -> RegistryResult<T> {
+        let admitted = self.admission.admit(self.check_budget.max_work).await?;
+        Budget::default()
+            .with_cancel(admitted.cancel.clone())
+            .run(|| self.run_check(work))
+            .map_err(RegistryError::CheckBudgetExceeded)?
+    }
+
+    fn run_check<T>(&self, work: impl FnOnce() -> T) -> RegistryResult<T> {
+        self.check_budget.run(work)
     }
 
     /// Bounds the size and shape of every schema parsed (see [`covenant_engine::Limits`]).

@@ -92,6 +92,11 @@ pub enum RegistryError {
         "The schema is too costly to check: {0}. Simplify the schema (fewer nested or alternative types) or raise the server's check budget."
     )]
     CheckBudgetExceeded(covenant_engine::budget::BudgetExceeded),
+    /// The budget across checks is spent: as many checks as may run at once are running.
+    #[error(
+        "The server is judging as many schemas as it may at once: {what}. Retry in {retry_after_secs} s."
+    )]
+    ChecksBusy { what: String, retry_after_secs: u64 },
 }
 
 /// Names the subject, then each finding with its rule id, path and version, so that a 409

@@ -511,19 +511,22 @@ impl Registry {
         for v in live.iter().filter(|v| in_scope.contains(&v.version)) {
             parsed.push((v.version, self.parse_record(&v.schema).await?));
         }
-        let history: Vec<(i64, &ParsedSchema)> =
-            parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
         let mut context = evolution.context;
         context.previous_metadata = Some(subject_metadata(latest.schema.metadata.as_ref()));
-        evolution.check_budget.run(|| {
-            covenant_policy::rollout(
-                &candidate,
-                &history,
-                &evolution.options,
-                &context,
-                &evolution.settings,
-            )
+        let (options, settings, budget) = (
+            evolution.options,
+            evolution.settings,
+            evolution.check_budget,
+        );
+        // Admitted, off the async workers, and stopped when the client goes away.
+        self.off_runtime(move || {
+            let history: Vec<(i64, &ParsedSchema)> =
+                parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
+            budget.run(|| {
+                covenant_policy::rollout(&candidate, &history, &options, &context, &settings)
+            })
         })
+        .await?
     }
 
     /// The live version `spec` names, or the 404 Confluent gives.

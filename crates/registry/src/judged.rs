@@ -1,6 +1,7 @@
 //! The verdict on a registration, computed outside the store's write lock against a snapshot
 //! of the subject, and what makes it safe to commit later (optimistic concurrency).
 
+use crate::admission::Admitted;
 use crate::evolution::{self, Evolution};
 use crate::removal::{RemovalVerdict, removed_fields};
 use crate::{
@@ -179,11 +180,13 @@ impl SubjectTurns {
     }
 }
 
-/// Runs a verdict on tokio's blocking pool, so that a long check never occupies one of the
-/// few async worker threads, under a budget whose cancel flag is raised when the awaiting
-/// future is dropped. The HTTP server drops a request's future when its client disconnects,
-/// so a check nobody waits for any more stops at the walkers' next budget poll.
-pub(crate) async fn off_runtime<T, F>(work: F) -> RegistryResult<T>
+/// Runs an admitted check on tokio's blocking pool, so that a long check never occupies one
+/// of the few async worker threads, under a budget whose cancel flag is raised when the
+/// awaiting future is dropped (and by the server's shutdown, see [`Admitted`]). The HTTP
+/// server drops a request's future when its client disconnects, so a check nobody waits for
+/// any more stops at the walkers' next budget poll. The check keeps its admission until its
+/// work has ended, not merely until nobody waits for it.
+pub(crate) async fn off_runtime<T, F>(admitted: Admitted, work: F) -> RegistryResult<T>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
@@ -194,15 +197,19 @@ where
             self.0.store(true, Ordering::Relaxed);
         }
     }
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = admitted.cancel.clone();
     let raise = RaiseOnDrop(cancel.clone());
     let budget = Budget::default().with_cancel(cancel);
-    let outcome = tokio::task::spawn_blocking(move || budget.run(work)).await;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let _admitted = admitted;
+        budget.run(work)
+    })
+    .await;
     // Finished: nothing left to cancel.
     std::mem::forget(raise);
     match outcome {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(stopped)) => Err(RegistryError::Store(format!("checking: {stopped}"))),
+        Ok(Err(stopped)) => Err(RegistryError::CheckBudgetExceeded(stopped)),
         Err(failed) => Err(RegistryError::Store(format!("checking: {failed}"))),
     }
 }
@@ -210,13 +217,22 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::AdmissionLimits;
+    use crate::admission::Admission;
     use covenant_engine::budget::spent;
     use std::time::Instant;
+
+    async fn admitted() -> Admitted {
+        Admission::new(AdmissionLimits::default())
+            .admit(1)
+            .await
+            .expect("admitted")
+    }
 
     #[tokio::test]
     async fn dropping_the_caller_cancels_the_work() {
         let (tx, rx) = std::sync::mpsc::channel();
-        let work = off_runtime(move || {
+        let work = off_runtime(admitted().await, move || {
             let started = Instant::now();
             while !spent() && started.elapsed() < Duration::from_secs(20) {
                 std::thread::yield_now();
@@ -244,7 +260,7 @@ mod tests {
 
     #[tokio::test]
     async fn work_nobody_abandons_runs_to_the_end() {
-        assert_eq!(off_runtime(spent).await.ok(), Some(false));
+        assert_eq!(off_runtime(admitted().await, spent).await.ok(), Some(false));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! bounded LRU maps ([`DEFAULT_CACHE_ENTRIES`], [`Registry::with_cache_entries`]): the least
 //! recently used entries are read from the store again.
 
+mod admission;
 mod answers;
 mod cache;
 mod check_budget;
@@ -24,6 +25,7 @@ mod judged;
 mod profiles;
 mod removal;
 
+pub use admission::AdmissionLimits;
 pub use cache::DEFAULT_CACHE_ENTRIES;
 pub use check_budget::CheckBudget;
 pub use contexts::{prefix_matches, scope_for};
@@ -60,7 +62,7 @@ use std::sync::{Arc, RwLock};
 pub use answers::Answer;
 use answers::{Answers, RequestKey, Route};
 use cache::IdCache;
-use judged::{Attempt, Judged, SubjectTurns, off_runtime, retry_pause, same_versions};
+use judged::{Attempt, Judged, SubjectTurns, retry_pause, same_versions};
 
 pub use covenant_store::{Audit, AuditContext};
 pub use covenant_store::{SchemaRecord as Schema, SchemaRef as Ref, StoredVersion as Version};
@@ -244,6 +246,8 @@ pub struct Registry {
     limits: ReplayLimits,
     registering: SubjectTurns,
     check_budget: CheckBudget,
+    /// The bound across checks: slots, memory and the cancel flags of running checks.
+    admission: Arc<admission::Admission>,
     /// Data profiles over time; without a store, profile routes fail.
     profiles: Option<Arc<dyn covenant_store::ProfileStore>>,
     schema_limits: Limits,
@@ -628,6 +632,7 @@ impl Registry {
             limits: ReplayLimits::default(),
             registering: SubjectTurns::default(),
             check_budget: CheckBudget::default(),
+            admission: admission::Admission::new(AdmissionLimits::default()),
             profiles: None,
             schema_limits: Limits::default(),
         }
@@ -1460,22 +1465,27 @@ impl Registry {
         let (references, resolved) = self
             .resolve_references(&request.references, subject, allow_deleted_refs)
             .await?;
-        let parsed =
-            parse_schema_with(schema_type, &request.schema, &resolved, &self.schema_limits)?;
-        let (text, avro_json) = stored_text(schema_type, &request.schema, &parsed, normalize);
         let metadata = request.metadata.clone().filter(|m| !m.is_null());
         let rule_set = request.rule_set.clone().filter(|r| !r.is_null());
         let ty = schema_type.as_str();
-        let key = match (&avro_json, &parsed) {
-            (Some(json), _) => {
-                let identity = covenant_avro::identity_of(json);
-                identity_key(ty, &identity, &references, &metadata, &rule_set)
-            }
-            (None, ParsedSchema::Protobuf(p)) => {
-                identity_key(ty, &p.canonical_text(), &references, &metadata, &rule_set)
-            }
-            (None, _) => content_key(ty, &text, &references, &metadata, &rule_set),
-        };
+        // Parsing a large schema takes a while: off the async workers, so that other requests
+        // (and the shutdown signal) are served meanwhile.
+        let (parsed, text, key) = check_budget::off_workers(|| -> RegistryResult<_> {
+            let parsed =
+                parse_schema_with(schema_type, &request.schema, &resolved, &self.schema_limits)?;
+            let (text, avro_json) = stored_text(schema_type, &request.schema, &parsed, normalize);
+            let key = match (&avro_json, &parsed) {
+                (Some(json), _) => {
+                    let identity = covenant_avro::identity_of(json);
+                    identity_key(ty, &identity, &references, &metadata, &rule_set)
+                }
+                (None, ParsedSchema::Protobuf(p)) => {
+                    identity_key(ty, &p.canonical_text(), &references, &metadata, &rule_set)
+                }
+                (None, _) => content_key(ty, &text, &references, &metadata, &rule_set),
+            };
+            Ok((parsed, text, key))
+        })?;
         Ok((
             parsed,
             NewSchema {
@@ -1711,7 +1721,7 @@ impl Registry {
             check_budget: self.check_budget,
         };
         // The expensive part: outside the store's write lock and off the async workers.
-        let dropped = match off_runtime(move || judged.verdict()).await? {
+        let dropped = match self.off_runtime(move || judged.verdict()).await? {
             Ok(dropped) => dropped,
             Err(GuardRefusal::Domain(e)) => return Err(e),
             Err(GuardRefusal::Retry) => return Ok(Attempt::Retry),
@@ -1956,7 +1966,7 @@ impl Registry {
             .map(|((version, p), v)| (version, v.created_at, v.schema.metadata.clone(), p))
             .collect();
         // Off the async workers, and stopped when the client goes away (see `off_runtime`).
-        off_runtime(move || {
+        self.off_runtime(move || {
             let priors: Vec<evolution::Prior<'_>> = owned
                 .iter()
                 .map(|(version, registered_at, metadata, p)| evolution::Prior {

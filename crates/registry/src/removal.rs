@@ -78,8 +78,8 @@ impl Registry {
     pub async fn schema_field_paths(&self, id: i64) -> RegistryResult<Vec<String>> {
         let record = self.schema_by_id(id).await?;
         let parsed = self.parse_record(&record).await?;
-        self.check_budget
-            .run(|| field_paths(&parsed).into_iter().collect())
+        self.judge_here(|| field_paths(&parsed).into_iter().collect())
+            .await
     }
 
     /// The fields a candidate would drop from the subject's latest live version (empty for a
@@ -96,7 +96,7 @@ impl Registry {
         };
         let (candidate, _) = self.prepare(subject, request, normalize, true).await?;
         let old = self.parse_record(&latest.schema).await?;
-        self.check_budget.run(|| removed_fields(&old, &candidate))
+        self.judge_here(|| removed_fields(&old, &candidate)).await
     }
 
     /// The verdict for a candidate, gathered before the write when it drops fields from the
@@ -115,8 +115,8 @@ impl Registry {
         };
         let old = self.parse_record(&latest.schema).await?;
         if self
-            .check_budget
-            .run(|| removed_fields(&old, candidate))?
+            .judge_here(|| removed_fields(&old, candidate))
+            .await?
             .is_empty()
         {
             return Ok(None);

@@ -5,6 +5,7 @@
 
 use crate::pair::{Located, Pair, quoted_list};
 use covenant_engine::{Finding, NodeKind, RuleSpec, Severity};
+use std::collections::HashSet;
 
 pub static RULE: RuleSpec = RuleSpec {
     id: "FIELD_REMOVED_WITHOUT_DEPRECATION",
@@ -22,19 +23,21 @@ pub static RULE: RuleSpec = RuleSpec {
     peers: &[],
 };
 
-fn last_use(pair: &Pair<'_>, old: &Located<'_>) -> Option<i64> {
-    pair.context
-        .last_used
-        .iter()
-        .filter(|(reference, _)| old.matches(reference))
-        .map(|(_, at)| *at)
-        .max()
-}
-
 fn day(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|t| t.format("%Y-%m-%d").to_string())
         .unwrap_or_else(|| ms.to_string())
+}
+
+/// Whether a proper prefix of `path` ending before one of its `/` separators is in `paths`:
+/// one lookup per separator.
+fn inside_any(path: &str, paths: &HashSet<&str>) -> bool {
+    path.match_indices('/')
+        .filter(|(i, _)| *i > 0)
+        .any(|(i, _)| {
+            covenant_engine::budget::charge(1);
+            paths.contains(&path[..i])
+        })
 }
 
 pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
@@ -44,17 +47,15 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
         .into_iter()
         .filter(|l| l.node.kind == NodeKind::Field && pair.new_at(&l.node.path).is_none())
         .collect();
+    // Found by path, so that a change removing many fields stays linear in them.
+    let removed_paths: HashSet<&str> = removed.iter().map(|r| r.node.path.as_str()).collect();
     for old in &removed {
         // A field inside a removed field goes with it: report the outermost one.
-        let inside_removed = removed
-            .iter()
-            .any(|r| old.node.path.starts_with(&format!("{}/", r.node.path)));
-        let deprecated = pair.context.deprecated.iter().any(|d| old.matches(d));
-        if inside_removed || deprecated {
+        if inside_any(&old.node.path, &removed_paths) || pair.is_deprecated(old) {
             continue;
         }
         let consumers = pair.consumers_of(old);
-        let last = last_use(pair, old);
+        let last = pair.last_used(old);
         let mut message = format!(
             "Field '{}' was removed without a deprecation record.",
             old.node.name
@@ -124,6 +125,45 @@ mod tests {
             PolicySettings::default().with("FIELD_REMOVED_WITHOUT_DEPRECATION", RuleLevel::Warning);
         let findings = crate::evaluate(&v1(), &v2(), &context, &relaxed);
         assert!(findings.iter().all(|f| !f.is_error()), "{findings:?}");
+    }
+
+    /// The work a change removing `n` fields costs, against `n` unrelated deprecations and
+    /// consumers: counted in budget units (each node listed, name looked up or reference
+    /// tried against a node is one), not timed.
+    fn work_to_remove(n: usize) -> u64 {
+        let fields = |prefix: &str| {
+            (0..n)
+                .map(|i| field(&format!("{prefix}{i}"), "int"))
+                .collect()
+        };
+        let (old, new) = (avro("R", fields("a")), avro("R", fields("b")));
+        let mut context = PolicyContext {
+            deprecated: (0..n).map(|i| format!("R.c{i}")).collect(),
+            ..PolicyContext::default()
+        };
+        for i in 0..n {
+            context
+                .consumers
+                .insert(format!("d{i}"), vec!["reader".into()]);
+        }
+        covenant_engine::budget::Budget::default()
+            .run(|| {
+                let findings = run("FIELD_REMOVED_WITHOUT_DEPRECATION", &old, &new, &context);
+                assert_eq!(findings.len(), n);
+                covenant_engine::budget::work_spent()
+            })
+            .expect("an unlimited budget")
+    }
+
+    #[test]
+    fn removing_many_fields_costs_work_in_proportion_to_them() {
+        let (small, large) = (work_to_remove(500), work_to_remove(4_000));
+        // Eight times the fields: eight times the work, where a scan per field of the other
+        // removed fields, the deprecations or the consumers would cost sixty-four times.
+        assert!(
+            large <= small * 10,
+            "{small} units for 500 fields, {large} for 4,000"
+        );
     }
 
     #[test]
