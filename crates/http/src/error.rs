@@ -155,6 +155,8 @@ pub fn governance_error_code(e: &GovernanceError) -> u32 {
         GovernanceError::Refused(_) => 40901,
         GovernanceError::Conflict(_) => 40940,
         GovernanceError::Invalid(_) => 42240,
+        GovernanceError::TooLarge(_) => 41340,
+        GovernanceError::OverLimit(_) => 42241,
         GovernanceError::Backend(_) => 50001,
         _ => 50001,
     }
@@ -167,8 +169,6 @@ impl From<GovernanceError> for ApiError {
             tracing::error!(error = %e, "governance failure");
         }
         ApiError::new(code, e.to_string())
-        GovernanceError::TooLarge(_) => 41340,
-        GovernanceError::OverLimit(_) => 42241,
     }
 }
 

@@ -341,6 +341,9 @@ pub fn decode_with(
         .pool
         .get_message_by_name(message_full_name)
         .ok_or_else(|| format!("Message '{message_full_name}' is not defined in the schema."))?;
+    if covenant_engine::budget::charge(wire::decoding_units(bytes.len())) {
+        return Err(wire::BUDGET_SPENT.into());
+    }
     let msg = DynamicMessage::decode(desc, bytes).map_err(|e| e.to_string())?;
     wire::message_to_json(&msg)
 }
@@ -364,9 +367,6 @@ impl Format for ProtobufFormat {
             references,
             limits,
         ) {
-    if covenant_engine::budget::charge(wire::decoding_units(bytes.len())) {
-        return Err(wire::BUDGET_SPENT.into());
-    }
             Ok(compiled) => Ok(ProtobufSchema::compiled(
                 compiled,
                 vec![name],
@@ -573,7 +573,6 @@ service S { rpc M(A) returns (stream A) { option deprecated = true; } }
         assert!(decode_with(&s, "acme.Nope", &bytes).is_err());
         assert!(decode_with(&s, "acme.Customer", &[0xff, 0xff]).is_err());
     }
-}
 
     const NEST: &str = r#"syntax = "proto3";
 package t;
@@ -633,3 +632,4 @@ message L {
         packed.push(0);
         assert!(decode_with(&s, "t.L", &packed).is_err());
     }
+}

@@ -227,11 +227,11 @@ pub struct CacheUsage {
     /// Cached lookup and registration answers.
     pub answers: usize,
     pub capacity: usize,
-}
-
     /// Estimated bytes of the record and parsed-schema caches (see `cache.rs`).
     pub records_bytes: usize,
     pub parsed_bytes: usize,
+}
+
 /// The registry. Cheap to share behind an `Arc`.
 pub struct Registry {
     store: Arc<dyn Store>,
@@ -657,13 +657,13 @@ impl Registry {
             parsed: self.parsed.len(),
             answers: self.answers.len(),
             capacity: self.by_id.capacity(),
+            records_bytes: self.by_id.bytes(),
+            parsed_bytes: self.parsed.bytes(),
         }
     }
 
     fn cached(&self, id: i64) -> Option<Arc<SchemaRecord>> {
         self.by_id.get(id)
-            records_bytes: self.by_id.bytes(),
-            parsed_bytes: self.parsed.bytes(),
     }
 
     fn remember(&self, record: Arc<SchemaRecord>) {
