@@ -99,7 +99,7 @@ struct Client {
 
 fn client(timeout: Duration) -> Client {
     Client {
-        http: reqwest::Client::builder()
+        http: covenant_exporter::client::builder()
             .timeout(timeout)
             .build()
             .expect("client"),

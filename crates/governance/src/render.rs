@@ -43,9 +43,7 @@ fn evidence_line(body: &EvidenceBody) -> String {
                 None => "no reads".to_string(),
                 Some(last) => format!(
                     "{} reads by {} reporter(s), last {}",
-                    result
-                        .iter()
-                        .fold(0u64, |a, r| a.saturating_add(r.reads)),
+                    result.iter().fold(0u64, |a, r| a.saturating_add(r.reads)),
                     result.len(),
                     format_time(last)
                 ),

@@ -179,7 +179,10 @@ async fn readable_id(
         Some(s) if !s.is_empty() => Some(followed(state, access, s.to_string()).await?),
         other => other.map(str::to_string),
     };
-    let stored = state.registry.resolve_id(public, subject.as_deref()).await?;
+    let stored = state
+        .registry
+        .resolve_id(public, subject.as_deref())
+        .await?;
     if !id_readable(state, access, stored).await? {
         return Err(RegistryError::SchemaIdNotFound(public).into());
     }

@@ -1075,8 +1075,11 @@ impl Registry {
             &refs,
             &self.schema_limits,
         )?);
-        self.parsed
-            .insert(record.id, parsed.clone(), cache::parsed_size(record.schema.len()));
+        self.parsed.insert(
+            record.id,
+            parsed.clone(),
+            cache::parsed_size(record.schema.len()),
+        );
         Ok(parsed)
     }
 

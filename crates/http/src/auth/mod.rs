@@ -589,9 +589,7 @@ impl Auth {
     fn names_allowed_host(&self, parts: &Parts) -> bool {
         match request_host(parts) {
             None => true,
-            Some(name) => {
-                is_loopback_or_literal(&name) || self.allowed_hosts.contains(&name)
-            }
+            Some(name) => is_loopback_or_literal(&name) || self.allowed_hosts.contains(&name),
         }
     }
 
