@@ -13,7 +13,8 @@
 //! - **Write timeout**: a connection whose pending response makes no write progress for
 //!   `write_timeout` (a client that sends requests but never reads the answers) is closed.
 //! - **Declared body size**: a request whose `Content-Length` exceeds `max_body_bytes` gets a
-//!   413 at once, before any of its body is read, and the connection is closed.
+//!   413 at once, without its body being kept (what arrives promptly is dropped so the client
+//!   reads the answer), and the connection is closed.
 //! - **Graceful shutdown, bounded**: when `shutdown` resolves, the listener closes, idle
 //!   connections close and in-flight requests finish, for at most `drain_timeout`; then the
 //!   connections still open are closed and [`serve`] returns.
@@ -288,7 +289,8 @@ fn refuse(stream: TcpStream, refusals: &Arc<Semaphore>) {
 }
 
 /// Answers a request whose declared `Content-Length` exceeds the limit with a 413 naming the
-/// limit, without reading its body (the connection then closes), and passes the others on.
+/// limit, without keeping its body (what arrives promptly is read and dropped, so the client
+/// can read the answer; the connection then closes), and passes the others on.
 #[derive(Clone)]
 struct DeclaredLimit<S> {
     inner: S,
@@ -297,10 +299,40 @@ struct DeclaredLimit<S> {
 
 type Answer = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
+/// How much of a refused body is read and dropped before the 413 is sent, and how long the
+/// client may pause while sending it. A client that writes its whole body before reading the
+/// answer (most do) would otherwise meet a closed connection instead of the 413; a body that
+/// is larger or slower than this is cut off.
+const DRAIN_MAX_BYTES: usize = 64 * 1024 * 1024;
+const DRAIN_IDLE: Duration = Duration::from_millis(500);
+
+/// Reads and drops what arrives of `body`, up to [`DRAIN_MAX_BYTES`] and while it keeps
+/// coming within [`DRAIN_IDLE`].
+async fn drain<B>(mut body: B)
+where
+    B: hyper::body::Body + Unpin,
+{
+    use hyper::body::Buf;
+    let mut drained = 0usize;
+    loop {
+        let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx));
+        match tokio::time::timeout(DRAIN_IDLE, frame).await {
+            Ok(Some(Ok(frame))) => {
+                drained += frame.data_ref().map_or(0, |d| d.remaining());
+                if drained > DRAIN_MAX_BYTES {
+                    return;
+                }
+            }
+            _ => return,
+        }
+    }
+}
+
 impl<S, B> tower::Service<Request<B>> for DeclaredLimit<S>
 where
     S: tower::Service<Request<B>, Response = Response, Error = Infallible>,
     S::Future: Send + 'static,
+    B: hyper::body::Body + Send + Unpin + 'static,
 {
     type Response = Response;
     type Error = Infallible;
@@ -324,7 +356,11 @@ where
                 hyper::header::CONNECTION,
                 hyper::header::HeaderValue::from_static("close"),
             );
-            return Box::pin(async move { Ok(response) });
+            let body = request.into_body();
+            return Box::pin(async move {
+                drain(body).await;
+                Ok(response)
+            });
         }
         Box::pin(self.inner.call(request))
     }
