@@ -43,7 +43,7 @@ async fn governance_shares_the_registry_file_with_its_own_migrations() {
     );
     assert_eq!(
         registry.applied_migrations().expect("migrations"),
-        vec![1, 2, 3, 4]
+        vec![1, 2, 3, 4, 5]
     );
     suite::deprecations_round_trip(&governance).await;
     drop(governance);

@@ -197,7 +197,7 @@ async fn nodes_starting_at_once_migrate_once() {
     for store in &stores {
         assert_eq!(
             store.applied_migrations().await.expect("migrations"),
-            vec![1, 2, 3, 4]
+            vec![1, 2, 3, 4, 5]
         );
         store.ping().await.expect("ping");
     }

@@ -25,7 +25,7 @@ async fn migrations_apply_once_and_data_survives_reopen() {
         let store = SqliteStore::open(dir.path()).expect("open");
         assert_eq!(
             store.applied_migrations().expect("migrations"),
-            vec![1, 2, 3, 4]
+            vec![1, 2, 3, 4, 5]
         );
         let schema = covenant_store::NewSchema {
             schema_type: "AVRO".into(),
@@ -44,7 +44,7 @@ async fn migrations_apply_once_and_data_survives_reopen() {
     let store = SqliteStore::open(dir.path()).expect("reopen");
     assert_eq!(
         store.applied_migrations().expect("migrations"),
-        vec![1, 2, 3, 4]
+        vec![1, 2, 3, 4, 5]
     );
     let record = store
         .schema_by_id(id)
