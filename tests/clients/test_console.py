@@ -4,7 +4,7 @@ and Protobuf subjects, eleven versions of one, a refused change, consumers with 
 data profile and a deprecation with blockers. Clicks through every page, runs a diff, tests a
 candidate, advances a deprecation, checks what a reader without permission sees, and that
 markup in a schema's doc or a subject name never runs. Screenshots of the main pages go to
-docs/screenshots/."""
+target/screenshots/ (docs/screenshots/ with COVENANT_UPDATE_SCREENSHOTS=1)."""
 
 import base64
 import json
@@ -30,7 +30,9 @@ from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "docs" / "screenshots"
+# The test run writes its screenshots under target/; COVENANT_UPDATE_SCREENSHOTS=1 refreshes
+# the ones README shows (docs/screenshots).
+SHOTS = ROOT / ("docs" if os.environ.get("COVENANT_UPDATE_SCREENSHOTS") == "1" else "target") / "screenshots"
 SUBJECT = "orders-value"
 HOSTILE_SUBJECT = "orders-<img src=x onerror=window.__pwned=3>"
 HOSTILE_DOC = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
