@@ -52,7 +52,7 @@ fn reference(name: &str, enclosing: Option<&str>) -> String {
 
 /// Attributes Avro reads as part of a schema; on a type that does not use one it is dropped,
 /// never kept as a custom property (so `{"type":"int","name":"n"}` is `"int"`).
-const RESERVED: [&str; 10] = [
+pub(crate) const RESERVED: [&str; 10] = [
     "doc",
     "fields",
     "items",

@@ -269,18 +269,7 @@ impl Parser {
         if let Some(kind) = primitive_kind(ty) {
             // Avro keeps only unreserved attributes of a primitive: `{"type":"int","name":"n"}`
             // is `"int"`.
-            let mut props = obj.rest(&[
-                "type",
-                "doc",
-                "fields",
-                "items",
-                "name",
-                "namespace",
-                "size",
-                "symbols",
-                "values",
-                "aliases",
-            ]);
+            let mut props = obj.rest(&crate::identity::RESERVED);
             let logical = logical_for(&kind, None, &props);
             if logical.is_some() {
                 strip_logical(&mut props);
