@@ -11,27 +11,14 @@
 
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 mod support;
 use support::Serve;
 
 fn covenant(args: &[&str], stdin: Option<&str>) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_covenant"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn covenant");
-    let mut input = child.stdin.take().expect("stdin");
-    input
-        .write_all(stdin.unwrap_or("").as_bytes())
-        .expect("write stdin");
-    drop(input);
-    child.wait_with_output().expect("covenant output")
+    support::covenant_with_stdin(args, stdin.unwrap_or(""))
 }
 
 fn ok(args: &[&str], stdin: Option<&str>) -> String {

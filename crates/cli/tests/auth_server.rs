@@ -10,7 +10,6 @@ use schema_registry_converter::async_impl::schema_registry::{
 use schema_registry_converter::schema_registry_common::{
     SchemaType, SubjectNameStrategy, SuppliedSchema,
 };
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
@@ -20,19 +19,7 @@ mod support;
 use support::Serve;
 
 fn covenant(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_covenant"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn covenant");
-    let mut input = child.stdin.take().expect("stdin");
-    input
-        .write_all(stdin.unwrap_or("").as_bytes())
-        .expect("write stdin");
-    drop(input);
-    child.wait_with_output().expect("covenant output")
+    support::covenant_with_stdin(args, stdin.unwrap_or(""))
 }
 
 fn ok(args: &[&str], stdin: Option<&str>) -> String {
@@ -303,20 +290,8 @@ async fn an_unauthenticated_loopback_server_refuses_foreign_hosts() {
     assert_eq!(r.status().as_u16(), 200);
 }
 
-/// An Ed25519 key made now (PKCS#8: a fixed 16-byte header and the seed) and its public JWK.
 fn ed25519_key(kid: &str) -> (jsonwebtoken::EncodingKey, serde_json::Value) {
-    let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).expect("random seed");
-    let mut der = vec![
-        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
-        0x20,
-    ];
-    der.extend_from_slice(&seed);
-    let key = jsonwebtoken::EncodingKey::from_ed_der(&der);
-    let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&key, jsonwebtoken::Algorithm::EdDSA)
-        .expect("public key");
-    jwk.common.key_id = Some(kid.into());
-    (key, serde_json::to_value(jwk).expect("jwk"))
+    support::ed25519_key(kid)
 }
 
 fn bearer(key: &jsonwebtoken::EncodingKey, kid: &str, subject: &str) -> String {

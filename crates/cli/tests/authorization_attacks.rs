@@ -8,7 +8,6 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,17 +15,7 @@ use support::Serve;
 
 /// `covenant` with `stdin`, asserting success; its stdout.
 fn covenant_ok(args: &[&str], stdin: &str) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_covenant"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn covenant");
-    let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).expect("stdin");
-    drop(input);
-    let out = child.wait_with_output().expect("covenant");
+    let out = support::covenant_with_stdin(args, stdin);
     assert!(
         out.status.success(),
         "covenant {args:?}: {}",
@@ -354,7 +343,7 @@ async fn parallel_guesses_are_counted_before_hashing_and_hashes_queue() {
     assert!(hashed <= 10, "{statuses:?}");
     assert_eq!(hashed + limited, 40, "{statuses:?}");
 
-    let before = peak_rss_kib(server.pid());
+    let before = support::peak_rss_kib(server.pid());
     let started = Instant::now();
     let statuses = futures_join(
         (0..120)
@@ -362,7 +351,7 @@ async fn parallel_guesses_are_counted_before_hashing_and_hashes_queue() {
             .collect(),
     )
     .await;
-    let after = peak_rss_kib(server.pid());
+    let after = support::peak_rss_kib(server.pid());
     println!(
         "120 parallel logins from 12 addresses: peak RSS {before} -> {after} KiB in {:?}",
         started.elapsed()
@@ -385,7 +374,7 @@ async fn parallel_guesses_are_counted_before_hashing_and_hashes_queue() {
 async fn lockouts_hit_only_the_guessed_user_and_never_a_valid_token() {
     let dir = tempfile::tempdir().expect("temp dir");
     let auth = auth_file(dir.path());
-    let (key, jwk) = ed25519_key("k1");
+    let (key, jwk) = support::ed25519_key("k1");
     let jwks = dir.path().join("jwks.json");
     std::fs::write(&jwks, json!({"keys": [jwk]}).to_string()).expect("jwks");
     let server = serve(
@@ -861,16 +850,6 @@ async fn karapaces_own_auth_file_grants_what_karapace_grants() {
     assert_eq!(call("reader", "wrong", "GET", "/subjects", None).await, 401);
 }
 
-/// The peak resident set of a process, in KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 async fn futures_join<F: std::future::Future<Output = u16> + Send + 'static>(
     futures: Vec<F>,
 ) -> Vec<u16> {
@@ -880,21 +859,6 @@ async fn futures_join<F: std::future::Future<Output = u16> + Send + 'static>(
         out.push(h.await.expect("task"));
     }
     out
-}
-
-fn ed25519_key(kid: &str) -> (jsonwebtoken::EncodingKey, Value) {
-    let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).expect("random seed");
-    let mut der = vec![
-        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
-        0x20,
-    ];
-    der.extend_from_slice(&seed);
-    let key = jsonwebtoken::EncodingKey::from_ed_der(&der);
-    let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&key, jsonwebtoken::Algorithm::EdDSA)
-        .expect("public key");
-    jwk.common.key_id = Some(kid.into());
-    (key, serde_json::to_value(jwk).expect("jwk"))
 }
 
 fn token(key: &jsonwebtoken::EncodingKey, claims: Value) -> String {

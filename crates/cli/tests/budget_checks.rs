@@ -73,13 +73,7 @@ impl Limited {
 
     /// Peak resident memory of the server, in kB.
     fn peak_rss_kb(&self) -> u64 {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).expect("status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM")
+        support::peak_rss_kib(self.pid())
     }
 }
 

@@ -65,14 +65,7 @@ impl Server {
 
     /// Peak resident memory (`VmHWM`), in MiB.
     fn peak_rss_mib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("the server's /proc status");
-        let kib: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM");
-        kib / 1024
+        support::peak_rss_kib(self.child.id()) / 1024
     }
 
     /// Alive, and answering a small read.

@@ -64,14 +64,7 @@ impl Server {
 
     /// Peak resident memory (`VmHWM`), in MiB.
     fn peak_mib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("process status");
-        let kib: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM");
-        kib / 1024
+        support::peak_rss_kib(self.child.id()) / 1024
     }
 
     /// Bytes of the embedded store's files (the database and its log).

@@ -282,3 +282,46 @@ impl TestServer {
         assert_eq!(status, 200, "{answer}");
     }
 }
+
+/// The peak resident memory (`VmHWM`) of process `pid`, in KiB.
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+/// `covenant args` with `stdin` on its standard input.
+pub fn covenant_with_stdin(args: &[&str], stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_covenant"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn covenant");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.as_bytes()).expect("write stdin");
+    drop(input);
+    child.wait_with_output().expect("covenant output")
+}
+
+/// An Ed25519 key made now (PKCS#8: a fixed 16-byte header and the seed) and its public JWK
+/// named `kid`.
+pub fn ed25519_key(kid: &str) -> (jsonwebtoken::EncodingKey, Value) {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).expect("random seed");
+    let mut der = vec![
+        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
+        0x20,
+    ];
+    der.extend_from_slice(&seed);
+    let key = jsonwebtoken::EncodingKey::from_ed_der(&der);
+    let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&key, jsonwebtoken::Algorithm::EdDSA)
+        .expect("public key");
+    jwk.common.key_id = Some(kid.into());
+    (key, serde_json::to_value(jwk).expect("jwk"))
+}
