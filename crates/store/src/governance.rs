@@ -876,6 +876,110 @@ impl Deprecation {
     }
 }
 
+/// An accepted risk, on record: a principal holding `Approve` on the subject accepts the
+/// error findings of one rule (at one path, when given) for one exact candidate schema, named
+/// by its fingerprint (the registry's identity of the schema text and references, without
+/// metadata). A registration of that candidate is then judged with those findings accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub id: i64,
+    pub subject: String,
+    /// The rule id whose error findings are accepted (`LIKELY_RENAME`).
+    pub rule: String,
+    /// The finding path the acceptance is narrowed to; every path of the rule when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The candidate's fingerprint (see [`Approval`]).
+    pub fingerprint: String,
+    pub schema_type: String,
+    pub reason: String,
+    pub approver: String,
+    pub created_at: i64,
+    /// When the approval stops counting (ms); never when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked: Option<Revocation>,
+}
+
+/// Who withdrew an approval, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revocation {
+    pub by: String,
+    pub at: i64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// An approval as first written (the store assigns its id).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewApproval {
+    pub subject: String,
+    pub rule: String,
+    pub path: Option<String>,
+    pub fingerprint: String,
+    pub schema_type: String,
+    pub reason: String,
+    pub approver: String,
+    pub expires_at: Option<i64>,
+}
+
+impl Approval {
+    pub fn from_new(id: i64, new: NewApproval, at: i64) -> Approval {
+        Approval {
+            id,
+            subject: new.subject,
+            rule: new.rule,
+            path: new.path,
+            fingerprint: new.fingerprint,
+            schema_type: new.schema_type,
+            reason: new.reason,
+            approver: new.approver,
+            created_at: at,
+            expires_at: new.expires_at,
+            revoked: None,
+        }
+    }
+
+    /// Whether it counts at `now`: not revoked and not expired.
+    pub fn is_live(&self, now: i64) -> bool {
+        self.revoked.is_none() && self.expires_at.is_none_or(|end| now < end)
+    }
+
+    /// Refuses an edit that changed what the approval is for.
+    pub fn check_edit(&self, before: &Approval) -> GovernanceResult<()> {
+        let key = |a: &Approval| {
+            (
+                a.id,
+                a.subject.clone(),
+                a.rule.clone(),
+                a.path.clone(),
+                a.fingerprint.clone(),
+            )
+        };
+        if key(self) != key(before) {
+            return Err(GovernanceError::Invalid(
+                "an approval's id, subject, rule, path and candidate cannot change".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `live`, `expired` or `revoked` at `now`.
+    pub fn state(&self, now: i64) -> &'static str {
+        if self.revoked.is_some() {
+            "revoked"
+        } else if self.is_live(now) {
+            "live"
+        } else {
+            "expired"
+        }
+    }
+}
+
+/// Like [`ConsumerEdit`], for approvals.
+pub type ApprovalEdit<'a> = &'a (dyn Fn(&mut Approval) -> GovernanceResult<()> + Send + Sync);
+
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GovernanceError {
@@ -1000,6 +1104,26 @@ pub trait GovernanceStore: Send + Sync {
     /// reader then version.
     async fn schema_reads(&self, subject: &str, from: i64) -> GovernanceResult<Vec<SchemaRead>>;
 
+    /// Writes a new approval (ids count up from 1).
+    async fn create_approval(
+        &self,
+        new: &NewApproval,
+        at: i64,
+        audit: AuditLine<'_>,
+    ) -> GovernanceResult<Approval>;
+
+    /// Approvals, of one subject when given, by id; revoked and expired ones included.
+    async fn approvals(&self, subject: Option<&str>) -> GovernanceResult<Vec<Approval>>;
+
+    /// Applies `edit` to one approval (revocation); its id, subject, rule, path and
+    /// fingerprint cannot change.
+    async fn modify_approval(
+        &self,
+        id: i64,
+        edit: ApprovalEdit<'_>,
+        audit: AuditLine<'_>,
+    ) -> GovernanceResult<Approval>;
+
     /// Every row the store holds, read in one transaction (for `covenant export`).
     async fn snapshot(&self) -> GovernanceResult<GovernanceSnapshot>;
 
@@ -1104,6 +1228,9 @@ pub struct GovernanceSnapshot {
     pub usage_counts: Vec<CountBucket>,
     #[serde(default)]
     pub schema_reads: Vec<SchemaReadBucket>,
+    /// By id, revoked and expired ones included.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<Approval>,
 }
 
 impl GovernanceSnapshot {
@@ -1118,6 +1245,7 @@ impl GovernanceSnapshot {
 pub struct RestoreCounts {
     pub consumers: usize,
     pub deprecations: usize,
+    pub approvals: usize,
     pub findings: usize,
     pub usage_rows: usize,
     pub present: usize,

@@ -7,11 +7,11 @@
 
 use crate::audit::AuditLine;
 use crate::governance::{
-    Attribution, Consumer, ConsumerCheck, ConsumerEdit, CountBucket, Deprecation, DeprecationEdit,
-    FieldBucket, FieldUsage, GovernanceError, GovernanceResult, GovernanceSnapshot,
-    GovernanceStore, NewDeprecation, ReaderBucket, ReaderUsage, ReportingSince, RestoreCounts,
-    SchemaRead, SchemaReadBucket, SchemaSightings, UsageCounts, UsageFinding, UsageQuery,
-    UsageReport, bucket_start, missing_findings,
+    Approval, ApprovalEdit, Attribution, Consumer, ConsumerCheck, ConsumerEdit, CountBucket,
+    Deprecation, DeprecationEdit, FieldBucket, FieldUsage, GovernanceError, GovernanceResult,
+    GovernanceSnapshot, GovernanceStore, NewApproval, NewDeprecation, ReaderBucket, ReaderUsage,
+    ReportingSince, RestoreCounts, SchemaRead, SchemaReadBucket, SchemaSightings, UsageCounts,
+    UsageFinding, UsageQuery, UsageReport, bucket_start, missing_findings,
 };
 use crate::governance_sqlite::{add_count, add_sighting};
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
@@ -95,12 +95,22 @@ const MIGRATIONS: &[(i64, &str)] = &[
     );
     CREATE INDEX gov_schema_reads_subject ON gov_schema_reads(subject, last_at);"#,
     ),
+    (
+        3,
+        r#"CREATE TABLE gov_approvals (
+        id BIGINT PRIMARY KEY,
+        subject TEXT COLLATE "C" NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX gov_approvals_subject ON gov_approvals(subject, id);"#,
+    ),
 ];
 
 /// Advisory lock keys (arbitrary constants, spelled "cov-gov" plus a purpose digit).
 const MIGRATION_LOCK: i64 = 0x636f_762d_676f_7601;
 const CONSUMER_LOCK: i64 = 0x636f_762d_676f_7602;
 const DEPRECATION_LOCK: i64 = 0x636f_762d_676f_7603;
+const APPROVAL_LOCK: i64 = 0x636f_762d_676f_7604;
 
 const NO_CONSUMER: &str = "";
 const NO_READER: i64 = 0;
@@ -888,6 +898,77 @@ impl GovernanceStore for PostgresGovernanceStore {
             .collect()
     }
 
+    async fn create_approval(
+        &self,
+        new: &NewApproval,
+        at: i64,
+        audit: AuditLine<'_>,
+    ) -> GovernanceResult<Approval> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&APPROVAL_LOCK])
+            .await
+            .map_err(backend)?;
+        let id: i64 = tx
+            .query_one("SELECT COALESCE(MAX(id), 0) + 1 FROM gov_approvals", &[])
+            .await
+            .map_err(backend)?
+            .get(0);
+        let approval = Approval::from_new(id, new.clone(), at);
+        tx.execute(
+            "INSERT INTO gov_approvals(id, subject, body) VALUES ($1, $2, $3)",
+            &[&id, &approval.subject, &to_json(&approval)?],
+        )
+        .await
+        .map_err(backend)?;
+        append(&tx, audit).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(approval)
+    }
+
+    async fn approvals(&self, subject: Option<&str>) -> GovernanceResult<Vec<Approval>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT body FROM gov_approvals WHERE $1::TEXT IS NULL OR subject = $1 ORDER BY id",
+                &[&subject],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter()
+            .map(|r| from_json(r.get::<_, &str>(0)))
+            .collect()
+    }
+
+    async fn modify_approval(
+        &self,
+        id: i64,
+        edit: ApprovalEdit<'_>,
+        audit: AuditLine<'_>,
+    ) -> GovernanceResult<Approval> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let before =
+            read_approval(&tx, id, true)
+                .await?
+                .ok_or_else(|| GovernanceError::NotFound {
+                    what: "approval",
+                    key: id.to_string(),
+                })?;
+        let mut approval = before.clone();
+        edit(&mut approval)?;
+        approval.check_edit(&before)?;
+        tx.execute(
+            "UPDATE gov_approvals SET body = $2 WHERE id = $1",
+            &[&id, &to_json(&approval)?],
+        )
+        .await
+        .map_err(backend)?;
+        append(&tx, audit).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(approval)
+    }
+
     async fn snapshot(&self) -> GovernanceResult<GovernanceSnapshot> {
         let mut client = self.client().await?;
         // One repeatable-read transaction: every part is of the same moment.
@@ -907,7 +988,7 @@ impl GovernanceStore for PostgresGovernanceStore {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(backend)?;
         // The same locks as the workflow's writes, so a restore and a live edit serialize.
-        for lock in [CONSUMER_LOCK, DEPRECATION_LOCK] {
+        for lock in [CONSUMER_LOCK, DEPRECATION_LOCK, APPROVAL_LOCK] {
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock])
                 .await
                 .map_err(backend)?;
@@ -915,6 +996,7 @@ impl GovernanceStore for PostgresGovernanceStore {
         let mut out = RestoreCounts::default();
         restore_consumers(&tx, &snapshot.consumers, &mut out).await?;
         restore_deprecations(&tx, &snapshot.deprecations, &mut out).await?;
+        restore_approvals(&tx, &snapshot.approvals, &mut out).await?;
         restore_usage(&tx, snapshot, &mut out).await?;
         let held: Vec<UsageFinding> =
             bodies(&tx, "SELECT body FROM gov_findings ORDER BY at, id").await?;
@@ -991,6 +1073,7 @@ async fn snapshot_of(tx: &Tx<'_>) -> GovernanceResult<GovernanceSnapshot> {
         )
         .await?,
         deprecations: bodies(tx, "SELECT body FROM gov_deprecations ORDER BY id").await?,
+        approvals: bodies(tx, "SELECT body FROM gov_approvals ORDER BY id").await?,
         findings: bodies(tx, "SELECT body FROM gov_findings ORDER BY at, id").await?,
         usage_readers: readers.iter().map(reader_bucket).collect(),
         usage_fields: fields.iter().map(field_bucket).collect(),
@@ -1114,6 +1197,47 @@ async fn restore_deprecations(
                 .await
                 .map_err(backend)?;
                 out.deprecations += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn read_approval(
+    client: &impl deadpool_postgres::GenericClient,
+    id: i64,
+    lock: bool,
+) -> GovernanceResult<Option<Approval>> {
+    let sql = if lock {
+        "SELECT body FROM gov_approvals WHERE id = $1 FOR UPDATE"
+    } else {
+        "SELECT body FROM gov_approvals WHERE id = $1"
+    };
+    let row = client.query_opt(sql, &[&id]).await.map_err(backend)?;
+    row.map(|r| from_json(r.get::<_, &str>(0))).transpose()
+}
+
+/// See the SQLite backend: approvals go in under their ids.
+async fn restore_approvals(
+    tx: &Tx<'_>,
+    approvals: &[Approval],
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    for approval in approvals {
+        match read_approval(tx, approval.id, true).await? {
+            Some(held) if &held == approval => out.present += 1,
+            Some(_) => out.conflicts.push(format!(
+                "approval {} already exists with other content",
+                approval.id
+            )),
+            None => {
+                tx.execute(
+                    "INSERT INTO gov_approvals(id, subject, body) VALUES ($1, $2, $3)",
+                    &[&approval.id, &approval.subject, &to_json(approval)?],
+                )
+                .await
+                .map_err(backend)?;
+                out.approvals += 1;
             }
         }
     }

@@ -7,11 +7,11 @@
 
 use crate::audit::AuditLine;
 use crate::governance::{
-    Attribution, Consumer, ConsumerCheck, ConsumerEdit, CountBucket, Deprecation, DeprecationEdit,
-    FieldBucket, FieldUsage, GovernanceError, GovernanceResult, GovernanceSnapshot,
-    GovernanceStore, NewDeprecation, ReaderBucket, ReaderUsage, ReportingSince, RestoreCounts,
-    SchemaRead, SchemaReadBucket, SchemaSightings, UsageCounts, UsageFinding, UsageQuery,
-    UsageReport, bucket_start, missing_findings,
+    Approval, ApprovalEdit, Attribution, Consumer, ConsumerCheck, ConsumerEdit, CountBucket,
+    Deprecation, DeprecationEdit, FieldBucket, FieldUsage, GovernanceError, GovernanceResult,
+    GovernanceSnapshot, GovernanceStore, NewApproval, NewDeprecation, ReaderBucket, ReaderUsage,
+    ReportingSince, RestoreCounts, SchemaRead, SchemaReadBucket, SchemaSightings, UsageCounts,
+    UsageFinding, UsageQuery, UsageReport, bucket_start, missing_findings,
 };
 use crate::group_commit::GroupCommit;
 use crate::sqlite_conn::{Span, WriteTurn, blocking};
@@ -95,6 +95,15 @@ const MIGRATIONS: &[(i64, &str)] = &[
         PRIMARY KEY (bucket, subject, version, reader)
     );
     CREATE INDEX gov_schema_reads_subject ON gov_schema_reads(subject, last_at);",
+    ),
+    (
+        3,
+        "CREATE TABLE gov_approvals (
+        id INTEGER PRIMARY KEY,
+        subject TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX gov_approvals_subject ON gov_approvals(subject, id);",
     ),
 ];
 
@@ -267,6 +276,16 @@ fn insert_findings(tx: &Connection, findings: &[UsageFinding]) -> GovernanceResu
         .map_err(backend)?;
     }
     Ok(())
+}
+
+fn read_approval(conn: &Connection, id: i64) -> GovernanceResult<Option<Approval>> {
+    let body: Option<String> = conn
+        .prepare_cached("SELECT body FROM gov_approvals WHERE id = ?1")
+        .map_err(backend)?
+        .query_row([id], |r| r.get(0))
+        .optional()
+        .map_err(backend)?;
+    body.map(|b| from_json(&b)).transpose()
 }
 
 fn read_deprecation(conn: &Connection, id: i64) -> GovernanceResult<Option<Deprecation>> {
@@ -878,6 +897,73 @@ impl GovernanceStore for SqliteGovernanceStore {
         })
     }
 
+    async fn create_approval(
+        &self,
+        new: &NewApproval,
+        at: i64,
+        audit: AuditLine<'_>,
+    ) -> GovernanceResult<Approval> {
+        self.write(|tx| {
+            let id: i64 = tx
+                .query_row(
+                    "SELECT COALESCE(MAX(id), 0) + 1 FROM gov_approvals",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            let approval = Approval::from_new(id, new.clone(), at);
+            tx.execute(
+                "INSERT INTO gov_approvals(id, subject, body) VALUES (?1, ?2, ?3)",
+                params![id, approval.subject, to_json(&approval)?],
+            )
+            .map_err(backend)?;
+            append(tx, audit)?;
+            Ok(approval)
+        })
+        .await
+    }
+
+    async fn approvals(&self, subject: Option<&str>) -> GovernanceResult<Vec<Approval>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT body FROM gov_approvals WHERE ?1 IS NULL OR subject = ?1 ORDER BY id",
+                )
+                .map_err(backend)?;
+            let bodies = stmt
+                .query_map([subject], |r| r.get::<_, String>(0))
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)?;
+            bodies.iter().map(|b| from_json(b)).collect()
+        })
+    }
+
+    async fn modify_approval(
+        &self,
+        id: i64,
+        edit: ApprovalEdit<'_>,
+        audit: AuditLine<'_>,
+    ) -> GovernanceResult<Approval> {
+        self.write(|tx| {
+            let before = read_approval(tx, id)?.ok_or_else(|| GovernanceError::NotFound {
+                what: "approval",
+                key: id.to_string(),
+            })?;
+            let mut approval = before.clone();
+            edit(&mut approval)?;
+            approval.check_edit(&before)?;
+            tx.execute(
+                "UPDATE gov_approvals SET body = ?2 WHERE id = ?1",
+                params![id, to_json(&approval)?],
+            )
+            .map_err(backend)?;
+            append(tx, audit)?;
+            Ok(approval)
+        })
+        .await
+    }
+
     async fn snapshot(&self) -> GovernanceResult<GovernanceSnapshot> {
         self.read(|conn| {
             // One read transaction: every part is of the same moment (WAL snapshot).
@@ -893,6 +979,7 @@ impl GovernanceStore for SqliteGovernanceStore {
             let mut out = RestoreCounts::default();
             restore_consumers(tx, &snapshot.consumers, &mut out)?;
             restore_deprecations(tx, &snapshot.deprecations, &mut out)?;
+            restore_approvals(tx, &snapshot.approvals, &mut out)?;
             restore_usage(tx, snapshot, &mut out)?;
             let held: Vec<UsageFinding> =
                 bodies(tx, "SELECT body FROM gov_findings ORDER BY at, id")?;
@@ -940,6 +1027,7 @@ fn snapshot_of(conn: &Connection) -> GovernanceResult<GovernanceSnapshot> {
     Ok(GovernanceSnapshot {
         consumers: all_consumers(conn)?,
         deprecations: bodies(conn, "SELECT body FROM gov_deprecations ORDER BY id")?,
+        approvals: bodies(conn, "SELECT body FROM gov_approvals ORDER BY id")?,
         findings: bodies(conn, "SELECT body FROM gov_findings ORDER BY at, id")?,
         usage_readers: rows(
             conn,
@@ -1075,6 +1163,33 @@ fn restore_deprecations(
                 )
                 .map_err(backend)?;
                 out.deprecations += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Inserts the approvals not yet held under their id (registrations' audit entries name
+/// them); an id held with another approval is a conflict.
+fn restore_approvals(
+    tx: &Connection,
+    approvals: &[Approval],
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    for approval in approvals {
+        match read_approval(tx, approval.id)? {
+            Some(held) if &held == approval => out.present += 1,
+            Some(_) => out.conflicts.push(format!(
+                "approval {} already exists with other content",
+                approval.id
+            )),
+            None => {
+                tx.execute(
+                    "INSERT INTO gov_approvals(id, subject, body) VALUES (?1, ?2, ?3)",
+                    params![approval.id, approval.subject, to_json(approval)?],
+                )
+                .map_err(backend)?;
+                out.approvals += 1;
             }
         }
     }

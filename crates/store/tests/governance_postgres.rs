@@ -44,7 +44,7 @@ async fn postgres_governance_migrations_apply_once() {
     };
     assert_eq!(
         store.applied_migrations().await.expect("migrations"),
-        vec![1, 2]
+        vec![1, 2, 3]
     );
     let Ok(url) = std::env::var("COVENANT_TEST_POSTGRES") else {
         return;
@@ -55,6 +55,6 @@ async fn postgres_governance_migrations_apply_once() {
         .expect("reconnect");
     assert_eq!(
         again.applied_migrations().await.expect("migrations"),
-        vec![1, 2]
+        vec![1, 2, 3]
     );
 }

@@ -39,7 +39,7 @@ async fn governance_shares_the_registry_file_with_its_own_migrations() {
     assert_eq!(governance.path(), registry.path());
     assert_eq!(
         governance.applied_migrations().expect("migrations"),
-        vec![1, 2]
+        vec![1, 2, 3]
     );
     assert_eq!(
         registry.applied_migrations().expect("migrations"),
@@ -50,7 +50,7 @@ async fn governance_shares_the_registry_file_with_its_own_migrations() {
     let reopened = SqliteGovernanceStore::open(dir.path()).expect("reopen");
     assert_eq!(
         reopened.applied_migrations().expect("migrations"),
-        vec![1, 2]
+        vec![1, 2, 3]
     );
     use covenant_store::GovernanceStore;
     assert_eq!(reopened.deprecations(None).await.expect("list").len(), 2);

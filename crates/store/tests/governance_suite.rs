@@ -57,6 +57,86 @@ pub async fn run_all(store: &dyn GovernanceStore) {
     deprecations_round_trip(store).await;
     schema_sightings(store).await;
     schema_reads_add_up_per_reader_and_version(store).await;
+    approvals_round_trip(store).await;
+}
+
+/// Approvals are written with an id counting up, listed per subject, revoked by an edit that
+/// cannot change what they are for, and expire by their own time.
+pub async fn approvals_round_trip(store: &dyn GovernanceStore) {
+    let new = |subject: &str, rule: &str, expires_at: Option<i64>| NewApproval {
+        subject: subject.to_string(),
+        rule: rule.to_string(),
+        path: Some("/fields/plan_name".to_string()),
+        fingerprint: "f".repeat(64),
+        schema_type: "AVRO".to_string(),
+        reason: "billing-team renamed it on purpose".to_string(),
+        approver: "risk-office".to_string(),
+        expires_at,
+    };
+    let first = store
+        .create_approval(&new("billing-value", "LIKELY_RENAME", None), T0, None)
+        .await
+        .expect("approval");
+    assert_eq!((first.id, first.created_at), (1, T0));
+    assert!(first.is_live(T0 + 400 * DAY));
+    let second = store
+        .create_approval(
+            &new("orders-value", "LIKELY_RENAME", Some(T0 + DAY)),
+            T0,
+            None,
+        )
+        .await
+        .expect("approval");
+    assert_eq!(second.id, 2);
+    assert!(second.is_live(T0 + DAY - 1));
+    assert_eq!(second.state(T0 + DAY), "expired");
+    let listed = store.approvals(Some("billing-value")).await.expect("list");
+    assert_eq!(listed, vec![first.clone()]);
+    assert_eq!(store.approvals(None).await.expect("all").len(), 2);
+    let revoked = store
+        .modify_approval(
+            1,
+            &|a: &mut Approval| {
+                a.revoked = Some(Revocation {
+                    by: "risk-office".to_string(),
+                    at: T0 + HOUR,
+                    reason: "the rename moved to a new field".to_string(),
+                });
+                Ok(())
+            },
+            None,
+        )
+        .await
+        .expect("revoke");
+    assert_eq!(revoked.state(T0 + 2 * HOUR), "revoked");
+    assert_eq!(
+        store.approvals(Some("billing-value")).await.expect("list"),
+        vec![revoked]
+    );
+    let retarget = store
+        .modify_approval(
+            2,
+            &|a: &mut Approval| {
+                a.fingerprint = "0".repeat(64);
+                Ok(())
+            },
+            None,
+        )
+        .await;
+    assert!(
+        matches!(retarget, Err(GovernanceError::Invalid(_))),
+        "{retarget:?}"
+    );
+    assert!(matches!(
+        store
+            .modify_approval(99, &|_: &mut Approval| Ok(()), None)
+            .await,
+        Err(GovernanceError::NotFound { .. })
+    ));
+    assert_eq!(
+        store.approvals(Some("orders-value")).await.expect("list"),
+        vec![second]
+    );
 }
 
 pub async fn consumers_crud(store: &dyn GovernanceStore) {
@@ -583,6 +663,7 @@ pub async fn snapshot_restores(source: &dyn GovernanceStore, target: &dyn Govern
     assert!(!snapshot.consumers.is_empty() && !snapshot.deprecations.is_empty());
     assert!(!snapshot.usage_readers.is_empty() && !snapshot.usage_counts.is_empty());
     assert!(!snapshot.usage_fields.is_empty() && !snapshot.schema_reads.is_empty());
+    assert!(!snapshot.approvals.is_empty());
     let rows = snapshot.usage_readers.len()
         + snapshot.usage_fields.len()
         + snapshot.usage_counts.len()
@@ -592,6 +673,7 @@ pub async fn snapshot_restores(source: &dyn GovernanceStore, target: &dyn Govern
         (
             first.consumers,
             first.deprecations,
+            first.approvals,
             first.findings,
             first.usage_rows,
             first.present
@@ -599,6 +681,7 @@ pub async fn snapshot_restores(source: &dyn GovernanceStore, target: &dyn Govern
         (
             snapshot.consumers.len(),
             snapshot.deprecations.len(),
+            snapshot.approvals.len(),
             snapshot.findings.len(),
             rows,
             0
@@ -637,10 +720,11 @@ pub async fn snapshot_restores(source: &dyn GovernanceStore, target: &dyn Govern
             (
                 again.consumers,
                 again.deprecations,
+                again.approvals,
                 again.findings,
                 again.usage_rows
             ),
-            (0, 0, 0, 0)
+            (0, 0, 0, 0, 0)
         );
         assert!(again.conflicts.is_empty(), "{:?}", again.conflicts);
         assert_eq!(
