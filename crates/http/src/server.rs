@@ -12,6 +12,13 @@
 //!   unanswered otherwise, so the process never runs out of file descriptors.
 //! - **Write timeout**: a connection whose pending response makes no write progress for
 //!   `write_timeout` (a client that sends requests but never reads the answers) is closed.
+//! - **Unsent backlog**: the kernel keeps at most [`UNSENT_BACKLOG`] bytes a connection's
+//!   client has not been sent yet (`TCP_NOTSENT_LOWAT`). Without it Linux grows a socket's
+//!   send buffer to megabytes for a client that pipelines requests but never reads: every
+//!   write succeeds, so the server keeps rendering answers nobody reads (hundreds of
+//!   megabytes of kernel memory and all the processor time across 250 such clients) and the
+//!   write timeout never fires. With it, a client that stops reading stops costing anything
+//!   after one answer, and its connection is closed by the write timeout.
 //! - **Declared body size**: a request whose `Content-Length` exceeds `max_body_bytes` gets a
 //!   413 at once, without its body being kept (what arrives promptly is dropped so the client
 //!   reads the answer), and the connection is closed.
@@ -57,6 +64,9 @@ const REFUSAL_TIMEOUT: Duration = Duration::from_secs(2);
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// After the drain, how long closed connections get to release their resources.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
+/// Bytes of answers a connection's kernel buffer holds beyond what is in flight to the
+/// client; more waits in the server until the client reads.
+pub const UNSENT_BACKLOG: u32 = 16 * 1024;
 
 /// How long the server waits for clients and how many it serves at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +151,7 @@ where
             continue;
         };
         let _ = stream.set_nodelay(true);
+        cap_unsent(&stream);
         let app = app.clone();
         let watcher = graceful.watcher();
         let tls = tls.clone();
@@ -177,6 +188,16 @@ where
         let _ = tokio::time::timeout(CLOSE_GRACE, connections.acquire_many(all)).await;
     }
     Ok(())
+}
+
+/// Caps the answers the kernel holds for a client that does not read them ([`UNSENT_BACKLOG`]).
+fn cap_unsent(stream: &TcpStream) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Err(e) = socket2::SockRef::from(stream).set_tcp_notsent_lowat(UNSENT_BACKLOG) {
+        tracing::debug!(error = %e, "TCP_NOTSENT_LOWAT not set");
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = stream;
 }
 
 /// The TLS handshake, then the connection, with the client certificate's principal (when

@@ -293,6 +293,18 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
         .expect("VmHWM")
 }
 
+/// Processor seconds (user and system) process `pid` has used so far.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc stat");
+    // Fields after the parenthesized command name; utime and stime are the 12th and 13th.
+    let after_name = stat.rsplit_once(')').expect("stat format").1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    // /proc reports in USER_HZ, 100 on Linux whatever the kernel's tick rate.
+    ticks as f64 / 100.0
+}
+
 /// `covenant args` with `stdin` on its standard input.
 pub fn covenant_with_stdin(args: &[&str], stdin: &str) -> std::process::Output {
     use std::io::Write;
