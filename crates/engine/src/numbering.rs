@@ -40,6 +40,9 @@ pub struct Declaration {
 pub struct Member {
     pub name: String,
     pub number: i64,
+    /// A message field's type as [`type_key`] keys it (0 for an enum value), so a number
+    /// held under another name can be told from one held by another type.
+    pub type_key: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +107,7 @@ impl Declaration {
                     Some(Member {
                         name: c.name.clone(),
                         number: c.number?,
+                        type_key: type_key(c),
                     })
                 })
                 .collect(),
@@ -114,6 +118,7 @@ impl Declaration {
                     Some(Member {
                         name: v.name.clone(),
                         number: v.number?,
+                        type_key: 0,
                     })
                 })
                 .collect(),
@@ -231,6 +236,13 @@ impl Declaration {
         }
     }
 
+    /// The members holding `number`, in declaration order.
+    pub fn holders_of(&self, number: i64) -> impl Iterator<Item = &Member> {
+        self.numbered(number)
+            .iter()
+            .map(|&(_, _, i)| &self.members[i as usize])
+    }
+
     fn numbered(&self, number: i64) -> &[(i64, u64, u32)] {
         equal_range(&self.by_number, |&(n, _, _)| n.cmp(&number))
     }
@@ -243,6 +255,7 @@ fn fingerprint(node: &Node, members: &[Member]) -> u128 {
     for m in members {
         m.name.hash(&mut h);
         m.number.hash(&mut h);
+        m.type_key.hash(&mut h);
     }
     0u8.hash(&mut h);
     for r in &node.reserved_numbers {
@@ -302,6 +315,16 @@ fn sorted_positions(members: impl Iterator<Item = (i64, u64)>) -> (ByNumber, ByK
     by_number.sort_unstable_by_key(|&(number, _, i)| (number, i));
     by_key.sort_unstable();
     (by_number, by_key)
+}
+
+/// The key a field's type (its type name and logical type) is compared by.
+pub fn type_key(field: &Node) -> u64 {
+    use crate::shape::Hasher128;
+    use std::hash::Hash;
+    let mut h = crate::shape::hasher();
+    field.type_name.hash(&mut h);
+    field.logical_type.hash(&mut h);
+    h.finish128().as_u128() as u64
 }
 
 /// The key a member's name is searched by.
@@ -384,6 +407,21 @@ mod tests {
         let mut renumbered = tree();
         renumbered.root.children[1].children[0].number = Some(4);
         assert_ne!(fingerprint(&base), fingerprint(&renumbered));
+        let mut retyped = tree();
+        retyped.root.children[1].children[0].type_name = "string".into();
+        assert_ne!(fingerprint(&base), fingerprint(&retyped));
+        let m = Numbering::of(&retyped);
+        let m = m.declaration("/m").unwrap();
+        let types: Vec<bool> = m
+            .holders_of(2)
+            .chain(m.holders_of(1))
+            .map(|h| h.type_key == type_key(&retyped.root.children[1].children[0]))
+            .collect();
+        assert_eq!(
+            types,
+            [true, false],
+            "'b' became a string, 'a' is still an int32"
+        );
     }
 
     #[test]

@@ -1,9 +1,14 @@
 //! A Protobuf number or name, once used or reserved, belongs to its field forever: data
 //! written by any earlier version may still be replayed, so the check looks at every version
 //! the subject ever had, not only the latest one, whatever the level and strictness.
+//!
+//! A field renamed in place (the same number and type, held in every version since) is not
+//! reuse: its data is read as itself under the new name. That is a rename, which
+//! `LIKELY_RENAME` reports as it does in every format. Reuse is a number that returns after
+//! its field was removed, or that another type took over.
 
 use crate::pair::Pair;
-use covenant_engine::numbering::{Candidates, Declaration, name_key};
+use covenant_engine::numbering::{Candidates, Declaration, name_key, type_key};
 use covenant_engine::{FieldTree, Finding, Node, NodeKind, RuleSpec, Severity};
 use foldhash::HashSet;
 use std::collections::BTreeMap;
@@ -16,7 +21,7 @@ pub static RULE: RuleSpec = RuleSpec {
     // decoding failure. Dropping a reservation does not make the number free again; only a
     // new number (or a new message) is safe. Source: schema-evolution-rules Rule 9, §9.1-9.3.
     default_severity: Severity::Error,
-    summary: "A Protobuf field or enum value uses a number or name that an earlier version of the subject (any version, not only the latest) gave to another field or value, or reserved. Source: schema-evolution-rules Rule 9, §9.1-9.3.",
+    summary: "A Protobuf field or enum value uses a number or name that an earlier version of the subject (any version, not only the latest) gave to another field or value, or reserved: a number back after its field was removed, or taken by another type. A field renamed in place (same number and type in every version since) is a rename, LIKELY_RENAME. Source: schema-evolution-rules Rule 9, §9.1-9.3.",
     bad_example: "v1: message CaseLifecycleEvent { string case_id = 2; string legacy_owner = 7; }\nv2: message CaseLifecycleEvent { string case_id = 2; reserved 7; reserved \"legacy_owner\"; }\nv3: message CaseLifecycleEvent { string case_id = 2; string escalation_note = 7; }",
     good_example: "v3: message CaseLifecycleEvent {\n  string case_id = 2;\n  string escalation_note = 8;\n  reserved 7;\n  reserved \"legacy_owner\";\n}",
     hint: "Give the new field a number and name never used in the subject's history, and keep the reservations of removed fields for good.",
@@ -32,6 +37,8 @@ struct Member<'a> {
     number: i64,
     /// Its name's search key, made once for the search in every earlier version.
     key: u64,
+    /// Its type's key (0 for an enum value).
+    type_key: u64,
 }
 
 fn members(declaration: &Node) -> Vec<Member<'_>> {
@@ -45,6 +52,7 @@ fn members(declaration: &Node) -> Vec<Member<'_>> {
                     name: &c.name,
                     number: c.number?,
                     key: name_key(&c.name),
+                    type_key: type_key(c),
                 })
             })
             .collect(),
@@ -56,6 +64,7 @@ fn members(declaration: &Node) -> Vec<Member<'_>> {
                     name: &v.name,
                     number: v.number?,
                     key: name_key(&v.name),
+                    type_key: 0,
                 })
             })
             .collect(),
@@ -79,15 +88,25 @@ fn in_version(version: Option<i64>) -> String {
     }
 }
 
+/// Whether a message field holding `number` with `type_key` was renamed in place: each of
+/// the `later` versions (oldest first, up to the latest) still holds the number with that
+/// type and does not reserve it, so no version ever removed the field.
+fn renamed_in_place(number: i64, type_key: u64, later: &[(Option<i64>, &Declaration)]) -> bool {
+    later.iter().all(|(_, d)| {
+        !d.reserves_number(number) && d.holders_of(number).any(|h| h.type_key == type_key)
+    })
+}
+
 /// Why `member` of `current` may not use its number or name, judged against one earlier
-/// version's declaration (`old`, in `version`); `current_names` are the names `current`
-/// declares.
+/// version's declaration (`old`, in `version`) and the versions after it (`later`);
+/// `current_names` are the names `current` declares.
 fn conflict(
     member: &Member<'_>,
     current: &Node,
     current_names: &HashSet<&str>,
     version: Option<i64>,
     old: &Declaration,
+    later: &[(Option<i64>, &Declaration)],
 ) -> Option<String> {
     let when = || in_version(version);
     let (name, number) = (member.name, member.number);
@@ -104,6 +123,13 @@ fn conflict(
         // An enum alias keeps its partner: both names still share the number.
         if held.number == number && held.name != name && !current_names.contains(held.name.as_str())
         {
+            // The same field under a new name: a rename, not reuse.
+            if current.kind == NodeKind::Record
+                && held.type_key == member.type_key
+                && renamed_in_place(number, member.type_key, later)
+            {
+                return None;
+            }
             return Some(format!(
                 "number {number} belonged to '{}' {}",
                 held.name,
@@ -148,11 +174,12 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
         // are searched in it.
         let mut reasons: Vec<Option<String>> = vec![None; current_members.len()];
         let mut unsettled = Vec::new();
-        for (version, old) in &earlier {
+        for (at, (version, old)) in earlier.iter().enumerate() {
             old.mark_unsettled(&candidates, &mut unsettled);
+            let later = &earlier[at + 1..];
             for (i, member) in current_members.iter().enumerate() {
                 if unsettled[i] && reasons[i].is_none() {
-                    reasons[i] = conflict(member, current, &current_names, *version, old);
+                    reasons[i] = conflict(member, current, &current_names, *version, old, later);
                 }
             }
         }
@@ -284,15 +311,71 @@ mod tests {
         );
     }
 
+    /// Number 7 taken straight from 'legacy_owner' by a field of the same type, with no
+    /// version between that removed it, is the same field renamed: `LIKELY_RENAME` reports
+    /// it, as it reports a rename in every format, and history is not reused.
     #[test]
-    fn reusing_seven_straight_from_v1_with_the_same_type() {
+    fn a_rename_in_place_is_a_rename_not_reuse() {
         let v3 = proto(vec![message(
             EVENT,
             vec![("case_id", "string", 2), ("escalation_note", "string", 7)],
         )]);
-        let findings = run("PROTOBUF_HISTORY_REUSED", &v1(), &v3, &none());
-        assert_eq!(findings.len(), 1);
-        assert!(findings[0].message.contains("belonged to 'legacy_owner'"));
+        assert!(run("PROTOBUF_HISTORY_REUSED", &v1(), &v3, &none()).is_empty());
+        let renames = run("LIKELY_RENAME", &v1(), &v3, &none());
+        assert_eq!(renames.len(), 1, "{renames:?}");
+        assert!(
+            renames[0].message.starts_with(
+                "Field 'legacy_owner' looks renamed to 'escalation_note' under the same number 7"
+            ),
+            "{}",
+            renames[0].message
+        );
+        // Renamed in version 2 and unchanged since: version 1's name does not haunt version 3.
+        let v3_again = v3.clone();
+        assert!(over(&[v1(), v3.clone()], &v3_again).is_empty());
+        // Renamed twice, and back to the first name: still one field all along.
+        let back = proto(vec![message(
+            EVENT,
+            vec![("case_id", "string", 2), ("legacy_owner", "string", 7)],
+        )]);
+        assert!(over(&[v1(), v3], &back).is_empty());
+    }
+
+    /// Reuse is a number that comes back after its field was removed, or under another type.
+    #[test]
+    fn a_number_back_after_removal_or_under_another_type_is_reuse() {
+        let bare = proto(vec![message(EVENT, vec![("case_id", "string", 2)])]);
+        let back = proto(vec![message(
+            EVENT,
+            vec![("case_id", "string", 2), ("escalation_note", "string", 7)],
+        )]);
+        let findings = over(&[v1(), bare], &back);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(findings[0].is_error());
+        assert!(
+            findings[0]
+                .message
+                .contains("number 7 belonged to 'legacy_owner' in version 1"),
+            "{}",
+            findings[0].message
+        );
+        let retyped = proto(vec![message(
+            EVENT,
+            vec![("case_id", "string", 2), ("escalation_count", "int64", 7)],
+        )]);
+        let findings = over(&[v1()], &retyped);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(
+            findings[0]
+                .message
+                .contains("number 7 belonged to 'legacy_owner'")
+        );
+        // Renamed in place once, then retyped: the old data is read as another type.
+        let renamed = proto(vec![message(
+            EVENT,
+            vec![("case_id", "string", 2), ("escalation_note", "string", 7)],
+        )]);
+        assert_eq!(over(&[v1(), renamed], &retyped).len(), 1);
     }
 
     #[test]
