@@ -131,11 +131,13 @@ fn the_seed_examples_offline() {
         ["rename_column", "update_type", "add_column"],
         "{json}"
     );
+    // The placeholder's last part is a reserved word, so Spark needs it quoted.
     assert!(
         json["ddl"]["statements"][0]["sql"]
             .as_str()
             .unwrap_or("")
-            .contains("catalog.db.table")
+            .starts_with("ALTER TABLE catalog.db.`table` "),
+        "{json}"
     );
 
     let decimal = write(
@@ -175,6 +177,110 @@ fn the_seed_examples_offline() {
         "{}",
         text(&out)
     );
+}
+
+/// Iceberg promotes `decimal(P,S)` to `decimal(P',S)` for P' > P: the unscaled values and
+/// their scale are read as written, so no rule may call it a reinterpretation, and the plan
+/// has its `ALTER COLUMN ... TYPE`.
+#[test]
+fn decimal_precision_widened_at_the_same_scale_is_a_promotion() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (from, to) in [
+        ("decimal(9, 2)", "decimal(18, 2)"),
+        ("decimal(10, 2)", "decimal(20, 2)"),
+    ] {
+        let base = table(json!([
+            col(1, "instrument_sk", true, "string"),
+            col(2, "ratio", false, from),
+        ]));
+        let old = write(dir.path(), "old.json", &base.to_string());
+        let new = write(
+            dir.path(),
+            "new.json",
+            &with(&base, 2, to, None).to_string(),
+        );
+        let out = covenant(&["check", "--format", "iceberg", s(&new), s(&old)]);
+        let report = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{from} -> {to}:\n{report}");
+        assert!(
+            report.contains("ICEBERG_TYPE_PROMOTED [v1] at /fields/ratio"),
+            "{report}"
+        );
+        assert!(!report.contains("VALUE_REINTERPRETED"), "{report}");
+        let out = covenant(&["plan", "--format", "iceberg", s(&new), s(&old)]);
+        let plan = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{from} -> {to}:\n{plan}");
+        let spark = to.replace(' ', "");
+        assert!(
+            plan.contains(&format!(
+                "ALTER TABLE catalog.db.`table` ALTER COLUMN ratio TYPE {spark};"
+            )),
+            "{plan}"
+        );
+    }
+    // A narrower precision, or another scale, is still refused.
+    let base = table(json!([
+        col(1, "instrument_sk", true, "string"),
+        col(2, "ratio", false, "decimal(18, 2)"),
+    ]));
+    let old = write(dir.path(), "old.json", &base.to_string());
+    for to in ["decimal(9, 2)", "decimal(20, 4)"] {
+        let new = write(
+            dir.path(),
+            "new.json",
+            &with(&base, 2, to, None).to_string(),
+        );
+        let out = covenant(&["check", "--format", "iceberg", s(&new), s(&old)]);
+        assert_eq!(out.status.code(), Some(1), "{to}: {}", text(&out));
+    }
+}
+
+/// Spark SQL cannot parse a reserved word or a name with a dash as a bare identifier: the
+/// statements quote the column `order` and the table `cat.db.my-table`.
+#[test]
+fn the_ddl_quotes_reserved_columns_and_table_names() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = table(json!([
+        col(1, "instrument_sk", true, "string"),
+        col(2, "exchange", true, "string"),
+    ]));
+    let mut added = base.clone();
+    added["fields"].as_array_mut().expect("fields").extend([
+        col(3, "order", false, "string"),
+        col(4, "select", false, "int"),
+    ]);
+    let old = write(dir.path(), "old.json", &base.to_string());
+    let new = write(dir.path(), "new.json", &added.to_string());
+    let out = covenant(&[
+        "plan",
+        "--format",
+        "iceberg",
+        "--table",
+        "cat.db.my-table",
+        "--output",
+        "json",
+        s(&new),
+        s(&old),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("plan JSON");
+    let sql: Vec<&str> = json["ddl"]["statements"]
+        .as_array()
+        .expect("statements")
+        .iter()
+        .filter_map(|s| s["sql"].as_str())
+        .collect();
+    assert_eq!(
+        sql,
+        [
+            "ALTER TABLE cat.db.`my-table` ADD COLUMN `order` string;",
+            "ALTER TABLE cat.db.`my-table` ADD COLUMN `select` int;",
+        ],
+        "{json}"
+    );
+    // The operations keep the names as they are; the table too.
+    assert_eq!(json["ddl"]["statements"][0]["path"], json!(["order"]));
+    assert_eq!(json["ddl"]["table"], "cat.db.my-table");
 }
 
 #[test]

@@ -82,12 +82,15 @@ pub struct DdlPlan {
 }
 
 /// The plan from `old` to `new` on `table`, or the findings that make the change one Iceberg
-/// cannot apply.
+/// cannot apply. The statements name the table quoted as Spark reads it (`cat.db.my-table`
+/// as ``cat.db.`my-table` ``); the plan keeps the name as given.
 pub fn plan_ddl(
     old: &IcebergSchema,
     new: &IcebergSchema,
     table: &str,
 ) -> Result<DdlPlan, Vec<Finding>> {
+    let named = table;
+    let table = &crate::types::quote_table(named);
     let mut refused: Vec<Finding> = rules::readability(new, old);
     refused.extend(rules::history(old, new));
     refused.retain(|f| f.is_error() && f.rule != rules::identifier_fields_changed::RULE.id);
@@ -109,7 +112,7 @@ pub fn plan_ddl(
         return Err(planner.refused);
     }
     Ok(DdlPlan {
-        table: table.to_string(),
+        table: named.to_string(),
         statements: planner.out,
         notes: planner.notes,
     })

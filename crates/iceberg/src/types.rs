@@ -304,16 +304,138 @@ impl fmt::Display for Type {
     }
 }
 
-/// A Spark SQL identifier, back-quoted when it is not a plain word.
+/// Spark SQL's keywords that cannot stand as a plain identifier: those reserved under ANSI
+/// mode (`spark.sql.ansi.enabled`) and those strict-non-reserved in the default mode (Spark's
+/// "SQL Keywords" table, docs/sql-ref-ansi-compliance.md). Quoting them is right in both
+/// modes. Sorted, for a binary search.
+const SPARK_RESERVED: [&str; 73] = [
+    "ALL",
+    "AND",
+    "ANTI",
+    "ANY",
+    "AS",
+    "AUTHORIZATION",
+    "BOTH",
+    "CASE",
+    "CAST",
+    "CHECK",
+    "COLLATE",
+    "COLUMN",
+    "CONSTRAINT",
+    "CREATE",
+    "CROSS",
+    "CURRENT_DATE",
+    "CURRENT_TIME",
+    "CURRENT_TIMESTAMP",
+    "CURRENT_USER",
+    "DISTINCT",
+    "ELSE",
+    "END",
+    "ESCAPE",
+    "EXCEPT",
+    "FALSE",
+    "FETCH",
+    "FILTER",
+    "FOR",
+    "FOREIGN",
+    "FROM",
+    "FULL",
+    "GRANT",
+    "GROUP",
+    "HAVING",
+    "IN",
+    "INNER",
+    "INTERSECT",
+    "INTO",
+    "IS",
+    "JOIN",
+    "LATERAL",
+    "LEADING",
+    "LEFT",
+    "MINUS",
+    "NATURAL",
+    "NOT",
+    "NULL",
+    "ON",
+    "ONLY",
+    "OR",
+    "ORDER",
+    "OUTER",
+    "OVERLAPS",
+    "PRIMARY",
+    "REFERENCES",
+    "RIGHT",
+    "SELECT",
+    "SEMI",
+    "SESSION_USER",
+    "SOME",
+    "TABLE",
+    "THEN",
+    "TIME",
+    "TO",
+    "TRAILING",
+    "TRUE",
+    "UNION",
+    "UNIQUE",
+    "UNKNOWN",
+    "USER",
+    "USING",
+    "WHEN",
+    "WHERE",
+];
+
+/// A Spark SQL identifier, back-quoted when it is not a plain word or is a reserved keyword
+/// (a column named `order`).
 pub fn quote(name: &str) -> String {
     let plain = !name.is_empty()
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && SPARK_RESERVED
+            .binary_search(&name.to_ascii_uppercase().as_str())
+            .is_err();
     if plain {
         name.to_string()
     } else {
         format!("`{}`", name.replace('`', "``"))
     }
+}
+
+/// A multi-part table name (`catalog.db.table`) as Spark SQL reads it: split at the dots
+/// outside back-quotes, each part quoted as [`quote`] quotes a column (`cat.db.my-table`
+/// becomes ``cat.db.`my-table` ``); parts already back-quoted are kept as written.
+pub fn quote_table(name: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut part = String::new();
+    let mut quoted = false;
+    let mut chars = name.chars().peekable();
+    // Each part as (its name, whether it was back-quoted), unquoted as it is read.
+    let mut was_quoted = false;
+    let finish = |part: &mut String, was_quoted: &mut bool, parts: &mut Vec<String>| {
+        parts.push(if *was_quoted {
+            format!("`{}`", part.replace('`', "``"))
+        } else {
+            quote(part)
+        });
+        part.clear();
+        *was_quoted = false;
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '`' if quoted && chars.peek() == Some(&'`') => {
+                chars.next();
+                part.push('`');
+            }
+            '`' if quoted => quoted = false,
+            '`' if part.is_empty() => {
+                quoted = true;
+                was_quoted = true;
+            }
+            '.' if !quoted => finish(&mut part, &mut was_quoted, &mut parts),
+            c => part.push(c),
+        }
+    }
+    finish(&mut part, &mut was_quoted, &mut parts);
+    parts.join(".")
 }
 
 #[cfg(test)]
@@ -381,5 +503,34 @@ mod tests {
         assert_eq!(Primitive::Uuid.spark(), None);
         assert_eq!(quote("price increment"), "`price increment`");
         assert_eq!(quote("tick_size"), "tick_size");
+    }
+
+    #[test]
+    fn reserved_words_and_table_names_are_quoted() {
+        let mut sorted = SPARK_RESERVED;
+        sorted.sort_unstable();
+        assert_eq!(sorted, SPARK_RESERVED, "the binary search needs the order");
+        for reserved in ["order", "ORDER", "Select", "from", "group", "table", "user"] {
+            assert_eq!(quote(reserved), format!("`{reserved}`"));
+        }
+        for plain in [
+            "orders",
+            "ordered_at",
+            "status",
+            "exchange",
+            "first",
+            "date",
+        ] {
+            assert_eq!(quote(plain), plain);
+        }
+        assert_eq!(quote_table("cat.db.my-table"), "cat.db.`my-table`");
+        assert_eq!(quote_table("catalog.db.table"), "catalog.db.`table`");
+        assert_eq!(
+            quote_table("refdata.silver_instruments"),
+            "refdata.silver_instruments"
+        );
+        assert_eq!(quote_table("cat.`my.db`.t"), "cat.`my.db`.t");
+        assert_eq!(quote_table("cat.db.`odd``name`"), "cat.db.`odd``name`");
+        assert_eq!(quote_table("`order`"), "`order`");
     }
 }

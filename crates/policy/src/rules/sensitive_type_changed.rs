@@ -23,6 +23,11 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
         if new.node.kind != NodeKind::Field || old.node.type_name == new.node.type_name {
             continue;
         }
+        // A decimal widened at the same scale keeps every amount exact, as Avro's bytes
+        // decimal (whose type name does not carry the precision) already shows.
+        if super::value_reinterpreted::decimal_widened(old.node, new.node) {
+            continue;
+        }
         let Some(kind) = sensitivity(old.node).or_else(|| sensitivity(new.node)) else {
             continue;
         };
@@ -64,6 +69,29 @@ mod tests {
             findings[0].message,
             "Field 'amount' holds money or an exact amount and changed type from 'string' to 'bytes (decimal)'; even a legal promotion changes how consumers parse, round or compare it."
         );
+    }
+
+    #[test]
+    fn an_iceberg_decimal_widened_at_the_same_scale_keeps_its_amounts() {
+        let iceberg = |ty: &str| {
+            let mut tree = avro("E", vec![field("price", ty)]);
+            tree.format = "ICEBERG".into();
+            tree
+        };
+        let widened = run(
+            "SENSITIVE_TYPE_CHANGED",
+            &iceberg("decimal(9, 2)"),
+            &iceberg("decimal(18, 2)"),
+            &none(),
+        );
+        assert!(widened.is_empty(), "{widened:?}");
+        let rescaled = run(
+            "SENSITIVE_TYPE_CHANGED",
+            &iceberg("decimal(9, 2)"),
+            &iceberg("decimal(18, 4)"),
+            &none(),
+        );
+        assert_eq!(rescaled.len(), 1);
     }
 
     #[test]

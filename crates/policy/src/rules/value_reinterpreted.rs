@@ -13,7 +13,7 @@ pub static RULE: RuleSpec = RuleSpec {
     // structural finding), which is the worst kind of corruption to find later. Source:
     // schema-evolution-rules Rule 7, §23.2 and §23.3.
     default_severity: Severity::Error,
-    summary: "A field kept its name but the way its stored value is read changed: text or bytes became a decimal, a decimal's precision or scale changed, a time's unit or clock changed (millis, micros, nanos; date and timestamp; local and UTC), or an integer became an enum or back. Old records decode without error into different values. Source: schema-evolution-rules Rule 7, §23.2, §23.3.",
+    summary: "A field kept its name but the way its stored value is read changed: text or bytes became a decimal, a decimal's scale changed or its precision narrowed, a time's unit or clock changed (millis, micros, nanos; date and timestamp; local and UTC), or an integer became an enum or back. Old records decode without error into different values. Source: schema-evolution-rules Rule 7, §23.2, §23.3.",
     bad_example: "v1: {\"name\": \"amount\", \"type\": \"string\"}\nv2: {\"name\": \"amount\", \"type\": {\"type\": \"bytes\", \"logicalType\": \"decimal\", \"precision\": 18, \"scale\": 2}}",
     good_example: "v2: keep {\"name\": \"amount\", \"type\": \"string\", \"doc\": \"Deprecated: use amountMinorUnits.\"}\n    add {\"name\": \"amountMinorUnits\", \"type\": [\"null\", \"long\"], \"default\": null}",
     hint: "Keep the field as it is and add a new field whose name states the new representation (amountMinorUnits, eventTimeMicros), write both, reconcile, then deprecate the old one.",
@@ -79,11 +79,42 @@ fn reading(node: &Node) -> Reading {
     }
 }
 
+/// The precision and scale of `decimal(p,s)` (whitespace allowed, as Iceberg's readers allow
+/// it), or `None` for a decimal whose parameters are not stated.
+fn decimal_parameters(shown: &str) -> Option<(u32, u32)> {
+    let inner = shown
+        .strip_prefix("decimal")?
+        .trim()
+        .strip_prefix('(')?
+        .strip_suffix(')')?;
+    let (precision, scale) = inner.split_once(',')?;
+    Some((precision.trim().parse().ok()?, scale.trim().parse().ok()?))
+}
+
+/// A wider precision at the same scale keeps every stored value (Iceberg's and Avro's
+/// decimal promotion): the unscaled integer and its scale are read as they were written.
+fn widened(before: &str, after: &str) -> bool {
+    match (decimal_parameters(before), decimal_parameters(after)) {
+        (Some((p1, s1)), Some((p2, s2))) => s1 == s2 && p2 >= p1,
+        _ => false,
+    }
+}
+
+/// Whether `new` is `old`'s decimal with a wider (or equal) precision at the same scale,
+/// whatever the format spells it: every stored value reads as it was written.
+pub(crate) fn decimal_widened(old: &Node, new: &Node) -> bool {
+    matches!(
+        (reading(old), reading(new)),
+        (Reading::Decimal(a), Reading::Decimal(b)) if widened(&a, &b)
+    )
+}
+
 /// What changed, when the change reinterprets old values.
 fn reinterpretation(old: &Node, new: &Node) -> Option<String> {
     let (before, after) = (reading(old), reading(new));
     let what = match (&before, &after) {
         (a, b) if a == b => return None,
+        (Reading::Decimal(a), Reading::Decimal(b)) if widened(a, b) => return None,
         (_, Reading::Decimal(d)) => format!(
             "'{}' values are now read as {d}: stored text or bytes decode as a different number",
             old.display_type()
@@ -168,6 +199,45 @@ mod tests {
             vec![("level", "enum:acme.Level", 1)],
         )]);
         assert_eq!(run("VALUE_REINTERPRETED", &old, &new, &none()).len(), 1);
+    }
+
+    /// Iceberg's and Avro's decimal promotion: a wider precision at the same scale reads
+    /// every stored value as it was written. A narrower one, or another scale, does not.
+    #[test]
+    fn a_decimal_widened_at_the_same_scale_keeps_its_values() {
+        let iceberg_decimal = |ty: &str| {
+            let mut tree = avro("E", vec![field("c", ty)]);
+            tree.format = "ICEBERG".into();
+            tree
+        };
+        for (a, b) in [
+            ("decimal(9, 2)", "decimal(18, 2)"),
+            ("decimal(10, 2)", "decimal(20, 2)"),
+            ("decimal(9,2)", "decimal( 38 , 2 )"),
+        ] {
+            let findings = run(
+                "VALUE_REINTERPRETED",
+                &iceberg_decimal(a),
+                &iceberg_decimal(b),
+                &none(),
+            );
+            assert!(findings.is_empty(), "{a} -> {b}: {findings:?}");
+        }
+        for (a, b) in [
+            ("decimal(18, 2)", "decimal(9, 2)"),
+            ("decimal(9, 2)", "decimal(18, 4)"),
+        ] {
+            let findings = run(
+                "VALUE_REINTERPRETED",
+                &iceberg_decimal(a),
+                &iceberg_decimal(b),
+                &none(),
+            );
+            assert_eq!(findings.len(), 1, "{a} -> {b}");
+        }
+        let old = avro("E", vec![field("x", "bytes").logical("decimal(9,2)")]);
+        let new = avro("E", vec![field("x", "bytes").logical("decimal(18,2)")]);
+        assert!(run("VALUE_REINTERPRETED", &old, &new, &none()).is_empty());
     }
 
     #[test]
