@@ -32,7 +32,7 @@ enum AuthCommand {
         #[arg(long = "role")]
         roles: Vec<String>,
     },
-    /// Grant OPERATION (Read, Write, Delete, Govern, Admin) on RESOURCE (`Config:`,
+    /// Grant OPERATION (Read, Write, Delete, Govern, Approve, Admin) on RESOURCE (`Config:`,
     /// `Subject:<regex>` or `SubjectPrefix:<text>`) to USER.
     Grant {
         file: PathBuf,

@@ -1,6 +1,7 @@
 //! The `covenant` binary. Exit codes: 0 success or compatible, 1 incompatible or invalid
 //! documents, 2 invalid input or usage.
 
+mod approve;
 mod audit;
 mod auth;
 mod check;
@@ -66,6 +67,11 @@ enum Command {
     Deprecations(governance::DeprecationsArgs),
     /// Report and query usage on a running registry.
     Usage(governance::UsageArgs),
+    /// Accept the findings of one rule for one exact candidate schema on a running registry
+    /// (accepted risk, on record; needs the Approve operation on the subject).
+    Approve(approve::ApproveArgs),
+    /// List or revoke a subject's approvals on a running registry.
+    Approvals(approve::ApprovalsArgs),
     /// Write the registry's whole state as JSON (docs/export-format.md).
     Export(transfer::ExportArgs),
     /// Load a dump written by `covenant export`, keeping ids, versions and governance.
@@ -109,6 +115,8 @@ fn main() -> ExitCode {
         Command::Consumers(args) => governance::run_consumers(args),
         Command::Deprecations(args) => governance::run_deprecations(args),
         Command::Usage(args) => governance::run_usage(args),
+        Command::Approve(args) => approve::run_approve(args),
+        Command::Approvals(args) => approve::run_approvals(args),
         Command::Export(args) => transfer::run_export(args),
         Command::Import(args) => transfer::run_import(args),
         Command::Migrate(args) => migrate::run(args),

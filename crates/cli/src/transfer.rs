@@ -890,6 +890,7 @@ mod tests {
             principal: "alice".into(),
             source: Some("10.0.0.7:5000".into()),
             request_id: Some("r-7".into()),
+            detail: None,
         };
         src.register(
             "users",

@@ -94,6 +94,7 @@ pub fn context_of(principal: &Principal, request_id: Option<&RequestId>) -> Audi
         principal: principal.actor(),
         source: principal.source.map(|s| s.to_string()),
         request_id: request_id.map(|r| r.0.clone()),
+        detail: None,
     }
 }
 
@@ -149,6 +150,7 @@ pub fn refused_entry(attempt: &RefusedAttempt<'_>) -> (AuditEntry, DenialKey) {
             .unwrap_or_else(|| "anonymous".to_string()),
         source: source_address(attempt.principal),
         request_id: attempt.request_id.map(str::to_string),
+        detail: None,
     };
     let mut target = match attempt.resource {
         Some(Resource::Subject(s)) => AuditTarget::subject(Some(s)),
@@ -406,6 +408,16 @@ const GOVERNANCE_WRITES: &[(&str, &str, &str)] = &[
         "POST",
         "/covenant/v1/deprecations/{id}/exceptions",
         "deprecation.exception",
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/approvals",
+        "approval.create",
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/approvals/{id}/revoke",
+        "approval.revoke",
     ),
     (
         "POST",

@@ -288,6 +288,9 @@ pub fn enable(
         governance: governance.clone(),
         registry: Arc::downgrade(registry),
     }));
+    registry.set_approval_source(Arc::new(crate::approval_routes::GovernanceApprovals(
+        governance.clone(),
+    )));
     governance
 }
 

@@ -646,6 +646,7 @@ pub async fn register(
             version: answer.version,
             schema: answer.schema.clone(),
             created: false,
+            approvals: Vec::new(),
         };
         let body = kept_body(&answer, format.is_none(), || {
             registration_body(&state, &subject, &sent, &reg, format)
@@ -712,6 +713,10 @@ async fn registration_body(
     m.insert("subject".into(), json!(subject));
     m.insert("version".into(), json!(reg.version));
     m.extend(schema_fields(&reg.schema, text));
+    if !reg.approvals.is_empty() {
+        // A Covenant extension: the accepted risk this version needed, on record.
+        m.insert("approvals".into(), json!(reg.approvals));
+    }
     Ok(json_bytes(&Value::Object(m)))
 }
 

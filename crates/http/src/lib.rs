@@ -5,6 +5,7 @@
 //! HTTP and the registry. Every failure, including malformed bodies, oversized bodies, unknown
 //! paths, wrong methods and panics, is answered as `{"error_code", "message"}`.
 
+pub mod approval_routes;
 pub mod audit;
 pub mod auth;
 mod context_prefix;
@@ -183,6 +184,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/covenant/v1/deprecations/{id}/exceptions"),
     ("POST", "/covenant/v1/subjects/{subject}/removal-gate"),
     ("GET", "/covenant/v1/subjects/{subject}/readers"),
+    ("GET", "/covenant/v1/subjects/{subject}/approvals"),
+    ("POST", "/covenant/v1/subjects/{subject}/approvals"),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/approvals/{id}/revoke",
+    ),
     ("POST", "/covenant/v1/subjects/{subject}/plan"),
     ("GET", "/covenant/v1/subjects/{subject}/samples"),
     (
@@ -470,6 +477,14 @@ fn governance_routes() -> Router<AppState> {
             post(g::removal_gate_preview),
         )
         .route("/covenant/v1/subjects/{subject}/readers", get(g::readers))
+        .route(
+            "/covenant/v1/subjects/{subject}/approvals",
+            get(approval_routes::list).post(approval_routes::create),
+        )
+        .route(
+            "/covenant/v1/subjects/{subject}/approvals/{id}/revoke",
+            post(approval_routes::revoke),
+        )
 }
 
 /// Replication to other registries (see [`exporter_routes`]).

@@ -276,12 +276,29 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
         "/covenant/v1/subjects/{subject}/readers",
         "Who fetched which version of the subject (schema by id, version, lookup), counted per reader (principal, else User-Agent) within the usage retention, with the consumer each reader is attributed to now (null: unattributed).",
     ),
+    (
+        "GET",
+        "/covenant/v1/subjects/{subject}/approvals",
+        "The subject's approvals (accepted risk on record), with their state now: live, expired or revoked.",
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/approvals",
+        "Accepts the findings of one rule (at one path, when given) for one exact candidate schema, with a reason and an optional expiry; a registration of that candidate then goes through and names the approval. Needs the Approve operation on the subject.",
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/approvals/{id}/revoke",
+        "Revokes an approval; registrations stop counting it.",
+    ),
 ];
 
 fn parameters(path: &str) -> Vec<Value> {
     let mut out = Vec::new();
     let id = if path.starts_with("/covenant/v1/deprecations") {
         "Deprecation id."
+    } else if path.contains("/approvals/") {
+        "Approval id."
     } else {
         "Global schema id."
     };

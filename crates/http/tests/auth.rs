@@ -299,6 +299,7 @@ fn matrix_auth_file() -> String {
         "m-writer",
         "m-configwriter",
         "m-governor",
+        "m-approver",
         "m-admin",
         HIDDEN_CLIENT,
     ] {
@@ -309,6 +310,7 @@ fn matrix_auth_file() -> String {
     grant(("username", "m-configwriter"), "Write", &["Config:"]);
     grant(("username", "m-governor"), "Govern", &team_a);
     grant(("username", "m-governor"), "Govern", &["Config:"]);
+    grant(("username", "m-approver"), "Approve", &team_a);
     grant(("username", "m-admin"), "Admin", &[".*"]);
     grant(("username", HIDDEN_CLIENT), "Govern", &["Config:"]);
     grant(("role", "team-a-deployers"), "Write", &team_a);
@@ -350,6 +352,13 @@ fn callers(jwt: &'static str) -> Vec<Caller> {
             label: "governor",
             who: basic("m-governor"),
             grants: vec![(Govern, TeamA), (Govern, Registry)],
+        },
+        // Accepting risk is its own grant: a governor (who reports usage) cannot approve,
+        // an approver can only approve (and read).
+        Caller {
+            label: "approver",
+            who: basic("m-approver"),
+            grants: vec![(Approve, TeamA)],
         },
         Caller {
             label: "admin",

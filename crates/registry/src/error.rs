@@ -104,8 +104,25 @@ pub enum RegistryError {
 fn incompatible_message(subject: &str, findings: &[Finding]) -> String {
     let details: Vec<String> = findings.iter().map(finding_text).collect();
     format!(
-        "Schema being registered is incompatible with an earlier schema for subject \"{subject}\", details: [{}]",
-        details.join(", ")
+        "Schema being registered is incompatible with an earlier schema for subject \"{subject}\", details: [{}].{}",
+        details.join(", "),
+        ways_forward(subject, findings)
+    )
+}
+
+/// The two safe ways past a refusal: the change each hint describes, which needs no approval,
+/// or accepted risk on record from whoever holds `Approve` on the subject.
+fn ways_forward(subject: &str, findings: &[Finding]) -> String {
+    if findings.is_empty() {
+        return String::new();
+    }
+    let rules: std::collections::BTreeSet<&str> =
+        findings.iter().map(|f| f.rule.as_ref()).collect();
+    let rules: Vec<&str> = rules.into_iter().collect();
+    let rule = rules.first().copied().unwrap_or("RULE");
+    format!(
+        " Ways forward: make the change each hint describes, which needs no approval; or ask a principal holding the Approve operation on subject \"{subject}\" to accept the risk of {} for this exact schema (covenant approve --subject {subject} --rule {rule} --reason TEXT FILE), then register it again.",
+        rules.join(", ")
     )
 }
 

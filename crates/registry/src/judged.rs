@@ -2,6 +2,7 @@
 //! of the subject, and what makes it safe to commit later (optimistic concurrency).
 
 use crate::admission::Admitted;
+use crate::approvals::{AcceptedRisk, accept};
 use crate::evolution::{self, Evolution};
 use crate::removal::{RemovalVerdict, removed_fields};
 use crate::{
@@ -36,6 +37,8 @@ pub(crate) struct Judged {
     pub group: Option<String>,
     pub explicit_version: Option<i64>,
     pub evolution: Option<Evolution>,
+    /// Live approvals for this exact candidate (see `approvals.rs`).
+    pub approvals: Vec<AcceptedRisk>,
     pub removal: Option<RemovalVerdict>,
     pub removal_enabled: bool,
     pub candidate: ParsedSchema,
@@ -49,12 +52,13 @@ pub(crate) struct Judged {
 }
 
 impl Judged {
-    /// Whether the candidate may follow the snapshot; on success, the fields it drops.
-    pub fn verdict(&self) -> Result<Vec<String>, GuardRefusal> {
+    /// Whether the candidate may follow the snapshot; on success, the fields it drops and the
+    /// approvals whose accepted risk it needed.
+    pub fn verdict(&self) -> Result<(Vec<String>, Vec<AcceptedRisk>), GuardRefusal> {
         let versions = self.versions.as_slice();
         self.next_version(versions)?;
-        self.compatible(versions)?;
-        self.removal(versions)
+        let accepted = self.compatible(versions)?;
+        Ok((self.removal(versions)?, accepted))
     }
 
     fn next_version(&self, versions: &[StoredVersion]) -> Result<(), GuardRefusal> {
@@ -70,9 +74,9 @@ impl Judged {
         )))
     }
 
-    fn compatible(&self, versions: &[StoredVersion]) -> Result<(), GuardRefusal> {
+    fn compatible(&self, versions: &[StoredVersion]) -> Result<Vec<AcceptedRisk>, GuardRefusal> {
         let Some(evolution) = &self.evolution else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let group = self.group.as_deref();
         let mine = group.map(|g| group_value(&self.metadata, g).cloned());
@@ -99,11 +103,16 @@ impl Judged {
             Registry::judge_and_count(evolution, self.level, &self.candidate, &priors, None)
                 .map_err(GuardRefusal::Domain)?;
         if report.compatible {
-            return Ok(());
+            return Ok(Vec::new());
+        }
+        let errors: Vec<_> = report.errors().cloned().collect();
+        let (left, accepted) = accept(&errors, &self.approvals);
+        if left.is_empty() {
+            return Ok(accepted);
         }
         Err(GuardRefusal::Domain(RegistryError::Incompatible {
             subject: self.subject.to_string(),
-            findings: report.errors().cloned().collect(),
+            findings: left,
         }))
     }
 

@@ -15,6 +15,7 @@
 
 mod admission;
 mod answers;
+mod approvals;
 mod cache;
 mod check_budget;
 mod contexts;
@@ -26,6 +27,9 @@ mod profiles;
 mod removal;
 
 pub use admission::AdmissionLimits;
+pub use approvals::{
+    AcceptedRisk, ApprovalSource, accept as accept_findings, approval_fingerprint,
+};
 pub use cache::DEFAULT_CACHE_ENTRIES;
 pub use check_budget::CheckBudget;
 pub use contexts::{prefix_matches, scope_for};
@@ -195,6 +199,8 @@ pub struct Registration {
     pub schema: Arc<SchemaRecord>,
     /// False when an existing version was returned.
     pub created: bool,
+    /// The approvals whose accepted risk let this version through (empty for most).
+    pub approvals: Vec<AcceptedRisk>,
 }
 
 /// Output formats of schema text.
@@ -241,6 +247,7 @@ pub struct Registry {
     /// Lookup and idempotent registration answers by request content ([`answers`]).
     answers: Answers,
     removal_check: RwLock<Option<Arc<dyn RemovalCheck>>>,
+    approval_source: RwLock<Option<Arc<dyn ApprovalSource>>>,
     samples: Option<Arc<dyn covenant_store::SampleStore>>,
     usage: RwLock<Option<Arc<dyn UsageEvidence>>>,
     limits: ReplayLimits,
@@ -627,6 +634,7 @@ impl Registry {
             parsed: IdCache::new(DEFAULT_CACHE_ENTRIES, cache::DEFAULT_PARSED_CACHE_BYTES),
             answers: Answers::new(DEFAULT_CACHE_ENTRIES),
             removal_check: RwLock::new(None),
+            approval_source: RwLock::new(None),
             samples: None,
             usage: RwLock::new(None),
             limits: ReplayLimits::default(),
@@ -1627,6 +1635,7 @@ impl Registry {
                 version: v.version,
                 schema,
                 created: false,
+                approvals: Vec::new(),
             }));
         }
 
@@ -1686,6 +1695,12 @@ impl Registry {
         } else {
             None
         };
+        // Accepted risk on record for this exact candidate (see approvals.rs).
+        let approvals = if run_check && !versions.is_empty() {
+            self.live_approvals(subject, &new_schema).await?
+        } else {
+            Vec::new()
+        };
         // Consumer governance: may the fields this candidate drops go? (see removal.rs)
         let removal = if mode.is_import() {
             None
@@ -1715,6 +1730,7 @@ impl Registry {
                 .map(str::to_string),
             explicit_version,
             evolution,
+            approvals,
             removal,
             removal_enabled: self.removal_check().is_some(),
             candidate,
@@ -1724,8 +1740,8 @@ impl Registry {
             check_budget: self.check_budget,
         };
         // The expensive part: outside the store's write lock and off the async workers.
-        let dropped = match self.off_runtime(move || judged.verdict()).await? {
-            Ok(dropped) => dropped,
+        let (dropped, accepted) = match self.off_runtime(move || judged.verdict()).await? {
+            Ok(passed) => passed,
             Err(GuardRefusal::Domain(e)) => return Err(e),
             Err(GuardRefusal::Retry) => return Ok(Attempt::Retry),
         };
@@ -1742,9 +1758,18 @@ impl Registry {
             }
         };
         let before_commit = self.answers.epoch();
+        // The registration's audit entry names the approvals it used.
+        let approved_audit = options.audit.filter(|_| !accepted.is_empty()).map(|c| {
+            let lines: Vec<String> = accepted.iter().map(AcceptedRisk::describe).collect();
+            AuditContext {
+                detail: Some(format!("accepted risk: {}", lines.join("; "))),
+                ..c.clone()
+            }
+        });
+        let audit = approved_audit.as_ref().or(options.audit);
         let outcome = match self
             .store
-            .register(subject, &new_schema, placement, &unchanged, options.audit)
+            .register(subject, &new_schema, placement, &unchanged, audit)
             .await
         {
             Ok(r) => r,
@@ -1808,6 +1833,11 @@ impl Registry {
             version: outcome.version,
             schema,
             created: outcome.created,
+            approvals: if outcome.created {
+                accepted
+            } else {
+                Vec::new()
+            },
         }))
     }
 

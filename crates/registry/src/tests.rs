@@ -717,6 +717,7 @@ async fn audited_writes_record_their_actor_and_refusals_record_nothing() {
         principal: "alice".into(),
         source: None,
         request_id: Some("r-1".into()),
+        detail: None,
     };
     let options = RegisterOptions {
         audit: Some(&ctx),

@@ -24,6 +24,10 @@ pub struct AuditContext {
     pub source: Option<String>,
     /// The request id echoed to the client as `X-Request-Id`.
     pub request_id: Option<String>,
+    /// What the write adds to its entry's detail when its target has none (a registration
+    /// names the approvals whose accepted risk it needed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl AuditContext {
@@ -41,7 +45,7 @@ impl AuditContext {
             config_key: target.config_key,
             outcome: OUTCOME_OK.to_string(),
             request_id: self.request_id.clone(),
-            detail: target.detail,
+            detail: target.detail.or_else(|| self.detail.clone()),
             count: 1,
             last_at: None,
         }
@@ -286,6 +290,7 @@ mod tests {
             principal: format!("anonymous ({})", "ü".repeat(400)),
             source: Some("10.0.0.1".into()),
             request_id: Some("r\n1".into()),
+            detail: None,
         }
         .entry("Read", AuditTarget::subject(Some(&"s\n".repeat(3000))));
         entry.outcome = OUTCOME_DENIED.into();

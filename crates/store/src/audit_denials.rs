@@ -257,6 +257,7 @@ mod tests {
             principal: "anonymous".into(),
             source: Some("10.0.0.1".into()),
             request_id: None,
+            detail: None,
         }
         .entry("Read", AuditTarget::subject(Some("x")));
         e.outcome = crate::audit::OUTCOME_DENIED.into();

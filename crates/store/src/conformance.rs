@@ -693,6 +693,7 @@ fn audited_by(principal: &str) -> AuditContext {
         principal: principal.into(),
         source: Some("127.0.0.1:9".into()),
         request_id: Some(format!("req-{principal}")),
+        detail: None,
     }
 }
 

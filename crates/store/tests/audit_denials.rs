@@ -11,6 +11,7 @@ fn refusal(principal: &str, subject: &str) -> AuditEntry {
         principal: principal.to_string(),
         source: Some("10.1.2.3".into()),
         request_id: Some(format!("req-{subject}")),
+        detail: None,
     }
     .entry("Read", AuditTarget::subject(Some(subject)));
     entry.outcome = OUTCOME_DENIED.into();

@@ -28,6 +28,7 @@ fn entry(principal: &str, operation: &str) -> AuditEntry {
         principal: principal.to_string(),
         source: Some("127.0.0.1".to_string()),
         request_id: Some(format!("{principal}-{operation}")),
+        detail: None,
     };
     context.entry(operation, AuditTarget::default())
 }

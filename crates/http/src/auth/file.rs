@@ -1,5 +1,5 @@
 //! The auth file: Karapace's `registry_authfile` layout, read unchanged, plus Covenant's
-//! extensions (roles on users, grants to roles, the `Delete`, `Govern` and `Admin`
+//! extensions (roles on users, grants to roles, the `Delete`, `Govern`, `Approve` and `Admin`
 //! operations, `SubjectPrefix:` resources).
 //!
 //! ```json
@@ -38,7 +38,7 @@ pub enum AuthFileError {
     Syntax { path: PathBuf, message: String },
     #[error("unknown password algorithm '{0}' (expected scrypt, sha1, sha256 or sha512)")]
     Algorithm(String),
-    #[error("unknown operation '{0}' (expected Read, Write, Delete, Govern or Admin)")]
+    #[error("unknown operation '{0}' (expected Read, Write, Delete, Govern, Approve or Admin)")]
     Operation(String),
     #[error("invalid resource '{resource}': {message}")]
     Resource { resource: String, message: String },

@@ -55,6 +55,9 @@ pub enum Operation {
     Delete,
     /// Consumers, usage reports, deprecations, exceptions, samples, live marks.
     Govern,
+    /// Accepting risk on record: approvals that let one exact candidate through named
+    /// findings. Separate from `Govern`, so an account that reports usage cannot accept risk.
+    Approve,
     /// Exporters, the audit trail, contexts, IMPORT mode and explicit ids; implies every other
     /// operation.
     Admin,
@@ -65,11 +68,12 @@ pub enum Operation {
 
 impl Operation {
     /// The operations an auth file may grant.
-    pub const ALL: [Operation; 5] = [
+    pub const ALL: [Operation; 6] = [
         Operation::Read,
         Operation::Write,
         Operation::Delete,
         Operation::Govern,
+        Operation::Approve,
         Operation::Admin,
     ];
 
@@ -87,6 +91,7 @@ impl Operation {
             Operation::Write => "Write",
             Operation::Delete => "Delete",
             Operation::Govern => "Govern",
+            Operation::Approve => "Approve",
             Operation::Admin => "Admin",
             Operation::Configure => "Configure",
         }

@@ -1,7 +1,7 @@
 //! What each route asks of its caller: one table, consulted by the authorization layer
 //! before any handler runs. A test fails when a route of [`crate::ROUTES`] is missing here.
 
-use super::Operation::{self, Admin, Configure, Delete, Govern, Read, Write};
+use super::Operation::{self, Admin, Approve, Configure, Delete, Govern, Read, Write};
 use axum::http::Method;
 
 /// What a route's operation applies to.
@@ -187,6 +187,24 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
         Target::Subject,
     ),
     (
+        "GET",
+        "/covenant/v1/subjects/{subject}/approvals",
+        Read,
+        Target::Subject,
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/approvals",
+        Approve,
+        Target::Subject,
+    ),
+    (
+        "POST",
+        "/covenant/v1/subjects/{subject}/approvals/{id}/revoke",
+        Approve,
+        Target::Subject,
+    ),
+    (
         "POST",
         "/covenant/v1/subjects/{subject}/plan",
         Read,
@@ -365,6 +383,7 @@ mod tests {
             ("DELETE", "/subjects/{subject}/versions/{version}", Delete),
             ("POST", "/covenant/v1/deprecations", Govern),
             ("GET", "/covenant/v1/consumers", Govern),
+            ("POST", "/covenant/v1/subjects/{subject}/approvals", Approve),
         ] {
             assert_eq!(
                 route_access(method, template).map(|r| r.0),
