@@ -142,6 +142,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // Every walk the server runs (requests and background steps) draws on a budget.
+    covenant_engine::budget::require();
     // Bound and checked first: a refused configuration touches no store.
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await

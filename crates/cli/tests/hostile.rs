@@ -733,4 +733,18 @@ async fn hostile_clients_never_take_the_server_down() {
     assert_eq!(slow_closed, 50, "slow heads left open");
     assert_eq!(half_closed, 50, "half bodies left open");
     assert_eq!(idle_closed, 1200, "idle connections left open");
+    // Every walk those requests caused ran under a budget: none was charged outside one.
+    let metrics = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    let unbudgeted = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("covenant_unbudgeted_walks_total "))
+        .expect("covenant_unbudgeted_walks_total is exported");
+    assert_eq!(unbudgeted.trim(), "0", "walks outside any budget");
 }

@@ -182,10 +182,52 @@ fn poll(active: &Active, units: u64) -> bool {
 }
 
 /// Charges `units` of work to the current budget; true when the budget is spent and the
-/// caller should stop. Without a budget installed it is always false.
+/// caller should stop. Without a budget installed it is always false, and in a process that
+/// [requires](require) budgets it is a defect ([`unbudgeted`]).
 pub fn charge(units: u64) -> bool {
-    let active = ACTIVE.with(|a| a.borrow().last().cloned());
-    active.is_some_and(|b| poll(&b, units))
+    match ACTIVE.with(|a| a.borrow().last().cloned()) {
+        Some(active) => poll(&active, units),
+        None => {
+            unbudgeted();
+            false
+        }
+    }
+}
+
+/// Set by a process in which all work must run under a budget (the server).
+static REQUIRED: AtomicBool = AtomicBool::new(false);
+/// Walks that charged work outside any budget in such a process.
+static UNBUDGETED: AtomicU64 = AtomicU64::new(0);
+
+/// Declares that every walk in this process runs under a budget: from now on, work charged
+/// outside [`Budget::run`] is counted ([`unbudgeted_walks`]) and logged, and in debug builds
+/// (every test of the server) it panics, so a path that nobody attached a budget to fails
+/// the first test that takes it. Work meant to be unlimited says so with
+/// `Budget::default().run(..)`.
+pub fn require() {
+    REQUIRED.store(true, Ordering::Relaxed);
+}
+
+/// How many walks charged work outside any budget since [`require`].
+pub fn unbudgeted_walks() -> u64 {
+    UNBUDGETED.load(Ordering::Relaxed)
+}
+
+fn unbudgeted() {
+    if !REQUIRED.load(Ordering::Relaxed) {
+        return;
+    }
+    if UNBUDGETED.fetch_add(1, Ordering::Relaxed) == 0 {
+        eprintln!(
+            "covenant: work was charged outside any budget (a path without a budget); \
+             this is a defect: {}",
+            std::backtrace::Backtrace::force_capture()
+        );
+    }
+    debug_assert!(
+        false,
+        "work charged outside any budget in a process that requires one"
+    );
 }
 
 /// Spends the current budget at once: for a walk that met a structure it must not continue
@@ -214,6 +256,46 @@ pub fn spent() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Run in a process of its own (below): `require` is process-wide.
+    #[test]
+    fn required_budget_child() {
+        if std::env::var_os("COVENANT_BUDGET_CHILD").is_none() {
+            return;
+        }
+        require();
+        let inside = Budget::new(None, Some(10)).run(|| charge(1));
+        assert_eq!(inside, Ok(false), "work under a budget is fine");
+        assert_eq!(unbudgeted_walks(), 0);
+        let _ = charge(1);
+        // Release builds count and go on.
+        assert_eq!(unbudgeted_walks(), 1);
+        println!("counted, not stopped");
+    }
+
+    #[test]
+    fn work_outside_a_required_budget_is_a_defect() {
+        let child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--exact",
+                "budget::tests::required_budget_child",
+                "--nocapture",
+            ])
+            .env("COVENANT_BUDGET_CHILD", "1")
+            .output()
+            .expect("run the child test");
+        let stderr = String::from_utf8_lossy(&child.stderr);
+        let stdout = String::from_utf8_lossy(&child.stdout);
+        assert!(
+            stderr.contains("work was charged outside any budget"),
+            "{stderr}"
+        );
+        if cfg!(debug_assertions) {
+            assert!(!child.status.success(), "debug builds stop: {stdout}");
+        } else {
+            assert!(stdout.contains("counted, not stopped"), "{stdout}");
+        }
+    }
 
     #[test]
     fn no_budget_never_spent() {

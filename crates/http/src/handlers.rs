@@ -1231,6 +1231,9 @@ pub async fn metrics(State(state): State<AppState>, access: Access) -> Response 
             metrics::gauge!("covenant_schemas", "type" => t).set(n as f64);
         }
     }
+    // Walks that ran outside any budget: a defect, which an operator alerts on.
+    metrics::counter!("covenant_unbudgeted_walks_total")
+        .absolute(covenant_engine::budget::unbudgeted_walks());
     let mut text = crate::metrics_view::filter(&state.metrics.render(), &access);
     text.push_str(&crate::profile_routes::population_gauges(&state, &access).await);
     let mut r = (StatusCode::OK, text).into_response();
