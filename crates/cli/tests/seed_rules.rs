@@ -390,6 +390,101 @@ async fn renames_plan_the_seed_rollout_on_the_server() {
     );
 }
 
+const STATUS_V1: &str = r#"{"type":"record","name":"CaseEvent","fields":[{"name":"caseId","type":"string"},{"name":"caseStatus","type":{"type":"enum","name":"CaseStatus","symbols":["OPEN","UNDER_REVIEW","ESCALATED","CLOSED"],"default":"OPEN"}}]}"#;
+const STATUS_V2: &str = r#"{"type":"record","name":"CaseEvent","fields":[{"name":"caseId","type":"string"},{"name":"caseStatus","type":{"type":"enum","name":"CaseStatus","symbols":["OPEN","UNDER_REVIEW","ESCALATED","CLOSED","SUSPENDED"],"default":"OPEN"}}]}"#;
+const ASSIGNED_V1: &str = r#"{"type":"record","name":"CaseAssigned","doc":"One CaseAssigned event per case assignment.","fields":[{"name":"caseId","type":"string"},{"name":"assignee","type":"string"}]}"#;
+const ASSIGNED_V2: &str = r#"{"type":"record","name":"CaseAssigned","doc":"One CaseAssigned event per assignee role.","fields":[{"name":"caseId","type":"string"},{"name":"assignee","type":"string"}]}"#;
+
+/// The seed's enum expansion steps (§19.3), in its order, with the field and the value.
+fn assert_enum_expansion_plan(value: &Value) {
+    assert_eq!(value["order"], "readers_first", "{value}");
+    assert_eq!(combination(value, "new", "old")["safe"], false);
+    assert_eq!(
+        combination(value, "new", "old")["reasons"][0]["rule"],
+        "ENUM_VALUE_ADDED"
+    );
+    assert_eq!(combination(value, "old", "new")["safe"], true);
+    let steps = steps(value);
+    let starts = [
+        "Enum expansion rollout for Field 'caseStatus', new value 'SUSPENDED': add unknown/default handling in every consumer",
+        "Deploy the consumers with that handling",
+        "Add the value to the contract",
+        "Update reporting classifications for Field 'caseStatus': decide how 'SUSPENDED' is classified",
+        "Deploy the producers that emit the new value.",
+        "Monitor unknown value metrics: contract.enum.unknown{field=\"caseStatus\"}",
+    ];
+    assert_eq!(steps.len(), starts.len(), "{steps:#?}");
+    for (step, start) in steps.iter().zip(starts) {
+        assert!(
+            step.starts_with(start),
+            "{step:?} does not start with {start:?}"
+        );
+    }
+    assert_eq!(
+        value["watch"],
+        json!(["contract.enum.unknown{field=\"caseStatus\"}"])
+    );
+}
+
+/// §19.3 and Rule 4: an enum expansion plans handling, consumers, classifications,
+/// producers and the unknown-value metric; a grain change plans a new event type.
+#[test]
+fn enum_expansion_and_grain_change_plan_the_seed_rollouts_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let v1 = write(dir.path(), "status1.avsc", STATUS_V1);
+    let v2 = write(dir.path(), "status2.avsc", STATUS_V2);
+    let (code, value) = plan(&[s(&v2), s(&v1)]);
+    assert_eq!(code, Some(0), "{value}");
+    assert_enum_expansion_plan(&value);
+    let out = covenant(&["plan", s(&v2), s(&v1)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\nWatch:\n  - contract.enum.unknown{field=\"caseStatus\"}\n"),
+        "{text}"
+    );
+
+    let g1 = write(dir.path(), "assigned1.avsc", ASSIGNED_V1);
+    let g2 = write(dir.path(), "assigned2.avsc", ASSIGNED_V2);
+    let (code, value) = plan(&[s(&g2), s(&g1)]);
+    assert_eq!(
+        (code, &value["order"]),
+        (Some(1), &json!("neither")),
+        "{value}"
+    );
+    let steps = steps(&value);
+    assert!(
+        steps[1].starts_with(
+            "Event grain change: 'CaseAssigned' must keep its grain. Create a new event type for the new grain"
+        ),
+        "{steps:#?}"
+    );
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.starts_with("Dual-publish 'CaseAssigned' and the new event type"))
+    );
+    assert!(
+        !steps
+            .iter()
+            .any(|s| s.starts_with("Breaking semantic change rollout"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enum_expansion_plans_the_seed_rollout_on_the_server() {
+    let server = Server::start().await;
+    server.registered("case-status", "AVRO", STATUS_V1).await;
+    let (status, value) = server
+        .call(
+            "POST",
+            "/covenant/v1/subjects/case-status/plan",
+            Some(json!({"schema": STATUS_V2})),
+        )
+        .await;
+    assert_eq!(status, 200, "{value}");
+    assert_enum_expansion_plan(&value);
+}
+
 const INSTRUMENT_V1: &str = r#"{"type":"record","name":"Instrument","fields":[{"name":"symbol","type":"string"},{"name":"tickSize","type":"string"}]}"#;
 const INSTRUMENT_V2: &str =
     r#"{"type":"record","name":"Instrument","fields":[{"name":"symbol","type":"string"}]}"#;

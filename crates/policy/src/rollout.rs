@@ -96,6 +96,10 @@ pub struct RolloutPlan {
     /// Old/old, old/new, new/old, new/new (producer/consumer), in that order.
     pub combinations: Vec<Combination>,
     pub steps: Vec<String>,
+    /// The metrics to watch while old and new versions run side by side, in the seed's
+    /// naming (§21): `contract.enum.unknown{field="caseStatus"}` for an enum expansion.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watch: Vec<String>,
 }
 
 fn split(findings: &[Finding]) -> (Vec<Reason>, Vec<Reason>) {
@@ -175,6 +179,7 @@ pub fn plan(backward: &Report, forward: &Report) -> RolloutPlan {
         order,
         combinations,
         steps: steps(order),
+        watch: Vec::new(),
     }
 }
 
@@ -183,12 +188,90 @@ pub fn plan(backward: &Report, forward: &Report) -> RolloutPlan {
 /// No deployment order fixes that; only a new field (or event type) does.
 const RENAME_RULES: [&str; 1] = ["LIKELY_RENAME"];
 const MEANING_RULES: [&str; 2] = ["MEANING_CHANGED", "VALUE_REINTERPRETED"];
+/// A new enum value: old consumers may reject, drop or misclassify it, so a new producer
+/// must not reach an old consumer (the seed's enum expansion rollout, §19.3).
+const ENUM_RULE: &str = "ENUM_VALUE_ADDED";
+
+/// One enum that gained values, as an `ENUM_VALUE_ADDED` finding names it.
+struct Expansion {
+    /// `Enum 'CaseStatus'` or `Field 'status'`.
+    what: String,
+    /// The name the unknown-value metric is tagged with.
+    field: String,
+    /// `value 'SUSPENDED'`, or `values 'A' and 'B'`.
+    listed: String,
+    /// `'SUSPENDED'`, or `'A' and 'B'`.
+    values: String,
+    /// `consumers known to read it: 'billing'`, when the finding names them.
+    consumers: Option<String>,
+}
+
+impl Expansion {
+    /// Read from the finding's message: `Enum 'CaseStatus' gained enum value 'SUSPENDED';
+    /// old consumers may ... (consumers known to read it: 'billing').`
+    fn of(f: &Finding) -> Expansion {
+        let message = f.message.as_str();
+        let (what, rest) = message
+            .split_once(" gained enum ")
+            .unwrap_or(("The enum", message));
+        // `value 'SUSPENDED'` or `values 'A' and 'B'`, up to the end of the sentence.
+        let listed = rest.split(';').next().unwrap_or("").to_string();
+        let values = listed
+            .split_once(' ')
+            .map(|(_, v)| v.to_string())
+            .unwrap_or_else(|| listed.clone());
+        let field = what
+            .split('\'')
+            .nth(1)
+            .map(str::to_string)
+            .or_else(|| {
+                f.path
+                    .rsplit('/')
+                    .find(|s| !s.is_empty())
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| "enum".to_string());
+        let consumers = message
+            .split_once("(consumers known to read it: ")
+            .map(|(_, c)| {
+                format!(
+                    "consumers known to read it: {}",
+                    c.trim_end_matches(").").trim_end_matches(')')
+                )
+            });
+        Expansion {
+            what: what.to_string(),
+            field,
+            listed,
+            values,
+            consumers,
+        }
+    }
+
+    fn metric(&self) -> String {
+        format!("contract.enum.unknown{{field=\"{}\"}}", self.field)
+    }
+}
+
+/// Whether a `MEANING_CHANGED` finding is about a record (an event type) rather than a field:
+/// its doc changed what one event stands for, its grain.
+fn grain_change(f: &Finding) -> bool {
+    f.rule == "MEANING_CHANGED" && f.message.starts_with("Record '")
+}
+
+/// The record a grain change names (`CaseAssigned`).
+fn record_name(f: &Finding) -> &str {
+    f.message.split('\'').nth(1).unwrap_or("the event")
+}
 
 /// [`plan`] with direction-free semantic findings (from [`crate::evaluate`]) counted against
 /// both mixed combinations: a changed meaning misleads an old consumer of new data and a new
 /// consumer of old data alike. Renames and meaning changes at warning or above block both
 /// mixes, and the steps become the seed's rename rollout (§19.2) or breaking semantic change
-/// rollout (§19.4).
+/// rollout (§19.4); a record whose meaning changed (its event grain) plans a new event type
+/// (Rule 4). An enum value added at warning or above blocks the new producer reaching an
+/// old consumer, and the steps become the seed's enum expansion rollout (§19.3), with the
+/// unknown-value metric to watch.
 pub fn plan_with_semantics(
     backward: &Report,
     forward: &Report,
@@ -197,8 +280,10 @@ pub fn plan_with_semantics(
     let reshaping = |f: &Finding, rules: &[&str]| {
         f.severity >= Severity::Warning && rules.contains(&f.rule.as_ref())
     };
+    let expanding = |f: &Finding| f.severity >= Severity::Warning && f.rule == ENUM_RULE;
     let blocking: Vec<Finding> = semantic
         .iter()
+        .filter(|f| !expanding(f))
         .map(|f| {
             let mut f = f.clone();
             if reshaping(&f, &RENAME_RULES) || reshaping(&f, &MEANING_RULES) {
@@ -207,25 +292,110 @@ pub fn plan_with_semantics(
             f
         })
         .collect();
-    let with = |report: &Report| {
+    let expansions: Vec<&Finding> = semantic.iter().filter(|f| expanding(f)).collect();
+    let with = |report: &Report, extra: &[Finding]| {
         let mut findings = report.findings.clone();
         findings.extend(blocking.iter().cloned());
+        findings.extend(extra.iter().cloned());
         Report::from_findings(findings)
     };
-    let mut out = plan(&with(backward), &with(forward));
+    // An old consumer meets the new value only from a new producer; a new consumer reading
+    // old records never sees it, so that combination keeps it for review.
+    let blocked: Vec<Finding> = expansions
+        .iter()
+        .map(|f| (*f).clone().with_severity(Severity::Error))
+        .collect();
+    let reviewed: Vec<Finding> = expansions
+        .iter()
+        .map(|f| (*f).clone().with_severity(Severity::Warning))
+        .collect();
+    let mut out = plan(&with(backward, &reviewed), &with(forward, &blocked));
     let renamed = semantic.iter().any(|f| reshaping(f, &RENAME_RULES));
-    let meaning = semantic.iter().any(|f| reshaping(f, &MEANING_RULES));
-    if renamed || meaning {
-        out.steps = semantic_steps(renamed, meaning);
+    let grains: Vec<&Finding> = semantic
+        .iter()
+        .filter(|f| reshaping(f, &MEANING_RULES) && grain_change(f))
+        .collect();
+    let meaning = semantic
+        .iter()
+        .any(|f| reshaping(f, &MEANING_RULES) && !grain_change(f));
+    if renamed || meaning || !grains.is_empty() {
+        out.steps = semantic_steps(renamed, meaning, &grains);
+    } else if !expansions.is_empty() && out.order == DeploymentOrder::Neither {
+        // Another change leaves no safe order; the enum's own steps follow that rollout.
+        out.steps.extend(enum_steps(&expansions));
+    } else if !expansions.is_empty() {
+        out.steps = enum_steps(&expansions);
     }
+    if (renamed || meaning || !grains.is_empty()) && !expansions.is_empty() {
+        out.steps.extend(enum_steps(&expansions));
+    }
+    out.watch = expansions
+        .iter()
+        .map(|f| Expansion::of(f).metric())
+        .collect();
+    out.watch.dedup();
     out
 }
 
-/// The seed's rollouts for a rename (§19.2) and a breaking semantic change (§19.4).
-fn semantic_steps(renamed: bool, meaning: bool) -> Vec<String> {
-    let mut steps = vec![
-        "No deployment order makes this change safe as written: old and new versions disagree on what a field holds. Only a new field (or a new event type) makes it safe.".to_string(),
-    ];
+/// The seed's enum expansion rollout (§19.3), for the enums that gained values: handling
+/// first, then consumers, the contract, classifications, producers, and the metric.
+fn enum_steps(expansions: &[&Finding]) -> Vec<String> {
+    let expansions: Vec<Expansion> = expansions.iter().map(|f| Expansion::of(f)).collect();
+    let mut steps = Vec::new();
+    for e in &expansions {
+        let who = match &e.consumers {
+            Some(consumers) => format!(" ({consumers})"),
+            None => String::new(),
+        };
+        steps.push(format!(
+            "Enum expansion rollout for {}, new {}: add unknown/default handling in every consumer{who} (a default symbol or an UNKNOWN branch that counts and routes the value, never a failing switch, a dropped record or a silent OPEN).",
+            e.what, e.listed
+        ));
+    }
+    steps.extend([
+        "Deploy the consumers with that handling; no producer may emit a new value before every consumer runs it.".to_string(),
+        "Add the value to the contract: register this schema version.".to_string(),
+    ]);
+    for e in &expansions {
+        steps.push(format!(
+            "Update reporting classifications for {}: decide how {} is classified in reports, dashboard filters and regulated paths, and have its meaning approved where a regulated path reads it.",
+            e.what, e.values
+        ));
+    }
+    steps.push("Deploy the producers that emit the new value.".to_string());
+    for e in &expansions {
+        steps.push(format!(
+            "Monitor unknown value metrics: {} counts records whose {} value a consumer did not know; it should stay at zero, and a non-zero count names a consumer still on old handling.",
+            e.metric(),
+            e.field
+        ));
+    }
+    steps
+}
+
+/// The seed's rollouts for a rename (§19.2), a breaking semantic change (§19.4) and an event
+/// grain change (Rule 4: a new event type, not a new version of the same one).
+fn semantic_steps(renamed: bool, meaning: bool, grains: &[&Finding]) -> Vec<String> {
+    let mut steps = vec![if renamed || meaning {
+        "No deployment order makes this change safe as written: old and new versions disagree on what a field holds. Only a new field (or a new event type) makes it safe."
+    } else {
+        "No deployment order makes this change safe as written: old and new versions disagree on what one event stands for. Only a new event type makes it safe."
+    }
+    .to_string()];
+    for grain in grains {
+        let record = record_name(grain);
+        steps.extend([
+            format!(
+                "Event grain change: '{record}' must keep its grain. Create a new event type for the new grain (a new record name and subject, or a major contract version) instead of registering this version of '{record}'."
+            ),
+            format!(
+                "Dual-publish '{record}' and the new event type while consumers migrate."
+            ),
+            "Migrate consumers gradually: rebuild counts, dedupe keys, state stores and reports on the new event type, one grain at a time.".to_string(),
+            format!("Backfill or bridge historical '{record}' data into the new event type."),
+            format!("Retire '{record}' only after an explicit sunset."),
+        ]);
+    }
     if renamed {
         steps.extend(
             [
@@ -317,6 +487,12 @@ impl RolloutPlan {
         out.push_str("\nSteps:\n");
         for (i, step) in self.steps.iter().enumerate() {
             let _ = writeln!(out, "  {}. {step}", i + 1);
+        }
+        if !self.watch.is_empty() {
+            out.push_str("\nWatch:\n");
+            for metric in &self.watch {
+                let _ = writeln!(out, "  - {metric}");
+            }
         }
         out
     }
@@ -432,6 +608,86 @@ mod tests {
         let p = plan_with_semantics(&ok(), &ok(), &[quiet]);
         assert_eq!(p.order, DeploymentOrder::EitherOrder);
         assert_eq!(p.combinations[1].review[0].rule, "LIKELY_RENAME");
+    }
+
+    fn expansion() -> Finding {
+        Finding {
+            path: "/fields/caseStatus".into(),
+            ..finding(
+                "ENUM_VALUE_ADDED",
+                Severity::Warning,
+                "Field 'caseStatus' gained enum value 'SUSPENDED'; old consumers may reject, drop or misclassify it (consumers known to read it: 'case-reports').",
+            )
+        }
+    }
+
+    /// The seed's §19.3: handling, consumers, contract, classifications, producers, metric.
+    #[test]
+    fn an_enum_expansion_plans_the_seed_steps_and_the_metric_to_watch() {
+        let p = plan_with_semantics(&ok(), &ok(), &[expansion()]);
+        assert_eq!(p.order, DeploymentOrder::ReadersFirst);
+        assert_eq!(safety(&p), [true, true, false, true]);
+        assert_eq!(p.combinations[2].reasons[0].rule, "ENUM_VALUE_ADDED");
+        assert_eq!(p.combinations[1].review[0].rule, "ENUM_VALUE_ADDED");
+        assert_eq!(
+            p.steps,
+            [
+                "Enum expansion rollout for Field 'caseStatus', new value 'SUSPENDED': add unknown/default handling in every consumer (consumers known to read it: 'case-reports') (a default symbol or an UNKNOWN branch that counts and routes the value, never a failing switch, a dropped record or a silent OPEN).",
+                "Deploy the consumers with that handling; no producer may emit a new value before every consumer runs it.",
+                "Add the value to the contract: register this schema version.",
+                "Update reporting classifications for Field 'caseStatus': decide how 'SUSPENDED' is classified in reports, dashboard filters and regulated paths, and have its meaning approved where a regulated path reads it.",
+                "Deploy the producers that emit the new value.",
+                "Monitor unknown value metrics: contract.enum.unknown{field=\"caseStatus\"} counts records whose caseStatus value a consumer did not know; it should stay at zero, and a non-zero count names a consumer still on old handling.",
+            ]
+        );
+        assert_eq!(p.watch, ["contract.enum.unknown{field=\"caseStatus\"}"]);
+        let text = p.render_text();
+        assert!(
+            text.ends_with("\nWatch:\n  - contract.enum.unknown{field=\"caseStatus\"}\n"),
+            "{text}"
+        );
+        // Structurally unreadable as well: the enum's steps follow the new-subject ones.
+        let p = plan_with_semantics(&broken("TYPE_MISMATCH"), &ok(), &[expansion()]);
+        assert_eq!(p.order, DeploymentOrder::Neither);
+        assert!(p.steps[0].starts_with("No deployment order is safe"));
+        assert!(
+            p.steps
+                .iter()
+                .any(|s| s.starts_with("Enum expansion rollout"))
+        );
+        // Turned off (or info), the value is only reviewed and the plan is the generic one.
+        let quiet = Finding {
+            severity: Severity::Info,
+            ..expansion()
+        };
+        let p = plan_with_semantics(&ok(), &ok(), &[quiet]);
+        assert_eq!(p.order, DeploymentOrder::EitherOrder);
+        assert!(p.watch.is_empty());
+    }
+
+    /// Rule 4: an event's grain does not change under the same event type.
+    #[test]
+    fn a_grain_change_plans_a_new_event_type() {
+        let grain = Finding {
+            path: "".into(),
+            ..finding(
+                "MEANING_CHANGED",
+                Severity::Warning,
+                "Record 'CaseAssigned' keeps its name and type 'record:CaseAssigned' but its doc changed from 'One event per case assignment.' to 'One event per assignee role.'; a changed event meaning or grain (one event per assignment becoming one per assignee) breaks counts, dedupe, state stores and reports.",
+            )
+        };
+        let p = plan_with_semantics(&ok(), &ok(), &[grain]);
+        assert_eq!(p.order, DeploymentOrder::Neither);
+        assert_eq!(
+            p.steps[1..],
+            [
+                "Event grain change: 'CaseAssigned' must keep its grain. Create a new event type for the new grain (a new record name and subject, or a major contract version) instead of registering this version of 'CaseAssigned'.",
+                "Dual-publish 'CaseAssigned' and the new event type while consumers migrate.",
+                "Migrate consumers gradually: rebuild counts, dedupe keys, state stores and reports on the new event type, one grain at a time.",
+                "Backfill or bridge historical 'CaseAssigned' data into the new event type.",
+                "Retire 'CaseAssigned' only after an explicit sunset.",
+            ]
+        );
     }
 
     #[test]
