@@ -202,7 +202,10 @@ pub async fn create(
     let gov = governance(&state)?;
     let now = gov.now();
     let rule = text_field(&body.rule, "rule")?.to_ascii_uppercase();
-    if covenant_schema::find_rule(&rule).is_none() {
+    let known = covenant_policy::all_rule_groups()
+        .iter()
+        .any(|(_, rules)| rules.iter().any(|r| r.id == rule));
+    if !known {
         return Err(ApiError::invalid_input(format!(
             "'{rule}' is not a rule id (see docs/rules.md)"
         )));
