@@ -762,3 +762,153 @@ async fn exporter_status_shows_no_credential_no_raw_reply_and_no_file_detail() {
     );
     assert!(!config.to_string().contains("pw"), "{config}");
 }
+
+/// A's audit entries for `operation`, newest last.
+async fn audit_of(a: &Node, operation: &str) -> Vec<Value> {
+    let (status, page) = a.call("GET", "/covenant/v1/audit?limit=500", None).await;
+    assert_eq!(status, 200, "{page}");
+    page["entries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e["operation"] == operation)
+        .collect()
+}
+
+/// A's `covenant_exporter_conflicts_total` for `name` (0 when not yet counted).
+async fn conflicts_counted(a: &Node, name: &str) -> u64 {
+    let text = a
+        .http
+        .get(format!("{}/metrics", a.serve.base))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    let series = format!("covenant_exporter_conflicts_total{{exporter=\"{name}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .map_or(0, |n| n.trim().parse().expect("count"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destination_that_diverged_pauses_the_exporter_and_keeps_its_own_versions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a_port, b_port) = (support::free_port(), support::free_port());
+    let a = Node::start(a_port, &dir.path().join("a"), None).await;
+    let b = Node::start(b_port, &dir.path().join("b"), None).await;
+    a.register("orders", json!({"schema": record("Order", &["id"])}))
+        .await;
+    create_exporter(&a, b_port).await;
+    wait_status(&a, "to-b", "first copy", caught_up).await;
+
+    // B's copy is in IMPORT mode: a plain registration there is refused, as Confluent
+    // refuses it, so B cannot draw an id of its own for the subject.
+    let (status, refused) = b
+        .call(
+            "POST",
+            "/subjects/orders/versions",
+            Some(json!({"schema": record("Order", &["id", "mine"])})),
+        )
+        .await;
+    assert_eq!(
+        (status, &refused["error_code"]),
+        (422, &json!(42205)),
+        "{refused}"
+    );
+    // Someone imports a version 2 of their own into B anyway.
+    let theirs = record("Order", &["id", "theirs"]);
+    let (status, imported) = b
+        .call(
+            "POST",
+            "/subjects/orders/versions",
+            Some(json!({"schema": theirs, "id": 50, "version": 2})),
+        )
+        .await;
+    assert_eq!(status, 200, "{imported}");
+
+    // A's own version 2 (id 2) meets B's: the exporter stops and says why.
+    let ours = a
+        .register(
+            "orders",
+            json!({"schema": record("Order", &["id", "ours"])}),
+        )
+        .await;
+    assert_eq!(ours, 2);
+    let paused = wait_status(&a, "to-b", "the conflict", |s| s["state"] == "PAUSED").await;
+    let trace = paused["trace"].as_str().expect("trace");
+    assert!(
+        trace.starts_with("conflict: version 2 has schema id 50 at the destination and 2 here"),
+        "{trace}"
+    );
+    assert!(trace.contains("nothing was overwritten"), "{trace}");
+    assert!(!trace.contains("orders"), "traces name no subject: {trace}");
+    let pauses = audit_of(&a, "exporter.pause").await;
+    let detail = pauses.last().expect("an exporter.pause entry")["detail"].to_string();
+    assert!(detail.contains("conflict in subject orders"), "{detail}");
+    assert_eq!(conflicts_counted(&a, "to-b").await, 1);
+    // B keeps what it holds.
+    let (_, kept) = b.call("GET", "/subjects/orders/versions/2", None).await;
+    assert_eq!((&kept["id"], &kept["schema"]), (&json!(50), &json!(theirs)));
+
+    // Mended: B's version goes, the exporter is reset and resumed, and B converges on A.
+    for query in ["", "?permanent=true"] {
+        let (status, answer) = b
+            .call(
+                "DELETE",
+                &format!("/subjects/orders/versions/2{query}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    for step in ["reset", "resume"] {
+        let (status, answer) = a
+            .call("PUT", &format!("/exporters/to-b/{step}"), None)
+            .await;
+        assert_eq!(status, 200, "{step}: {answer}");
+    }
+    wait_status(&a, "to-b", "recovery", caught_up).await;
+    converge(
+        &a,
+        &b,
+        Duration::from_secs(20),
+        "after the conflict was mended",
+    )
+    .await;
+
+    // An id B gave to other content: the registration is refused there, and that is a
+    // conflict too, not a failure retried forever.
+    let (status, _) = b
+        .call(
+            "PUT",
+            "/mode/elsewhere?force=true",
+            Some(json!({"mode": "IMPORT"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, taken) = b
+        .call(
+            "POST",
+            "/subjects/elsewhere/versions",
+            Some(json!({"schema": record("Elsewhere", &["x"]), "id": 3, "version": 1})),
+        )
+        .await;
+    assert_eq!(status, 200, "{taken}");
+    a.register(
+        "orders",
+        json!({"schema": record("Order", &["id", "ours", "more"])}),
+    )
+    .await;
+    let paused = wait_status(&a, "to-b", "the id conflict", |s| s["state"] == "PAUSED").await;
+    let trace = paused["trace"].as_str().expect("trace");
+    assert!(
+        trace.starts_with("conflict: the destination refused version 3 with schema id 3"),
+        "{trace}"
+    );
+    assert_eq!(conflicts_counted(&a, "to-b").await, 2);
+    let (status, _) = b.call("GET", "/subjects/orders/versions/3", None).await;
+    assert_eq!(status, 404, "nothing was written over B's id 3");
+}

@@ -353,16 +353,44 @@ impl Destination {
         .await
     }
 
-    pub async fn register(&self, subject: &str, body: &Value) -> Result<()> {
+    /// Registers a version with the source's id and number. A refusal by the destination's
+    /// rules on ids and modes (42205: the id is taken by other content, the subject left
+    /// IMPORT mode) is [`Registered::Refused`] with the destination's message: the two
+    /// registries disagree, which no retry mends.
+    pub async fn register(&self, subject: &str, body: &Value) -> Result<Registered> {
+        let action = "a registration";
         let path = format!("/subjects/{}/versions", enc(subject));
-        self.expect(
-            "a registration",
-            reqwest::Method::POST,
-            &path,
-            Some(body),
-            Shape::Id,
-        )
-        .await
+        let (status, answer) = self
+            .call(action, reqwest::Method::POST, &path, Some(body), &[422])
+            .await?;
+        if status == 422 {
+            let message = answer.get("message").and_then(Value::as_str).unwrap_or("");
+            let message = self.scrub(summary(message));
+            if answer.get("error_code").and_then(Value::as_i64) == Some(42205) {
+                return Ok(Registered::Refused(message));
+            }
+            return Err(DestinationError(format!(
+                "{} answered HTTP 422 to {action}: {message}",
+                self.shown
+            )));
+        }
+        self.check(action, status, &answer, Shape::Id)?;
+        Ok(Registered::Done)
+    }
+
+    /// The schema id the destination holds at `version` of `subject` (soft-deleted or not);
+    /// none when it holds no such version.
+    pub async fn version_id(&self, subject: &str, version: i64) -> Result<Option<i64>> {
+        let action = "a read of a version";
+        let path = format!("/subjects/{}/versions/{version}?deleted=true", enc(subject));
+        let (status, answer) = self
+            .call(action, reqwest::Method::GET, &path, None, &[404])
+            .await?;
+        if status == 404 {
+            return Ok(None);
+        }
+        self.check(action, status, &answer, Shape::Id)?;
+        Ok(answer.get("id").and_then(Value::as_i64))
     }
 
     pub async fn delete_version(&self, subject: &str, version: i64, permanent: bool) -> Result<()> {
@@ -423,6 +451,14 @@ impl Destination {
         }
         self.check(action, status, &answer, Shape::Object)
     }
+}
+
+/// How a registration at the destination ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Registered {
+    Done,
+    /// Refused by the destination's rules on ids and modes, with its message.
+    Refused(String),
 }
 
 /// A reply of the destination, read up to [`MAX_REPLY_BYTES`].

@@ -10,7 +10,7 @@
 //! counts them without naming them, since whoever reads the status may not read them either.
 
 use crate::authority::{Creator, ExportAuthority};
-use crate::destination::{Destination, DestinationError};
+use crate::destination::{Destination, DestinationError, Registered};
 use crate::spec::ExporterSpec;
 use crate::{Exporters, PAUSED, RUNNING, decode, now_ms};
 use covenant_registry::AuditContext;
@@ -64,6 +64,48 @@ enum CopyError {
     Source(#[from] StoreError),
     #[error("{0}")]
     Spec(String),
+    /// The destination holds something else than the source where the copy would write.
+    #[error("{0}")]
+    Conflict(Conflict),
+}
+
+/// A difference between what an exporter wrote and what its destination holds: the trace
+/// (which names no subject, as traces never do) and the audit entry's detail (which does).
+#[derive(Debug)]
+struct Conflict {
+    trace: String,
+    detail: String,
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.trace)
+    }
+}
+
+impl Conflict {
+    /// The destination holds `version` with another schema id than the source's.
+    fn version(subject: &str, target: &str, version: i64, theirs: i64, ours: i64) -> Self {
+        let what =
+            format!("version {version} has schema id {theirs} at the destination and {ours} here");
+        Conflict::stated(subject, target, &what)
+    }
+
+    /// The destination refused to take `version` with its id.
+    fn refused(subject: &str, target: &str, version: i64, id: i64, message: &str) -> Self {
+        let what =
+            format!("the destination refused version {version} with schema id {id}: {message}");
+        Conflict::stated(subject, target, &what)
+    }
+
+    fn stated(subject: &str, target: &str, what: &str) -> Self {
+        let mend = "nothing was overwritten; remove the destination's own version (permanently) \
+                    or align the source, then reset and resume the exporter";
+        Conflict {
+            trace: format!("conflict: {what} (the subject is named in the audit trail); {mend}"),
+            detail: format!("conflict in subject {subject} (destination {target}): {what}"),
+        }
+    }
 }
 
 /// An exporter this node runs: its lease, its step in progress (each exporter steps in a task
@@ -218,6 +260,11 @@ impl Exporters {
 
     /// Pauses a running exporter, `why` as its trace and in the audit trail.
     async fn pause_saying(&self, name: &str, why: &str) -> Result<(), CopyError> {
+        self.pause_with(name, why, why).await
+    }
+
+    /// Pauses a running exporter, `why` as its trace and `detail` in the audit trail.
+    async fn pause_with(&self, name: &str, why: &str, detail: &str) -> Result<(), CopyError> {
         let Some(mut current) = self.store.exporter(name).await? else {
             return Ok(());
         };
@@ -234,7 +281,7 @@ impl Exporters {
         let entry = audit.entry(
             "exporter.pause",
             AuditTarget {
-                detail: Some(format!("exporter {name} {why}")),
+                detail: Some(format!("exporter {name} {detail}")),
                 ..AuditTarget::default()
             },
         );
@@ -258,6 +305,13 @@ impl Exporters {
             // Nothing was written: the first call to the destination carried the identity.
             Err(CopyError::Destination(_)) if destination.is_this_registry() => {
                 self.pause_saying(&record.name, THIS_REGISTRY).await
+            }
+            // A conflict stops the exporter where it is, for a person to decide.
+            Err(CopyError::Conflict(conflict)) => {
+                metrics::counter!("covenant_exporter_conflicts_total", "exporter" => record.name.clone())
+                    .increment(1);
+                self.pause_with(&record.name, &conflict.trace, &conflict.detail)
+                    .await
             }
             outcome => outcome,
         }
@@ -452,12 +506,26 @@ impl Copier<'_> {
                         import_mode = true;
                     }
                     let body = self.version_body(&subject, v);
-                    self.destination.register(&target, &body).await?;
+                    if let Registered::Refused(message) =
+                        self.destination.register(&target, &body).await?
+                    {
+                        let id = public_id(v.schema.id);
+                        return Err(CopyError::Conflict(Conflict::refused(
+                            &subject, &target, v.version, id, &message,
+                        )));
+                    }
                     if v.deleted {
                         self.destination
                             .delete_version(&target, v.version, false)
                             .await?;
                     }
+                } else if let Some(theirs) = self.destination.version_id(&target, v.version).await?
+                    && theirs != public_id(v.schema.id)
+                {
+                    let ours = public_id(v.schema.id);
+                    return Err(CopyError::Conflict(Conflict::version(
+                        &subject, &target, v.version, theirs, ours,
+                    )));
                 } else if v.deleted && live.contains(&v.version) {
                     self.destination
                         .delete_version(&target, v.version, false)

@@ -1651,6 +1651,14 @@ impl Registry {
                 covenant_store::context::context_of(subject)
             )));
         }
+        // A subject in IMPORT mode takes only versions with the ids they were given (an
+        // exporter's, a migration's): an id drawn here would diverge from the source's.
+        if request.id.is_none() && mode.is_import() {
+            return Err(RegistryError::OperationNotPermitted(format!(
+                "Subject {subject} in context {} is not in read-write mode",
+                covenant_store::context::context_of(subject)
+            )));
+        }
         if let Some(id) = request.id
             && !(1..=i64::from(i32::MAX)).contains(&id)
         {
