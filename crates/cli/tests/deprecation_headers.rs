@@ -240,12 +240,161 @@ async fn a_deprecated_field_marks_its_version(server: &Server, tag: &str) {
     );
 }
 
+/// Takes a field deprecation to `removable` (evidence, exceptions for the window and the
+/// canary) and registers `without`, which moves it to `removed`.
+async fn remove_field(server: &Server, subject: &str, dep: i64, without: Value) {
+    let stage = format!("/covenant/v1/deprecations/{dep}/stage");
+    let to = |s: &str| json!({"to": s, "by": "ledger-team"});
+    for s in ["frozen", "enforcing"] {
+        server.ok("POST", &stage, Some(to(s))).await;
+    }
+    server
+        .ok(
+            "POST",
+            &format!("/covenant/v1/deprecations/{dep}/evidence"),
+            Some(json!({
+                "claim": "replay of the archive decodes without legacy_ref", "by": "platform",
+                "body": {"kind": "replay_result", "sample": "ledger-archive.avro", "passed": true},
+            })),
+        )
+        .await;
+    for overrides in ["window_open", "no_canary"] {
+        server
+            .ok(
+                "POST",
+                &format!("/covenant/v1/deprecations/{dep}/exceptions"),
+                Some(json!({"approver": "risk-approver", "overrides": overrides,
+                    "reason": "no consumer reads legacy_ref; early removal accepted"})),
+            )
+            .await;
+    }
+    server.ok("POST", &stage, Some(to("removable"))).await;
+    server
+        .ok(
+            "POST",
+            &format!("/subjects/{subject}/versions"),
+            Some(without),
+        )
+        .await;
+    let record = server
+        .ok("GET", &format!("/covenant/v1/deprecations/{dep}"), None)
+        .await;
+    assert_eq!(record["stage"], "removed", "{record}");
+}
+
+/// A field removed by a version after its deprecation reached `removable`: the versions
+/// before still carry it, so their reads keep the `Deprecation` and `Sunset` headers while
+/// the sunset is ahead, and the version without it has none. Once a removed record's sunset
+/// has passed, the headers stop.
+async fn a_removed_field_marks_older_versions_until_its_sunset(server: &Server, tag: &str) {
+    let with = schema(json!([
+        {"name": "entry_id", "type": "string"},
+        {"name": "legacy_ref", "type": ["null", "string"], "default": null},
+    ]));
+    let without = schema(json!([{"name": "entry_id", "type": "string"}]));
+    let announce = |subject: &str, sunset: &str, window_end: &str| {
+        json!({
+            "target": {"kind": "field", "subject": subject, "path": "legacy_ref"},
+            "old_promise": "legacy_ref points into the old ledger",
+            "new_promise": "entry_id is the only reference",
+            "replacement": "entry_id",
+            "window_start": "2026-01-01T00:00:00Z",
+            "window_end": window_end,
+            "sunset": sunset,
+            "announced_by": "ledger-team",
+        })
+    };
+
+    let subject = format!("ledger-{tag}");
+    let v1 = server
+        .ok(
+            "POST",
+            &format!("/subjects/{subject}/versions"),
+            Some(with.clone()),
+        )
+        .await;
+    let old_id = v1["id"].as_i64().expect("id");
+    let record = server
+        .ok(
+            "POST",
+            "/covenant/v1/deprecations",
+            Some(announce(
+                &subject,
+                "2099-01-01T00:00:00Z",
+                "2098-01-01T00:00:00Z",
+            )),
+        )
+        .await;
+    let dep = record["id"].as_i64().expect("deprecation id");
+    remove_field(server, &subject, dep, without.clone()).await;
+    for path in [
+        format!("/schemas/ids/{old_id}"),
+        format!("/subjects/{subject}/versions/1"),
+    ] {
+        let headers = server.read_headers("GET", &path, None).await;
+        assert_eq!(header(&headers, "deprecation"), Some(START), "{path}");
+        assert_eq!(
+            header(&headers, "sunset"),
+            Some("Thu, 01 Jan 2099 00:00:00 GMT"),
+            "{path}"
+        );
+        let link = header(&headers, "link").unwrap_or_default();
+        assert!(
+            link.contains(&format!("/covenant/v1/deprecations/{dep}/record>")),
+            "{path}: {link}"
+        );
+        assert!(
+            link.contains(&format!(
+                "</subjects/{subject}/versions/2>; rel=\"successor-version\""
+            )),
+            "{path}: {link}"
+        );
+    }
+    let headers = server
+        .read_headers("GET", &format!("/subjects/{subject}/versions/2"), None)
+        .await;
+    for name in ["deprecation", "sunset", "link"] {
+        assert!(header(&headers, name).is_none(), "{headers:?}");
+    }
+
+    // A sunset already passed: the removal is history, and reads say nothing more.
+    let subject = format!("ledger-past-{tag}");
+    server
+        .ok(
+            "POST",
+            &format!("/subjects/{subject}/versions"),
+            Some(with.clone()),
+        )
+        .await;
+    let record = server
+        .ok(
+            "POST",
+            "/covenant/v1/deprecations",
+            Some(announce(
+                &subject,
+                "2026-02-01T00:00:00Z",
+                "2026-01-15T00:00:00Z",
+            )),
+        )
+        .await;
+    let dep = record["id"].as_i64().expect("deprecation id");
+    remove_field(server, &subject, dep, without).await;
+    // Read by version: the same schema id is also version 1 of the subject above.
+    let headers = server
+        .read_headers("GET", &format!("/subjects/{subject}/versions/1"), None)
+        .await;
+    for name in ["deprecation", "sunset", "link"] {
+        assert!(header(&headers, name).is_none(), "{headers:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deprecation_headers_on_the_embedded_store() {
     let server = Server::start(None).await;
     let tag = unique_tag();
     reads_of_a_deprecated_version_carry_the_headers(&server, &tag).await;
     a_deprecated_field_marks_its_version(&server, &tag).await;
+    a_removed_field_marks_older_versions_until_its_sunset(&server, &tag).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -258,4 +407,5 @@ async fn deprecation_headers_on_postgres() {
     let tag = unique_tag();
     reads_of_a_deprecated_version_carry_the_headers(&server, &tag).await;
     a_deprecated_field_marks_its_version(&server, &tag).await;
+    a_removed_field_marks_older_versions_until_its_sunset(&server, &tag).await;
 }

@@ -4,7 +4,8 @@
 //! the version that replaces it (`rel="successor-version"`, RFC 5829).
 //!
 //! A version is covered by a record whose target is the version itself, its whole subject, or
-//! a field the version's schema carries. Reads by id are the producers' hot path, so the live
+//! a field the version's schema carries. A record at `removed` still covers the versions
+//! written before the removal until its sunset has passed. Reads by id are the producers' hot path, so the live
 //! records are held as a snapshot (reloaded after [`SNAPSHOT_TTL`] or when this server writes
 //! a deprecation or a version) and each answered target's headers are kept until the next
 //! reload; with no live record a read costs one lock and a clock read.
@@ -136,8 +137,11 @@ impl DeprecationSignals {
                 return None;
             }
         };
+        let now = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         let mut by_subject: HashMap<String, Vec<Deprecation>> = HashMap::new();
-        for d in all.into_iter().filter(|d| d.stage != Stage::Removed) {
+        for d in all.into_iter().filter(|d| signalled(d, now)) {
             by_subject
                 .entry(d.target.subject().to_string())
                 .or_default()
@@ -155,6 +159,14 @@ impl DeprecationSignals {
         }
         Some(by_subject)
     }
+}
+
+/// Whether reads still signal `record` at `now` (ms). A record signals until its stage is
+/// `removed`, and after that while its sunset is ahead (or it never set one): the versions
+/// before the removal still carry the field, and their readers are still owed the
+/// deprecation and the sunset it announced.
+fn signalled(record: &Deprecation, now: i64) -> bool {
+    record.stage != Stage::Removed || record.sunset.is_none_or(|sunset| sunset > now)
 }
 
 enum Cached {
