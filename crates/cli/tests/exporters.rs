@@ -912,3 +912,81 @@ async fn a_destination_that_diverged_pauses_the_exporter_and_keeps_its_own_versi
     let (status, _) = b.call("GET", "/subjects/orders/versions/3", None).await;
     assert_eq!(status, 404, "nothing was written over B's id 3");
 }
+
+/// `node`'s own config at `path` (`/config`, `/config/:.eu:`), its level or null.
+async fn level_at(node: &Node, path: &str) -> Value {
+    let (_, config) = node
+        .call("GET", &format!("{path}?defaultToGlobal=false"), None)
+        .await;
+    config["compatibilityLevel"].clone()
+}
+
+/// Waits until `node`'s level at `path` is `level`.
+async fn wait_level(node: &Node, path: &str, level: &str) {
+    let started = Instant::now();
+    while level_at(node, path).await != json!(level) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{path}: {} instead of {level}",
+            level_at(node, path).await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn global_and_context_configs_follow_the_contexts_an_exporter_owns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a_port, b_port) = (support::free_port(), support::free_port());
+    let a = Node::start(a_port, &dir.path().join("a"), None).await;
+    let b = Node::start(b_port, &dir.path().join("b"), None).await;
+    a.register("orders", json!({"schema": record("Order", &["id"])}))
+        .await;
+    a.register(":.eu:orders", json!({"schema": record("EuOrder", &["id"])}))
+        .await;
+    let set = |path: &'static str, level: &'static str| {
+        let a = &a;
+        async move {
+            let (status, answer) = a
+                .call("PUT", path, Some(json!({"compatibility": level})))
+                .await;
+            assert_eq!(status, 200, "{path}: {answer}");
+        }
+    };
+    // Set before the exporter exists: its first copy takes it.
+    set("/config", "FORWARD").await;
+    // One exporter owns everything and keeps contexts as they are; one owns only some
+    // subjects; one folds everything into the context `dr`.
+    create_exporter(&a, b_port).await;
+    let b_url = format!("http://127.0.0.1:{b_port}");
+    for (name, context, subjects) in [("some", "some", "orders*"), ("folded", "dr", "*")] {
+        let body = json!({"name": name, "contextType": "CUSTOM", "context": context,
+                          "subjects": [subjects], "config": {"schema.registry.url": b_url}});
+        let (status, answer) = a.call("POST", "/exporters", Some(body)).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    wait_level(&b, "/config", "FORWARD").await;
+    wait_level(&b, "/config/:.dr:", "FORWARD").await;
+
+    // Changed later: followed from the trail, the global and the context's own.
+    set("/config", "FULL").await;
+    set("/config/:.eu:", "NONE").await;
+    wait_level(&b, "/config", "FULL").await;
+    wait_level(&b, "/config/:.dr:", "FULL").await;
+    wait_level(&b, "/config/:.eu:", "NONE").await;
+    for name in ["to-b", "some", "folded"] {
+        wait_status(&a, name, "caught up", caught_up).await;
+    }
+    // The exporter that owns only some subjects wrote no context config.
+    assert_eq!(level_at(&b, "/config/:.some:").await, Value::Null);
+
+    // Settled: nothing more is written once they agree.
+    let (_, before) = b.call("GET", "/covenant/v1/audit?limit=500", None).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, after) = b.call("GET", "/covenant/v1/audit?limit=500", None).await;
+    assert_eq!(
+        before["entries"].as_array().map(Vec::len),
+        after["entries"].as_array().map(Vec::len),
+        "B's trail grew with nothing to copy"
+    );
+}

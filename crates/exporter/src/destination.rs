@@ -410,10 +410,11 @@ impl Destination {
     }
 
     /// The subject's own config on the destination (`None` when it has none), as it answers
-    /// it, with `compatibilityLevel` read as `compatibility`.
+    /// it, with `compatibilityLevel` read as `compatibility`. The empty subject is the
+    /// destination's global config.
     pub async fn config(&self, subject: &str) -> Result<Option<serde_json::Map<String, Value>>> {
         let action = "a config read";
-        let path = format!("/config/{}?defaultToGlobal=false", enc(subject));
+        let path = format!("{}?defaultToGlobal=false", config_path(subject));
         let (status, answer) = self
             .call(action, reqwest::Method::GET, &path, None, &[404])
             .await?;
@@ -429,7 +430,7 @@ impl Destination {
     }
 
     pub async fn put_config(&self, subject: &str, body: &Value) -> Result<()> {
-        let path = format!("/config/{}", enc(subject));
+        let path = config_path(subject);
         self.expect(
             "a config change",
             reqwest::Method::PUT,
@@ -442,7 +443,7 @@ impl Destination {
 
     pub async fn delete_config(&self, subject: &str) -> Result<()> {
         let action = "a config removal";
-        let path = format!("/config/{}", enc(subject));
+        let path = config_path(subject);
         let (status, answer) = self
             .call(action, reqwest::Method::DELETE, &path, None, &[404])
             .await?;
@@ -450,6 +451,15 @@ impl Destination {
             return Ok(());
         }
         self.check(action, status, &answer, Shape::Object)
+    }
+}
+
+/// The config route of a subject or context key, the global one for the empty name.
+fn config_path(subject: &str) -> String {
+    if subject.is_empty() {
+        "/config".into()
+    } else {
+        format!("/config/{}", enc(subject))
     }
 }
 

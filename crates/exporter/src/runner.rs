@@ -14,7 +14,9 @@ use crate::destination::{Destination, DestinationError, Registered};
 use crate::spec::ExporterSpec;
 use crate::{Exporters, PAUSED, RUNNING, decode, now_ms};
 use covenant_registry::AuditContext;
-use covenant_store::context::{public_id, qualify_with_parent};
+use covenant_store::context::{
+    DEFAULT_CONTEXT, context_of, is_context_only, public_id, qualify_with_parent,
+};
 use covenant_store::exporters::{ExporterRecord, Lease};
 use covenant_store::{AuditQuery, AuditTarget, Scope, Store, StoreError};
 use serde_json::{Value, json};
@@ -338,10 +340,15 @@ impl Exporters {
             skipped: BTreeSet::new(),
         };
         if record.offset == 0 {
+            let mut contexts = BTreeSet::from([DEFAULT_CONTEXT.to_string()]);
             for (subject, _) in source.subjects().await? {
+                contexts.insert(context_of(&subject).to_string());
                 if spec.exports(&subject) {
                     copier.copy(subject, 0).await?;
                 }
+            }
+            for context in &contexts {
+                copier.copy_context_config(context).await?;
             }
             let skipped = copier.skipped_exported();
             self.skipped_tally().insert(record.name.clone(), skipped);
@@ -391,16 +398,27 @@ impl Exporters {
             if !self.authority.may_administer(creator) {
                 return self.pause_for_authority(&record.name).await;
             }
-            let changed: BTreeSet<&str> = entries
-                .iter()
-                .filter(|e| copies(&e.operation))
+            let copied = || entries.iter().filter(|e| copies(&e.operation));
+            let changed: BTreeSet<&str> = copied()
                 .filter_map(|e| e.subject.as_deref())
-                .filter(|s| spec.exports(s))
+                .filter(|s| !is_context_only(s) && spec.exports(s))
+                .collect();
+            // Config changes of a whole context: the global scope, or a context's key.
+            let contexts: BTreeSet<&str> = copied()
+                .filter(|e| e.operation.starts_with("config."))
+                .filter_map(|e| match e.subject.as_deref() {
+                    None => Some(DEFAULT_CONTEXT),
+                    Some(key) if is_context_only(key) => Some(context_of(key)),
+                    Some(_) => None,
+                })
                 .collect();
             copier.done.clear();
             copier.skipped.clear();
             for subject in changed {
                 copier.copy(subject.to_string(), 0).await?;
+            }
+            for context in contexts {
+                copier.copy_context_config(context).await?;
             }
             self.settle_skips(&record.name, &copier);
             offset = newest;
@@ -587,7 +605,30 @@ impl Copier<'_> {
     /// so copying settles (an unchanged subject writes nothing, and two registries exporting
     /// to each other stop once they agree).
     async fn copy_config(&self, subject: &str, target: &str) -> Result<(), CopyError> {
-        match self.source.config(Scope::Subject(subject)).await? {
+        self.copy_config_of(Scope::Subject(subject), target).await
+    }
+
+    /// The config of a source context the exporter owns (the global config for the default
+    /// context), onto its place at the destination ([`ExporterSpec::context_config_target`]).
+    /// An unset global config is not copied: the destination keeps its own default.
+    async fn copy_context_config(&self, context: &str) -> Result<(), CopyError> {
+        let Some(target) = self.spec.context_config_target(context) else {
+            return Ok(());
+        };
+        let key = covenant_store::context::context_key(context);
+        let scope = if context == covenant_store::context::DEFAULT_CONTEXT {
+            if self.source.config(Scope::Global).await?.is_none() {
+                return Ok(());
+            }
+            Scope::Global
+        } else {
+            Scope::Subject(&key)
+        };
+        self.copy_config_of(scope, &target).await
+    }
+
+    async fn copy_config_of(&self, scope: Scope<'_>, target: &str) -> Result<(), CopyError> {
+        match self.source.config(scope).await? {
             Some(config) => {
                 let mut body = serde_json::Map::new();
                 for (k, v) in config.extra {

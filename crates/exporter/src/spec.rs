@@ -222,6 +222,32 @@ impl ExporterSpec {
         }
     }
 
+    /// Where the config of the source's `context` goes at the destination, when this exporter
+    /// owns that context (its subjects include `*`, or `:.ctx:*` for a named context): `""`
+    /// for the destination's global config, `:.ctx:` for a context's. `None` when it does
+    /// not own the context, and for named source contexts under `CUSTOM` and `AUTO`, which
+    /// fold into one destination context whose config is the source's global one.
+    pub fn context_config_target(&self, source_context: &str) -> Option<String> {
+        let default = source_context == context::DEFAULT_CONTEXT;
+        let whole = format!("{}*", context::context_key(source_context));
+        let owns = self
+            .subjects
+            .iter()
+            .any(|p| p == "*" || (!default && *p == whole));
+        if !owns {
+            return None;
+        }
+        match (self.destination_context(), default) {
+            (None, true) => Some(String::new()),
+            (None, false) => Some(context::context_key(source_context)),
+            (Some(destination), true) if destination == context::DEFAULT_CONTEXT => {
+                Some(String::new())
+            }
+            (Some(destination), true) => Some(context::context_key(&destination)),
+            (Some(_), false) => None,
+        }
+    }
+
     /// The destination subject of a source subject: renamed by `subjectRenameFormat`, then
     /// placed in the destination context (the source context is replaced by it).
     pub fn destination_subject(&self, subject: &str) -> String {
