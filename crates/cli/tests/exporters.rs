@@ -804,8 +804,12 @@ async fn a_destination_that_diverged_pauses_the_exporter_and_keeps_its_own_versi
     create_exporter(&a, b_port).await;
     wait_status(&a, "to-b", "first copy", caught_up).await;
 
-    // B's copy is in IMPORT mode: a plain registration there is refused, as Confluent
-    // refuses it, so B cannot draw an id of its own for the subject.
+    // B's copy is in IMPORT mode: a plain registration there is refused, so B cannot draw an
+    // id of its own for the subject. Confluent: `checkRegisterMode` in
+    // core/src/main/java/io/confluent/kafka/schemaregistry/storage/KafkaSchemaRegistry.java
+    // (confluentinc/schema-registry at 0051297) throws "Subject ... is not in read-write
+    // mode" (42205) for a request without an id unless the mode is READWRITE, after the fast
+    // path in `registerOrForward` has answered a schema the subject already holds.
     let (status, refused) = b
         .call(
             "POST",
