@@ -218,3 +218,26 @@ def test_guid_framing_through_kafka_headers(url, topic):
     assert de(data, SerializationContext(topic, MessageField.VALUE, headers)) == {"name": "gilbert the reader"}
     by_guid = reader.get_schema_by_guid(registered.guid)
     assert json.loads(by_guid.schema_str) == json.loads(V1)
+
+
+def test_whitespace_variants_of_an_avro_schema_get_one_id(client, topic):
+    """Confluent keys an Avro schema by its canonical form (AvroSchema.canonicalString()),
+    so the serializer's compact text and a hand-indented copy are one schema."""
+    subject = f"{topic}-value"
+    compact = ('{"type":"record","name":"Reading","namespace":"acme",'
+               '"fields":[{"name":"v","type":"double"}]}')
+    spaced = """{
+        "type" : "record",  "name" : "Reading", "namespace" : "acme",
+        "fields" : [ { "name" : "v", "type" : "double" } ]
+    }"""
+    first = client.register_schema(subject, Schema(spaced, "AVRO"))
+    for normalize in (False, True):
+        assert client.register_schema(subject, Schema(compact, "AVRO"),
+                                      normalize_schemas=normalize) == first
+        assert client.lookup_schema(subject, Schema(spaced, "AVRO"),
+                                    normalize_schemas=normalize).schema_id == first
+        ser = AvroSerializer(client, compact, conf={"auto.register.schemas": True,
+                                                    "normalize.schemas": normalize})
+        data = ser({"v": 1.5}, SerializationContext(topic, MessageField.VALUE))
+        assert int.from_bytes(data[1:5], "big") == first
+    assert client.get_versions(subject) == [1]

@@ -153,3 +153,109 @@ def test_protobuf_evolution_and_fmt(client, subject, url):
         fdp = descriptor_pb2.FileDescriptorProto.FromString(
             base64.b64decode(by_version.schema.schema_str))
         assert [f.name for f in fdp.message_type[0].field] == ["id", "amount"]
+
+
+# Whitespace, comments and the order of options differ; the schema is the same. Confluent
+# keys a Protobuf schema by its canonical text (ProtobufSchema.canonicalString(), the
+# printer in io.confluent.kafka.schemaregistry.protobuf.ProtobufSchema), so every form
+# below must get the id the first one got.
+SPACED_PROTO = """// an order, as a person wrote it
+syntax   =   "proto3" ;
+package acme ;
+
+
+message   Order {
+    string id  =  1 ;   // the key
+    int64  amount = 2;
+}
+"""
+
+STAMPED_PROTO = """syntax = "proto3";
+package stamped;
+
+import "google/protobuf/timestamp.proto";
+
+message Event {
+  string id = 1;
+  google.protobuf.Timestamp at = 2;
+}
+"""
+
+
+def order_class():
+    """acme.Order of ORDER_PROTO, built from a descriptor as generated code would be."""
+    pool = descriptor_pool.DescriptorPool()
+    fdp = descriptor_pb2.FileDescriptorProto(name="acme/order.proto", package="acme",
+                                             syntax="proto3")
+    o = fdp.message_type.add(name="Order")
+    o.field.add(name="id", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    o.field.add(name="amount", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
+                label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    pool.Add(fdp)
+    return fdp, message_factory.GetMessageClass(pool.FindMessageTypeByName("acme.Order"))
+
+
+def event_class():
+    """stamped.Event of STAMPED_PROTO, importing the well-known Timestamp."""
+    from google.protobuf import timestamp_pb2
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    fdp = descriptor_pb2.FileDescriptorProto(name="stamped/event.proto", package="stamped",
+                                             syntax="proto3",
+                                             dependency=["google/protobuf/timestamp.proto"])
+    e = fdp.message_type.add(name="Event")
+    e.field.add(name="id", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    e.field.add(name="at", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+                type_name=".google.protobuf.Timestamp",
+                label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("stamped.Event"))
+
+
+def framed_id(data):
+    """The schema id of a Confluent-framed payload (magic byte, then 4 bytes big-endian)."""
+    assert data[0] == 0
+    return int.from_bytes(data[1:5], "big")
+
+
+def test_every_form_of_one_protobuf_schema_gets_one_id(client, topic):
+    subject = f"{topic}-value"
+    first = client.register_schema(subject, Schema(ORDER_PROTO, "PROTOBUF"))
+    fdp, Order = order_class()
+    descriptor = base64.b64encode(fdp.SerializeToString()).decode()
+    for form in (SPACED_PROTO, descriptor):
+        for normalize in (False, True):
+            schema = Schema(form, "PROTOBUF")
+            assert client.register_schema(subject, schema, normalize_schemas=normalize) == first
+            assert client.lookup_schema(subject, schema,
+                                        normalize_schemas=normalize).schema_id == first
+    assert client.get_versions(subject) == [1]
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    for normalize in (False, True):
+        for auto in (True, False):
+            conf = {"auto.register.schemas": auto, "use.deprecated.format": False,
+                    "normalize.schemas": normalize}
+            if not auto:
+                conf["use.latest.version"] = False
+            ser = ProtobufSerializer(Order, client, conf=conf)
+            assert framed_id(ser(Order(id="o-1", amount=5), ctx)) == first, conf
+    assert client.get_versions(subject) == [1]
+
+
+def test_a_bundled_import_gets_one_id_from_text_and_from_the_serializer(client, topic):
+    subject = f"{topic}-value"
+    first = client.register_schema(subject, Schema(STAMPED_PROTO, "PROTOBUF"))
+    Event = event_class()
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    for normalize in (False, True):
+        ser = ProtobufSerializer(Event, client, conf={"auto.register.schemas": True,
+                                                      "use.deprecated.format": False,
+                                                      "normalize.schemas": normalize})
+        event = Event(id="e-1")
+        event.at.seconds = 1_700_000_000
+        assert framed_id(ser(event, ctx)) == first
+    # The well-known import is the server's own: no subject was registered for it.
+    assert not [s for s in client.get_subjects() if s.startswith("google/")]
+    assert client.get_versions(subject) == [1]
