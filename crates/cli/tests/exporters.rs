@@ -994,3 +994,46 @@ async fn global_and_context_configs_follow_the_contexts_an_exporter_owns() {
         "B's trail grew with nothing to copy"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_an_exporter_to_another_node_of_its_own_database_writes_nothing() {
+    let Some(db) = TestDb::create("covenant_exporter_loop").await else {
+        eprintln!("skipped: {} is not set", support::POSTGRES_ENV);
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = Node::start(support::free_port(), &dir.path().join("n1"), Some(&db.url)).await;
+    let second_port = support::free_port();
+    let second = Node::start(second_port, &dir.path().join("n2"), Some(&db.url)).await;
+    first
+        .register("orders", json!({"schema": record("Order", &["id"])}))
+        .await;
+    let (status, _) = first
+        .call("PUT", "/config", Some(json!({"compatibility": "FULL"})))
+        .await;
+    assert_eq!(status, 200);
+    // The destination is the same registry behind another node (another process, so another
+    // instance identity): everything it would copy is already there.
+    create_exporter(&first, second_port).await;
+    wait_status(&first, "to-b", "settled", caught_up).await;
+    let (_, before) = first
+        .call("GET", "/covenant/v1/audit?limit=500", None)
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, after) = first
+        .call("GET", "/covenant/v1/audit?limit=500", None)
+        .await;
+    let count = |page: &Value| page["entries"].as_array().map_or(0, Vec::len);
+    assert_eq!(count(&before), count(&after), "{after}");
+    let (_, mode) = second
+        .call("GET", "/mode/orders?defaultToGlobal=true", None)
+        .await;
+    assert_eq!(
+        mode["mode"], "READWRITE",
+        "the subject was not put in IMPORT mode"
+    );
+    let status = first.status("to-b").await;
+    assert!(caught_up(&status), "{status}");
+    drop((first, second));
+    db.drop_db().await;
+}
