@@ -82,13 +82,13 @@ printf 'r-pass\n' | "$BIN" auth add-user "$AUTH_FILE" reader --password-stdin 2>
 "$BIN" auth grant "$AUTH_FILE" reader Read 'SubjectPrefix:orders-'
 "$BIN" auth grant "$AUTH_FILE" reader Read 'Config:'
 "$BIN" auth grant "$AUTH_FILE" svc-orders Write 'Subject:orders-.*'
-# Approvals (test_approvals.py): accepting risk takes Approve; Govern (usage reports) does not.
+# Approvals (test_approvals.py): accepting risk takes Approve; Govern (usage reports, granted
+# on the subjects only) does not.
 printf 'a-pass\n' | "$BIN" auth add-user "$AUTH_FILE" approver --password-stdin 2>/dev/null
 printf 'g-pass\n' | "$BIN" auth add-user "$AUTH_FILE" governor --password-stdin 2>/dev/null
 printf 'x-pass\n' | "$BIN" auth add-user "$AUTH_FILE" auditor --password-stdin 2>/dev/null
 "$BIN" auth grant "$AUTH_FILE" approver Approve 'SubjectPrefix:orders-'
 "$BIN" auth grant "$AUTH_FILE" governor Govern 'SubjectPrefix:orders-'
-"$BIN" auth grant "$AUTH_FILE" governor Govern 'Config:'
 "$BIN" auth grant "$AUTH_FILE" auditor Admin 'Config:'
 TLS_PORT=$(free_port)
 TLS_DIR="$DATA/pki"

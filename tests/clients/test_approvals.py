@@ -7,7 +7,7 @@ audit trail names the approval, the approver and the reason. An approval for ano
 candidate, an expired one, a revoked one and one attempted without `Approve` do not count.
 
 Users (scripts/client-tests.sh): `writer` writes `orders-*`; `approver` holds Approve on it;
-`governor` holds Govern on it and on the registry (reports usage, cannot accept risk);
+`governor` holds Govern on it only (reports usage of those subjects, cannot accept risk);
 `auditor` holds Admin on `Config:` (reads the audit trail)."""
 
 import base64
@@ -207,3 +207,18 @@ def test_nothing_to_approve_is_refused(auth_url):
     assert "nothing to approve" in answer["message"]
     status, answer = approve(auth_url, subject, V2, APPROVER, "NOT_A_RULE")
     assert status == 422, answer
+
+
+def test_reporting_usage_needs_only_a_grant_on_the_subject(auth_url):
+    subject = set_up(auth_url)
+    report = {"subject": subject, "client_id": "governor", "fields_read": ["symbol"]}
+    status, receipt = call(auth_url, "POST", "/covenant/v1/usage", GOVERNOR, report)
+    assert status == 200, receipt
+    # Another team's subject: refused, and on record as refused.
+    elsewhere = {"subject": "payments-value", "client_id": "governor", "fields_read": ["id"]}
+    status, refused = call(auth_url, "POST", "/covenant/v1/usage", GOVERNOR, elsewhere)
+    assert (status, refused["error_code"]) == (403, 40301), refused
+    assert "Subject:payments-value" in refused["message"], refused
+    # The approver (Approve only) may not report usage at all.
+    status, refused = call(auth_url, "POST", "/covenant/v1/usage", APPROVER, report)
+    assert status == 403, refused

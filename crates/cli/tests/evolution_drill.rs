@@ -373,6 +373,39 @@ async fn drill(server: &Server, tag: &str) {
         )
         .await;
     println!("compliance-export's owner declares the move to billing_plan_id");
+    // The replay job declared the whole of version 1 (`S@1`), which carries plan_name: a
+    // declared reader, so enforcement waits until it moves to a reader without the field.
+    let path = format!("/covenant/v1/consumers/{}", name("replay-job"));
+    let (status, refusal) = server
+        .call(
+            "POST",
+            &stage,
+            Some(json!({"to": "enforcing", "by": "billing-team"})),
+        )
+        .await;
+    assert_eq!(status, 409, "{refusal}");
+    assert!(
+        refusal["message"].as_str().unwrap_or("").contains(&format!(
+            "[consumer_declared] Consumer '{}'",
+            name("replay-job")
+        )),
+        "{refusal}"
+    );
+    server
+        .ok(
+            "PUT",
+            &path,
+            consumer(
+                &name("replay-job"),
+                "weekly",
+                &name("replayer"),
+                json!({"subject": subject, "reader_version": 2, "fields": ["subscription_id", "billing_plan_id"]}),
+            ),
+        )
+        .await;
+    println!(
+        "replay-job (declared S@1) blocked enforcing until it moved to reader v2 without plan_name"
+    );
     server.day(21);
     server
         .ok(

@@ -12,11 +12,18 @@ impl Governance {
         subject: &str,
     ) -> GovernanceResult<BTreeMap<String, Vec<String>>> {
         let mut by_field: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for consumer in self.consumers(false).await? {
+        let consumers = self.consumers(false).await?;
+        let whole = self.whole_version_fields(subject, &consumers).await;
+        for consumer in consumers {
             let Some(read) = consumer.read_of(subject) else {
                 continue;
             };
-            for field in &read.fields {
+            // A whole version (`S@N`) declares each of its fields.
+            let fields = match (read.fields.is_empty(), read.reader_version) {
+                (true, Some(v)) => whole.get(&v).unwrap_or(&read.fields),
+                _ => &read.fields,
+            };
+            for field in fields {
                 by_field
                     .entry(field.clone())
                     .or_default()

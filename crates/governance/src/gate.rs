@@ -82,6 +82,9 @@ pub struct GateEvidence {
     pub unattributed_reads: Vec<SchemaRead>,
     /// How far back unattributed usage (and usage by retired consumers) is looked for.
     pub unattributed_lookback_ms: i64,
+    /// The fields of each version a live consumer declares reading whole (`S@N`, no field
+    /// list): such a consumer declares every one of them.
+    pub version_fields: BTreeMap<i64, Vec<String>>,
 }
 
 impl GateEvidence {
@@ -119,10 +122,12 @@ impl<'a> Index<'a> {
             .filter(|c| c.is_active())
             .filter_map(|c| {
                 let read = c.read_of(&evidence.subject)?;
-                Some((
-                    c.name.as_str(),
-                    read.fields.iter().map(String::as_str).collect(),
-                ))
+                // A whole version (`S@N`) declares each of its fields, as the freeze reads it.
+                let fields = match (read.fields.is_empty(), read.reader_version) {
+                    (true, Some(v)) => evidence.version_fields.get(&v)?,
+                    _ => &read.fields,
+                };
+                Some((c.name.as_str(), fields.iter().map(String::as_str).collect()))
             })
             .collect();
         let mut field_usage: HashMap<&str, Vec<&FieldUsage>> = HashMap::new();

@@ -7,6 +7,7 @@
 //! [`GovernanceStore`] (embedded SQLite or PostgreSQL); time comes from a [`Clock`].
 
 mod clock;
+mod declared;
 mod evidence;
 mod gate;
 pub mod limits;
@@ -39,6 +40,18 @@ const DAY_MS: i64 = 24 * 3_600_000;
 #[async_trait]
 pub trait SchemaFields: Send + Sync {
     async fn fields_of(&self, subject: &str, schema_id: i64) -> Option<Vec<String>>;
+
+    /// The fields of one version of `subject` (a whole-version declaration, `S@N`, reads
+    /// them all); `None` when unknown.
+    async fn version_fields(&self, _subject: &str, _version: i64) -> Option<Vec<String>> {
+        None
+    }
+
+    /// Every field any version of `subject` has had (a declared field must be one of them);
+    /// `None` when unknown.
+    async fn subject_fields(&self, _subject: &str) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// No schema knowledge: only itemized field reads count.
@@ -475,6 +488,7 @@ impl Governance {
     ) -> GovernanceResult<Consumer> {
         validate_consumer(&new)?;
         normalize_reads(&mut new.reads);
+        self.check_declared_fields(&new.name, &new.reads).await?;
         let deprecations = self.store.deprecations(None).await?;
         let consumer = Consumer::from_new(new, self.now());
         self.store
@@ -502,6 +516,7 @@ impl Governance {
     ) -> GovernanceResult<Consumer> {
         validate_consumer(&new)?;
         normalize_reads(&mut new.reads);
+        self.check_declared_fields(&new.name, &new.reads).await?;
         let deprecations = self.store.deprecations(None).await?;
         let now = self.now();
         let name = new.name.clone();
@@ -1341,9 +1356,11 @@ impl Governance {
                 slot.insert(fields.iter().map(|f| normalize_field_path(f)).collect());
             }
         }
+        let version_fields = self.whole_version_fields(subject, &consumers).await;
         Ok(GateEvidence {
             subject: subject.to_string(),
             now,
+            version_fields,
             consumers,
             deprecations: self.store.deprecations(Some(subject)).await?,
             field_usage,

@@ -17,7 +17,8 @@ use axum::response::Response;
 use covenant_governance::{
     Approval, Governance, GovernanceError, NewApproval, Revocation, parse_instant,
 };
-use covenant_registry::{AcceptedRisk, ApprovalSource, HookFuture};
+use covenant_registry::{AcceptedRisk, ApprovalSource, HookFuture, SchemaRequest};
+use covenant_store::AuditEntry;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -121,8 +122,12 @@ pub fn parse_duration_ms(text: &str) -> Option<i64> {
     n.checked_mul(unit_ms).filter(|ms| *ms > 0)
 }
 
-fn expiry(body: &ApprovalBody, now: i64) -> Result<Option<i64>, ApiError> {
-    match (&body.expires, &body.expires_at) {
+fn expiry(
+    expires: &Option<String>,
+    expires_at: &Option<Value>,
+    now: i64,
+) -> Result<Option<i64>, ApiError> {
+    match (expires, expires_at) {
         (Some(_), Some(_)) => Err(ApiError::invalid_input(
             "give 'expires' (a duration) or 'expires_at' (a time), not both",
         )),
@@ -194,14 +199,47 @@ fn text_field(value: &str, key: &str) -> Result<String, ApiError> {
 
 pub async fn create(
     State(state): State<AppState>,
-    AuditedWrite(mut audit): AuditedWrite,
+    AuditedWrite(audit): AuditedWrite,
     caller: Caller,
     SafePath(subject): SafePath<String>,
     ConfluentJson(body): ConfluentJson<ApprovalBody>,
 ) -> ApiResult {
-    let gov = governance(&state)?;
+    let approver = approver(&state, &caller, &subject, body.approver.as_deref()).await?;
+    let request = body.candidate.into_request()?;
+    let terms = Terms {
+        rule: body.rule,
+        path: body.path,
+        reason: body.reason,
+        expires: body.expires,
+        expires_at: body.expires_at,
+    };
+    let answer = record(&state, &subject, request, terms, approver, audit).await?;
+    Ok(ok(answer))
+}
+
+/// What an approval accepts, as asked (the REST body's or the console form's fields).
+pub struct Terms {
+    pub rule: String,
+    pub path: Option<String>,
+    pub reason: String,
+    pub expires: Option<String>,
+    pub expires_at: Option<Value>,
+}
+
+/// Checks and writes one approval of `candidate` for `subject` by `approver` (already
+/// authorized to approve there), with its audit entry; the approval as answered, with the
+/// findings it accepts under `accepts`.
+pub async fn record(
+    state: &AppState,
+    subject: &str,
+    candidate: SchemaRequest,
+    terms: Terms,
+    approver: String,
+    mut audit: AuditEntry,
+) -> Result<Value, ApiError> {
+    let gov = governance(state)?;
     let now = gov.now();
-    let rule = text_field(&body.rule, "rule")?.to_ascii_uppercase();
+    let rule = text_field(&terms.rule, "rule")?.to_ascii_uppercase();
     let known = covenant_policy::all_rule_groups()
         .iter()
         .any(|(_, rules)| rules.iter().any(|r| r.id == rule));
@@ -210,30 +248,29 @@ pub async fn create(
             "'{rule}' is not a rule id (see docs/rules.md)"
         )));
     }
-    let reason = text_field(&body.reason, "reason")?;
-    let path = body
+    let reason = text_field(&terms.reason, "reason")?;
+    let path = terms
         .path
         .as_deref()
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .map(str::to_string);
-    let expires_at = expiry(&body, now)?;
+    let expires_at = expiry(&terms.expires, &terms.expires_at, now)?;
     if expires_at.is_some_and(|end| end <= now) {
         return Err(ApiError::invalid_input(
             "the approval would have expired already",
         ));
     }
-    let approver = approver(&state, &caller, &subject, body.approver.as_deref()).await?;
-    let request = body.candidate.into_request()?;
+    let request = candidate;
     let (fingerprint, schema_type) = state
         .registry
-        .candidate_fingerprint(&subject, &request)
+        .candidate_fingerprint(subject, &request)
         .await?;
     // Only what the candidate is refused for, or warned of, can be accepted: an approval
     // names findings, not a blank cheque.
     let report = state
         .registry
-        .test_compatibility(&subject, None, &request, false)
+        .test_compatibility(subject, None, &request, false)
         .await?;
     let probe = AcceptedRisk {
         id: 0,
@@ -263,6 +300,7 @@ pub async fn create(
             found.join(", ")
         )));
     }
+    audit.subject = Some(subject.to_string());
     audit.detail = Some(format!(
         "{rule}{} for schema {}…: {reason}",
         path.as_deref()
@@ -271,7 +309,7 @@ pub async fn create(
         &fingerprint[..12.min(fingerprint.len())]
     ));
     let new = NewApproval {
-        subject: subject.clone(),
+        subject: subject.to_string(),
         rule,
         path,
         fingerprint,
@@ -289,7 +327,7 @@ pub async fn create(
     if let Value::Object(m) = &mut answer {
         m.insert("accepts".into(), Value::Array(matching));
     }
-    Ok(ok(answer))
+    Ok(answer)
 }
 
 pub async fn list(State(state): State<AppState>, SafePath(subject): SafePath<String>) -> ApiResult {

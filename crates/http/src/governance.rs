@@ -7,7 +7,7 @@
 
 use crate::AppState;
 use crate::audit::{AuditedWrite, Caller, HandlerRefusal};
-use crate::auth::Operation;
+use crate::auth::{Access, Operation, Resource};
 use crate::error::ApiError;
 use crate::extract::{ConfluentJson, Params, SafePath};
 use crate::handlers::ok;
@@ -26,7 +26,7 @@ use covenant_registry::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 
 type ApiResult = Result<Response, ApiError>;
@@ -91,6 +91,24 @@ impl SchemaFields for RegistryFields {
     async fn fields_of(&self, _subject: &str, schema_id: i64) -> Option<Vec<String>> {
         let registry = self.0.upgrade()?;
         registry.schema_field_paths(schema_id).await.ok()
+    }
+
+    async fn version_fields(&self, subject: &str, version: i64) -> Option<Vec<String>> {
+        let registry = self.0.upgrade()?;
+        let versions = registry.store().subject_versions(subject).await.ok()?;
+        let v = versions.iter().find(|v| v.version == version)?;
+        registry.schema_field_paths(v.schema.id).await.ok()
+    }
+
+    async fn subject_fields(&self, subject: &str) -> Option<Vec<String>> {
+        let registry = self.0.upgrade()?;
+        let versions = registry.store().subject_versions(subject).await.ok()?;
+        let ids: BTreeSet<i64> = versions.iter().map(|v| v.schema.id).collect();
+        let mut fields = BTreeSet::new();
+        for id in ids {
+            fields.extend(registry.schema_field_paths(id).await.ok()?);
+        }
+        Some(fields.into_iter().collect())
     }
 }
 
@@ -234,6 +252,19 @@ impl UsageEvidence for GovernanceUsage {
                 .await
                 .map_err(evidence_error)?;
             let mut last_seen = BTreeMap::new();
+            // A live consumer's declared reader version is in use now: its declaration is
+            // the evidence, whether or not it has reported yet.
+            let now = self.governance.now();
+            for consumer in self
+                .governance
+                .consumers(false)
+                .await
+                .map_err(evidence_error)?
+            {
+                if let Some(version) = consumer.read_of(subject).and_then(|r| r.reader_version) {
+                    last_seen.insert(version, now);
+                }
+            }
             // Fetches of a version's schema are usage too (consumers discovered from reads).
             let since = self.governance.now() - self.governance.config().retention_ms;
             for read in self
@@ -478,6 +509,7 @@ pub async fn report_usage(
     State(state): State<AppState>,
     AuditedWrite(audit): AuditedWrite,
     caller: Caller,
+    access: Access,
     ConfluentJson(body): ConfluentJson<Value>,
 ) -> ApiResult {
     let gov = governance(&state)?;
@@ -492,6 +524,16 @@ pub async fn report_usage(
     map.entry("interval_end").or_insert(json!(end));
     map.entry("interval_start").or_insert(json!(end));
     let report: UsageReport = typed(map, "usage report")?;
+    // Reporting usage of a subject needs Govern on it (or on the registry): a reader's
+    // account is granted the subjects it reads, nothing more.
+    let subject = Resource::Subject(report.subject.clone());
+    if !access.allows(Operation::Govern, &subject)
+        && !access.allows(Operation::Govern, &Resource::Global)
+    {
+        return Err(caller
+            .refuse(&state, HandlerRefusal::denied(Operation::Govern, subject))
+            .await);
+    }
     let receipt = gov.report_usage(report, Some(&audit)).await?;
     for f in &receipt.findings {
         metrics::counter!("covenant_governance_findings_total", "kind" => f.kind.as_str())

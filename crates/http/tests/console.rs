@@ -747,3 +747,102 @@ async fn requests_without_a_cookie_do_not_push_out_a_signed_in_session() {
     assert_eq!(after.status, StatusCode::OK, "{}", after.body);
     assert!(after.body.contains("Signed in as <b>steward</b>"));
 }
+
+/// The value of the first `<input name="{name}" value="...">` on the page, unescaped enough
+/// for rule ids and paths.
+fn input_value(body: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let at = body.find(&marker).expect("the input") + marker.len();
+    let end = body[at..].find('"').expect("its end") + at;
+    body[at..end].replace("&#x2F;", "/").replace("&#47;", "/")
+}
+
+#[tokio::test]
+async fn a_refused_candidate_can_be_approved_from_its_verdict_and_then_registers() {
+    let (app, _dir) = app(HttpConfig::default(), false).await;
+    let page = send(&app, "GET", "/ui/subjects/orders-value", None, None).await;
+    let cookie = page.cookie().unwrap();
+    // `id` becomes an int: refused by the structural check.
+    let candidate = r#"{"type":"record","name":"R","fields":[{"name":"id","type":"int"}]}"#;
+    let form = format!(
+        "csrf={}&schemaType=AVRO&schema={}",
+        page.csrf(),
+        url_encode(candidate)
+    );
+    let judged = send(
+        &app,
+        "POST",
+        "/ui/subjects/orders-value/candidate",
+        Some(&cookie),
+        Some(&form),
+    )
+    .await;
+    assert_eq!(judged.status, StatusCode::OK, "{}", judged.body);
+    assert!(
+        judged.body.contains("<h2>Accept the risk</h2>"),
+        "{}",
+        judged.body
+    );
+    let forms = &judged.body[judged.body.find("id=\"approve-0\"").expect("a form")..];
+    let (rule, path) = (input_value(forms, "rule"), input_value(forms, "path"));
+    let approve = format!(
+        "csrf={}&schemaType=AVRO&schema={}&rule={}&path={}&reason={}&expires=7d",
+        page.csrf(),
+        url_encode(candidate),
+        url_encode(&rule),
+        url_encode(&path),
+        url_encode("ids are ints upstream now")
+    );
+    let approved = send(
+        &app,
+        "POST",
+        "/ui/subjects/orders-value/approve",
+        Some(&cookie),
+        Some(&approve),
+    )
+    .await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.body);
+    assert!(approved.body.contains("Approval #1"), "{}", approved.body);
+    let listed = send(
+        &app,
+        "GET",
+        "/covenant/v1/subjects/orders-value/approvals",
+        None,
+        None,
+    )
+    .await;
+    let listed: Value = serde_json::from_str(&listed.body).expect("json");
+    assert_eq!(listed[0]["rule"], json!(rule), "{listed}");
+    assert_eq!(listed[0]["state"], json!("live"), "{listed}");
+    // Every error of the candidate accepted (the structural check may report more than one
+    // rule): the registration goes through and names the approvals.
+    let mut request = Request::builder()
+        .method("POST")
+        .uri("/compatibility/subjects/orders-value/versions?verbose=true")
+        .header("host", "localhost:8081")
+        .header("content-type", "application/json")
+        .body(Body::from(json!({"schema": candidate}).to_string()))
+        .unwrap();
+    request
+        .extensions_mut()
+        .insert(ConnectInfo("127.0.0.1:5000".parse::<SocketAddr>().unwrap()));
+    let verdict = app.clone().oneshot(request).await.unwrap();
+    let bytes = axum::body::to_bytes(verdict.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let verdict: Value = serde_json::from_slice(&bytes).expect("json");
+    let errors: Vec<(String, String)> = verdict["findings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|f| f["severity"] == json!("error"))
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap_or("").to_string(),
+                f["path"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert!(errors.contains(&(rule.clone(), path.clone())), "{verdict}");
+}

@@ -253,6 +253,19 @@ impl Access {
         }
     }
 
+    /// Whether `operation` is granted on some resource: the registry or any subject. A route
+    /// whose subject is in its body is admitted on this, then checked on that subject.
+    pub fn allows_somewhere(&self, operation: Operation) -> bool {
+        match &self.grants {
+            None => true,
+            Some(grants) => grants.iter().any(|g| {
+                g.operation.covers(operation, &Resource::Global)
+                    || g.operation
+                        .covers(operation, &Resource::Subject(String::new()))
+            }),
+        }
+    }
+
     /// Whether anything at all may be done; an anonymous caller without any allowed
     /// operation is asked to authenticate even on filtered listings.
     pub fn allows_anything(&self) -> bool {
@@ -963,7 +976,7 @@ async fn decide(
         Rule::Missing => return (Operation::Admin, None, false),
     };
     let resource = match target {
-        Target::Public | Target::Filtered => None,
+        Target::Public | Target::Filtered | Target::BodySubject => None,
         Target::Global => Some(Resource::Global),
         Target::Subject => subject_param(parts).await.map(subject_resource),
     };
@@ -977,6 +990,7 @@ async fn decide(
     let allowed = match (target, &resource) {
         (Target::Public, _) => true,
         (Target::Filtered, _) => known_caller,
+        (Target::BodySubject, _) => known_caller && access.allows_somewhere(operation),
         (_, Some(resource)) => access.allows(operation, resource),
         // A path the handler will reject as malformed (400) before touching anything.
         (_, None) => known_caller,

@@ -18,6 +18,11 @@ pub enum Target {
     /// Any caller may ask; the handler answers only what the caller may read (listings,
     /// schema ids readable through some permitted subject).
     Filtered,
+    /// The subject named in the request body (usage reports): the layer admits a caller
+    /// holding the operation somewhere (the registry or some subject), and the handler checks
+    /// it on the named subject (or the registry) through `Access`, refusing through
+    /// `audit::refuse`. So a reader's account needs only a grant on the subjects it reads.
+    BodySubject,
 }
 
 /// `(method, route template, operation, target)` for every route served.
@@ -130,7 +135,7 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
         Govern,
         Target::Global,
     ),
-    ("POST", "/covenant/v1/usage", Govern, Target::Global),
+    ("POST", "/covenant/v1/usage", Govern, Target::BodySubject),
     ("GET", "/covenant/v1/usage", Govern, Target::Global),
     ("GET", "/covenant/v1/usage/readers", Govern, Target::Global),
     ("GET", "/covenant/v1/usage/counts", Govern, Target::Global),

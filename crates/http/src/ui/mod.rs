@@ -12,6 +12,7 @@
 //! only from `/ui/assets`, no inline script), and every state change checks the session's
 //! CSRF token and the `Origin` header.
 
+mod approve;
 mod govern;
 pub mod html;
 mod pages;
@@ -111,6 +112,7 @@ pub fn router(console: Console) -> Router {
         .route("/ui/subjects/{subject}", get(pages::subject))
         .route("/ui/subjects/{subject}/diff", get(pages::diff))
         .route("/ui/subjects/{subject}/candidate", post(pages::candidate))
+        .route("/ui/subjects/{subject}/approve", post(approve::approve))
         .route("/ui/subjects/{subject}/consumers", get(govern::consumers))
         .route("/ui/subjects/{subject}/profiles", get(govern::profiles))
         .route("/ui/deprecations", get(govern::deprecations))

@@ -736,6 +736,10 @@ pub async fn candidate(
                 .collect();
             body.push_str("<h2>Verdict</h2>");
             body.push_str(&findings_table(&anchored));
+            let findings: Vec<_> = anchored.iter().map(|(f, _)| f.clone()).collect();
+            body.push_str(&super::approve::approve_forms(
+                &ctx, &subject, &kind, &text, &findings,
+            ));
             match registry.plan(&subject, &request, false).await {
                 Ok(plan) => body.push_str(&plan_table(&plan)),
                 Err(e) => {
