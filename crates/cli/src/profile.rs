@@ -93,8 +93,8 @@ struct BuildArgs {
     /// Distinct paths kept; occurrences of further paths are only counted.
     #[arg(long, default_value_t = covenant_profile::DEFAULT_MAX_PATHS)]
     max_paths: usize,
-    /// Write the profile document here; the findings then go to standard output. Without it
-    /// the profile goes to standard output and the findings to standard error.
+    /// Write the profile document (with its findings) here; standard output then gets the
+    /// findings (`--output json`) or the readable summary (text, the default).
     #[arg(long, short = 'o')]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -111,9 +111,11 @@ struct CompareArgs {
     input: SchemaInputArgs,
     #[command(flatten)]
     limits: ThresholdArgs,
-    /// Findings as text or JSON.
-    #[arg(long = "output", value_enum, default_value = "text")]
-    output: FindingsOutput,
+    /// `json` or `text`. Building a profile: json (the default without -o) prints the profile
+    /// document, its findings inside it; text prints a readable summary (records, groups,
+    /// fields, findings) instead. `findings`: text (the default) or a JSON array.
+    #[arg(long = "output", value_enum)]
+    output: Option<FindingsOutput>,
 }
 
 #[derive(clap::Args)]
@@ -129,7 +131,7 @@ struct ThresholdArgs {
     remove_share: f64,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
 enum FindingsOutput {
     Text,
     Json,
@@ -209,23 +211,141 @@ fn build(args: BuildArgs) -> Result<ExitCode> {
     }
     progress.done(profiler.records());
     let profile = profiler.finish();
-    let document = serde_json::to_string_pretty(&profile)?;
     let found = findings(&Evidence {
         profile: &profile,
         declared: declared.as_deref(),
         thresholds,
     });
-    match &args.out {
-        Some(path) => {
+    let document = document(&profile, &found)?;
+    let mut stdout = std::io::stdout();
+    match (&args.out, args.compare.output) {
+        (Some(path), output) => {
             write_file(path, &document)?;
-            print_findings(&found, args.compare.output, &mut std::io::stdout())?;
+            match output {
+                Some(FindingsOutput::Json) => {
+                    print_findings(&found, FindingsOutput::Json, &mut stdout)?
+                }
+                _ => write!(stdout, "{}", summary(&profile, &found, Some(path)))?,
+            }
         }
-        None => {
-            outln!("{document}");
-            print_findings(&found, args.compare.output, &mut std::io::stderr())?;
+        (None, Some(FindingsOutput::Text)) => {
+            write!(stdout, "{}", summary(&profile, &found, None))?
         }
+        (None, _) => outln!("{document}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The profile document with the findings it supports inside it (`findings`, as `covenant
+/// check --output json` writes them). Reading a profile ignores them: they are recomputed
+/// from the counts with whatever thresholds and schema the reader uses.
+fn document(profile: &Profile, found: &[Finding]) -> Result<String> {
+    let mut value = serde_json::to_value(profile)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("findings".into(), serde_json::to_value(found)?);
+    }
+    Ok(serde_json::to_string_pretty(&value)?)
+}
+
+/// Paths the summary lists; the document has them all.
+const SUMMARY_PATHS: usize = 40;
+
+/// A profile as a person reads it: how many records, per group, each top-level field and
+/// escape-hatch key with its prevalence and types, then the findings.
+fn summary(profile: &Profile, found: &[Finding], written: Option<&Path>) -> String {
+    use std::fmt::Write as _;
+    let mut out = format!("Profiled {} records", profile.records);
+    if let Some(by) = &profile.group_by {
+        let groups: Vec<String> = profile
+            .groups
+            .iter()
+            .map(|(name, g)| format!("{name} {}", g.records))
+            .collect();
+        let _ = write!(out, ", grouped by '{by}' ({})", groups.join(", "));
+    }
+    if !profile.escape_hatches.is_empty() {
+        let _ = write!(
+            out,
+            "; escape hatches: {}",
+            profile.escape_hatches.join(", ")
+        );
+    }
+    out.push_str(".\n");
+    let listed: Vec<(&String, &covenant_profile::PathStats)> = profile
+        .paths
+        .iter()
+        .filter(|(path, stats)| stats.escape_hatch_key || path.matches('/').count() == 1)
+        .collect();
+    let share = |n: u64| {
+        if profile.records == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / profile.records as f64
+        }
+    };
+    let _ = writeln!(
+        out,
+        "\nFields ({} top-level fields and escape-hatch keys of {} paths):",
+        listed.len(),
+        profile.paths.len()
+    );
+    let width = listed
+        .iter()
+        .take(SUMMARY_PATHS)
+        .map(|(p, _)| p.len())
+        .max()
+        .unwrap_or(0);
+    for (path, stats) in listed.iter().take(SUMMARY_PATHS) {
+        let types: Vec<&str> = stats
+            .types
+            .keys()
+            .map(String::as_str)
+            .filter(|t| *t != "null")
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {path:<width$}  present {:>5.1}%  filled {:>5.1}%  {}",
+            share(stats.present),
+            share(stats.non_null),
+            if types.is_empty() {
+                "null".to_string()
+            } else {
+                types.join("/")
+            }
+        );
+    }
+    if listed.len() > SUMMARY_PATHS {
+        let _ = writeln!(
+            out,
+            "  ... and {} more (the profile document lists every path)",
+            listed.len() - SUMMARY_PATHS
+        );
+    }
+    if profile.paths_dropped > 0 {
+        let _ = writeln!(
+            out,
+            "  {} occurrences of further paths were counted but not kept (--max-paths)",
+            profile.paths_dropped
+        );
+    }
+    if found.is_empty() {
+        out.push_str("\nFindings: none\n");
+    } else {
+        let _ = writeln!(out, "\nFindings ({}):", found.len());
+        for f in found {
+            let _ = writeln!(out, "  {} {} {}: {}", f.severity, f.rule, f.path, f.message);
+            let _ = writeln!(out, "    hint: {}", f.hint);
+        }
+    }
+    match written {
+        Some(path) => {
+            let _ = writeln!(out, "\nProfile document: {}", path.display());
+        }
+        None => out.push_str(
+            "\nThe profile document (to merge, push or compare later) is written with -o FILE, or printed with --output json.\n",
+        ),
+    }
+    out
 }
 
 fn merge(paths: &[PathBuf], out: Option<&Path>) -> Result<ExitCode> {
@@ -239,7 +359,15 @@ fn merge(paths: &[PathBuf], out: Option<&Path>) -> Result<ExitCode> {
                 .map_err(|e| InvalidInput(format!("{}: {e}", path.display())))?,
         }
     }
-    let document = serde_json::to_string_pretty(&merged.expect("at least one profile"))?;
+    let merged = merged.expect("at least one profile");
+    // The merged document carries the findings of the whole at the default thresholds, as a
+    // profile built from all the records at once does.
+    let found = findings(&Evidence {
+        profile: &merged,
+        declared: None,
+        thresholds: Thresholds::default(),
+    });
+    let document = document(&merged, &found)?;
     match out {
         Some(path) => write_file(path, &document)?,
         None => outln!("{document}"),
@@ -254,7 +382,7 @@ fn report(profile: &Profile, compare: &CompareArgs, to: &mut dyn Write) -> Resul
         declared: declared.as_deref(),
         thresholds: thresholds(&compare.limits)?,
     });
-    print_findings(&found, compare.output, to)?;
+    print_findings(&found, compare.output.unwrap_or(FindingsOutput::Text), to)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -143,6 +143,102 @@ fn the_instrument_example_names_promotion_and_removal_candidates() {
     assert!(text.contains("info PROFILE_REMOVAL_CANDIDATE /fields/legacy_fee_tier: '/legacy_fee_tier' is populated in 3% of records (9 of 300)"), "{text}");
 }
 
+/// The seed's two signals hold together: a key 3 % of the records carry, though every
+/// exchange has a few of them, is not a candidate. The findings are in the JSON document
+/// (not on standard error), and `--output text` is a summary, not the document.
+#[test]
+fn findings_are_in_the_document_and_text_is_a_summary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut records = instruments();
+    for r in records.iter_mut() {
+        let i: u32 = r["symbol"]
+            .as_str()
+            .and_then(|s| s.rsplit('-').next())
+            .and_then(|n| n.parse().ok())
+            .expect("symbol number");
+        if (90..93).contains(&i) {
+            let mut vendor: Value =
+                serde_json::from_str(r["vendor_data"].as_str().expect("text")).expect("JSON");
+            vendor["promoCode"] = json!("LAUNCH");
+            r["vendor_data"] = json!(vendor.to_string());
+        }
+    }
+    let data = write(dir.path(), "bronze.jsonl", &json_lines(&records));
+    let args = [
+        "profile",
+        s(&data),
+        "--group-by",
+        "exchange",
+        "--escape-hatch",
+        "vendor_data",
+    ];
+    let output = covenant(&args);
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let document = stdout_json(&output);
+    assert_eq!(document["format"], "covenant-profile");
+    assert_eq!(document["paths"]["/vendor_data/promoCode"]["present"], 9);
+    let candidates: Vec<&str> = document["findings"]
+        .as_array()
+        .expect("findings in the document")
+        .iter()
+        .filter(|f| f["rule"] == "PROFILE_PROMOTION_CANDIDATE")
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert_eq!(
+        candidates,
+        ["/vendor_data/marginTradingAllowed", "/vendor_data/rank"],
+        "{document}"
+    );
+    // The document still reads as a profile.
+    let saved = write(dir.path(), "saved.json", &document.to_string());
+    let output = covenant(&["profile", "findings", s(&saved), "--output", "json"]);
+    assert_eq!(output.status.code(), Some(0));
+
+    let mut text_args = args.to_vec();
+    text_args.extend(["--output", "text"]);
+    let output = covenant(&text_args);
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.starts_with(
+            "Profiled 300 records, grouped by 'exchange' (binance 100, coinbase 100, kraken 100); escape hatches: vendor_data.\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("/vendor_data/promoCode") && text.contains("present   3.0%"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nFindings (")
+            && text.contains("info PROFILE_PROMOTION_CANDIDATE /vendor_data/marginTradingAllowed"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("PROFILE_PROMOTION_CANDIDATE /vendor_data/promoCode"),
+        "{text}"
+    );
+    assert!(!text.contains("\"format\""), "not the document: {text}");
+    assert!(output.stderr.is_empty());
+
+    // With -o the file is the document, findings included, and standard output the summary.
+    let path = dir.path().join("profile.json");
+    let mut to_file = args.to_vec();
+    to_file.extend(["-o", s(&path)]);
+    let output = covenant(&to_file);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.starts_with("Profiled 300 records"), "{text}");
+    assert!(
+        text.contains(&format!("Profile document: {}", path.display())),
+        "{text}"
+    );
+    assert_eq!(read_json(&path)["findings"], document["findings"]);
+}
+
 #[test]
 fn merged_partitions_equal_the_whole_and_inputs_may_be_gzip_or_arrays() {
     let dir = tempfile::tempdir().expect("tempdir");
