@@ -191,7 +191,13 @@ pub struct PolicyArgs {
     /// JSON Schema policy: strict or lenient (Confluent's CompatibilityPolicy).
     #[arg(long, default_value = "strict")]
     pub json_policy: String,
-    /// Per-rule levels for the semantic rules, as JSON: {"semanticRules": {"LIKELY_RENAME": "error"}}.
+    /// Policy preset, as the registry's `policyPreset` config: covenant (the seeds' dangerous
+    /// changes are errors) or confluent (Confluent's verdicts; semantic findings never refuse).
+    /// Default: the --policy file's `policyPreset`, else covenant.
+    #[arg(long, value_name = "PRESET")]
+    pub preset: Option<String>,
+    /// Per-rule levels for the semantic rules, as JSON: {"semanticRules": {"LIKELY_RENAME": "error"}}
+    /// (a `policyPreset` may be given too).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     /// The subject's data-contract metadata, as Confluent's JSON: {"properties": {...}, "tags": {...}}.
@@ -205,7 +211,7 @@ pub struct PolicyArgs {
 impl PolicyArgs {
     fn load(&self) -> Result<(CheckOptions, PolicyContext, PolicySettings)> {
         let options = check_options(&self.strictness, &self.json_policy)?;
-        let settings = match &self.policy {
+        let mut settings = match &self.policy {
             Some(path) => {
                 let value = read_json(path)?;
                 PolicySettings::from_json(&value)
@@ -213,6 +219,14 @@ impl PolicyArgs {
             }
             None => PolicySettings::default(),
         };
+        if let Some(text) = &self.preset {
+            let preset = covenant_policy::Preset::parse(text).ok_or_else(|| {
+                InvalidInput(format!(
+                    "invalid --preset '{text}': expected covenant or confluent"
+                ))
+            })?;
+            settings = settings.with_preset(preset);
+        }
         let mut context = PolicyContext {
             subject: self.subject.clone(),
             ..PolicyContext::default()

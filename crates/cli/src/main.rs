@@ -145,16 +145,22 @@ fn main() -> ExitCode {
 fn print_rules(markdown: bool) {
     let groups = covenant_policy::all_rule_groups();
     if markdown {
-        out!("{}", covenant_engine::rules_markdown(&groups));
+        out!("{}", covenant_policy::rules_markdown());
         return;
     }
+    // The level under the default preset (covenant), then under confluent.
     for (title, rules) in groups {
         outln!("{title}");
         for rule in rules {
+            let level = |p: covenant_policy::Preset| match p.level(rule).severity() {
+                Some(s) => s.to_string(),
+                None => "off".to_string(),
+            };
             outln!(
-                "  {:<48} {:<8} {}",
+                "  {:<48} {:<8} {:<8} {}",
                 rule.id,
-                rule.default_severity,
+                level(covenant_policy::Preset::Covenant),
+                level(covenant_policy::Preset::Confluent),
                 rule.summary
             );
         }

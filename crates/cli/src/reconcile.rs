@@ -295,6 +295,18 @@ pub fn verify(source: &Dump, destination: &Dump) -> Verification {
     }
 }
 
+/// A config's settings as compared: Covenant answers every config read with the policy
+/// preset in force (`policyPreset`), so its default, `covenant`, counts as unset.
+fn settings(
+    extra: &serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut extra = extra.clone();
+    if extra.get("policyPreset").and_then(|v| v.as_str()) == Some("covenant") {
+        extra.remove("policyPreset");
+    }
+    extra
+}
+
 /// Configs and modes, by scope.
 fn verify_settings(source: &Dump, destination: &Dump, differences: &mut Vec<Difference>) {
     let scope = |s: &Option<String>| match s {
@@ -305,7 +317,10 @@ fn verify_settings(source: &Dump, destination: &Dump, differences: &mut Vec<Diff
         let what = format!("config of {}", scope(&c.subject));
         match destination.configs.iter().find(|d| d.subject == c.subject) {
             None => differences.push(Difference::Missing(what)),
-            Some(d) if d.compatibility != c.compatibility || d.extra != c.extra => {
+            Some(d)
+                if d.compatibility != c.compatibility
+                    || settings(&d.extra) != settings(&c.extra) =>
+            {
                 differences.push(Difference::Conflict(what))
             }
             Some(_) => {}

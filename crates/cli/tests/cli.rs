@@ -197,28 +197,50 @@ const RENAMED: &str = r#"{"type":"record","name":"Case","namespace":"court","fie
   {"name":"assignedOfficer","type":"string","default":""}]}"#;
 
 #[test]
-fn a_rename_is_a_warning_by_default_and_an_error_under_a_stricter_policy() {
+fn a_rename_is_an_error_by_default_and_a_warning_under_the_confluent_preset() {
     let dir = tempfile::tempdir().expect("tempdir");
     let old = write(dir.path(), "v1.avsc", V1);
     let new = write(dir.path(), "v2.avsc", RENAMED);
+    let rename_of = |out: &std::process::Output| {
+        let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+        report["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .find(|f| f["rule"] == "LIKELY_RENAME")
+            .expect("a LIKELY_RENAME finding")
+            .clone()
+    };
     let out = covenant(&["check", "-o", "json", s(&new), s(&old)]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
-    let rename = report["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .find(|f| f["rule"] == "LIKELY_RENAME")
-        .expect("a LIKELY_RENAME finding");
-    assert_eq!(rename["severity"], "warning");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(rename_of(&out)["severity"], "error");
+    let lenient = covenant(&[
+        "check",
+        "-o",
+        "json",
+        "--preset",
+        "confluent",
+        s(&new),
+        s(&old),
+    ]);
+    assert_eq!(lenient.status.code(), Some(0), "{lenient:?}");
+    assert_eq!(rename_of(&lenient)["severity"], "warning");
 
+    // A level named in the policy file overrides the preset, either way.
     let policy = write(
         dir.path(),
         "policy.json",
-        r#"{"semanticRules": {"LIKELY_RENAME": "error"}}"#,
+        r#"{"policyPreset": "confluent", "semanticRules": {"LIKELY_RENAME": "error"}}"#,
     );
     let strict = covenant(&["check", "--policy", s(&policy), s(&new), s(&old)]);
     assert_eq!(strict.status.code(), Some(1), "{strict:?}");
+    let relaxed = write(
+        dir.path(),
+        "relaxed.json",
+        r#"{"semanticRules": {"LIKELY_RENAME": "warning", "FIELD_REMOVED_WITHOUT_DEPRECATION": "warning"}}"#,
+    );
+    let out = covenant(&["check", "--policy", s(&relaxed), s(&new), s(&old)]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
     let bad_policy = write(
         dir.path(),
         "bad.json",
@@ -226,6 +248,8 @@ fn a_rename_is_a_warning_by_default_and_an_error_under_a_stricter_policy() {
     );
     let rejected = covenant(&["check", "--policy", s(&bad_policy), s(&new), s(&old)]);
     assert_eq!(rejected.status.code(), Some(2), "{rejected:?}");
+    let bad_preset = covenant(&["check", "--preset", "strict", s(&new), s(&old)]);
+    assert_eq!(bad_preset.status.code(), Some(2), "{bad_preset:?}");
 }
 
 #[test]

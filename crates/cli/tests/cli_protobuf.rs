@@ -182,12 +182,18 @@ fn reused_field_number_fails_under_wire_with_the_buf_rule() {
     assert!(!finding["hint"].as_str().unwrap_or_default().is_empty());
 
     // Confluent's rules group enums with int32, so only the stricter level catches it
-    // structurally; the reuse of number 7 is caught whatever the strictness.
+    // structurally; the reuse of number 7 is caught whatever the strictness, and under the
+    // covenant preset so is the removal of the field that held it (no deprecation record,
+    // its number and name not reserved).
     let out = check(&ws, V2_REUSED, "confluent", "json");
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert_eq!(
         error_rules(&json(&out)),
-        vec!["PROTOBUF_HISTORY_REUSED".to_string()]
+        vec![
+            "FIELD_REMOVED_WITHOUT_DEPRECATION".to_string(),
+            "PROTOBUF_REMOVED_NOT_RESERVED".to_string(),
+            "PROTOBUF_HISTORY_REUSED".to_string()
+        ]
     );
 }
 

@@ -62,11 +62,17 @@ async fn the_seed_examples_through_a_running_server() {
     assert!(message.contains("/fields/closureReason"), "{message}");
     assert!(message.contains("(version 1)"), "{message}");
 
-    // Rule 2: caseOwner renamed to assignedOfficer: a warning by default, an error once the
-    // subject says so.
+    // Rule 2: caseOwner renamed to assignedOfficer: refused under the default preset, a
+    // warning under the confluent preset, an error again once the subject names the rule.
     let owner = r#"{"type":"record","name":"Case","fields":[{"name":"caseId","type":"string"},{"name":"caseOwner","type":["null","string"],"default":null}]}"#;
     let officer = r#"{"type":"record","name":"Case","fields":[{"name":"caseId","type":"string"},{"name":"assignedOfficer","type":["null","string"],"default":null}]}"#;
     server.registered("rename", "AVRO", owner).await;
+    let verbose = server.verbose("rename", "AVRO", officer).await;
+    assert_eq!(verbose["is_compatible"], false);
+    assert_eq!(finding(&verbose, "LIKELY_RENAME")["severity"], "error");
+    server
+        .config("rename", json!({"policyPreset": "confluent"}))
+        .await;
     let verbose = server.verbose("rename", "AVRO", officer).await;
     assert_eq!(verbose["is_compatible"], true);
     let f = finding(&verbose, "LIKELY_RENAME");
@@ -96,7 +102,11 @@ async fn the_seed_examples_through_a_running_server() {
     let db = r#"{"type":"record","name":"Case","fields":[{"name":"updatedAt","type":"string","doc":"Database update timestamp."}]}"#;
     let business = r#"{"type":"record","name":"Case","fields":[{"name":"updatedAt","type":"string","doc":"Business event timestamp."}]}"#;
     server.registered("meaning", "AVRO", db).await;
+    server
+        .config("meaning", json!({"policyPreset": "confluent"}))
+        .await;
     let verbose = server.verbose("meaning", "AVRO", business).await;
+    assert_eq!(verbose["is_compatible"], true);
     assert_eq!(
         finding(&verbose, "MEANING_CHANGED")["path"],
         "/fields/updatedAt"
@@ -236,6 +246,8 @@ async fn settings_and_scopes_are_validated() {
         json!({"compatibilityScope": {"kind": "versions", "versions": []}}),
         json!({"semanticRules": {"LIKELY_RENAMED": "error"}}),
         json!({"semanticRules": {"LIKELY_RENAME": "fatal"}}),
+        json!({"policyPreset": "strict"}),
+        json!({"policyPreset": 1}),
     ] {
         let (status, body) = server.call("PUT", "/config/s", Some(bad.clone())).await;
         assert_eq!(status, 422, "{bad}: {body}");
@@ -250,7 +262,7 @@ async fn settings_and_scopes_are_validated() {
     let (_, config) = server.call("GET", "/config/s", None).await;
     assert_eq!(
         config,
-        json!({"compatibilityLevel": "FULL_TRANSITIVE", "compatibilityScope": {"kind": "window", "days": 90}})
+        json!({"compatibilityLevel": "FULL_TRANSITIVE", "compatibilityScope": {"kind": "window", "days": 90}, "policyPreset": "covenant"})
     );
 }
 
@@ -278,6 +290,9 @@ const E4: &str = r#"{"type":"record","name":"Event","fields":[{"name":"id","type
 async fn replay_refuses_a_version_that_cannot_read_old_samples() {
     let server = Server::start().await;
     let s = "events";
+    // The history drops 'kind' and adds 'note': under Confluent's verdicts, so that what is
+    // refused below is refused by the replay of the stored samples alone.
+    server.config(s, json!({"policyPreset": "confluent"})).await;
     let id1 = server.registered(s, "AVRO", E1).await;
     server.registered(s, "AVRO", E2).await;
     server.registered(s, "AVRO", E3).await;
@@ -447,6 +462,8 @@ async fn replay_refuses_a_version_that_cannot_read_old_samples() {
 async fn at_none_the_dry_run_and_registration_agree_on_replay() {
     let server = Server::start().await;
     let s = "events-none";
+    // As above: only the samples' replay is to judge the history, not the semantic rules.
+    server.config(s, json!({"policyPreset": "confluent"})).await;
     server.registered(s, "AVRO", E1).await;
     let mut v1 = Vec::new();
     avro_long(7, &mut v1);

@@ -607,8 +607,11 @@ async fn an_exporter_copies_only_what_its_creator_may_read() {
             .is_some_and(|t| t.contains("creator no longer may administer")),
         "{status}"
     );
-    a.register("team-a-orders", json!({"schema": record("Order", &["x"])}))
-        .await;
+    a.register(
+        "team-a-orders",
+        json!({"schema": record("Order", &["id", "note", "tag", "x"])}),
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(versions(&b, "team-a-orders").await, json!([1, 2, 3]));
     // Resumed by root, it still runs as alice, and pauses again.

@@ -77,7 +77,24 @@ fn the_seed_examples_offline() {
     let old = write(dir.path(), "v1.json", &v1().to_string());
     let new = write(dir.path(), "v2.json", &v2().to_string());
 
+    // ADR-005's rename (tickSize to priceIncrement) is refused under the default preset...
     let out = covenant(&["check", "--format", "iceberg", s(&new), s(&old)]);
+    let report = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("LIKELY_RENAME [v1] at /fields/price_increment"),
+        "{report}"
+    );
+    // ...and Iceberg's own verdict, compatible, is the confluent preset's.
+    let out = covenant(&[
+        "check",
+        "--format",
+        "iceberg",
+        "--preset",
+        "confluent",
+        s(&new),
+        s(&old),
+    ]);
     let report = text(&out);
     assert_eq!(out.status.code(), Some(0), "{report}");
     for needle in [
@@ -90,7 +107,7 @@ fn the_seed_examples_offline() {
     }
 
     // Read as Iceberg by content, without --format.
-    let out = covenant(&["check", s(&new), s(&old)]);
+    let out = covenant(&["check", "--preset", "confluent", s(&new), s(&old)]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 
     let out = covenant(&[
@@ -303,7 +320,7 @@ fn table_metadata_as_the_old_version_and_identity_commands() {
         "fresh.json",
         &v2().to_string().replace("\"id\":6", "\"id\":8"),
     );
-    let out = covenant(&["check", s(&fresh), s(&meta)]);
+    let out = covenant(&["check", "--preset", "confluent", s(&fresh), s(&meta)]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let no_exchange = write(
         dir.path(),
@@ -389,6 +406,22 @@ async fn registered_over_rest_with_a_governed_column_removal() {
 
     let first = server.ok("POST", versions, register(v1())).await;
     assert_eq!(first["schemaType"], json!("ICEBERG"), "{first}");
+    // The rename in v2 is refused under the default preset; the subject accepts renames.
+    let (status, refusal) = server.call("POST", versions, register(v2())).await;
+    assert_eq!(status, 409, "{refusal}");
+    assert!(
+        refusal["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("rule: LIKELY_RENAME, path: '/fields/price_increment'")),
+        "{refusal}"
+    );
+    server
+        .ok(
+            "PUT",
+            "/config/silver.instruments",
+            json!({"semanticRules": {"LIKELY_RENAME": "warning"}}),
+        )
+        .await;
     server.ok("POST", versions, register(v2())).await;
 
     let (status, refusal) = server

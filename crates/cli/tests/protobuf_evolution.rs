@@ -80,6 +80,25 @@ fn reserving_and_adding_is_compatible_under_full_wire_json() {
     let dir = tempfile::tempdir().expect("tempdir");
     let old = write(dir.path(), "v1.proto", RESERVE_V1);
     let new = write(dir.path(), "v2.proto", RESERVE_V2);
+    // Under the default preset the removal still needs a deprecation record first; the
+    // reserved field is not taken for a rename of the added one.
+    let out = covenant(&[
+        "check",
+        "--strictness",
+        "wire_json",
+        "--output",
+        "json",
+        s(&new),
+        s(&old),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let errors: Vec<Value> = findings(&out)
+        .into_iter()
+        .filter(|f| f["severity"] == "error")
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["rule"], "FIELD_REMOVED_WITHOUT_DEPRECATION");
+    assert_eq!(errors[0]["path"], "/acme.CaseEvent/fields/legacy_owner");
     for level in ["BACKWARD", "FORWARD", "FULL", "FULL_TRANSITIVE"] {
         let out = covenant(&[
             "check",
@@ -87,6 +106,8 @@ fn reserving_and_adding_is_compatible_under_full_wire_json() {
             level,
             "--strictness",
             "wire_json",
+            "--preset",
+            "confluent",
             s(&new),
             s(&old),
         ]);
@@ -141,6 +162,18 @@ async fn registration_follows_the_same_rules() {
     let (status, body) = call(&client, &base, "PUT", "/config/reserve", config).await;
     assert_eq!(status, 200, "{body}");
     let (status, body) = register("reserve", RESERVE_V1).await;
+    assert_eq!(status, 200, "{body}");
+    // The default preset wants a deprecation record before the removal, as offline.
+    let (status, body) = register("reserve", RESERVE_V2).await;
+    assert_eq!(status, 409, "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("rule: FIELD_REMOVED_WITHOUT_DEPRECATION")
+            && !message.contains("LIKELY_RENAME"),
+        "{message}"
+    );
+    let preset = json!({"policyPreset": "confluent"});
+    let (status, body) = call(&client, &base, "PUT", "/config/reserve", preset).await;
     assert_eq!(status, 200, "{body}");
     let (status, body) = register("reserve", RESERVE_V2).await;
     assert_eq!(status, 200, "{body}");

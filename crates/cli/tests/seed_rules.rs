@@ -103,6 +103,13 @@ fn protobuf_number_reused_after_its_reservation_was_dropped_offline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protobuf_number_reused_after_its_reservation_was_dropped_on_the_server() {
     let server = Server::start().await;
+    // v2 retires legacy_owner (reserved) without a deprecation record, accepted here.
+    server
+        .config(
+            "lifecycle",
+            json!({"semanticRules": {"FIELD_REMOVED_WITHOUT_DEPRECATION": "warning"}}),
+        )
+        .await;
     server
         .registered("lifecycle", "PROTOBUF", LIFECYCLE_V1)
         .await;
@@ -117,7 +124,8 @@ async fn protobuf_number_reused_after_its_reservation_was_dropped_on_the_server(
     server
         .config(
             "lifecycle",
-            json!({"semanticRules": {"PROTOBUF_HISTORY_REUSED": "warning"}}),
+            // v3 also drops v2's reservation, a rule of its own.
+            json!({"semanticRules": {"PROTOBUF_HISTORY_REUSED": "warning", "PROTOBUF_RESERVED_DROPPED": "warning"}}),
         )
         .await;
     server
@@ -172,7 +180,7 @@ async fn string_to_decimal_is_refused_on_the_server() {
     server
         .config(
             "amount",
-            json!({"compatibility": "FULL_TRANSITIVE", "semanticRules": {"VALUE_REINTERPRETED": "warning"}}),
+            json!({"compatibility": "FULL_TRANSITIVE", "semanticRules": {"VALUE_REINTERPRETED": "warning", "SENSITIVE_TYPE_CHANGED": "warning"}}),
         )
         .await;
     server.registered("amount", "AVRO", DECIMAL_AMOUNT).await;
@@ -294,6 +302,14 @@ fn the_plan_covers_every_version_given_offline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_plan_covers_every_version_in_scope_on_the_server() {
     let server = Server::start().await;
+    // The history drops 'kind' without a deprecation record, accepted here: the plan is
+    // what is looked at.
+    server
+        .config(
+            "kind",
+            json!({"semanticRules": {"FIELD_REMOVED_WITHOUT_DEPRECATION": "warning"}}),
+        )
+        .await;
     server.registered("kind", "AVRO", KIND_V1).await;
     server.registered("kind", "AVRO", KIND_V2).await;
     let ask = || async {
@@ -360,11 +376,12 @@ fn renames_and_meaning_changes_plan_the_seed_rollouts_offline() {
             .iter()
             .any(|s| s.starts_with("Breaking semantic change rollout"))
     );
-    // The subject's policy decides: a rename set to info is only reviewed.
+    // The subject's policy decides: under Confluent's verdicts, a rename set to info is
+    // only reviewed.
     let policy = write(
         dir.path(),
         "policy.json",
-        r#"{"semanticRules": {"LIKELY_RENAME": "info"}}"#,
+        r#"{"policyPreset": "confluent", "semanticRules": {"LIKELY_RENAME": "info"}}"#,
     );
     let (code, value) = plan(&["--policy", s(&policy), s(&officer), s(&owner)]);
     assert_eq!((code, &value["order"]), (Some(0), &json!("either_order")));
@@ -490,20 +507,28 @@ const INSTRUMENT_V2: &str =
     r#"{"type":"record","name":"Instrument","fields":[{"name":"symbol","type":"string"}]}"#;
 
 /// Rule 6: removing `tickSize`, never deprecated, registered under BACKWARD with no finding.
+/// "No known consumers" is not evidence: refused under the default preset, a warning under
+/// Confluent's verdicts.
 #[test]
 fn removal_without_deprecation_is_reported_offline() {
     let dir = tempfile::tempdir().expect("tempdir");
     let old = write(dir.path(), "i1.avsc", INSTRUMENT_V1);
     let new = write(dir.path(), "i2.avsc", INSTRUMENT_V2);
     let (code, found) = check(&[s(&new), s(&old)], "FIELD_REMOVED_WITHOUT_DEPRECATION");
-    assert_eq!(code, Some(0), "no consumers known offline: a warning");
+    assert_eq!(code, Some(1), "no consumers known offline: still an error");
     assert_eq!(found.len(), 1);
-    assert_eq!(found[0]["severity"], "warning");
+    assert_eq!(found[0]["severity"], "error");
     assert_eq!(found[0]["path"], "/fields/tickSize");
+    let (code, found) = check(
+        &["--preset", "confluent", s(&new), s(&old)],
+        "FIELD_REMOVED_WITHOUT_DEPRECATION",
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(found[0]["severity"], "warning");
     let policy = write(
         dir.path(),
         "policy.json",
-        r#"{"semanticRules": {"FIELD_REMOVED_WITHOUT_DEPRECATION": "error"}}"#,
+        r#"{"policyPreset": "confluent", "semanticRules": {"FIELD_REMOVED_WITHOUT_DEPRECATION": "error"}}"#,
     );
     let (code, _) = check(
         &["--policy", s(&policy), s(&new), s(&old)],
@@ -540,8 +565,15 @@ async fn removal_without_deprecation_names_consumers_on_the_server() {
             .unwrap_or_else(|| panic!("no removal finding in {body}"))
     };
 
-    // Nobody is known to read it: a warning, and the version registers.
+    // Nobody is known to read it: still refused under the default preset; a warning under
+    // the confluent preset, and the version registers.
     server.registered("quiet", "AVRO", INSTRUMENT_V1).await;
+    let body = verbose("quiet").await;
+    assert_eq!(body["is_compatible"], false, "{body}");
+    assert_eq!(finding(&body)["severity"], "error");
+    server
+        .config("quiet", json!({"policyPreset": "confluent"}))
+        .await;
     let body = verbose("quiet").await;
     assert_eq!(finding(&body)["severity"], "warning");
     server.registered("quiet", "AVRO", INSTRUMENT_V2).await;
@@ -787,10 +819,18 @@ fn identity_defaults_and_money_offline() {
     let dir = tempfile::tempdir().expect("tempdir");
     let v1 = write(dir.path(), "e1.avsc", EVENT_V1);
     let no_id = write(dir.path(), "e2.avsc", EVENT_NO_ID);
+    // Undeclared, the identity is known by its name: an error under the default preset, a
+    // warning under Confluent's verdicts.
     let (code, found) = check(&[s(&no_id), s(&v1)], "LIKELY_IDENTITY_CHANGED");
+    assert_eq!((code, found.len()), (Some(1), 1), "{found:?}");
+    assert_eq!(found[0]["severity"], "error");
+    assert_eq!(found[0]["path"], "/fields/eventId");
+    let (code, found) = check(
+        &["--preset", "confluent", s(&no_id), s(&v1)],
+        "LIKELY_IDENTITY_CHANGED",
+    );
     assert_eq!((code, found.len()), (Some(0), 1), "{found:?}");
     assert_eq!(found[0]["severity"], "warning");
-    assert_eq!(found[0]["path"], "/fields/eventId");
     // Metadata is the authority: declared, the same removal is an error.
     let metadata = write(
         dir.path(),
@@ -900,6 +940,14 @@ async fn identity_defaults_money_and_consumers_on_the_server() {
 async fn every_versions_samples_are_replayed_by_default() {
     use base64::Engine;
     let server = Server::start().await;
+    // The history drops 'kind' without a deprecation record, accepted here: only the replay
+    // is to speak.
+    server
+        .config(
+            "kinds",
+            json!({"semanticRules": {"FIELD_REMOVED_WITHOUT_DEPRECATION": "warning"}}),
+        )
+        .await;
     server.registered("kinds", "AVRO", KIND_V1).await;
     server.registered("kinds", "AVRO", KIND_V2).await;
     // Avro binary of {"id": 7, "kind": "refund"}: zig-zag 7, then length 6 and the text.

@@ -36,4 +36,4 @@ pub use position::{JsonText, Position, Step};
 pub use render::{
     render_json, render_sarif, render_sarif_located, render_text, render_text_located,
 };
-pub use rule::{RuleCatalog, RuleSpec, rules_markdown};
+pub use rule::{RuleCatalog, RuleSpec, rules_markdown, rules_markdown_with};

@@ -32,6 +32,19 @@ pub trait RuleCatalog {
 
 /// Renders the rule catalog as Markdown, grouped by format then category.
 pub fn rules_markdown(groups: &[(&str, &[&RuleSpec])]) -> String {
+    rules_markdown_with(groups, "", &["severity"], &|r| {
+        vec![r.default_severity.to_string()]
+    })
+}
+
+/// [`rules_markdown`] with `intro` after the opening paragraph and one level column per name
+/// in `columns`, filled by `levels` (for example a rule's level under each policy preset).
+pub fn rules_markdown_with(
+    groups: &[(&str, &[&RuleSpec])],
+    intro: &str,
+    columns: &[&str],
+    levels: &dyn Fn(&RuleSpec) -> Vec<String>,
+) -> String {
     let mut out = String::from(
         "# Rule catalog\n\n\
          Generated from the rule specs in the code (`cargo run -p covenant-cli -- rules --markdown > docs/rules.md`); \
@@ -39,15 +52,24 @@ pub fn rules_markdown(groups: &[(&str, &[&RuleSpec])]) -> String {
          Every finding Covenant reports carries one of these ids, a path into the schema, a plain-language message \
          and a hint for making the change safely.\n",
     );
+    if !intro.is_empty() {
+        out.push('\n');
+        out.push_str(intro.trim_end());
+        out.push('\n');
+    }
+    let header: String = columns.iter().map(|c| format!(" {c} |")).collect();
+    let rule_line: String = columns.iter().map(|_| "---|").collect();
     for (title, rules) in groups {
         out.push_str(&format!("\n## {title}\n\n"));
-        out.push_str("| id | severity | category | summary | peers |\n|---|---|---|---|---|\n");
+        out.push_str(&format!(
+            "| id |{header} category | summary | peers |\n|---|{rule_line}---|---|---|\n"
+        ));
         for r in rules.iter() {
+            let cells: String = levels(r).iter().map(|l| format!(" {l} |")).collect();
             out.push_str(&format!(
-                "| [`{}`](#{}) | {} | {} | {} | {} |\n",
+                "| [`{}`](#{}) |{cells} {} | {} | {} |\n",
                 r.id,
                 r.id.to_ascii_lowercase(),
-                r.default_severity,
                 r.category,
                 r.summary.replace('|', "\\|"),
                 r.peers.join(", ")

@@ -1019,6 +1019,7 @@ const CONFIG_KEYS: &[&str] = &[
     "compatibilityPolicy",
     "compatibilityScope",
     "semanticRules",
+    "policyPreset",
     "profileThresholds",
     "protobufStrictness",
     "alias",
@@ -1050,7 +1051,13 @@ async fn show_config(
     default_to_global: bool,
 ) -> ApiResult {
     let c = state.registry.config(subject, default_to_global).await?;
-    Ok(ok(config_view(&c)))
+    let mut view = config_view(&c);
+    // Covenant's extension: the policy preset in force here, set or inherited.
+    let preset = state.registry.policy_preset(subject).await?;
+    if let Value::Object(m) = &mut view {
+        m.insert("policyPreset".into(), json!(preset.as_str()));
+    }
+    Ok(ok(view))
 }
 
 async fn update_config(

@@ -104,9 +104,10 @@ async fn oversized_and_deeply_nested_bodies_are_rejected_cleanly() {
 #[tokio::test]
 async fn config_get_and_put_use_different_keys_and_subject_config_404s() {
     let app = app();
+    // Covenant adds one field, the policy preset in force (covenant by default).
     assert_eq!(
         app.get("/config").await.json(),
-        json!({"compatibilityLevel": "BACKWARD"})
+        json!({"compatibilityLevel": "BACKWARD", "policyPreset": "covenant"})
     );
     let r = app.get("/config/orders-value").await;
     assert_eq!((r.status.as_u16(), r.code()), (404, 40408));
@@ -115,7 +116,10 @@ async fn config_get_and_put_use_different_keys_and_subject_config_404s() {
         "Subject 'orders-value' does not have subject-level compatibility configured"
     );
     let r = app.get("/config/orders-value?defaultToGlobal=TRUE").await;
-    assert_eq!(r.json(), json!({"compatibilityLevel": "BACKWARD"}));
+    assert_eq!(
+        r.json(),
+        json!({"compatibilityLevel": "BACKWARD", "policyPreset": "covenant"})
+    );
     let r = app
         .send(
             "PUT",
@@ -126,7 +130,7 @@ async fn config_get_and_put_use_different_keys_and_subject_config_404s() {
     assert_eq!(r.json(), json!({"compatibility": "FULL_TRANSITIVE"}));
     assert_eq!(
         app.get("/config/orders-value").await.json(),
-        json!({"compatibilityLevel": "FULL_TRANSITIVE"})
+        json!({"compatibilityLevel": "FULL_TRANSITIVE", "policyPreset": "covenant"})
     );
     // Python's ServerConfig may send compatibilityLevel in a PUT.
     let r = app
@@ -199,7 +203,7 @@ async fn trailing_slashes_and_encoded_subjects_route() {
     let r = app.get("/config/a%2Fb/").await;
     assert_eq!(
         r.json(),
-        json!({"compatibilityLevel": "NONE"}),
+        json!({"compatibilityLevel": "NONE", "policyPreset": "covenant"}),
         "{}",
         r.text
     );

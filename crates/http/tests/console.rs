@@ -275,6 +275,18 @@ async fn hostile_names_and_docs_are_escaped() {
 }
 
 #[tokio::test]
+async fn the_subject_page_shows_the_policy_preset_in_force() {
+    let (app, _dir) = app(HttpConfig::default(), false).await;
+    let page = send(&app, "GET", "/ui/subjects/orders-value", None, None).await;
+    assert!(
+        page.body
+            .contains("<dt>Policy preset</dt><dd id=\"preset\">covenant (inherited)</dd>"),
+        "{}",
+        page.body
+    );
+}
+
+#[tokio::test]
 async fn forms_need_the_sessions_token_and_the_same_origin() {
     let (app, _dir) = app(HttpConfig::default(), false).await;
     let page = send(&app, "GET", "/ui/subjects/orders-value", None, None).await;

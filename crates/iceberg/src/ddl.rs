@@ -62,6 +62,18 @@ pub enum DdlOp {
     SetIdentifierFields {
         fields: Vec<String>,
     },
+    /// Partition evolution (`UpdatePartitionSpec`); `field` is a transform expression
+    /// (`day(valid_from)`) or the name of a partition field.
+    AddPartitionField {
+        field: String,
+    },
+    DropPartitionField {
+        field: String,
+    },
+    ReplacePartitionField {
+        field: String,
+        with: String,
+    },
 }
 
 /// One statement with its operation.
@@ -108,6 +120,9 @@ pub fn plan_ddl(
     planner.adds();
     planner.moves();
     planner.identifiers();
+    planner
+        .out
+        .extend(crate::partition::statements(old, new, table));
     if !planner.refused.is_empty() {
         return Err(planner.refused);
     }

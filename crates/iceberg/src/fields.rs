@@ -14,11 +14,25 @@ use crate::types::Type;
 use crate::{Field, IcebergSchema};
 use covenant_engine::{FieldTree, Node, NodeKind, TreeAllowance};
 
+/// Root annotation holding the default partition spec by source id (`identity(2), day(3)`).
+pub const PARTITION_SPEC: &str = "iceberg:partition-spec";
+/// Root annotation holding the same spec by column name (`identity(exchange), day(valid_from)`).
+pub const PARTITION_SPEC_TEXT: &str = "iceberg:partition-spec-text";
+
 /// The schema as a neutral field tree.
 pub fn field_tree(schema: &IcebergSchema) -> FieldTree {
     let mut root = Node::new(NodeKind::Record, "", "", "struct");
     let mut allowance = TreeAllowance::default();
     root.children = fields(&schema.fields, "", &mut allowance);
+    // The table's partition spec, when the text was table metadata: what it partitions by
+    // (source ids, for comparing) and how it reads.
+    if let (Some(key), Some(text)) = (
+        crate::partition::key(schema),
+        crate::partition::describe(schema),
+    ) {
+        root.annotations.insert(PARTITION_SPEC.into(), key);
+        root.annotations.insert(PARTITION_SPEC_TEXT.into(), text);
+    }
     FieldTree {
         format: "ICEBERG".into(),
         root,

@@ -26,12 +26,13 @@ pub mod ddl;
 mod fields;
 pub mod index;
 mod parse;
+pub mod partition;
 mod position;
 pub mod rules;
 pub mod types;
 
 pub use ddl::{DdlOp, DdlPlan, plan_ddl};
-pub use fields::field_tree;
+pub use fields::{PARTITION_SPEC, PARTITION_SPEC_TEXT, field_tree};
 pub use parse::MAX_FIELD_ID;
 pub use position::locate;
 

@@ -148,6 +148,25 @@ pub fn rollout(
     plan_with_semantics(&backward, &forward, &semantic)
 }
 
+/// The rule catalog as Markdown (`docs/rules.md`), with each rule's level under each policy
+/// preset: structural, replay and profile rules are the same under both; semantic rules take
+/// their level from [`crate::presets::LEVELS`].
+pub fn rules_markdown() -> String {
+    let groups = all_rule_groups();
+    let columns: Vec<&str> = crate::Preset::ALL.iter().map(|p| p.as_str()).collect();
+    covenant_engine::rules_markdown_with(&groups, PRESETS_INTRO, &columns, &|rule| {
+        crate::Preset::ALL
+            .iter()
+            .map(|p| match p.level(rule).severity() {
+                Some(s) => s.to_string(),
+                None => "off".to_string(),
+            })
+            .collect()
+    })
+}
+
+const PRESETS_INTRO: &str = "The **covenant** and **confluent** columns give each rule's level under the two policy presets, chosen in config like `compatibility` (`{\"policyPreset\": \"confluent\"}` on `PUT /config`, a context's `PUT /config/:.ctx:` or `PUT /config/{subject}`; `covenant check --preset`). `covenant`, the default, refuses the changes the seeds call dangerous; `confluent` gives Confluent's structural verdicts, and its semantic findings are reported but never refuse a change. A level named in the subject's `semanticRules` overrides either preset. An `error` refuses the change; the refusal names the change that needs no approval (the hint) and that a principal holding the `Approve` operation on the subject may accept the risk. Imports (IMPORT mode, `covenant import`, `covenant migrate`) never judge history.\n";
+
 /// Every rule Covenant can report, structural and semantic, in catalog order.
 pub fn all_rule_groups() -> Vec<(&'static str, &'static [&'static RuleSpec])> {
     let mut groups = covenant_schema::rule_groups();

@@ -14,6 +14,7 @@
 mod context;
 mod judge;
 mod pair;
+pub mod presets;
 pub mod replay;
 mod rollout;
 mod rules;
@@ -25,7 +26,8 @@ pub use context::{
     IDEMPOTENCY_KEY, IDENTITY_FIELDS, KEY_PROPERTIES, ORDERING_FIELDS, PARTITION_KEY, PII_FIELDS,
     PII_TAGS, PolicyContext, SUBJECT_ROLE, SubjectMetadata,
 };
-pub use judge::{Judgement, all_rule_groups, judge, rollout};
+pub use judge::{Judgement, all_rule_groups, judge, rollout, rules_markdown};
+pub use presets::Preset;
 pub use replay::replay_rules;
 pub use rollout::{
     Combination, DeploymentOrder, Reason, RolloutPlan, Side, plan, plan_with_semantics,
@@ -118,14 +120,23 @@ fn evaluate_pair(
         let Some(severity) = settings.level(entry.spec).severity() else {
             continue;
         };
-        // A level the settings name applies to every finding; otherwise each finding keeps
-        // the severity its rule gave it (the spec's default, or one a rule raises with cause).
+        // A level the settings name applies to every finding; otherwise the preset sets it
+        // from the severity its rule gave the finding (the spec's default, or one a rule
+        // raised or lowered with cause).
         let listed = settings.semantic_rules.contains_key(entry.spec.id);
+        let preset = settings.preset();
         findings.extend(
             (entry.check)(&pair)
                 .into_iter()
                 .map(|f| name_consumers(&pair, f))
-                .map(|f| if listed { f.with_severity(severity) } else { f }),
+                .map(|f| {
+                    let severity = if listed {
+                        severity
+                    } else {
+                        preset.severity(entry.spec, f.severity)
+                    };
+                    f.with_severity(severity)
+                }),
         );
     }
     findings
@@ -169,9 +180,20 @@ mod tests {
         let old = avro("Case", vec![field("caseOwner", "string")]);
         let new = avro("Case", vec![field("assignedOfficer", "string")]);
         let context = PolicyContext::default();
-        // Only the rename is looked at here; the removal has its own rule.
-        let base =
-            PolicySettings::default().with("FIELD_REMOVED_WITHOUT_DEPRECATION", RuleLevel::Off);
+        // Only the rename is looked at here; the removal has its own rule. Under the
+        // confluent preset a rename is a warning; under covenant, the default, an error.
+        assert!(
+            !evaluate_report(
+                &old,
+                &new,
+                &PolicyContext::default(),
+                &PolicySettings::default()
+            )
+            .compatible
+        );
+        let base = PolicySettings::default()
+            .with_preset(Preset::Confluent)
+            .with("FIELD_REMOVED_WITHOUT_DEPRECATION", RuleLevel::Off);
         let default = evaluate(&old, &new, &context, &base);
         assert_eq!(default.len(), 1);
         assert_eq!(default[0].severity, covenant_engine::Severity::Warning);

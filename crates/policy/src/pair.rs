@@ -18,6 +18,15 @@ pub(crate) struct Located<'a> {
 }
 
 impl<'a> Located<'a> {
+    /// The name of the record or message holding the node, without its namespace
+    /// (`Case` for `acme.Case`'s fields); `None` at the root or when it has no name.
+    pub fn parent_name(&self) -> Option<&'a str> {
+        self.ancestors
+            .last()
+            .map(|n| n.rsplit('.').next().unwrap_or(n))
+            .filter(|n| !n.is_empty())
+    }
+
     /// The node's names from the root down (`Case.owner.id`).
     fn dotted(&self) -> String {
         let own = Some(self.node.name.as_str()).filter(|n| !n.is_empty());

@@ -1,5 +1,6 @@
 //! Per-subject policy: how much each semantic rule matters.
 
+pub use crate::presets::Preset;
 use covenant_engine::{RuleSpec, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -37,12 +38,16 @@ impl From<Severity> for RuleLevel {
     }
 }
 
-/// Rule levels that differ from the rules' defaults, stored by the registry as JSON in a
-/// subject's (or the global) config: `{"semanticRules": {"LIKELY_RENAME": "error"}}`.
-/// A rule not listed keeps its spec's `default_severity`.
+/// Rule levels that differ from the preset's, stored by the registry as JSON in a subject's
+/// (a context's, or the global) config:
+/// `{"policyPreset": "confluent", "semanticRules": {"LIKELY_RENAME": "error"}}`.
+/// A rule not listed runs at its level under the preset ([`crate::presets`]); without a
+/// preset, the `covenant` one.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicySettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_preset: Option<Preset>,
     #[serde(default)]
     pub semantic_rules: BTreeMap<String, RuleLevel>,
 }
@@ -77,20 +82,35 @@ impl PolicySettings {
         Ok(())
     }
 
-    /// The level a rule runs at under these settings.
+    /// The preset these settings run under: the one set, else `covenant`.
+    pub fn preset(&self) -> Preset {
+        self.policy_preset.unwrap_or_default()
+    }
+
+    /// The level a rule runs at under these settings: the one `semanticRules` names, else
+    /// the preset's.
     pub fn level(&self, rule: &RuleSpec) -> RuleLevel {
         self.semantic_rules
             .get(rule.id)
             .copied()
-            .unwrap_or_else(|| rule.default_severity.into())
+            .unwrap_or_else(|| self.preset().level(rule))
     }
 
-    /// These settings with `more_specific` laid over them, rule by rule (global config, then
-    /// subject config).
+    /// These settings with `more_specific` laid over them, rule by rule, and its preset when
+    /// it sets one (global config, then context, then subject config).
     pub fn overridden_by(&self, more_specific: &PolicySettings) -> PolicySettings {
         let mut semantic_rules = self.semantic_rules.clone();
         semantic_rules.extend(more_specific.semantic_rules.clone());
-        PolicySettings { semantic_rules }
+        PolicySettings {
+            policy_preset: more_specific.policy_preset.or(self.policy_preset),
+            semantic_rules,
+        }
+    }
+
+    /// These settings under `preset`.
+    pub fn with_preset(mut self, preset: Preset) -> PolicySettings {
+        self.policy_preset = Some(preset);
+        self
     }
 
     /// Sets one rule's level, for callers building settings in code.
@@ -126,6 +146,37 @@ mod tests {
             serde_json::to_value(&settings).expect("serializable"),
             json!({"semanticRules": {"ENUM_VALUE_ADDED": "off", "LIKELY_RENAME": "error"}})
         );
+    }
+
+    #[test]
+    fn the_preset_sets_unlisted_rules_and_named_rules_override_it() {
+        let rename = crate::rules::likely_rename::RULE;
+        let removal = crate::rules::field_removed_without_deprecation::RULE;
+        assert_eq!(PolicySettings::default().preset(), Preset::Covenant);
+        assert_eq!(PolicySettings::default().level(&rename), RuleLevel::Error);
+        let confluent = PolicySettings::from_json(
+            &json!({"policyPreset": "confluent", "semanticRules": {"LIKELY_RENAME": "error"}}),
+        )
+        .expect("valid settings");
+        assert_eq!(confluent.preset(), Preset::Confluent);
+        assert_eq!(
+            confluent.level(&rename),
+            RuleLevel::Error,
+            "named rules win"
+        );
+        assert_eq!(confluent.level(&removal), RuleLevel::Warning);
+        assert!(matches!(
+            PolicySettings::from_json(&json!({"policyPreset": "strict"})),
+            Err(SettingsError::Invalid { .. })
+        ));
+        // A nearer scope's preset wins; one that sets none keeps the outer one.
+        let global = PolicySettings::default().with_preset(Preset::Confluent);
+        assert_eq!(
+            global.overridden_by(&PolicySettings::default()).preset(),
+            Preset::Confluent
+        );
+        let subject = PolicySettings::default().with_preset(Preset::Covenant);
+        assert_eq!(global.overridden_by(&subject).preset(), Preset::Covenant);
     }
 
     #[test]

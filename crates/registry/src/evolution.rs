@@ -4,8 +4,10 @@
 //! per-subject settings it runs under, sample storage and rollout plans.
 //!
 //! Settings live in the config's extra keys, so Confluent clients ignore them:
-//! `semanticRules` (rule levels, laid rule by rule over the global ones) and
-//! `compatibilityScope` (which versions a transitive level and sample replay cover).
+//! `policyPreset` (`covenant`, the default, or `confluent`; the nearest scope that sets one,
+//! subject, context or global), `semanticRules` (rule levels, laid rule by rule over the
+//! global ones and the preset's) and `compatibilityScope` (which versions a transitive level
+//! and sample replay cover).
 
 use crate::{
     BoxFuture, CandidateSample, Registry, RegistryError, RegistryResult, SchemaRequest,
@@ -15,7 +17,8 @@ use covenant_engine::{CheckOptions, Direction, Level, Report, Severity};
 use covenant_policy::replay::{Sample, SampleEncoding};
 use covenant_policy::scope::is_transitive;
 use covenant_policy::{
-    CompatibilityScope, PolicyContext, PolicySettings, RolloutPlan, SubjectMetadata, VersionFacts,
+    CompatibilityScope, PolicyContext, PolicySettings, Preset, RolloutPlan, SubjectMetadata,
+    VersionFacts,
 };
 use covenant_schema::ParsedSchema;
 use covenant_store::{
@@ -126,8 +129,26 @@ fn settings_from(extra: &Map<String, Value>) -> PolicySettings {
     }
 }
 
+/// Config key naming the policy preset.
+pub const POLICY_PRESET: &str = "policyPreset";
+
+/// The preset a config's extra keys name, if a valid one.
+fn preset_from(extra: &Map<String, Value>) -> Option<Preset> {
+    extra
+        .get(POLICY_PRESET)
+        .and_then(Value::as_str)
+        .and_then(Preset::parse)
+}
+
 /// Validates the evolution keys of a config update (`None` values clear a key and pass).
 pub(crate) fn validate_update(extra: &Map<String, Value>) -> RegistryResult<()> {
+    if let Some(preset) = extra.get(POLICY_PRESET).filter(|v| !v.is_null())
+        && preset.as_str().and_then(Preset::parse).is_none()
+    {
+        return Err(RegistryError::InvalidPolicySettings(format!(
+            "Invalid policyPreset {preset}. Valid values are covenant and confluent"
+        )));
+    }
     if let Some(rules) = extra.get("semanticRules").filter(|v| !v.is_null()) {
         PolicySettings::from_json(&serde_json::json!({ "semanticRules": rules }))
             .map_err(|e| RegistryError::InvalidPolicySettings(e.to_string()))?;
@@ -396,13 +417,37 @@ impl Registry {
             .ok_or_else(|| RegistryError::Store("reading samples: no sample store".into()))
     }
 
-    /// Semantic rule levels for a subject: the global ones with the subject's laid over them.
+    /// Semantic rule levels for a subject: the global ones with the subject's laid over them,
+    /// under the preset of the nearest scope that sets one.
     pub async fn policy_settings(&self, subject: &str) -> RegistryResult<PolicySettings> {
+        let mut settings = self.rule_levels(subject).await?;
+        settings.policy_preset = Some(self.policy_preset(Some(subject)).await?);
+        Ok(settings)
+    }
+
+    /// The `semanticRules` of the global config with the subject's laid over them.
+    async fn rule_levels(&self, subject: &str) -> RegistryResult<PolicySettings> {
         let global = self.config_row(Scope::Global).await?;
         let own = self.config_row(Scope::Subject(subject)).await?;
         let global = global.map(|c| settings_from(&c.extra)).unwrap_or_default();
         let own = own.map(|c| settings_from(&c.extra)).unwrap_or_default();
         Ok(global.overridden_by(&own))
+    }
+
+    /// The policy preset in force for `subject` (the global one for `None`): that of the
+    /// nearest scope along its chain (subject, context, `:.__GLOBAL:`) that sets one, else
+    /// `covenant`.
+    pub async fn policy_preset(&self, subject: Option<&str>) -> RegistryResult<Preset> {
+        for key in crate::contexts::scope_chain(subject) {
+            if let Some(preset) = self
+                .config_row(crate::contexts::scope(&key))
+                .await?
+                .and_then(|c| preset_from(&c.extra))
+            {
+                return Ok(preset);
+            }
+        }
+        Ok(Preset::default())
     }
 
     /// The inputs of a verdict for `subject`, with `metadata` the candidate's.
@@ -452,8 +497,12 @@ impl Registry {
             }
             _ => Vec::new(),
         };
+        // `extra` is the config merged along the subject's chain, nearer scopes winning: its
+        // preset is the one in force.
+        let mut settings = self.rule_levels(subject).await?;
+        settings.policy_preset = Some(preset_from(extra).unwrap_or_default());
         Ok(Evolution {
-            settings: self.policy_settings(subject).await?,
+            settings,
             context: PolicyContext {
                 metadata: subject_metadata(metadata),
                 previous_metadata: None,
@@ -709,5 +758,119 @@ impl Registry {
             .run(|| evolution.verdict(level, candidate, priors, only))?;
         record_check_metrics(&report);
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod preset_tests {
+    use crate::{ConfigUpdate, RegisterOptions, Registry, RegistryError, SchemaRequest};
+    use covenant_policy::Preset;
+    use covenant_store::SqliteStore;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn registry() -> (tempfile::TempDir, Registry) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = SqliteStore::open(dir.path()).expect("open store");
+        (dir, Registry::new(Arc::new(store)))
+    }
+
+    fn preset(value: serde_json::Value) -> ConfigUpdate {
+        ConfigUpdate {
+            compatibility: None,
+            extra: json!({ "policyPreset": value })
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+
+    fn avro(text: &str) -> SchemaRequest {
+        SchemaRequest {
+            schema: text.into(),
+            ..SchemaRequest::default()
+        }
+    }
+
+    const V1: &str = r#"{"type":"record","name":"Case","fields":[{"name":"caseId","type":"string"},{"name":"owner_id","type":["null","string"],"default":null}]}"#;
+    const V2: &str = r#"{"type":"record","name":"Case","fields":[{"name":"caseId","type":"string"},{"name":"assigned_officer_id","type":["null","string"],"default":null}]}"#;
+
+    /// The nearest scope that names a preset wins (subject, context, global); without one
+    /// it is covenant, and a name that is no preset is refused.
+    #[tokio::test]
+    async fn the_nearest_scope_names_the_preset() {
+        let (_d, reg) = registry();
+        assert_eq!(reg.policy_preset(None).await.unwrap(), Preset::Covenant);
+        assert_eq!(
+            reg.policy_preset(Some(":.eu:orders")).await.unwrap(),
+            Preset::Covenant
+        );
+        reg.set_config(None, preset(json!("confluent")), None)
+            .await
+            .expect("global");
+        assert_eq!(
+            reg.policy_preset(Some("orders")).await.unwrap(),
+            Preset::Confluent
+        );
+        reg.set_config(Some(":.eu:"), preset(json!("covenant")), None)
+            .await
+            .expect("context");
+        assert_eq!(
+            reg.policy_preset(Some(":.eu:orders")).await.unwrap(),
+            Preset::Covenant
+        );
+        reg.set_config(Some(":.eu:orders"), preset(json!("confluent")), None)
+            .await
+            .expect("subject");
+        assert_eq!(
+            reg.policy_preset(Some(":.eu:orders")).await.unwrap(),
+            Preset::Confluent
+        );
+        let refused = reg.set_config(None, preset(json!("strict")), None).await;
+        assert!(
+            matches!(&refused, Err(RegistryError::InvalidPolicySettings(m)) if m.contains("covenant and confluent")),
+            "{refused:?}"
+        );
+    }
+
+    /// Audit #38: an optional CDC column renamed (owner_id to assigned_officer_id) passes
+    /// Confluent's BACKWARD check; the covenant preset refuses it, and a subject under the
+    /// confluent preset registers it.
+    #[tokio::test]
+    async fn a_cdc_column_rename_is_refused_by_default_and_accepted_under_confluent() {
+        let (_d, reg) = registry();
+        for subject in ["covenant-case", "confluent-case"] {
+            reg.register(subject, avro(V1), RegisterOptions::default())
+                .await
+                .expect("v1");
+        }
+        let refused = reg
+            .register("covenant-case", avro(V2), RegisterOptions::default())
+            .await;
+        let Err(RegistryError::Incompatible { findings, .. }) = &refused else {
+            panic!("{refused:?}");
+        };
+        let rename = findings
+            .iter()
+            .find(|f| f.rule == "LIKELY_RENAME")
+            .expect("a rename finding");
+        assert_eq!(rename.path, "/fields/assigned_officer_id");
+        assert!(
+            rename
+                .message
+                .contains("'owner_id' looks renamed to 'assigned_officer_id'")
+        );
+        assert!(!rename.hint.is_empty());
+        // owner_id is a foreign key, not the record's identity.
+        assert!(!findings.iter().any(|f| f.rule == "LIKELY_IDENTITY_CHANGED"));
+
+        reg.set_config(Some("confluent-case"), preset(json!("confluent")), None)
+            .await
+            .expect("preset");
+        let accepted = reg
+            .register("confluent-case", avro(V2), RegisterOptions::default())
+            .await
+            .expect("Confluent's verdict: compatible");
+        assert_eq!(accepted.version, 2);
     }
 }

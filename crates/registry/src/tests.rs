@@ -911,6 +911,10 @@ fn subject_names_follow_confluent_and_the_documented_limit() {
 async fn cached_answers_follow_deletes_config_and_new_versions() {
     use serde_json::json;
     let (_d, reg) = registry();
+    // Registering v1 again after v2 removes 'b', which only Confluent's verdicts allow.
+    reg.set_config(None, extra(json!({"policyPreset": "confluent"})), None)
+        .await
+        .expect("preset");
     let v1 = r#"{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}"#;
     let v2 = r#"{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"int","default":0}]}"#;
     let first = reg

@@ -332,6 +332,15 @@ pub async fn subject(
         .get("compatibilityScope")
         .map(|v| v.to_string())
         .unwrap_or_else(|| "all live versions".into());
+    let preset = registry.policy_preset(Some(&subject)).await?;
+    let preset_origin = if own
+        .as_ref()
+        .is_some_and(|c| c.extra.contains_key("policyPreset"))
+    {
+        "set on the subject"
+    } else {
+        "inherited"
+    };
     let stages = deprecation_stages(&console).await;
     let s = url(&subject);
     let mut body = format!(
@@ -348,10 +357,12 @@ pub async fn subject(
     }
     write!(
         body,
-        "<nav class=\"tabs\"><a href=\"/ui/subjects/{s}\" aria-current=\"page\">Schema</a><a href=\"/ui/subjects/{s}/consumers\">Consumers</a><a href=\"/ui/subjects/{s}/profiles\">Profiles</a></nav><dl class=\"facts\"><dt>Type</dt><dd>{}</dd><dt>Compatibility</dt><dd id=\"level\">{} ({})</dd><dt>Scope</dt><dd>{}</dd><dt>Versions</dt><dd>{}</dd></dl>",
+        "<nav class=\"tabs\"><a href=\"/ui/subjects/{s}\" aria-current=\"page\">Schema</a><a href=\"/ui/subjects/{s}/consumers\">Consumers</a><a href=\"/ui/subjects/{s}/profiles\">Profiles</a></nav><dl class=\"facts\"><dt>Type</dt><dd>{}</dd><dt>Compatibility</dt><dd id=\"level\">{} ({})</dd><dt>Policy preset</dt><dd id=\"preset\">{} ({})</dd><dt>Scope</dt><dd>{}</dd><dt>Versions</dt><dd>{}</dd></dl>",
         E(&shown.schema.schema_type),
         config.level.as_str(),
         if own.is_some() { "set on the subject" } else { "from the global config" },
+        preset.as_str(),
+        preset_origin,
         E(&scope),
         versions.len()
     )

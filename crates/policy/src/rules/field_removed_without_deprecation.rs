@@ -11,12 +11,13 @@ pub static RULE: RuleSpec = RuleSpec {
     id: "FIELD_REMOVED_WITHOUT_DEPRECATION",
     format: "any",
     category: "semantic",
-    // A warning by default, raised to an error finding by finding when a consumer declares
-    // the field or usage of it was reported: then the removal breaks someone known. A level
-    // set in the subject's policy applies to every finding alike. Source:
-    // schema-evolution-rules Rule 6 and §23.5.
-    default_severity: Severity::Warning,
-    summary: "A field was removed that has no deprecation record: nobody announced it, named a replacement or waited out a window. An error when consumers declare the field or reported reading it (they are named, with the last read), a warning otherwise. Source: schema-evolution-rules Rule 6, §23.5.",
+    // An error under the `covenant` preset: "no known consumers" is not evidence (a
+    // warning under `confluent`, where Confluent's BACKWARD allows the removal). Consumers
+    // that declare the field or reported reading it are named, with the last read. A field
+    // with a deprecation record is judged by the removal gate instead, which lets it go at
+    // stage 'removable'. Source: schema-evolution-rules Rule 6 and §23.5.
+    default_severity: Severity::Error,
+    summary: "A field was removed that has no deprecation record: nobody announced it, named a replacement or waited out a window (consumers that declare the field or reported reading it are named, with the last read). A field with a deprecation record may go once the record reaches 'removable'. Source: schema-evolution-rules Rule 6, §23.5; adr-005 (BACKWARD: cannot remove fields).",
     bad_example: "v1: {\"name\": \"tickSize\", \"type\": \"string\"}\nv2: tickSize removed, with no deprecation of tickSize",
     good_example: "covenant deprecations create --subject instrument-value --field tickSize --replacement tickSizeDecimal ...\nthen remove tickSize once the deprecation reaches 'removable'",
     hint: "Deprecate the field first (a deprecation record with a replacement and a window), migrate its consumers, and remove it once the record reaches 'removable'.",
@@ -40,6 +41,44 @@ fn inside_any(path: &str, paths: &HashSet<&str>) -> bool {
         })
 }
 
+/// The path of the record or message holding a field (`/acme.Case` for
+/// `/acme.Case/fields/x`, `` for a top-level Avro or Iceberg field).
+fn parent_path(path: &str) -> &str {
+    path.rfind("/fields/").map_or("", |i| &path[..i])
+}
+
+/// What must match for a number to hold the same field: its id alone in Iceberg (a column
+/// keeps its id through renames and promotions), its type too in Protobuf (another type at
+/// the number is reuse, which other rules report).
+fn identity_type<'a>(pair: &Pair<'_>, node: &'a covenant_engine::Node) -> &'a str {
+    if pair.format() == "iceberg" {
+        ""
+    } else {
+        node.type_name.as_str()
+    }
+}
+
+/// The (parent, number, type) of every numbered field of the new version, when fields were
+/// removed from a format whose fields are numbered.
+fn kept_numbers<'a>(pair: &Pair<'a>, removed: &[&Located<'_>]) -> HashSet<(&'a str, i64, &'a str)> {
+    if !matches!(pair.format(), "iceberg" | "protobuf")
+        || removed.iter().all(|r| r.node.number.is_none())
+    {
+        return HashSet::new();
+    }
+    pair.new_nodes()
+        .into_iter()
+        .filter(|l| l.node.kind == NodeKind::Field)
+        .filter_map(|l| {
+            Some((
+                parent_path(&l.node.path),
+                l.node.number?,
+                identity_type(pair, l.node),
+            ))
+        })
+        .collect()
+}
+
 pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
     let mut findings = Vec::new();
     let removed: Vec<&Located<'_>> = pair
@@ -49,9 +88,20 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
         .collect();
     // Found by path, so that a change removing many fields stays linear in them.
     let removed_paths: HashSet<&str> = removed.iter().map(|r| r.node.path.as_str()).collect();
+    let kept = kept_numbers(pair, &removed);
     for old in &removed {
         // A field inside a removed field goes with it: report the outermost one.
         if inside_any(&old.node.path, &removed_paths) || pair.is_deprecated(old) {
+            continue;
+        }
+        // Still there under another name: a rename (LIKELY_RENAME), not a removal.
+        if old.node.number.is_some_and(|n| {
+            kept.contains(&(
+                parent_path(&old.node.path),
+                n,
+                identity_type(pair, old.node),
+            ))
+        }) {
             continue;
         }
         let consumers = pair.consumers_of(old);
@@ -95,14 +145,53 @@ mod tests {
     }
 
     #[test]
-    fn tick_size_removed_without_deprecation_is_a_warning() {
+    fn tick_size_removed_without_deprecation_is_an_error_under_covenant_only() {
         let findings = run("FIELD_REMOVED_WITHOUT_DEPRECATION", &v1(), &v2(), &none());
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].path, "/fields/tickSize");
-        assert_eq!(findings[0].severity, covenant_engine::Severity::Warning);
+        assert_eq!(findings[0].severity, covenant_engine::Severity::Error);
         assert_eq!(
             findings[0].message,
             "Field 'tickSize' was removed without a deprecation record."
+        );
+        let confluent = PolicySettings::default().with_preset(crate::Preset::Confluent);
+        let findings = crate::evaluate(&v1(), &v2(), &none(), &confluent);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].severity, covenant_engine::Severity::Warning);
+        // A deprecated field is the removal gate's to judge (it lets it go at 'removable').
+        let deprecated = PolicyContext {
+            deprecated: vec!["tickSize".into()],
+            ..none()
+        };
+        assert!(
+            run(
+                "FIELD_REMOVED_WITHOUT_DEPRECATION",
+                &v1(),
+                &v2(),
+                &deprecated
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_field_renamed_under_its_number_is_not_removed() {
+        let old = proto(vec![message(
+            "acme.Case",
+            vec![("case_id", "string", 1), ("case_owner", "string", 2)],
+        )]);
+        let renamed = proto(vec![message(
+            "acme.Case",
+            vec![("case_id", "string", 1), ("assigned_officer", "string", 2)],
+        )]);
+        assert!(run("FIELD_REMOVED_WITHOUT_DEPRECATION", &old, &renamed, &none()).is_empty());
+        let reused = proto(vec![message(
+            "acme.Case",
+            vec![("case_id", "string", 1), ("escalation", "int64", 2)],
+        )]);
+        assert_eq!(
+            run("FIELD_REMOVED_WITHOUT_DEPRECATION", &old, &reused, &none()).len(),
+            1
         );
     }
 

@@ -9,13 +9,15 @@ pub static RULE: RuleSpec = RuleSpec {
     id: "LIKELY_RENAME",
     format: "any",
     category: "semantic",
-    // A warning, not an error: pairing by type is a heuristic, and the removal itself is
-    // already judged by the structural rules of each level.
-    default_severity: Severity::Warning,
+    // An error under the `covenant` preset (a warning under `confluent`): the seeds' Rule 2,
+    // "treat rename as remove + add", in every format, an optional field or a CDC column
+    // included. Pairing by type is a heuristic, which is why the refusal names the way
+    // through (the additive change, or an approval).
+    default_severity: Severity::Error,
     summary: "A field was removed and another with the same type added in its place; a rename is a removal plus an addition for old consumers, queries, dashboards and replay.",
     bad_example: "v1: {\"name\": \"caseOwner\", \"type\": \"string\"}\nv2: {\"name\": \"assignedOfficer\", \"type\": \"string\"}",
     good_example: "v2: keep {\"name\": \"caseOwner\", \"type\": \"string\", \"doc\": \"Deprecated: use assignedOfficer.\"}\n    add {\"name\": \"assignedOfficer\", \"type\": [\"null\", \"string\"], \"default\": null, \"aliases\": [\"caseOwner\"]}\n    write both; remove caseOwner after the deprecation window",
-    hint: "Add the new field beside the old one, write both, migrate consumers, mark the old field deprecated (an Avro alias helps readers resolve it), and remove it only after the retention and deprecation window.",
+    hint: "Add the new field beside the old one, write both, migrate consumers, mark the old field deprecated (an Avro alias helps readers resolve it), and remove it only after the retention and deprecation window. For a CDC column: add the new column nullable, backfill, dual-write, update the CDC contract, then drop the old one. Source: schema-evolution-rules Rule 2, §11, §19.2.",
     peers: &["buf:FIELD_SAME_NAME"],
 };
 
@@ -92,6 +94,13 @@ pub(crate) fn check(pair: &Pair<'_>) -> Vec<Finding> {
             .filter(|(_, taken)| !**taken)
             .map(|(n, _)| *n)
             .collect();
+        // A Protobuf field whose number the new version reserves was retired on purpose: a
+        // rename keeps its number, so it is not paired by type with an added field.
+        let parent = new_parent.node;
+        removed.retain(|old| {
+            !old.number
+                .is_some_and(|n| parent.reserves_number(n) || parent.reserves_name(&old.name))
+        });
         let type_of = |n: &'_ Node| (n.type_name.clone(), n.logical_type.clone());
         let mut removed_by_type: HashMap<_, usize> = HashMap::new();
         for old in &removed {
@@ -184,6 +193,33 @@ mod tests {
                 .hint
                 .contains("Add 'assignedOfficer' beside 'caseOwner'")
         );
+    }
+
+    #[test]
+    fn a_reserved_protobuf_field_is_retired_not_renamed() {
+        let old = proto(vec![message(
+            "acme.CaseEvent",
+            vec![("event_id", "string", 1), ("legacy_owner", "string", 7)],
+        )]);
+        let retired = proto(vec![
+            message(
+                "acme.CaseEvent",
+                vec![
+                    ("event_id", "string", 1),
+                    ("closure_reason_code", "string", 5),
+                ],
+            )
+            .reserve(&[7], &["legacy_owner"]),
+        ]);
+        assert!(run("LIKELY_RENAME", &old, &retired, &none()).is_empty());
+        let renamed = proto(vec![message(
+            "acme.CaseEvent",
+            vec![
+                ("event_id", "string", 1),
+                ("closure_reason_code", "string", 5),
+            ],
+        )]);
+        assert_eq!(run("LIKELY_RENAME", &old, &renamed, &none()).len(), 1);
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub(crate) mod field_default_changed;
 pub(crate) mod field_identity_moved;
 pub(crate) mod field_removed_without_deprecation;
 pub(crate) mod iceberg_history_reused;
+pub(crate) mod iceberg_partition_changed;
 pub(crate) mod json_additional_properties_implicit;
 pub(crate) mod json_format_added;
 pub(crate) mod key_field_changed;
@@ -22,9 +23,11 @@ pub(crate) mod nullability_changed;
 pub(crate) mod pii_tag_added;
 pub(crate) mod pii_tag_removed;
 pub(crate) mod pii_untagged;
+pub(crate) mod precision_loss;
 pub(crate) mod protobuf_enum_zero_not_unspecified;
 pub(crate) mod protobuf_history_reused;
 pub(crate) mod protobuf_removed_not_reserved;
+pub(crate) mod protobuf_reserved_dropped;
 pub(crate) mod sensitive_type_changed;
 #[cfg(test)]
 pub(crate) mod testkit;
@@ -58,6 +61,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
         check: sensitive_type_changed::check,
     },
     Entry {
+        spec: &precision_loss::RULE,
+        check: precision_loss::check,
+    },
+    Entry {
         spec: &value_reinterpreted::RULE,
         check: value_reinterpreted::check,
     },
@@ -88,6 +95,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
     Entry {
         spec: &iceberg_history_reused::RULE,
         check: iceberg_history_reused::check,
+    },
+    Entry {
+        spec: &iceberg_partition_changed::RULE,
+        check: iceberg_partition_changed::check,
     },
     Entry {
         spec: &nullability_changed::RULE,
@@ -132,6 +143,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
     Entry {
         spec: &protobuf_removed_not_reserved::RULE,
         check: protobuf_removed_not_reserved::check,
+    },
+    Entry {
+        spec: &protobuf_reserved_dropped::RULE,
+        check: protobuf_reserved_dropped::check,
     },
     Entry {
         spec: &protobuf_enum_zero_not_unspecified::RULE,

@@ -8,10 +8,10 @@ pub static RULE: RuleSpec = RuleSpec {
     id: "PROTOBUF_REMOVED_NOT_RESERVED",
     format: "protobuf",
     category: "semantic",
-    // A warning: removal itself may be acceptable at the subject's level, but an unreserved
-    // number is one edit away from silent corruption. It applies at every Protobuf
-    // strictness, unlike the wire rules.
-    default_severity: Severity::Warning,
+    // An error under the `covenant` preset (seeds Rule 9): removal itself may be acceptable
+    // at the subject's level, but an unreserved number is one edit away from silent
+    // corruption. It applies at every Protobuf strictness, unlike the wire rules.
+    default_severity: Severity::Error,
     summary: "A Protobuf field or enum value was removed without reserving both its number and its name, or its number was reused by a field of another type, so old bytes can be read as a different field.",
     bad_example: "v1: message CaseLifecycleEvent { string event_id = 1; string case_id = 2; string legacy_owner = 7; }\nv2: message CaseLifecycleEvent { string event_id = 1; string case_id = 2; int64 escalation_level = 7; }",
     good_example: "v2: message CaseLifecycleEvent {\n  string event_id = 1;\n  string case_id = 2;\n  reserved 7;\n  reserved \"legacy_owner\";\n}",

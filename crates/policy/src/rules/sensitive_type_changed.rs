@@ -7,9 +7,11 @@ pub static RULE: RuleSpec = RuleSpec {
     id: "SENSITIVE_TYPE_CHANGED",
     format: "any",
     category: "semantic",
-    // A warning: a legal promotion still changes precision, rounding, parsing or leading
-    // zeros, but spotting money, time and identity partly relies on field names.
-    default_severity: Severity::Warning,
+    // An error under the `covenant` preset (seeds Rule 7, §23.2-23.3): a legal promotion
+    // (money int to long or long to double, timestamp-millis to double) still changes
+    // precision, rounding, parsing or leading zeros. Spotting money, time and identity
+    // partly relies on field names, which is why the refusal names the way through.
+    default_severity: Severity::Error,
     summary: "A field that holds money, a point in time or an identifier changed type, even by a promotion the parser accepts; precision, rounding, time zones or leading zeros change under the same name.",
     bad_example: "v1: {\"name\": \"amount\", \"type\": \"string\"}\nv2: {\"name\": \"amount\", \"type\": {\"type\": \"bytes\", \"logicalType\": \"decimal\", \"precision\": 18, \"scale\": 2}}",
     good_example: "v2: keep {\"name\": \"amount\", \"type\": \"string\", \"doc\": \"Deprecated: use amountMinorUnits and currency.\"}\n    add {\"name\": \"amountMinorUnits\", \"type\": [\"null\", \"long\"], \"default\": null}\n    add {\"name\": \"currency\", \"type\": [\"null\", \"string\"], \"default\": null, \"doc\": \"ISO-4217 code.\"}",
