@@ -358,6 +358,9 @@ enum DeprecationsCommand {
     },
     /// Attach evidence to a claim in the record.
     Evidence(EvidenceArgs),
+    /// Edit a record's notes (and its contract, replacement, window or sunset); what changed
+    /// is kept in the record's updates, and the record is printed.
+    Update(UpdateArgs),
     /// Record an approved exception that overrides one blocker.
     Exception {
         id: i64,
@@ -392,6 +395,102 @@ enum DeprecationsCommand {
         #[arg(long = "type", default_value = "AVRO")]
         schema_type: String,
     },
+}
+
+#[derive(clap::Args)]
+struct UpdateArgs {
+    id: i64,
+    /// Who edits it.
+    #[arg(long)]
+    by: String,
+    /// Why, kept with the change.
+    #[arg(long, default_value = "")]
+    note: String,
+    /// The mixed-versions note: how old and new producers and consumers coexist.
+    #[arg(long)]
+    mixed_versions: Option<String>,
+    /// The discovery note: how the consumers were found.
+    #[arg(long)]
+    discovery: Option<String>,
+    /// The migration-evidence note: what shows each consumer moved.
+    #[arg(long)]
+    migration_evidence: Option<String>,
+    /// The freeze note: what keeps new consumers off the old field.
+    #[arg(long)]
+    freeze: Option<String>,
+    /// The enforcement note: the reversible steps before removal.
+    #[arg(long)]
+    enforcement: Option<String>,
+    /// The fallback note: how the old field comes back if a reader appears.
+    #[arg(long)]
+    fallback: Option<String>,
+    /// The removal note: every artifact that goes with the field.
+    #[arg(long)]
+    removal: Option<String>,
+    /// The contract the record is about.
+    #[arg(long)]
+    contract: Option<String>,
+    /// The field consumers move to (an empty text clears it).
+    #[arg(long)]
+    replacement: Option<String>,
+    /// Window start (RFC 3339 or epoch ms).
+    #[arg(long)]
+    window_start: Option<String>,
+    /// Window end (RFC 3339 or epoch ms).
+    #[arg(long)]
+    window_end: Option<String>,
+    /// When the field stops being served (RFC 3339 or epoch ms), sent in `Sunset` headers.
+    #[arg(long)]
+    sunset: Option<String>,
+}
+
+/// The `PATCH /covenant/v1/deprecations/{id}` body of an update: only what was given.
+fn update_body(args: &UpdateArgs) -> anyhow::Result<Value> {
+    let mut body = Map::new();
+    body.insert("by".into(), json!(args.by));
+    if !args.note.is_empty() {
+        body.insert("note".into(), json!(args.note));
+    }
+    let mut notes = Map::new();
+    for (key, value) in [
+        ("mixed_versions", &args.mixed_versions),
+        ("discovery", &args.discovery),
+        ("migration_evidence", &args.migration_evidence),
+        ("freeze", &args.freeze),
+        ("enforcement", &args.enforcement),
+        ("fallback", &args.fallback),
+        ("removal", &args.removal),
+    ] {
+        if let Some(text) = value {
+            notes.insert(key.into(), json!(text));
+        }
+    }
+    if !notes.is_empty() {
+        body.insert("notes".into(), Value::Object(notes));
+    }
+    for (key, value) in [
+        ("contract", &args.contract),
+        ("replacement", &args.replacement),
+    ] {
+        if let Some(text) = value {
+            body.insert(key.into(), json!(text));
+        }
+    }
+    for (key, value) in [
+        ("window_start", &args.window_start),
+        ("window_end", &args.window_end),
+        ("sunset", &args.sunset),
+    ] {
+        if let Some(time) = value {
+            body.insert(key.into(), time_value(time));
+        }
+    }
+    if body.len() == 1 {
+        return Err(invalid(
+            "say what to change: a note (--mixed-versions, --discovery, --migration-evidence, --freeze, --enforcement, --fallback, --removal), --contract, --replacement, --window-start, --window-end or --sunset".into(),
+        ));
+    }
+    Ok(Value::Object(body))
 }
 
 #[derive(clap::Args)]
@@ -690,6 +789,14 @@ pub fn run_deprecations(args: DeprecationsArgs) -> anyhow::Result<ExitCode> {
                 evidence.id,
             )
         }
+        DeprecationsCommand::Update(update) => {
+            let body = update_body(&update)?;
+            let path = format!("/covenant/v1/deprecations/{}", update.id);
+            match api.call("PATCH", &path, Some(body))? {
+                Ok(_) => api.print_text(&format!("/covenant/v1/deprecations/{}/record", update.id)),
+                Err(code) => Ok(code),
+            }
+        }
         DeprecationsCommand::Exception {
             id,
             overrides,
@@ -832,6 +939,15 @@ enum UsageCommand {
         /// VERSION=COUNT records decoded by writer version (repeatable).
         #[arg(long = "records")]
         records: Vec<String>,
+        /// Global ids of the writer schemas the records were written with (repeatable).
+        #[arg(long = "writer-schema-id")]
+        writer_schema_ids: Vec<i64>,
+        /// FIELD=SYMBOL[:COUNT]: an enum symbol the reader did not know in FIELD, seen COUNT
+        /// times (default 1); repeatable. Counted in /metrics as `contract_enum_unknown`.
+        #[arg(long = "unknown-enum", value_name = "FIELD=SYMBOL[:COUNT]")]
+        unknown_enum: Vec<String>,
+        /// Records the reader failed to decode in the interval; counted in /metrics as
+        /// `consumer_deserialization_failure`.
         #[arg(long = "decode-failures", default_value_t = 0)]
         decode_failures: u64,
         /// Interval start (RFC 3339 or epoch ms); default: the server's now.
@@ -858,6 +974,36 @@ enum UsageCommand {
     },
 }
 
+/// `--unknown-enum` values as the report's `unknown_enum_values`: field, then symbol, then
+/// count; the same symbol given twice adds up.
+fn unknown_enum_values(given: &[String]) -> anyhow::Result<Value> {
+    let mut by_field: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> =
+        std::collections::BTreeMap::new();
+    for item in given {
+        let parsed = item.split_once('=').and_then(|(field, rest)| {
+            let (symbol, count) = match rest.rsplit_once(':') {
+                Some((symbol, count)) => (symbol, count.trim().parse::<u64>().ok()?),
+                None => (rest, 1),
+            };
+            let (field, symbol) = (field.trim(), symbol.trim());
+            (!field.is_empty() && !symbol.is_empty())
+                .then(|| (field.to_string(), symbol.to_string(), count))
+        });
+        let Some((field, symbol, count)) = parsed else {
+            return Err(invalid(format!(
+                "--unknown-enum '{item}' must be FIELD=SYMBOL or FIELD=SYMBOL:COUNT"
+            )));
+        };
+        let slot = by_field
+            .entry(field)
+            .or_default()
+            .entry(symbol)
+            .or_default();
+        *slot = slot.saturating_add(count);
+    }
+    Ok(serde_json::to_value(by_field)?)
+}
+
 pub fn run_usage(args: UsageArgs) -> anyhow::Result<ExitCode> {
     let api = Api::new(&args.server)?;
     match args.command {
@@ -868,10 +1014,13 @@ pub fn run_usage(args: UsageArgs) -> anyhow::Result<ExitCode> {
             reader_schema_id,
             fields,
             records,
+            writer_schema_ids,
+            unknown_enum,
             decode_failures,
             from,
             to,
         } => {
+            let unknown_enum_values = unknown_enum_values(&unknown_enum)?;
             let mut by_version = Map::new();
             for r in &records {
                 let parsed = r.split_once('=').and_then(|(v, n)| {
@@ -887,6 +1036,8 @@ pub fn run_usage(args: UsageArgs) -> anyhow::Result<ExitCode> {
                 "client_id": client,
                 "fields_read": fields,
                 "records_by_version": by_version,
+                "writer_schema_ids": writer_schema_ids,
+                "unknown_enum_values": unknown_enum_values,
                 "decode_failures": decode_failures,
             });
             if let Value::Object(m) = &mut body {
