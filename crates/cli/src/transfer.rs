@@ -703,7 +703,8 @@ pub fn run_export(args: ExportArgs) -> Result<ExitCode> {
     let g = &dump.governance;
     eprintln!(
         "exported {} schemas, {} subjects, {} versions, {} configs, {} modes, {} audit entries, \
-         {} consumers, {} deprecations, {} findings, {} usage rows, {} samples, {} live marks",
+         {} consumers, {} deprecations, {} approvals, {} findings, {} usage rows, {} samples, \
+         {} live marks",
         dump.schemas.len(),
         dump.subjects.len(),
         dump.subjects
@@ -715,6 +716,7 @@ pub fn run_export(args: ExportArgs) -> Result<ExitCode> {
         dump.audit.len(),
         g.consumers.len(),
         g.deprecations.len(),
+        g.approvals.len(),
         g.findings.len(),
         g.usage_readers.len() + g.usage_fields.len() + g.usage_counts.len() + g.schema_reads.len(),
         dump.samples.len(),
@@ -741,8 +743,8 @@ pub fn run_import(args: ImportArgs) -> Result<ExitCode> {
     let (g, s) = (&counts.governance.governance, &counts.governance.samples);
     eprintln!(
         "imported {} versions ({} already present, {} soft-deleted), {} configs, {} modes, \
-         {} audit entries, {} consumers, {} deprecations, {} findings, {} usage rows, {} samples, \
-         {} live marks ({} governance rows already present)",
+         {} audit entries, {} consumers, {} deprecations, {} approvals, {} findings, {} usage rows, \
+         {} samples, {} live marks ({} governance rows already present)",
         counts.versions_written,
         counts.versions_present,
         counts.soft_deleted,
@@ -751,6 +753,7 @@ pub fn run_import(args: ImportArgs) -> Result<ExitCode> {
         counts.audit_entries,
         g.consumers,
         g.deprecations,
+        g.approvals,
         g.findings,
         g.usage_rows,
         s.samples,
@@ -838,6 +841,7 @@ mod tests {
         let sizes = [
             g.consumers.len(),
             g.deprecations.len(),
+            g.approvals.len(),
             g.findings.len(),
             g.usage_readers.len(),
             g.usage_fields.len(),

@@ -195,6 +195,73 @@ async fn live_scope_follows_reported_usage(server: &Server, tag: &str) {
     assert_eq!(status, 200, "{answer}");
 }
 
+/// A consumer declaring that it reads version 1 keeps version 1 in a `live` scope, though it
+/// has reported nothing: the declaration is the evidence. Retired, it no longer does.
+async fn a_declared_reader_version_stays_in_a_live_scope(server: &Server, tag: &str) {
+    let s = format!("case-declared{tag}");
+    server
+        .ok(
+            "PUT",
+            &format!("/config/{s}"),
+            Some(json!({"compatibility": "NONE"})),
+        )
+        .await;
+    let v1 = record(json!([{"name": "id", "type": "string"}, {"name": "code", "type": "int"}]));
+    let v2 = record(json!([
+        {"name": "id", "type": "string"},
+        {"name": "code", "type": "int"},
+        {"name": "region", "type": "string"}
+    ]));
+    server.registered_id(&s, &v1).await;
+    server.registered_id(&s, &v2).await;
+    let needs_region = record(json!([
+        {"name": "id", "type": "string"},
+        {"name": "code", "type": "int"},
+        {"name": "region", "type": "string"},
+        {"name": "note", "type": ["null", "string"], "default": null}
+    ]));
+    server
+        .ok(
+            "PUT",
+            &format!("/config/{s}"),
+            Some(json!({
+                "compatibility": "BACKWARD_TRANSITIVE",
+                "compatibilityScope": {"kind": "live", "retentionDays": 7}
+            })),
+        )
+        .await;
+    let answer = server.verbose(&s, &needs_region).await;
+    assert_eq!(error_versions(&answer), Vec::<i64>::new(), "{answer}");
+
+    let name = format!("archive-reader{tag}");
+    server
+        .ok(
+            "POST",
+            "/covenant/v1/consumers",
+            Some(json!({
+                "name": name, "owner": "archive", "purpose": "reads archived cases",
+                "cadence": "monthly", "criticality": "high", "contact": "archive@example.com",
+                "clients": [format!("{name}-client")],
+                "reads": [{"subject": s, "reader_version": 1, "fields": ["id", "code"]}]
+            })),
+        )
+        .await;
+    let answer = server.verbose(&s, &needs_region).await;
+    assert_eq!(error_versions(&answer), [1], "{answer}");
+    let refused = server.register(&s, &needs_region).await;
+    assert_eq!(refused.0, 409, "{}", refused.1);
+
+    server
+        .ok(
+            "POST",
+            &format!("/covenant/v1/consumers/{name}/retire"),
+            None,
+        )
+        .await;
+    let answer = server.verbose(&s, &needs_region).await;
+    assert_eq!(error_versions(&answer), Vec::<i64>::new(), "{answer}");
+}
+
 /// `status` gains SUSPENDED: the consumer declaring that it reads `status` is named, the one
 /// reading only `caseId` and the retired one are not.
 async fn declared_consumers_are_named_in_enum_findings(server: &Server, tag: &str) {
@@ -270,6 +337,7 @@ async fn usage_evidence_on_the_embedded_store() {
     let server = Server::start(None).await;
     let tag = unique_tag();
     live_scope_follows_reported_usage(&server, &tag).await;
+    a_declared_reader_version_stays_in_a_live_scope(&server, &tag).await;
     declared_consumers_are_named_in_enum_findings(&server, &tag).await;
 }
 
@@ -282,5 +350,6 @@ async fn usage_evidence_on_postgres() {
     let server = Server::start(Some(&url)).await;
     let tag = unique_tag();
     live_scope_follows_reported_usage(&server, &tag).await;
+    a_declared_reader_version_stays_in_a_live_scope(&server, &tag).await;
     declared_consumers_are_named_in_enum_findings(&server, &tag).await;
 }

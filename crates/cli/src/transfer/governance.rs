@@ -1,4 +1,4 @@
-//! The governance part of a dump (format 2): consumers, deprecations, findings and usage
+//! The governance part of a dump (format 2): consumers, deprecations, approvals, findings and usage
 //! buckets as the governance store holds them, samples and live marks as the sample store
 //! holds them. Read with one snapshot per store, restored row for row (see
 //! [`GovernanceStore::restore`] and [`SampleStore::restore_samples`] for why not through the
@@ -113,6 +113,7 @@ pub fn validate(dump: &Dump) -> Result<()> {
         g.consumers.iter().map(|c| format!("'{}'", c.name)),
     )?;
     unique("deprecation", g.deprecations.iter().map(|d| d.id))?;
+    unique("approval", g.approvals.iter().map(|a| a.id))?;
     unique("sample", dump.samples.iter().map(|s| s.id))?;
     unique(
         "live mark",
