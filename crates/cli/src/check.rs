@@ -72,8 +72,15 @@ pub struct CheckArgs {
     pub scope_versions: Vec<i64>,
     #[command(flatten)]
     pub samples: SampleArgs,
-    /// The new schema.
-    pub new: PathBuf,
+    /// Judges every schema file changed since the git revision REV (the working tree against
+    /// REV, untracked files included) against its versions in the history: its version at REV,
+    /// and for transitive levels every earlier one the git log holds. PATHS (given where the
+    /// new schema goes) limit the files considered.
+    #[arg(long, value_name = "REV")]
+    pub against_git: Option<String>,
+    /// The new schema (with --against-git: the paths to consider).
+    #[arg(required_unless_present = "against_git")]
+    pub new: Option<PathBuf>,
     /// Earlier versions, oldest first. A folder is read in file-name order. Without any, the
     /// new schema is checked alone: the single-schema lints and the semantic rules that apply
     /// to a first version.
@@ -334,12 +341,50 @@ fn parse_history(
 }
 
 pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
+    if let Some(revision) = &args.against_git {
+        return crate::against_git::run(&args, revision);
+    }
+    let Some(new) = args.new.clone() else {
+        bail!(InvalidInput(
+            "the new schema file is missing (or pass --against-git REV)".into()
+        ));
+    };
+    let threads = worth_helper_threads(&new, &args.old);
+    let (candidate, history) = load_history(&args.input, &new, &args.old, threads)?;
+    let report = verdict(&args, &candidate, &history, threads)?;
+    let text = read(&new)?;
+    let rendered = render(
+        args.output,
+        &report,
+        &candidate,
+        &text,
+        &new.display().to_string(),
+    )?;
+    out!("{rendered}");
+    let code = if report.compatible {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
+    // The process exits after this command, and freeing the parsed schemas piece by piece
+    // (a large Protobuf file is tens of thousands of descriptor allocations) took longer
+    // than the check; the operating system reclaims them at once.
+    std::mem::forget((candidate, history, report));
+    Ok(code)
+}
+
+/// The verdict on `candidate` after `history` (numbered from 1, oldest first) under the
+/// flags' level, scope and policy, with the samples replayed: what `check` reports.
+pub(crate) fn verdict(
+    args: &CheckArgs,
+    candidate: &ParsedSchema,
+    history: &[(i64, ParsedSchema)],
+    threads: bool,
+) -> Result<covenant_engine::Report> {
     let level: Level = args.level.parse().map_err(InvalidInput)?;
     let (options, context, settings) = args.policy.load()?;
-    let threads = worth_helper_threads(&args.new, &args.old);
-    let (candidate, history) = load_history(&args.input, &args.new, &args.old, threads)?;
-    let payloads = args.samples.load(&candidate, &args.input)?;
-    let in_scope = scoped_versions(&args.scope_versions, &history)?;
+    let payloads = args.samples.load(candidate, &args.input)?;
+    let in_scope = scoped_versions(&args.scope_versions, history)?;
     let history_refs: Vec<(i64, &ParsedSchema)> = history
         .iter()
         .filter(|(v, _)| in_scope.contains(v))
@@ -349,7 +394,7 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
     let mut report = within_budget(&args.input, || {
         let judgement = covenant_policy::Judgement {
             level,
-            candidate: &candidate,
+            candidate,
             history: &history_refs,
             lineage: &lineage,
             options: &options,
@@ -365,7 +410,7 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
     let replayed = within_budget(&args.input, || {
         args.samples.replay(
             level,
-            &candidate,
+            candidate,
             &payloads,
             &history_refs,
             args.input.limits.budget().time,
@@ -376,35 +421,41 @@ pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
         findings.extend(replayed);
         report = covenant_engine::Report::from_findings(findings);
     }
-    let text = read(&args.new)?;
-    // Parsed once, and only for the outputs that show positions.
+    Ok(report)
+}
+
+/// A report as `output` shows it, positions located in `text` (the candidate's file, named
+/// `uri` in SARIF).
+pub(crate) fn render(
+    output: Output,
+    report: &covenant_engine::Report,
+    candidate: &ParsedSchema,
+    text: &str,
+    uri: &str,
+) -> Result<String> {
+    // Parsed only for the outputs that show positions.
     let locator =
-        std::cell::LazyCell::new(|| covenant_schema::Locator::for_schema(&candidate, &text));
+        std::cell::LazyCell::new(|| covenant_schema::Locator::for_schema(candidate, text));
     let locate = |path: &str| locator.locate(path);
-    match args.output {
-        Output::Text => out!("{}", render_text_located(&report, &locate)),
-        Output::Json => outln!("{}", serde_json::to_string_pretty(&render_json(&report))?),
+    let rendered = match output {
+        Output::Text => render_text_located(report, &locate),
+        Output::Json => format!("{}\n", serde_json::to_string_pretty(&render_json(report))?),
         Output::Sarif => {
-            let rules: Vec<_> = covenant_policy::all_rule_groups()
-                .into_iter()
-                .flat_map(|(_, r)| r.iter().copied())
-                .collect();
-            let uri = args.new.display().to_string();
-            let sarif = render_sarif_located(&report, &uri, &rules, &locate);
-            outln!("{}", serde_json::to_string_pretty(&sarif)?);
+            let sarif = render_sarif_located(report, uri, &sarif_rules(), &locate);
+            format!("{}\n", serde_json::to_string_pretty(&sarif)?)
         }
-    }
-    let code = if report.compatible {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
     };
-    // The process exits after this command, and freeing the parsed schemas piece by piece
-    // (a large Protobuf file is tens of thousands of descriptor allocations) took longer
-    // than the check; the operating system reclaims them at once.
+    // See `run_check`: the locator's parse is left to the operating system.
     std::mem::forget(locator);
-    std::mem::forget((candidate, history, report));
-    Ok(code)
+    Ok(rendered)
+}
+
+/// Every rule, as SARIF's rule list names them.
+pub(crate) fn sarif_rules() -> Vec<&'static covenant_engine::RuleSpec> {
+    covenant_policy::all_rule_groups()
+        .into_iter()
+        .flat_map(|(_, r)| r.iter().copied())
+        .collect()
 }
 
 /// Runs a verdict or plan within the check budget the flags set, like the registry does; a
@@ -673,12 +724,12 @@ enum Why {
 
 /// The format files are read in, and why.
 #[derive(Debug, Clone, Copy)]
-struct Chosen {
-    schema_type: SchemaType,
+pub(crate) struct Chosen {
+    pub(crate) schema_type: SchemaType,
     why: Why,
 }
 
-fn schema_type_for(input: &SchemaInputArgs, file: &Path) -> Result<Chosen> {
+pub(crate) fn schema_type_for(input: &SchemaInputArgs, file: &Path) -> Result<Chosen> {
     if let Some(format) = &input.format {
         let schema_type = format.parse().map_err(|_| {
             InvalidInput(format!(
@@ -758,7 +809,10 @@ fn infer_from_content(text: &str) -> Option<SchemaType> {
     }
 }
 
-fn load_references(input: &SchemaInputArgs, schema_type: SchemaType) -> Result<Vec<Reference>> {
+pub(crate) fn load_references(
+    input: &SchemaInputArgs,
+    schema_type: SchemaType,
+) -> Result<Vec<Reference>> {
     let mut references = Vec::new();
     for spec in &input.references {
         let Some((name, file)) = spec.split_once('=') else {
@@ -840,7 +894,7 @@ fn read(path: &Path) -> Result<String> {
         .map_err(|e| InvalidInput(format!("{}: cannot read: {e}", path.display())).into())
 }
 
-fn parse_file(
+pub(crate) fn parse_file(
     chosen: &Chosen,
     path: &Path,
     references: &[Reference],

@@ -1,6 +1,7 @@
 //! The `covenant` binary. Exit codes: 0 success or compatible, 1 incompatible or invalid
 //! documents, 2 invalid input or usage.
 
+mod against_git;
 mod approve;
 mod audit;
 mod auth;
