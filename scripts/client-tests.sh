@@ -6,6 +6,7 @@
 #     console in headless Chromium driven by Selenium (test_console.py);
 #   - tests/clients/node: `node --test` + @kafkajs/confluent-schema-registry (npm ci, cached in
 #     tests/clients/node/node_modules);
+#   - the repository's pre-commit hook run by the pre-commit framework (test_precommit.py);
 #   - schemathesis: generated requests for every operation of /openapi.json (bounded by
 #     SCHEMATHESIS_MAX_TIME seconds, default 120), asserting that none is answered with a 5xx.
 #     It runs last because it changes global config and mode.
@@ -41,6 +42,10 @@ fi
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   echo "client-tests: installing Chromium and ChromeDriver from Debian's packages" >&2
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } || true
+fi
+# The pre-commit framework runs the repository's own hook (tests/clients/test_precommit.py).
+if [ ! -x "$VENV/bin/pre-commit" ]; then
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "pre-commit>=3,<5"
 fi
 if [ ! -x "$VENV/bin/schemathesis" ]; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis>=4,<5"
