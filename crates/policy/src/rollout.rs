@@ -365,8 +365,9 @@ fn enum_steps(expansions: &[&Finding]) -> Vec<String> {
     steps.push("Deploy the producers that emit the new value.".to_string());
     for e in &expansions {
         steps.push(format!(
-            "Monitor unknown value metrics: {} counts records whose {} value a consumer did not know; it should stay at zero, and a non-zero count names a consumer still on old handling.",
+            "Monitor unknown value metrics: {} counts records whose {} value a consumer did not know; it should stay at zero, and a non-zero count names a consumer still on old handling. Consumers report it with their usage (`unknown_enum_values`, `covenant usage report --unknown-enum {}=SYMBOL`) and /metrics serves it as contract_enum_unknown{{subject,field}}.",
             e.metric(),
+            e.field,
             e.field
         ));
     }
@@ -637,7 +638,7 @@ mod tests {
                 "Add the value to the contract: register this schema version.",
                 "Update reporting classifications for Field 'caseStatus': decide how 'SUSPENDED' is classified in reports, dashboard filters and regulated paths, and have its meaning approved where a regulated path reads it.",
                 "Deploy the producers that emit the new value.",
-                "Monitor unknown value metrics: contract.enum.unknown{field=\"caseStatus\"} counts records whose caseStatus value a consumer did not know; it should stay at zero, and a non-zero count names a consumer still on old handling.",
+                "Monitor unknown value metrics: contract.enum.unknown{field=\"caseStatus\"} counts records whose caseStatus value a consumer did not know; it should stay at zero, and a non-zero count names a consumer still on old handling. Consumers report it with their usage (`unknown_enum_values`, `covenant usage report --unknown-enum caseStatus=SYMBOL`) and /metrics serves it as contract_enum_unknown{subject,field}.",
             ]
         );
         assert_eq!(p.watch, ["contract.enum.unknown{field=\"caseStatus\"}"]);
