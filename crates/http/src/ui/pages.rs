@@ -825,12 +825,43 @@ fn plan_table(plan: &covenant_registry::RolloutPlan) -> String {
         }
         out.push_str("</ol>");
     }
+    if !plan.watch.is_empty() {
+        out.push_str("<p>Watch while both versions run:</p><ul id=\"watch\">");
+        for metric in &plan.watch {
+            write!(out, "<li><code>{}</code></li>", E(metric)).ok();
+        }
+        out.push_str("</ul>");
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_enum_expansion_plan_shows_the_metric_to_watch() {
+        let added = covenant_engine::Finding {
+            rule: "ENUM_VALUE_ADDED".to_string().into(),
+            severity: covenant_engine::Severity::Warning,
+            path: "/fields/caseStatus".into(),
+            message: "Field 'caseStatus' gained enum value 'SUSPENDED'; old consumers may reject, drop or misclassify it (no consumers are recorded for it, so review every reader).".into(),
+            hint: "".into(),
+            version: None,
+        };
+        let none = covenant_engine::Report::from_findings(Vec::new());
+        let plan = covenant_policy::plan_with_semantics(&none, &none, &[added]);
+        let html = plan_table(&plan);
+        assert!(
+            html.contains(
+                "<ul id=\"watch\"><li><code>contract.enum.unknown{field=&quot;caseStatus&quot;}</code></li></ul>"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("<li>Deploy the producers that emit the new value.</li>"));
+        let quiet = covenant_policy::plan_with_semantics(&none, &none, &[]);
+        assert!(!plan_table(&quiet).contains("id=\"watch\""));
+    }
 
     #[test]
     fn contexts_split_names() {
