@@ -76,8 +76,15 @@ pub struct CheckArgs {
     /// REV, untracked files included) against its versions in the history: its version at REV,
     /// and for transitive levels every earlier one the git log holds. PATHS (given where the
     /// new schema goes) limit the files considered.
-    #[arg(long, value_name = "REV")]
+    #[arg(long, value_name = "REV", conflicts_with = "against")]
     pub against_git: Option<String>,
+    /// Judges NEW as the registry at URL judges registering it under --subject (the subject's
+    /// level and scope, policy preset and rules, stored samples, consumers and usage, freezes,
+    /// deprecations and approvals), without registering it.
+    #[arg(long, value_name = "URL", requires = "subject")]
+    pub against: Option<String>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
     /// The new schema (with --against-git: the paths to consider).
     #[arg(required_unless_present = "against_git")]
     pub new: Option<PathBuf>,
@@ -85,6 +92,25 @@ pub struct CheckArgs {
     /// new schema is checked alone: the single-schema lints and the semantic rules that apply
     /// to a first version.
     pub old: Vec<PathBuf>,
+}
+
+/// Credentials for `--against URL`.
+#[derive(clap::Args)]
+pub struct RemoteArgs {
+    /// HTTP Basic credentials for a registry with an auth file.
+    #[arg(
+        long,
+        value_name = "USER:PASSWORD",
+        env = "COVENANT_BASIC_AUTH",
+        hide_env_values = true
+    )]
+    pub basic_auth: Option<String>,
+    /// A bearer token (JWT) for a registry that validates tokens.
+    #[arg(long, env = "COVENANT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Trust this certificate authority (PEM) for an https registry, besides the system's.
+    #[arg(long, value_name = "FILE", env = "COVENANT_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
 }
 
 /// Payloads written with the new schema. Under FORWARD and FULL levels each is decoded with
@@ -343,6 +369,9 @@ fn parse_history(
 pub fn run_check(args: CheckArgs) -> Result<ExitCode> {
     if let Some(revision) = &args.against_git {
         return crate::against_git::run(&args, revision);
+    }
+    if let Some(url) = &args.against {
+        return crate::against_registry::run(&args, url);
     }
     let Some(new) = args.new.clone() else {
         bail!(InvalidInput(

@@ -2,6 +2,7 @@
 //! documents, 2 invalid input or usage.
 
 mod against_git;
+mod against_registry;
 mod approve;
 mod audit;
 mod auth;

@@ -975,6 +975,50 @@ async fn compatibility(
     }
 }
 
+/// `POST /covenant/v1/subjects/{subject}/check`: what registering the body would do, judged by
+/// the registration's own steps (mode, data contracts, the verdict with its approvals, the
+/// removal gate) without writing anything; a Covenant extension that, like a compatibility
+/// test, needs only `Read`. The answer has the compatibility test's shape: `is_compatible`,
+/// `messages` and `findings`, the removal gate's `blockers` when it refuses, and otherwise what
+/// the registration would do (`existingVersion`, `removes`, `approvals`).
+pub async fn check_registration(
+    State(state): State<AppState>,
+    caller: Caller,
+    access: Access,
+    SafePath(subject): SafePath<String>,
+    params: Params,
+    ConfluentJson(body): ConfluentJson<SchemaBody>,
+) -> ApiResult {
+    let subject = followed(&state, &access, subject).await?;
+    ensure_references_readable(&state, &caller, &access, &body).await?;
+    let request = body.into_request()?;
+    let judged = state
+        .registry
+        .judge_registration(&subject, request, params.flag("normalize"))
+        .await;
+    let answer = match judged {
+        Ok(would) => {
+            let mut answer = json!({"is_compatible": true, "messages": [], "findings": []});
+            if let (Value::Object(m), Ok(Value::Object(w))) =
+                (&mut answer, serde_json::to_value(&would))
+            {
+                m.extend(w);
+            }
+            answer
+        }
+        Err(RegistryError::Incompatible { findings, .. }) => {
+            let messages: Vec<String> = findings.iter().map(finding_text).collect();
+            json!({"is_compatible": false, "messages": messages, "findings": findings})
+        }
+        Err(RegistryError::RemovalBlocked { blockers, .. }) => {
+            let lines: Vec<&str> = blockers.lines().filter(|l| !l.trim().is_empty()).collect();
+            json!({"is_compatible": false, "messages": lines, "findings": [], "blockers": lines})
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(ok(answer))
+}
+
 pub async fn compatibility_all(
     State(state): State<AppState>,
     caller: Caller,

@@ -191,6 +191,7 @@ pub const ROUTES: &[(&str, &str)] = &[
         "/covenant/v1/subjects/{subject}/approvals/{id}/revoke",
     ),
     ("POST", "/covenant/v1/subjects/{subject}/plan"),
+    ("POST", "/covenant/v1/subjects/{subject}/check"),
     ("GET", "/covenant/v1/subjects/{subject}/samples"),
     (
         "GET",
@@ -534,6 +535,10 @@ fn policy_router() -> Router<AppState> {
     use policy_routes as p;
     Router::new()
         .route("/covenant/v1/subjects/{subject}/plan", post(p::plan))
+        .route(
+            "/covenant/v1/subjects/{subject}/check",
+            post(handlers::check_registration),
+        )
         .route(
             "/covenant/v1/subjects/{subject}/samples",
             get(p::subject_samples),

@@ -268,6 +268,11 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     ),
     (
         "POST",
+        "/covenant/v1/subjects/{subject}/check",
+        "Judges a candidate exactly as registering it would (mode, data contracts, compatibility with the semantic rules and approvals, the removal gate) without writing anything: is_compatible, messages and findings, the removal gate's blockers, or what the registration would do.",
+    ),
+    (
+        "POST",
         "/covenant/v1/subjects/{subject}/removal-gate",
         "Previews the removal gate for a candidate schema (or a list of fields) without registering it.",
     ),

@@ -24,8 +24,24 @@ use std::time::Duration;
 /// How one judge-then-commit round of a registration ended.
 pub(crate) enum Attempt {
     Done(Registration),
+    /// A dry run passed: what the registration would have done.
+    Judged(WouldRegister),
     /// The subject, its config or its mode changed between snapshot and commit.
     Retry,
+}
+
+/// What a registration would do, judged exactly as one without committing anything
+/// ([`Registry::judge_registration`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WouldRegister {
+    /// The live version that already holds this schema: a registration would return it and
+    /// write nothing.
+    #[serde(rename = "existingVersion", skip_serializing_if = "Option::is_none")]
+    pub existing_version: Option<i64>,
+    /// The fields the candidate drops from the latest version, which the removal gate lets go.
+    pub removes: Vec<String>,
+    /// The approvals whose accepted risk would let it through.
+    pub approvals: Vec<AcceptedRisk>,
 }
 
 /// Everything a registration's verdict depends on, owned so that it can be judged on a

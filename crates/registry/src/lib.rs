@@ -66,6 +66,7 @@ use std::sync::{Arc, RwLock};
 pub use answers::Answer;
 use answers::{Answers, RequestKey, Route};
 use cache::IdCache;
+pub use judged::WouldRegister;
 use judged::{Attempt, Judged, SubjectTurns, retry_pause, same_versions};
 
 pub use covenant_store::{Audit, AuditContext};
@@ -189,6 +190,14 @@ pub struct RegisterOptions<'a> {
     pub force: bool,
     /// Who registers; the store records it in the registration's transaction.
     pub audit: Audit<'a>,
+}
+
+/// Whether a registration round writes what it judged ([`Registry::judge_registration`]
+/// judges only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Commit {
+    Yes,
+    No,
 }
 
 /// What a registration returned.
@@ -1532,7 +1541,7 @@ impl Registry {
         let key = RequestKey::of(route, subject, &request);
         for attempt in 1..=REGISTER_ATTEMPTS {
             if let Attempt::Done(registration) = self
-                .register_attempt(subject, request.clone(), options, key)
+                .register_attempt(subject, request.clone(), options, key, Commit::Yes)
                 .await?
             {
                 return Ok(registration);
@@ -1549,13 +1558,44 @@ impl Registry {
         ))
     }
 
-    /// One judge-then-commit round of [`Registry::register`].
+    /// What `POST /subjects/{s}/versions` would do with `request`, judged by the very steps a
+    /// registration takes (modes, data contracts, the verdict with approvals, the removal
+    /// gate) without writing anything: the same refusal a registration would meet, or what it
+    /// would register. Needs only the right to read the subject.
+    pub async fn judge_registration(
+        &self,
+        subject: &str,
+        request: SchemaRequest,
+        normalize: bool,
+    ) -> RegistryResult<WouldRegister> {
+        let options = RegisterOptions {
+            normalize,
+            force: false,
+            audit: None,
+        };
+        for attempt in 1..=REGISTER_ATTEMPTS {
+            if let Attempt::Judged(would) = self
+                .register_attempt(subject, request.clone(), options, None, Commit::No)
+                .await?
+            {
+                return Ok(would);
+            }
+            tokio::time::sleep(retry_pause(attempt)).await;
+        }
+        Err(RegistryError::Store(
+            "judging a registration: the subject kept changing".into(),
+        ))
+    }
+
+    /// One judge-then-commit round of [`Registry::register`] (with [`Commit::No`], of
+    /// [`Registry::judge_registration`]: judged, never written).
     async fn register_attempt(
         &self,
         subject: &str,
         mut request: SchemaRequest,
         options: RegisterOptions<'_>,
         key: Option<RequestKey>,
+        commit: Commit,
     ) -> RegistryResult<Attempt> {
         validate_subject(subject, SubjectUse::Schemas)?;
         validate_rule_set(&request.rule_set)?;
@@ -1624,6 +1664,13 @@ impl Registry {
             existing = self.same_protobuf(candidates, &new_schema).await;
         }
         if let Some(v) = existing {
+            if commit == Commit::No {
+                return Ok(Attempt::Judged(WouldRegister {
+                    existing_version: Some(v.version),
+                    removes: Vec::new(),
+                    approvals: Vec::new(),
+                }));
+            }
             let schema = Arc::new(v.schema.clone());
             self.remember(schema.clone());
             if let Some(key) = key {
@@ -1753,6 +1800,13 @@ impl Registry {
             Err(GuardRefusal::Domain(e)) => return Err(e),
             Err(GuardRefusal::Retry) => return Ok(Attempt::Retry),
         };
+        if commit == Commit::No {
+            return Ok(Attempt::Judged(WouldRegister {
+                existing_version: None,
+                removes: dropped,
+                approvals: accepted,
+            }));
+        }
         if self.effective_config(subject).await? != config
             || self.effective_mode(subject).await? != mode
         {

@@ -216,6 +216,12 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
         Target::Subject,
     ),
     (
+        "POST",
+        "/covenant/v1/subjects/{subject}/check",
+        Read,
+        Target::Subject,
+    ),
+    (
         "GET",
         "/covenant/v1/subjects/{subject}/samples",
         Read,
@@ -362,6 +368,7 @@ mod tests {
             "/compatibility/subjects/{subject}/versions/{version}",
             "/covenant/v1/subjects/{subject}/removal-gate",
             "/covenant/v1/subjects/{subject}/plan",
+            "/covenant/v1/subjects/{subject}/check",
         ];
         for (method, template, op, target) in ROUTE_ACCESS {
             let changes = *method != "GET" && !(*method == "POST" && QUESTIONS.contains(template));
