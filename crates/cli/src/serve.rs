@@ -245,6 +245,8 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
             .with_context(|| format!("opening the sample store in {}", args.data_dir.display()))?;
         let profiles = covenant_store::SqliteProfileStore::open(store.path())
             .with_context(|| format!("opening the profile store in {}", args.data_dir.display()))?;
+        let deks = covenant_store::deks_sqlite::SqliteDekStore::open(store.path())
+            .with_context(|| format!("opening the DEK Registry in {}", args.data_dir.display()))?;
         // Governance writes take turns with registrations on the store's own writer.
         let governance = covenant_store::SqliteGovernanceStore::open_beside(&store)
             .with_context(|| format!("opening governance in {}", args.data_dir.display()))?;
@@ -257,7 +259,8 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
             .with_check_budget(args.limits.budget())
             .with_admission(args.admission.limits())
             .with_samples(Arc::new(samples))
-            .with_profiles(Arc::new(profiles));
+            .with_profiles(Arc::new(profiles))
+            .with_deks(Arc::new(deks));
         return Ok((
             Arc::new(registry),
             Arc::new(governance),
@@ -280,6 +283,7 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
         .map_err(|e| anyhow::anyhow!("governance store: {e}"))?;
     let samples = PostgresSampleStore::open_lazy(url)?;
     let profiles = covenant_store::PostgresProfileStore::open_lazy(url)?;
+    let deks = covenant_store::deks_postgres::PostgresDekStore::open_lazy(url)?;
     let exporters = covenant_store::exporters_postgres::PostgresExporterStore::open_lazy(url)?;
     let mut changes = store.subscribe_changes();
     let registry = Arc::new(
@@ -289,7 +293,8 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
             .with_check_budget(args.limits.budget())
             .with_admission(args.admission.limits())
             .with_samples(Arc::new(samples))
-            .with_profiles(Arc::new(profiles)),
+            .with_profiles(Arc::new(profiles))
+            .with_deks(Arc::new(deks)),
     );
     let follower = Arc::downgrade(&registry);
     tokio::spawn(async move {

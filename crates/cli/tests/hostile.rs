@@ -291,6 +291,12 @@ async fn odd_requests(http: &reqwest::Client, base: &str, seen: &Seen) {
         "/exporters/%00".into(),
         format!("/exporters/{long}/status"),
         "/exporters/..%2F..%2Fetc/config".into(),
+        "/dek-registry/v1/keks/%00".into(),
+        format!("/dek-registry/v1/keks/{long}/deks/x/versions/1"),
+        "/dek-registry/v1/keks/k/deks/%00/versions/99999999999999999999".into(),
+        "/dek-registry/v1/keks/k/deks/x/versions/-99999999999999999999?algorithm=%00".into(),
+        "/dek-registry/v1/keks/..%2F..%2Fetc/deks?deleted=%00".into(),
+        format!("/dek-registry/v1/keks/k/deks/{long}"),
     ];
     for path in &paths {
         for method in [

@@ -158,6 +158,10 @@ pub fn refused_entry(attempt: &RefusedAttempt<'_>) -> (AuditEntry, DenialKey) {
             config_key: Some("Config:".into()),
             ..AuditTarget::default()
         },
+        Some(Resource::Kek(k)) => AuditTarget {
+            config_key: Some(format!("Kek:{k}")),
+            ..AuditTarget::default()
+        },
         None => AuditTarget::default(),
     };
     target.detail = Some(format!("{}: {}", attempt.reason, attempt.place));

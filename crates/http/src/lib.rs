@@ -9,6 +9,7 @@ pub mod approval_routes;
 pub mod audit;
 pub mod auth;
 mod context_prefix;
+mod dek_routes;
 pub mod deprecation_signals;
 pub mod error;
 pub mod exporter_authority;
@@ -236,6 +237,37 @@ pub const ROUTES: &[(&str, &str)] = &[
         "GET",
         "/covenant/v1/subjects/{subject}/profiles/{profileId}",
     ),
+    ("GET", "/dek-registry/v1/keks"),
+    ("POST", "/dek-registry/v1/keks"),
+    ("GET", "/dek-registry/v1/keks/{name}"),
+    ("PUT", "/dek-registry/v1/keks/{name}"),
+    ("DELETE", "/dek-registry/v1/keks/{name}"),
+    ("POST", "/dek-registry/v1/keks/{name}/undelete"),
+    ("GET", "/dek-registry/v1/keks/{name}/deks"),
+    ("POST", "/dek-registry/v1/keks/{name}/deks"),
+    ("GET", "/dek-registry/v1/keks/{name}/deks/{subject}"),
+    ("POST", "/dek-registry/v1/keks/{name}/deks/{subject}"),
+    ("DELETE", "/dek-registry/v1/keks/{name}/deks/{subject}"),
+    (
+        "POST",
+        "/dek-registry/v1/keks/{name}/deks/{subject}/undelete",
+    ),
+    (
+        "GET",
+        "/dek-registry/v1/keks/{name}/deks/{subject}/versions",
+    ),
+    (
+        "GET",
+        "/dek-registry/v1/keks/{name}/deks/{subject}/versions/{version}",
+    ),
+    (
+        "DELETE",
+        "/dek-registry/v1/keks/{name}/deks/{subject}/versions/{version}",
+    ),
+    (
+        "POST",
+        "/dek-registry/v1/keks/{name}/deks/{subject}/versions/{version}/undelete",
+    ),
 ];
 
 /// The OpenAPI operations of every route, Confluent's and Covenant's own.
@@ -245,6 +277,7 @@ pub fn operations() -> impl Iterator<Item = &'static (&'static str, &'static str
         .chain(policy_routes::OPERATIONS)
         .chain(profile_routes::OPERATIONS)
         .chain(exporter_routes::OPERATIONS)
+        .chain(dek_routes::OPERATIONS)
 }
 
 /// The process-wide Prometheus recorder (metrics has one global recorder per process).
@@ -415,6 +448,7 @@ fn api(state: AppState, auth: Arc<auth::Auth>) -> Router {
         .merge(policy_router())
         .merge(profile_router())
         .merge(exporter_router())
+        .merge(dek_routes::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Subject names are checked after routing (the layer needs the route template), for

@@ -17,6 +17,8 @@ use covenant_http::auth::{
 };
 use covenant_http::{HttpConfig, ROUTES, router_with_auth};
 use covenant_registry::Registry;
+use covenant_registry::deks::{NewDek, NewKek};
+use covenant_store::deks_sqlite::SqliteDekStore;
 use covenant_store::{SqliteGovernanceStore, SqliteStore};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -243,11 +245,19 @@ impl Fixture {
 }
 
 /// A body the route can read (its answer may still be an error; only authorization matters).
-fn body_for(method: &str, template: &str) -> Option<String> {
+/// DEK Registry bodies name the cell's KEK and its team's subject.
+fn body_for(method: &str, template: &str, kek: Option<&str>, team_subject: &str) -> Option<String> {
     if method == "GET" || method == "DELETE" {
         return None;
     }
     Some(match template {
+        "/dek-registry/v1/keks" => json!({"name": kek, "kmsType": "local-kms", "kmsKeyId": "k"}).to_string(),
+        "/dek-registry/v1/keks/{name}/deks" => {
+            json!({"subject": team_subject, "encryptedKeyMaterial": "AAAA"}).to_string()
+        }
+        _ if template.starts_with("/dek-registry/") => {
+            json!({"encryptedKeyMaterial": "AAAA", "doc": "d"}).to_string()
+        }
         "/config" | "/config/{subject}" => r#"{"compatibility":"FULL"}"#.into(),
         "/mode" | "/mode/{subject}" => r#"{"mode":"READWRITE"}"#.into(),
         _ if template.starts_with("/covenant/") => "{}".into(),
@@ -265,6 +275,9 @@ const OTHER: &str = "team-b-value";
 /// reported under [`HIDDEN_CLIENT`]. Any answer naming it leaks.
 const HIDDEN: &str = "team-b-hidden";
 const HIDDEN_CLIENT: &str = "svc-team-b-secret";
+/// Each team's KEK in the DEK Registry (`Kek:team-a` is granted with team a's subjects).
+const OWN_KEK: &str = "team-a-kek";
+const OTHER_KEK: &str = "team-b-kek";
 
 /// What one grant of the matrix covers.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -285,7 +298,11 @@ struct Caller {
 }
 
 fn matrix_auth_file() -> String {
-    let team_a = ["SubjectPrefix:team-a", "SubjectPrefix::.team-a:"];
+    let team_a = [
+        "SubjectPrefix:team-a",
+        "SubjectPrefix::.team-a:",
+        "Kek:team-a",
+    ];
     let mut users = Vec::new();
     let mut permissions = Vec::new();
     let mut grant = |grantee: (&str, &str), op: &str, resources: &[&str]| {
@@ -412,6 +429,18 @@ impl Caller {
             .any(|(g, scope)| scope_covers(*scope, resource) && implies(*g, op, resource.is_none()))
     }
 
+    /// Whether `op` is granted on the KEK named `kek` (`Kek:team-a` or `.*`).
+    fn may_kek(&self, op: Operation, kek: &str) -> bool {
+        self.grants.iter().any(|(g, scope)| {
+            let covered = match scope {
+                Scope::Everything => true,
+                Scope::TeamA => kek.starts_with("team-a"),
+                Scope::Registry => false,
+            };
+            covered && implies(*g, op, false)
+        })
+    }
+
     fn reads_team_b(&self) -> bool {
         self.may(Operation::Read, Some(OTHER))
     }
@@ -423,12 +452,16 @@ struct Cell {
     method: &'static str,
     uri: String,
     subject: Option<String>,
+    /// The KEK a DEK Registry request names (in its path or body).
+    kek: Option<String>,
 }
 
 /// The requests for one route: on team a's and team b's subject (or once when the route
 /// names none), under its own path and, for subject routes, through the context prefix.
 fn cells(method: &'static str, template: &str, f: &Fixture) -> Vec<(bool, Cell)> {
-    let concrete = |subject: &str, (id, guid): (i64, &str)| {
+    let dek_registry = template.starts_with("/dek-registry/");
+    let concrete = |subject: &str, kek: &str, (id, guid): (i64, &str)| {
+        let name = if dek_registry { kek } else { "e1" };
         template
             .replace("{subject}", subject)
             .replace("{version}", "1")
@@ -438,21 +471,25 @@ fn cells(method: &'static str, template: &str, f: &Fixture) -> Vec<(bool, Cell)>
             .replace("{sampleId}", "1")
             .replace("{profileId}", "1")
             .replace("{context}", ".team-a")
-            .replace("{name}", "e1")
+            .replace("{name}", name)
     };
     let ids = (
         (f.allowed_id, f.allowed_guid.as_str()),
         (f.secret_id, f.secret_guid.as_str()),
     );
     let mut out = Vec::new();
-    for (own, subject, id) in [(true, OWN, ids.0), (false, OTHER, ids.1)] {
+    for (own, subject, kek, id) in [
+        (true, OWN, OWN_KEK, ids.0),
+        (false, OTHER, OTHER_KEK, ids.1),
+    ] {
         let named = template.contains("{subject}").then(|| subject.to_string());
         out.push((
             own,
             Cell {
                 method,
-                uri: concrete(subject, id),
+                uri: concrete(subject, kek, id),
                 subject: named.clone(),
+                kek: dek_registry.then(|| kek.to_string()),
             },
         ));
         let contextual = [
@@ -467,23 +504,27 @@ fn cells(method: &'static str, template: &str, f: &Fixture) -> Vec<(bool, Cell)>
                 own,
                 Cell {
                     method,
-                    uri: format!("/contexts/.{team}{}", concrete("orders", id)),
+                    uri: format!("/contexts/.{team}{}", concrete("orders", kek, id)),
                     subject: Some(format!(":.{team}:orders")),
+                    kek: None,
                 },
             ));
         }
     }
     if !template.contains("{subject}") {
-        // Routes without a subject are asked once per caller; ids name each team's schema.
-        if !template.contains("{id}") && !template.contains("{guid}") {
+        // Routes without a subject are asked once per caller; ids name each team's schema,
+        // KEK names each team's KEK.
+        if !template.contains("{id}") && !template.contains("{guid}") && !dek_registry {
             out.truncate(1);
         }
     }
     out
 }
 
-/// Whether `caller` may do what `rule` asks on `subject`, in the model above.
-fn expected(caller: &Caller, op: Operation, target: Target, subject: Option<&str>) -> bool {
+/// Whether `caller` may do what `rule` asks on the cell's subject and KEK, in the model above.
+fn expected(caller: &Caller, op: Operation, target: Target, cell: &Cell) -> bool {
+    let subject = cell.subject.as_deref();
+    let kek = cell.kek.as_deref().unwrap_or("");
     let whole_context = subject.is_some_and(|s| s.starts_with(":.") && s.ends_with(':'));
     match target {
         Target::Public => true,
@@ -503,6 +544,10 @@ fn expected(caller: &Caller, op: Operation, target: Target, subject: Option<&str
             caller.may(op, None)
         }
         Target::Subject => caller.may(op, subject),
+        // The KEK in the path, or in the body (its creation, checked by the handler).
+        Target::Kek | Target::BodyKek => caller.may_kek(op, kek),
+        // A DEK needs the operation on its KEK and on its subject.
+        Target::Dek => caller.may_kek(op, kek) && caller.may(op, subject),
     }
 }
 
@@ -562,8 +607,9 @@ async fn generated_permission_matrix() {
             .unwrap_or_else(|| panic!("{method} {template} has no authorization rule"));
         for (own, cell) in cells(method, template, &f) {
             for caller in &callers {
-                let allowed = expected(caller, op, target, cell.subject.as_deref());
-                let body = body_for(method, template);
+                let allowed = expected(caller, op, target, &cell);
+                let team_subject = if own { OWN } else { OTHER };
+                let body = body_for(method, template, cell.kek.as_deref(), team_subject);
                 let a = f
                     .send(caller.who, cell.method, &cell.uri, body.as_deref())
                     .await;
@@ -659,7 +705,28 @@ async fn matrix_fixture(dir: tempfile::TempDir, auth: Arc<Auth>) -> Fixture {
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     let store = SqliteStore::open(&data).unwrap();
-    let registry = Arc::new(Registry::new(Arc::new(store)));
+    let keys = SqliteDekStore::open(store.path()).unwrap();
+    let registry = Arc::new(Registry::new(Arc::new(store)).with_deks(Arc::new(keys)));
+    // Each team's KEK with a DEK of its subject; team a's KEK also holds one of the hidden
+    // subject, which no listing may show to team a.
+    let deks = registry.deks().unwrap();
+    for (kek, subjects) in [(OWN_KEK, &[OWN, HIDDEN][..]), (OTHER_KEK, &[OTHER][..])] {
+        let request = NewKek {
+            name: Some(kek.into()),
+            kms_type: Some("local-kms".into()),
+            kms_key_id: Some(format!("{kek}-id")),
+            ..NewKek::default()
+        };
+        deks.create_kek(request, None).await.unwrap();
+        for subject in subjects {
+            let request = NewDek {
+                subject: Some(subject.to_string()),
+                encrypted_key_material: Some("AAAA".into()),
+                ..NewDek::default()
+            };
+            deks.create_dek(kek, request, None).await.unwrap();
+        }
+    }
     let governance_store = Arc::new(SqliteGovernanceStore::open(&data).unwrap());
     let governance =
         covenant_http::governance::enable(&registry, governance_store, Arc::new(SystemClock));
@@ -943,7 +1010,7 @@ async fn anonymous_callers_get_only_the_operations_allowed() {
         a.text.contains(SECRET_SUBJECT),
         "anonymous Read covers every subject"
     );
-    let body = body_for("POST", "/subjects/{subject}/versions").unwrap();
+    let body = body_for("POST", "/subjects/{subject}/versions", None, OWN).unwrap();
     let a = f
         .send(Who::Anonymous, "POST", "/subjects/x/versions", Some(&body))
         .await;

@@ -20,6 +20,7 @@ mod cache;
 mod check_budget;
 mod contexts;
 mod contract;
+pub mod deks;
 mod error;
 mod evolution;
 mod judged;
@@ -266,6 +267,8 @@ pub struct Registry {
     admission: Arc<admission::Admission>,
     /// Data profiles over time; without a store, profile routes fail.
     profiles: Option<Arc<dyn covenant_store::ProfileStore>>,
+    /// The DEK Registry's key store; without one, its routes answer that it is not enabled.
+    deks: Option<Arc<deks::DekRegistry>>,
     schema_limits: Limits,
 }
 
@@ -651,6 +654,7 @@ impl Registry {
             check_budget: CheckBudget::default(),
             admission: admission::Admission::new(AdmissionLimits::default()),
             profiles: None,
+            deks: None,
             schema_limits: Limits::default(),
         }
     }

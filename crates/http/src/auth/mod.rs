@@ -121,6 +121,9 @@ pub enum Resource {
     /// The registry as a whole: global config and mode, registry-wide governance, metrics.
     Global,
     Subject(String),
+    /// A key encryption key of the DEK Registry (`Kek:<name>`), granted only by patterns
+    /// that match that text (`Kek:team-a.*`, or `.*`).
+    Kek(String),
 }
 
 impl std::fmt::Display for Resource {
@@ -128,6 +131,7 @@ impl std::fmt::Display for Resource {
         match self {
             Resource::Global => f.write_str("Config:"),
             Resource::Subject(s) => write!(f, "Subject:{s}"),
+            Resource::Kek(k) => write!(f, "Kek:{k}"),
         }
     }
 }
@@ -183,6 +187,7 @@ impl ResourcePattern {
             (ResourcePattern::Karapace(re), Resource::Subject(s)) => {
                 re.is_match(&format!("Subject:{s}"))
             }
+            (ResourcePattern::Karapace(re), Resource::Kek(k)) => re.is_match(&format!("Kek:{k}")),
             (ResourcePattern::SubjectPrefix(p), Resource::Subject(s)) => s.starts_with(p.as_str()),
             _ => false,
         }
@@ -890,11 +895,16 @@ fn is_loopback_or_literal(name: &str) -> bool {
 
 /// The decoded `{subject}` of the matched route, exactly as the handler will receive it.
 async fn subject_param(parts: &mut Parts) -> Option<String> {
+    path_param(parts, "subject").await
+}
+
+/// The decoded path parameter `key`, if the route has one.
+async fn path_param(parts: &mut Parts, key: &str) -> Option<String> {
     let axum::extract::Path(mut params) =
         axum::extract::Path::<HashMap<String, String>>::from_request_parts(parts, &())
             .await
             .ok()?;
-    params.remove("subject")
+    params.remove(key)
 }
 
 /// What a `{subject}` parameter protects: a context key (`:.ctx:`, on config and mode routes)
@@ -975,11 +985,21 @@ async fn decide(
         Rule::Unserved => return (Operation::Read, None, known_caller),
         Rule::Missing => return (Operation::Admin, None, false),
     };
-    let resource = match target {
-        Target::Public | Target::Filtered | Target::BodySubject => None,
+    let mut resource = match target {
+        Target::Public | Target::Filtered | Target::BodySubject | Target::BodyKek => None,
         Target::Global => Some(Resource::Global),
         Target::Subject => subject_param(parts).await.map(subject_resource),
+        Target::Kek | Target::Dek => path_param(parts, "name").await.map(Resource::Kek),
     };
+    // A DEK is its KEK's and its subject's: the caller needs the operation on both, and a
+    // refusal names the first one missing.
+    if target == Target::Dek
+        && resource
+            .as_ref()
+            .is_some_and(|kek| access.allows(operation, kek))
+    {
+        resource = subject_param(parts).await.map(Resource::Subject);
+    }
     // A whole context's config or mode (`:.ctx:`) is the registry's, like the global one.
     let operation = match (&resource, operation) {
         (Some(Resource::Global), Operation::Write) if target == Target::Subject => {
@@ -990,7 +1010,9 @@ async fn decide(
     let allowed = match (target, &resource) {
         (Target::Public, _) => true,
         (Target::Filtered, _) => known_caller,
-        (Target::BodySubject, _) => known_caller && access.allows_somewhere(operation),
+        (Target::BodySubject | Target::BodyKek, _) => {
+            known_caller && access.allows_somewhere(operation)
+        }
         (_, Some(resource)) => access.allows(operation, resource),
         // A path the handler will reject as malformed (400) before touching anything.
         (_, None) => known_caller,

@@ -23,6 +23,13 @@ pub enum Target {
     /// it on the named subject (or the registry) through `Access`, refusing through
     /// `audit::refuse`. So a reader's account needs only a grant on the subjects it reads.
     BodySubject,
+    /// The `{name}` of a DEK Registry route: a KEK (`Kek:<name>`).
+    Kek,
+    /// A DEK: the operation on both the `{name}` KEK and the `{subject}`.
+    Dek,
+    /// The KEK named in the body (its creation): admitted like [`Target::BodySubject`], then
+    /// checked on `Kek:<name>` by the handler.
+    BodyKek,
 }
 
 /// `(method, route template, operation, target)` for every route served.
@@ -293,6 +300,83 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
         Read,
         Target::Subject,
     ),
+    ("GET", "/dek-registry/v1/keks", Read, Target::Filtered),
+    ("POST", "/dek-registry/v1/keks", Write, Target::BodyKek),
+    ("GET", "/dek-registry/v1/keks/{name}", Read, Target::Kek),
+    ("PUT", "/dek-registry/v1/keks/{name}", Write, Target::Kek),
+    (
+        "DELETE",
+        "/dek-registry/v1/keks/{name}",
+        Delete,
+        Target::Kek,
+    ),
+    (
+        "POST",
+        "/dek-registry/v1/keks/{name}/undelete",
+        Write,
+        Target::Kek,
+    ),
+    (
+        "GET",
+        "/dek-registry/v1/keks/{name}/deks",
+        Read,
+        Target::Kek,
+    ),
+    // The subject is in the body: the handler checks it.
+    (
+        "POST",
+        "/dek-registry/v1/keks/{name}/deks",
+        Write,
+        Target::Kek,
+    ),
+    (
+        "GET",
+        "/dek-registry/v1/keks/{name}/deks/{subject}",
+        Read,
+        Target::Dek,
+    ),
+    (
+        "POST",
+        "/dek-registry/v1/keks/{name}/deks/{subject}",
+        Write,
+        Target::Dek,
+    ),
+    (
+        "DELETE",
+        "/dek-registry/v1/keks/{name}/deks/{subject}",
+        Delete,
+        Target::Dek,
+    ),
+    (
+        "POST",
+        "/dek-registry/v1/keks/{name}/deks/{subject}/undelete",
+        Write,
+        Target::Dek,
+    ),
+    (
+        "GET",
+        "/dek-registry/v1/keks/{name}/deks/{subject}/versions",
+        Read,
+        Target::Dek,
+    ),
+    (
+        "GET",
+        "/dek-registry/v1/keks/{name}/deks/{subject}/versions/{version}",
+        Read,
+        Target::Dek,
+    ),
+    (
+        "DELETE",
+        "/dek-registry/v1/keks/{name}/deks/{subject}/versions/{version}",
+        Delete,
+        Target::Dek,
+    ),
+    (
+        "POST",
+        "/dek-registry/v1/keks/{name}/deks/{subject}/versions/{version}/undelete",
+        Write,
+        Target::Dek,
+    ),
 ];
 
 /// How the authorization layer treats one request.
@@ -408,8 +492,11 @@ mod tests {
     #[test]
     fn every_subject_route_names_a_subject_and_changes_are_never_public() {
         for (method, template, op, target) in ROUTE_ACCESS {
-            if *target == Target::Subject {
+            if *target == Target::Subject || *target == Target::Dek {
                 assert!(template.contains("{subject}"), "{template}");
+            }
+            if *target == Target::Kek || *target == Target::Dek {
+                assert!(template.contains("{name}"), "{template}");
             }
             if *op != Read {
                 assert_ne!(*target, Target::Public, "{method} {template}");
