@@ -98,6 +98,9 @@ enum ApprovalsCommand {
         id: i64,
         #[arg(long)]
         reason: Option<String>,
+        /// Who revokes, on a registry without authentication (with it: the caller).
+        #[arg(long)]
+        by: Option<String>,
     },
 }
 
@@ -151,12 +154,16 @@ pub fn run_approvals(args: ApprovalsArgs) -> anyhow::Result<ExitCode> {
             subject,
             id,
             reason,
+            by,
         } => {
             let path = format!(
                 "/covenant/v1/subjects/{}/approvals/{id}/revoke",
                 segment(&subject)
             );
-            let body = json!({"reason": reason.unwrap_or_default()});
+            let mut body = json!({"reason": reason.unwrap_or_default()});
+            if let Some(by) = by {
+                body["by"] = json!(by);
+            }
             match api.call("POST", &path, Some(body))? {
                 Ok(approval) => {
                     outln!("{}", approval_line(&approval));

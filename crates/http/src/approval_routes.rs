@@ -157,6 +157,7 @@ async fn approver(
     caller: &Caller,
     subject: &str,
     claimed: Option<&str>,
+    key: &str,
 ) -> Result<String, ApiError> {
     let claimed = claimed.map(str::trim).filter(|c| !c.is_empty());
     match (&caller.principal.name, claimed) {
@@ -169,15 +170,15 @@ async fn approver(
                     Operation::Approve,
                     Some(Resource::Subject(subject.to_string())),
                     format!(
-                        "'approver' names '{c}' but the request is authenticated as '{name}'; an approval is recorded under the authenticated principal"
+                        "'{key}' names '{c}' but the request is authenticated as '{name}'; an approval is recorded under the authenticated principal"
                     ),
                 ),
             )
             .await),
         (None, Some(c)) => Ok(c.to_string()),
-        (None, None) => Err(ApiError::invalid_input(
-            "'approver' is required: name who accepts the risk",
-        )),
+        (None, None) => Err(ApiError::invalid_input(format!(
+            "'{key}' is required: name who accepts the risk"
+        ))),
     }
 }
 
@@ -204,7 +205,14 @@ pub async fn create(
     SafePath(subject): SafePath<String>,
     ConfluentJson(body): ConfluentJson<ApprovalBody>,
 ) -> ApiResult {
-    let approver = approver(&state, &caller, &subject, body.approver.as_deref()).await?;
+    let approver = approver(
+        &state,
+        &caller,
+        &subject,
+        body.approver.as_deref(),
+        "approver",
+    )
+    .await?;
     let request = body.candidate.into_request()?;
     let terms = Terms {
         rule: body.rule,
@@ -364,7 +372,7 @@ pub async fn revoke(
         .trim()
         .parse()
         .map_err(|_| ApiError::invalid_input(format!("'{id}' is not an approval id")))?;
-    let by = approver(&state, &caller, &subject, body.by.as_deref()).await?;
+    let by = approver(&state, &caller, &subject, body.by.as_deref(), "by").await?;
     let reason = body.reason.unwrap_or_default();
     if reason.len() > MAX_TEXT {
         return Err(ApiError::from(GovernanceError::OverLimit(format!(
