@@ -759,7 +759,13 @@ pub(crate) struct Chosen {
 }
 
 pub(crate) fn schema_type_for(input: &SchemaInputArgs, file: &Path) -> Result<Chosen> {
-    if let Some(format) = &input.format {
+    schema_type_of(input.format.as_deref(), file)
+}
+
+/// The format of `file`: `format` when given (a `--format` or a manifest's `format`), else
+/// from its extension and content.
+pub(crate) fn schema_type_of(format: Option<&str>, file: &Path) -> Result<Chosen> {
+    if let Some(format) = format {
         let schema_type = format.parse().map_err(|_| {
             InvalidInput(format!(
                 "invalid --format '{format}': expected avro, json, protobuf or iceberg"

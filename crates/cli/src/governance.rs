@@ -1153,6 +1153,20 @@ impl Api {
         Ok(Err(ExitCode::from(1)))
     }
 
+    /// The answer of a call that may be refused, without printing the refusal: `None` for
+    /// any status but a success (a subject that does not exist, a schema it does not hold).
+    pub(crate) fn call_quietly(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Option<Value>> {
+        let (status, text) = self.send(method, path, body)?;
+        Ok((200..300)
+            .contains(&status)
+            .then(|| serde_json::from_str(&text).unwrap_or(Value::String(text))))
+    }
+
     fn send(&self, method: &str, path: &str, body: Option<Value>) -> anyhow::Result<(u16, String)> {
         let runtime = self
             .runtime

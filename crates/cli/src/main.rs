@@ -3,12 +3,14 @@
 
 mod against_git;
 mod against_registry;
+mod apply;
 mod approve;
 mod audit;
 mod auth;
 mod check;
 mod governance;
 mod limits;
+mod manifest;
 mod migrate;
 mod output;
 mod profile;
@@ -74,6 +76,11 @@ enum Command {
     Approve(approve::ApproveArgs),
     /// List or revoke a subject's approvals on a running registry.
     Approvals(approve::ApprovalsArgs),
+    /// Keep a registry in step with a folder of schemas described by covenant.toml:
+    /// configs and new versions in dependency order (`--dry-run` only says what would change).
+    Apply(apply::ApplyArgs),
+    /// Write covenant.toml and the schema files of an existing registry's subjects.
+    Pull(apply::PullArgs),
     /// Write the registry's whole state as JSON (docs/export-format.md).
     Export(transfer::ExportArgs),
     /// Load a dump written by `covenant export`, keeping ids, versions and governance.
@@ -118,6 +125,8 @@ fn main() -> ExitCode {
         Command::Deprecations(args) => governance::run_deprecations(args),
         Command::Usage(args) => governance::run_usage(args),
         Command::Approve(args) => approve::run_approve(args),
+        Command::Apply(args) => apply::run_apply(args),
+        Command::Pull(args) => apply::run_pull(args),
         Command::Approvals(args) => approve::run_approvals(args),
         Command::Export(args) => transfer::run_export(args),
         Command::Import(args) => transfer::run_import(args),
