@@ -30,6 +30,11 @@ if ! "$VENV/bin/python" -c "import confluent_kafka.schema_registry, fastavro, py
   "$VENV/bin/pip" install --quiet --disable-pip-version-check \
     "confluent-kafka[schemaregistry,avro,json,protobuf]" pytest cryptography
 fi
+# The rules extra (tink) runs the client's field encryption through the DEK Registry
+# (tests/clients/test_encryption.py).
+if ! "$VENV/bin/python" -c "import tink" 2>/dev/null; then
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "confluent-kafka[rules]"
+fi
 # pyiceberg (pinned) is the differential peer of the Iceberg format (tests/clients/test_iceberg.py),
 # on its SQLite catalog.
 if ! "$VENV/bin/python" -c "import pyiceberg, sqlalchemy; assert pyiceberg.__version__ == '0.12.0'" 2>/dev/null; then
@@ -87,6 +92,8 @@ printf 'r-pass\n' | "$BIN" auth add-user "$AUTH_FILE" reader --password-stdin 2>
 "$BIN" auth grant "$AUTH_FILE" reader Read 'SubjectPrefix:orders-'
 "$BIN" auth grant "$AUTH_FILE" reader Read 'Config:'
 "$BIN" auth grant "$AUTH_FILE" svc-orders Write 'Subject:orders-.*'
+# Field encryption (test_encryption.py): the writer's KEKs; the reader has none.
+"$BIN" auth grant "$AUTH_FILE" writer Write 'Kek:orders-'
 # Approvals (test_approvals.py): accepting risk takes Approve; Govern (usage reports, granted
 # on the subjects only) does not.
 printf 'a-pass\n' | "$BIN" auth add-user "$AUTH_FILE" approver --password-stdin 2>/dev/null
