@@ -237,6 +237,9 @@ fn body(subject: &Declared, api: &Api) -> Result<Value> {
     if let Some(metadata) = &subject.metadata {
         body["metadata"] = metadata.clone();
     }
+    if let Some(rule_set) = &subject.rule_set {
+        body["ruleSet"] = rule_set.clone();
+    }
     Ok(body)
 }
 
@@ -341,10 +344,12 @@ pub fn run_pull(args: PullArgs) -> Result<ExitCode> {
                 version: r["version"].as_i64(),
             })
             .collect();
-        let metadata = latest
-            .get("metadata")
-            .filter(|m| m.is_object())
-            .and_then(|m| toml::Table::try_from(m.clone()).ok());
+        let table = |key: &str| {
+            latest
+                .get(key)
+                .filter(|m| m.is_object())
+                .and_then(|m| toml::Table::try_from(m.clone()).ok())
+        };
         manifest.subjects.push(Entry {
             name: subject.clone(),
             file: Some(file.clone()),
@@ -352,7 +357,8 @@ pub fn run_pull(args: PullArgs) -> Result<ExitCode> {
             compatibility: config["compatibilityLevel"].as_str().map(str::to_string),
             preset: None,
             references,
-            metadata,
+            metadata: table("metadata"),
+            rule_set: table("ruleSet"),
             ..Entry::default()
         });
         outln!(

@@ -80,6 +80,10 @@ pub struct Entry {
     /// The schema's data-contract metadata, as Confluent's JSON object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<toml::Table>,
+    /// The schema's data-contract rule set (`domainRules`, `migrationRules`), as Confluent's
+    /// JSON object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_set: Option<toml::Table>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -102,6 +106,7 @@ pub struct Declared {
     pub settings: Settings,
     pub references: Vec<ManifestReference>,
     pub metadata: Option<Value>,
+    pub rule_set: Option<Value>,
 }
 
 impl Manifest {
@@ -140,6 +145,11 @@ impl Manifest {
                     .as_ref()
                     .map(serde_json::to_value)
                     .transpose()?;
+                let rule_set = entry
+                    .rule_set
+                    .as_ref()
+                    .map(serde_json::to_value)
+                    .transpose()?;
                 let declared = Declared {
                     subject: subject.clone(),
                     file,
@@ -148,6 +158,7 @@ impl Manifest {
                     settings,
                     references: entry.references.clone(),
                     metadata,
+                    rule_set,
                 };
                 if all.insert(subject.clone(), declared).is_some() {
                     bail!(InvalidInput(format!(

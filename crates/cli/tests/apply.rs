@@ -28,7 +28,10 @@ fn record(name: &str, fields: serde_json::Value) -> String {
 fn folder(root: &Path) {
     let mut manifest = String::from(
         "[defaults]\ncompatibility = \"BACKWARD\"\n\n\
-         [[subjects]]\nname = \"money-value\"\nfile = \"schemas/money.avsc\"\n",
+         [[subjects]]\nname = \"money-value\"\nfile = \"schemas/money.avsc\"\n\
+         metadata = { properties = { owner = \"payments\" } }\n\
+         rule_set = { domainRules = [{ name = \"positive\", kind = \"CONDITION\", mode = \"WRITE\", \
+         type = \"CEL\", expr = \"message.units >= 0\" }] }\n",
     );
     write(
         root,
@@ -155,6 +158,11 @@ async fn a_folder_is_planned_applied_pulled_and_found_in_step() {
         )
         .await;
     assert_eq!(config["compatibilityLevel"], "BACKWARD");
+    let (_, money) = server
+        .call("GET", "/subjects/money-value/versions/1", None)
+        .await;
+    assert_eq!(money["metadata"]["properties"]["owner"], "payments", "{money}");
+    assert_eq!(money["ruleSet"]["domainRules"][0]["name"], "positive", "{money}");
 
     // In step: the second plan has nothing to do, and a second apply changes nothing.
     for args in [&["apply", "--dry-run"][..], &["apply"][..]] {
