@@ -245,10 +245,8 @@ async fn check_named(
 
 pub async fn list_keks(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
     let names = deks(&state)?.kek_names(params.flag("deleted")).await?;
-    let prefix = params.get("subjectPrefix");
     let readable: Vec<String> = names
         .into_iter()
-        .filter(|n| prefix.is_none_or(|p| n.starts_with(p)))
         .filter(|n| access.allows(Operation::Read, &Resource::Kek(n.clone())))
         .collect();
     Ok(ok(json!(readable)))
