@@ -26,6 +26,7 @@
 
 use crate::check::InvalidInput;
 use anyhow::{Result, bail};
+use covenant_exporter::spec::glob;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -204,7 +205,7 @@ impl Entry {
                         .file_name()
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default();
-                    if path.is_file() && matches(name, &file_name) {
+                    if path.is_file() && glob(name, &file_name) {
                         let shown = if dir.is_empty() {
                             file_name
                         } else {
@@ -233,24 +234,6 @@ impl Entry {
             ))),
         }
     }
-}
-
-/// `*`-wildcard matching of a file name.
-fn matches(pattern: &str, name: &str) -> bool {
-    let pieces: Vec<&str> = pattern.split('*').collect();
-    let [first, middle @ .., last] = pieces.as_slice() else {
-        return pattern == name;
-    };
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    for piece in middle {
-        match rest.find(piece) {
-            Some(at) => rest = &rest[at + piece.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// The subjects with every one after the declared subjects it references.
@@ -287,15 +270,6 @@ fn dependency_order(mut all: BTreeMap<String, Declared>) -> Result<Vec<Declared>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn file_name_patterns() {
-        assert!(matches("*.avsc", "orders.avsc"));
-        assert!(matches("order*.avsc", "orders.avsc"));
-        assert!(!matches("*.avsc", "orders.proto"));
-        assert!(!matches("*.avsc", "avsc"));
-        assert!(matches("exact.json", "exact.json"));
-    }
 
     #[test]
     fn references_come_first_and_cycles_are_refused() {

@@ -3,9 +3,12 @@
 //! against the history: only the changed files, transitively over the log when the level is
 //! transitive, with SARIF regions on the changed file.
 
+mod support;
+
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Output};
+use support::json_of;
 
 fn git(repo: &Path, args: &[&str]) {
     let output = Command::new("git")
@@ -122,16 +125,6 @@ fn covenant_in(dir: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run covenant")
-}
-
-fn json_of(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
 }
 
 fn paths(document: &Value) -> Vec<String> {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
-use support::TestServer;
+use support::{TestServer, json_of};
 
 const SUBJECT: &str = "orders-value";
 
@@ -35,16 +35,6 @@ fn check_against(server: &TestServer, file: &Path, output: &str) -> Output {
         .arg(file)
         .output()
         .expect("run covenant")
-}
-
-fn json_of(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
 }
 
 /// The rule ids a 409 registration message names (`{rule: ID, ...}`).

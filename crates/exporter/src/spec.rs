@@ -268,7 +268,8 @@ impl ExporterSpec {
 /// `*`-wildcard matching (any run of characters) in time linear in the text: the pieces
 /// between stars must appear in order, the first at the start and the last at the end, and
 /// taking each piece at its earliest place is never worse (so no backtracking is needed).
-fn glob(pattern: &str, text: &str) -> bool {
+/// Also how `covenant.toml` matches file names.
+pub fn glob(pattern: &str, text: &str) -> bool {
     let pieces: Vec<&str> = pattern.split('*').collect();
     let [first, middle @ .., last] = pieces.as_slice() else {
         return pattern == text;

@@ -293,6 +293,17 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
         .expect("VmHWM")
 }
 
+/// A command's standard output as JSON; a panic showing both outputs when it is not.
+pub fn json_of(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
 /// Processor seconds (user and system) process `pid` has used so far.
 pub fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc stat");
