@@ -1,4 +1,4 @@
-//! Policy presets (issue: the seeds' discipline by default): under `covenant`, the default,
+//! Policy presets, the seeds' discipline by default: under `covenant`, the default,
 //! each dangerous change class the seeds name is refused with its rule id, path, reason and
 //! hint, and the refusal names the ways forward; under `confluent` the same change gets
 //! Confluent's structural verdict and its semantic findings never refuse. Offline through
@@ -107,7 +107,8 @@ fn avro_record(name: &str, fields: &str) -> String {
     format!(r#"{{"type":"record","name":"{name}","fields":[{fields}]}}"#)
 }
 
-/// Audit #52: removal without a deprecation record ("no known consumers" is not evidence).
+/// Rule 6 and the ADR's BACKWARD table: removal without a deprecation record ("no known
+/// consumers" is not evidence).
 #[test]
 fn field_removal_without_a_deprecation_record() {
     judged_by_both_presets(&Case {
@@ -125,7 +126,7 @@ fn field_removal_without_a_deprecation_record() {
     });
 }
 
-/// Audit #14 and #38: a rename in every format, an optional field and a CDC column included.
+/// Rule 2 and §11: a rename in every format, an optional field and a CDC column included.
 #[test]
 fn renames_in_every_format() {
     let cases = [
@@ -238,7 +239,7 @@ fn an_iceberg_rename_and_check_and_plan_agree() {
     }
 }
 
-/// Audit #17 and #18: a meaning or unit change under the same name and an event-grain
+/// Rules 3 and 4: a meaning or unit change under the same name and an event-grain
 /// change, with hints toward a new field or a new event type; a doc added is info.
 #[test]
 fn meaning_unit_and_grain_changes() {
@@ -321,7 +322,7 @@ fn meaning_unit_and_grain_changes() {
     assert_eq!(added[0]["severity"], "info");
 }
 
-/// Audit #25: money and timestamp type changes, even Avro's legal promotions.
+/// Rule 7, §23.2 and §23.3: money and timestamp type changes, even Avro's legal promotions.
 #[test]
 fn money_and_timestamp_promotions() {
     let cases = [
@@ -358,7 +359,7 @@ fn money_and_timestamp_promotions() {
     }
 }
 
-/// Audit #26: precision loss, which had no finding at all.
+/// Rule 7 (numeric precision): precision loss, which had no finding at all.
 #[test]
 fn precision_loss_in_avro_and_protobuf() {
     judged_by_both_presets(&Case {
@@ -397,7 +398,7 @@ fn precision_loss_in_avro_and_protobuf() {
     }
 }
 
-/// Audit #36: identity, idempotency, partition and ordering keys by name, with no key
+/// Rule 10 and §23.1: identity, idempotency, partition and ordering keys by name, with no key
 /// declared in metadata; a foreign key is not the record's identity.
 #[test]
 fn key_fields_by_name_and_foreign_keys() {
@@ -452,7 +453,7 @@ fn key_fields_by_name_and_foreign_keys() {
     );
 }
 
-/// Audit #33: dropping a `reserved` statement at the default Protobuf strictness.
+/// Rule 9 and §9.2: dropping a `reserved` statement at the default Protobuf strictness.
 #[test]
 fn a_dropped_protobuf_reservation() {
     judged_by_both_presets(&Case {
@@ -473,7 +474,7 @@ fn iceberg_table(spec: &str) -> String {
     )
 }
 
-/// Audit #48: a partition-spec change is an operational change, and `plan` prints its DDL.
+/// §12: a partition-spec change is an operational change, and `plan` prints its DDL.
 #[test]
 fn an_iceberg_partition_change_is_reported_and_planned() {
     let old = iceberg_table(

@@ -833,7 +833,7 @@ mod preset_tests {
         );
     }
 
-    /// Audit #38: an optional CDC column renamed (owner_id to assigned_officer_id) passes
+    /// §11: an optional CDC column renamed (owner_id to assigned_officer_id) passes
     /// Confluent's BACKWARD check; the covenant preset refuses it, and a subject under the
     /// confluent preset registers it.
     #[tokio::test]

@@ -277,7 +277,7 @@ mod tests {
         );
     }
 
-    /// Audit #36: a foreign key is not the record's identity; the record's own id, its
+    /// Rule 10: a foreign key is not the record's identity; the record's own id, its
     /// idempotency and partition keys and its sequence number are, unless declared.
     #[test]
     fn foreign_keys_are_not_the_identity_but_roles_are_keys() {
