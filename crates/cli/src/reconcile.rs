@@ -383,6 +383,8 @@ mod tests {
             samples: vec![],
             live_marks: vec![],
             profiles: vec![],
+            keks: vec![],
+            deks: vec![],
         }
     }
 

@@ -8,6 +8,9 @@ mod governance;
 use crate::reconcile::{identity, schema_identity, write_order};
 use anyhow::{Context, Result, bail};
 use covenant_store::context;
+use covenant_store::deks::{Dek, DekStore, Kek};
+use covenant_store::deks_postgres::PostgresDekStore;
+use covenant_store::deks_sqlite::SqliteDekStore;
 use covenant_store::governance::GovernanceSnapshot;
 use covenant_store::{
     AuditEntry, AuditQuery, ConfigRecord, Dedupe, GovernanceStore, NewSchema, Placement,
@@ -26,9 +29,9 @@ use std::sync::Arc;
 /// The `format` value of every dump.
 pub const FORMAT: &str = "covenant-export";
 /// The `formatVersion` this build writes: 2 added governance, samples and live marks, 3 data
-/// profiles. It reads every version up to this one (an older dump reads as one without the
-/// later sections).
-pub const FORMAT_VERSION: u32 = 3;
+/// profiles, 4 the DEK Registry's keys. It reads every version up to this one (an older dump
+/// reads as one without the later sections).
+pub const FORMAT_VERSION: u32 = 4;
 
 #[derive(clap::Args)]
 pub struct StoreArgs {
@@ -89,6 +92,107 @@ pub struct Dump {
     /// Stored data profiles by id (format 3).
     #[serde(default)]
     pub profiles: Vec<DumpProfile>,
+    /// The DEK Registry's KEKs by name (format 4), in Confluent's JSON shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keks: Vec<DumpKek>,
+    /// The DEK Registry's DEKs (format 4), encrypted as clients stored them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deks: Vec<DumpDek>,
+}
+
+/// A KEK of the DEK Registry, as Confluent's API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DumpKek {
+    pub name: String,
+    pub kms_type: String,
+    pub kms_key_id: String,
+    #[serde(default)]
+    pub kms_props: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doc: Option<String>,
+    #[serde(default)]
+    pub shared: bool,
+    pub ts: i64,
+    #[serde(default)]
+    pub deleted: bool,
+}
+
+/// A DEK of the DEK Registry, as Confluent's API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DumpDek {
+    pub kek_name: String,
+    pub subject: String,
+    pub version: i64,
+    pub algorithm: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_key_material: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_material: Option<String>,
+    pub ts: i64,
+    #[serde(default)]
+    pub deleted: bool,
+}
+
+impl From<Kek> for DumpKek {
+    fn from(k: Kek) -> DumpKek {
+        DumpKek {
+            name: k.name,
+            kms_type: k.kms_type,
+            kms_key_id: k.kms_key_id,
+            kms_props: k.kms_props,
+            doc: k.doc,
+            shared: k.shared,
+            ts: k.ts,
+            deleted: k.deleted,
+        }
+    }
+}
+
+impl From<&DumpKek> for Kek {
+    fn from(k: &DumpKek) -> Kek {
+        Kek {
+            name: k.name.clone(),
+            kms_type: k.kms_type.clone(),
+            kms_key_id: k.kms_key_id.clone(),
+            kms_props: k.kms_props.clone(),
+            doc: k.doc.clone(),
+            shared: k.shared,
+            ts: k.ts,
+            deleted: k.deleted,
+        }
+    }
+}
+
+impl From<Dek> for DumpDek {
+    fn from(d: Dek) -> DumpDek {
+        DumpDek {
+            kek_name: d.kek_name,
+            subject: d.subject,
+            version: d.version,
+            algorithm: d.algorithm,
+            encrypted_key_material: d.encrypted_key_material,
+            key_material: d.key_material,
+            ts: d.ts,
+            deleted: d.deleted,
+        }
+    }
+}
+
+impl From<&DumpDek> for Dek {
+    fn from(d: &DumpDek) -> Dek {
+        Dek {
+            kek_name: d.kek_name.clone(),
+            subject: d.subject.clone(),
+            version: d.version,
+            algorithm: d.algorithm.clone(),
+            encrypted_key_material: d.encrypted_key_material.clone(),
+            key_material: d.key_material.clone(),
+            ts: d.ts,
+            deleted: d.deleted,
+        }
+    }
 }
 
 /// A stored data profile; the document is kept as the exact text stored.
@@ -231,6 +335,8 @@ pub struct ImportCounts {
     pub audit_entries: usize,
     pub governance: governance::Restored,
     pub profiles: usize,
+    /// KEKs and DEKs written.
+    pub keys: usize,
     /// Versions the store already holds with another schema, or ids it holds with other
     /// content: left as they are and reported, never overwritten.
     pub conflicts: Vec<String>,
@@ -267,6 +373,8 @@ pub struct Stores {
     pub governance: Arc<dyn GovernanceStore>,
     pub samples: Arc<dyn SampleStore>,
     pub profiles: Arc<dyn ProfileStore>,
+    /// The DEK Registry's keys.
+    pub keys: Arc<dyn DekStore>,
 }
 
 /// Opens every store of the registry the flags name.
@@ -290,6 +398,11 @@ pub async fn open_stores(args: &StoreArgs) -> Result<Stores> {
                     .await
                     .context("cannot open the profile tables")?,
             ),
+            keys: Arc::new(
+                PostgresDekStore::connect(url)
+                    .await
+                    .context("cannot open the DEK Registry tables")?,
+            ),
         }),
         None => {
             // The governance tables live in the registry's own database file, as under serve.
@@ -299,11 +412,14 @@ pub async fn open_stores(args: &StoreArgs) -> Result<Stores> {
                 .context("cannot open the sample tables")?;
             let profiles = SqliteProfileStore::open(governance.path())
                 .context("cannot open the profile tables")?;
+            let keys = SqliteDekStore::open(governance.path())
+                .context("cannot open the DEK Registry tables")?;
             Ok(Stores {
                 registry,
                 governance: Arc::new(governance),
                 samples: Arc::new(samples),
                 profiles: Arc::new(profiles),
+                keys: Arc::new(keys),
             })
         }
     }
@@ -325,6 +441,9 @@ pub async fn export_all(stores: &Stores) -> Result<Dump> {
         .into_iter()
         .map(DumpProfile::from)
         .collect();
+    let (keks, deks) = stores.keys.all_keys().await?;
+    dump.keks = keks.into_iter().map(DumpKek::from).collect();
+    dump.deks = deks.into_iter().map(DumpDek::from).collect();
     Ok(dump)
 }
 
@@ -404,6 +523,8 @@ pub async fn export(store: &dyn Store) -> Result<Dump> {
         samples: Vec::new(),
         live_marks: Vec::new(),
         profiles: Vec::new(),
+        keks: Vec::new(),
+        deks: Vec::new(),
     })
 }
 
@@ -533,6 +654,11 @@ pub async fn import(stores: &Stores, dump: &Dump) -> Result<ImportCounts> {
             .iter()
             .map(|id| format!("profile {id} already exists with other content")),
     );
+    let keks: Vec<Kek> = dump.keks.iter().map(Kek::from).collect();
+    let deks: Vec<Dek> = dump.deks.iter().map(Dek::from).collect();
+    let keys = stores.keys.restore_keys(&keks, &deks).await?;
+    counts.keys = keys.written;
+    counts.conflicts.extend(keys.conflicts);
     match counts.conflicts.first() {
         Some(conflict) => bail!("{conflict}"),
         None => Ok(counts),
@@ -704,7 +830,7 @@ pub fn run_export(args: ExportArgs) -> Result<ExitCode> {
     eprintln!(
         "exported {} schemas, {} subjects, {} versions, {} configs, {} modes, {} audit entries, \
          {} consumers, {} deprecations, {} approvals, {} findings, {} usage rows, {} samples, \
-         {} live marks",
+         {} live marks, {} KEKs, {} DEKs",
         dump.schemas.len(),
         dump.subjects.len(),
         dump.subjects
@@ -720,7 +846,9 @@ pub fn run_export(args: ExportArgs) -> Result<ExitCode> {
         g.findings.len(),
         g.usage_readers.len() + g.usage_fields.len() + g.usage_counts.len() + g.schema_reads.len(),
         dump.samples.len(),
-        dump.live_marks.len()
+        dump.live_marks.len(),
+        dump.keks.len(),
+        dump.deks.len()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -744,7 +872,7 @@ pub fn run_import(args: ImportArgs) -> Result<ExitCode> {
     eprintln!(
         "imported {} versions ({} already present, {} soft-deleted), {} configs, {} modes, \
          {} audit entries, {} consumers, {} deprecations, {} approvals, {} findings, {} usage rows, \
-         {} samples, {} live marks ({} governance rows already present)",
+         {} samples, {} live marks ({} governance rows already present), {} DEK Registry keys",
         counts.versions_written,
         counts.versions_present,
         counts.soft_deleted,
@@ -758,7 +886,8 @@ pub fn run_import(args: ImportArgs) -> Result<ExitCode> {
         g.usage_rows,
         s.samples,
         s.live_marks,
-        g.present + s.present
+        g.present + s.present,
+        counts.keys
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -812,6 +941,8 @@ mod tests {
             samples: vec![],
             live_marks: vec![],
             profiles: vec![],
+            keks: vec![],
+            deks: vec![],
         };
         let err = validate(&dump).expect_err("dangling id");
         assert!(err.to_string().contains("schema id 4"), "{err}");
@@ -850,6 +981,8 @@ mod tests {
             dump.samples.len(),
             dump.live_marks.len(),
             dump.profiles.len(),
+            dump.keks.len(),
+            dump.deks.len(),
         ];
         assert!(sizes.iter().all(|n| *n > 0), "{sizes:?}");
     }

@@ -545,7 +545,7 @@ async fn the_whole_state_with_governance_survives_a_move_between_backends() {
 
     let first = export_dir(&source);
     let dump: serde_json::Value = serde_json::from_slice(&first).expect("json");
-    assert_eq!(dump["formatVersion"], 3);
+    assert_eq!(dump["formatVersion"], 4);
     for (section, at_least) in [
         ("consumers", 3),
         ("deprecations", 1),
@@ -665,7 +665,7 @@ fn import_refuses_a_dump_from_a_newer_format() {
     let path = dir.path().join("next.json");
     std::fs::write(
         &path,
-        r#"{"format":"covenant-export","formatVersion":4,"schemas":[],"subjects":[]}"#,
+        r#"{"format":"covenant-export","formatVersion":5,"schemas":[],"subjects":[]}"#,
     )
     .expect("write");
     let store = dir.path().join("store");
@@ -677,7 +677,7 @@ fn import_refuses_a_dump_from_a_newer_format() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("format version 4 is newer than this build"),
+        stderr.contains("format version 5 is newer than this build"),
         "{stderr}"
     );
     assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");

@@ -148,6 +148,31 @@ pub trait DekStore: Send + Sync {
 
     /// Every KEK and DEK, deleted or not, by name (for export).
     async fn all_keys(&self) -> StoreResult<(Vec<Kek>, Vec<Dek>)>;
+
+    /// Writes keys as they are (times and deletion kept), in one transaction and without
+    /// audit entries, for import. A key already held is left as it is: skipped when equal,
+    /// listed in the answer when it differs; so a second import of the same dump writes
+    /// nothing.
+    async fn restore_keys(&self, keks: &[Kek], deks: &[Dek]) -> StoreResult<RestoredKeys>;
+}
+
+/// What [`DekStore::restore_keys`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestoredKeys {
+    pub written: usize,
+    /// Keys held with other content, left as they were, named for a message.
+    pub conflicts: Vec<String>,
+}
+
+pub(crate) fn kek_conflict(k: &Kek) -> String {
+    format!("KEK '{}' already exists with other content", k.name)
+}
+
+pub(crate) fn dek_conflict(d: &Dek) -> String {
+    format!(
+        "DEK of subject '{}' under KEK '{}' (version {}, {}) already exists with other content",
+        d.subject, d.kek_name, d.version, d.algorithm
+    )
 }
 
 /// Encodes `kms_props` for a text column.
@@ -436,6 +461,54 @@ pub mod suite {
             ["k0", "k1"]
         );
         assert_eq!(deks.len(), 2, "the soft-deleted DEKs: {deks:?}");
+        assert_eq!(
+            store.restore_keys(&keks, &deks).await.expect("restore"),
+            RestoredKeys::default(),
+            "restoring what is held writes nothing"
+        );
+        let mut other = deks[0].clone();
+        other.encrypted_key_material = Some("b3RoZXI=".into());
+        let mut moved = deks[0].clone();
+        moved.subject = "moved-value".into();
+        let restored = store
+            .restore_keys(&[kek("k2")], &[other.clone(), moved.clone()])
+            .await
+            .expect("restore");
+        assert_eq!(restored.written, 2, "{restored:?}");
+        assert_eq!(restored.conflicts, [dek_conflict(&other)]);
+        assert_eq!(store.kek("k2").await.expect("kek"), Some(kek("k2")));
+        assert_eq!(
+            store
+                .dek(
+                    "k1",
+                    "moved-value",
+                    &moved.algorithm,
+                    Some(moved.version),
+                    true
+                )
+                .await
+                .expect("dek"),
+            Some(moved.clone()),
+            "restored as it was, deletion and time kept"
+        );
+        let scope = DekScope {
+            kek_name: "k1",
+            subject: "moved-value",
+            algorithm: &moved.algorithm,
+            version: None,
+        };
+        assert_eq!(
+            store.delete_deks(scope, true, None).await.expect("delete"),
+            Done
+        );
+        assert_eq!(
+            store.delete_kek("k2", false, None).await.expect("delete"),
+            Done
+        );
+        assert_eq!(
+            store.delete_kek("k2", true, None).await.expect("delete"),
+            Done
+        );
         for (subject, algorithm) in [
             ("orders-value", "AES256_SIV"),
             ("alpha-value", "AES256_GCM"),

@@ -4,7 +4,10 @@
 //! a KEK another node is deleting.
 
 use crate::audit::AuditLine;
-use crate::deks::{Dek, DekScope, DekStore, Kek, KeyWrite, props_of, props_text};
+use crate::deks::{
+    Dek, DekScope, DekStore, Kek, KeyWrite, RestoredKeys, dek_conflict, kek_conflict, props_of,
+    props_text,
+};
 use crate::pg_pool::LazyTables;
 use crate::postgres::append_line;
 use crate::{StoreError, StoreResult};
@@ -477,6 +480,85 @@ impl DekStore for PostgresDekStore {
         })
         .await?;
         finish(tx, outcome, audit).await
+    }
+
+    async fn restore_keys(&self, keks: &[Kek], deks: &[Dek]) -> StoreResult<RestoredKeys> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let mut restored = RestoredKeys::default();
+        for k in keks {
+            let props = props_text(&k.kms_props);
+            let n = tx
+                .execute(
+                    &format!(
+                        "INSERT INTO dek_keks({KEK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                         ON CONFLICT (name) DO NOTHING"
+                    ),
+                    &[
+                        &k.name,
+                        &k.kms_type,
+                        &k.kms_key_id,
+                        &props,
+                        &k.doc,
+                        &k.shared,
+                        &k.ts,
+                        &k.deleted,
+                    ],
+                )
+                .await
+                .map_err(backend)?;
+            if n == 1 {
+                restored.written += 1;
+                continue;
+            }
+            let held = tx
+                .query_one(
+                    &format!("SELECT {KEK_COLUMNS} FROM dek_keks WHERE name = $1"),
+                    &[&k.name],
+                )
+                .await
+                .map_err(backend)?;
+            if &kek_of(&held)? != k {
+                restored.conflicts.push(kek_conflict(k));
+            }
+        }
+        for d in deks {
+            let n = tx
+                .execute(
+                    &format!(
+                        "INSERT INTO dek_deks({DEK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                         ON CONFLICT DO NOTHING"
+                    ),
+                    &[
+                        &d.kek_name,
+                        &d.subject,
+                        &d.version,
+                        &d.algorithm,
+                        &d.encrypted_key_material,
+                        &d.key_material,
+                        &d.ts,
+                        &d.deleted,
+                    ],
+                )
+                .await
+                .map_err(backend)?;
+            if n == 1 {
+                restored.written += 1;
+                continue;
+            }
+            let held = tx
+                .query_one(
+                    &format!("SELECT {DEK_COLUMNS} FROM dek_deks WHERE {IN_SCOPE}"),
+                    &[&d.kek_name, &d.subject, &d.algorithm, &Some(d.version)],
+                )
+                .await
+                .map_err(backend)?;
+            if &dek_of(&held)? != d {
+                restored.conflicts.push(dek_conflict(d));
+            }
+        }
+        tx.commit().await.map_err(backend)?;
+        Ok(restored)
     }
 
     async fn all_keys(&self) -> StoreResult<(Vec<Kek>, Vec<Dek>)> {

@@ -2,7 +2,10 @@
 //! `dek_keks` and `dek_deks` with their own migration ledger, `dek_registry_migrations`.
 
 use crate::audit::AuditLine;
-use crate::deks::{Dek, DekScope, DekStore, Kek, KeyWrite, props_of, props_text};
+use crate::deks::{
+    Dek, DekScope, DekStore, Kek, KeyWrite, RestoredKeys, dek_conflict, kek_conflict, props_of,
+    props_text,
+};
 use crate::sqlite_conn::blocking;
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
@@ -429,6 +432,84 @@ impl DekStore for SqliteDekStore {
                 Ok(if n > 0 { KeyWrite::Done } else { KeyWrite::Missing })
             },
             audit,
+        )
+    }
+
+    async fn restore_keys(&self, keks: &[Kek], deks: &[Dek]) -> StoreResult<RestoredKeys> {
+        crate::sqlite_conn::write_tx(
+            || self.conn(),
+            |tx| {
+                let mut restored = RestoredKeys::default();
+                for k in keks {
+                    let n = tx
+                        .execute(
+                            &format!(
+                                "INSERT INTO dek_keks({KEK_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                                 ON CONFLICT(name) DO NOTHING"
+                            ),
+                            params![
+                                k.name,
+                                k.kms_type,
+                                k.kms_key_id,
+                                props_text(&k.kms_props),
+                                k.doc,
+                                k.shared,
+                                k.ts,
+                                k.deleted
+                            ],
+                        )
+                        .map_err(backend)?;
+                    if n == 1 {
+                        restored.written += 1;
+                        continue;
+                    }
+                    let held = tx
+                        .query_row(
+                            &format!("SELECT {KEK_COLUMNS} FROM dek_keks WHERE name = ?1"),
+                            [&k.name],
+                            read_kek,
+                        )
+                        .map_err(backend)?;
+                    if &held != k {
+                        restored.conflicts.push(kek_conflict(k));
+                    }
+                }
+                for d in deks {
+                    let n = tx
+                        .execute(
+                            &format!(
+                                "INSERT INTO dek_deks({DEK_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                                 ON CONFLICT DO NOTHING"
+                            ),
+                            params![
+                                d.kek_name,
+                                d.subject,
+                                d.version,
+                                d.algorithm,
+                                d.encrypted_key_material,
+                                d.key_material,
+                                d.ts,
+                                d.deleted
+                            ],
+                        )
+                        .map_err(backend)?;
+                    if n == 1 {
+                        restored.written += 1;
+                        continue;
+                    }
+                    let held = tx
+                        .query_row(
+                            &format!("SELECT {DEK_COLUMNS} FROM dek_deks WHERE {IN_SCOPE}"),
+                            params![d.kek_name, d.subject, d.algorithm, d.version],
+                            read_dek,
+                        )
+                        .map_err(backend)?;
+                    if &held != d {
+                        restored.conflicts.push(dek_conflict(d));
+                    }
+                }
+                Ok(restored)
+            },
         )
     }
 

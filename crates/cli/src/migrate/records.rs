@@ -21,6 +21,8 @@ pub fn empty_dump() -> Dump {
         samples: Vec::new(),
         live_marks: Vec::new(),
         profiles: Vec::new(),
+        keks: Vec::new(),
+        deks: Vec::new(),
     }
 }
 
