@@ -10,12 +10,12 @@ mod support;
 use base64::Engine;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use support::V1;
 
 /// The address space the server runs in: far below what the bomb used to ask for.
-const ADDRESS_SPACE: &str = "--as=4000000000";
+const ADDRESS_SPACE: u64 = 4_000_000_000;
 
 const BOMB_SCHEMA: &str = r#"{"type":"record","name":"Bomb","fields":[{"name":"xs","type":{"type":"array","items":"null"}}]}"#;
 
@@ -26,9 +26,9 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// A `covenant serve` under `prlimit`, its log in a file; killed when dropped.
+/// A `covenant serve` under an address-space limit, its log in a file.
 struct Server {
-    child: Child,
+    serve: support::Confined,
     base: String,
     data: PathBuf,
     http: reqwest::Client,
@@ -36,22 +36,13 @@ struct Server {
 
 impl Server {
     async fn start(dir: &Path) -> Server {
-        let port = support::free_port();
         let data = dir.join("data");
-        let child = Command::new("prlimit")
-            .arg(ADDRESS_SPACE)
-            .arg("--")
-            .arg(env!("CARGO_BIN_EXE_covenant"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .arg("--data-dir")
-            .arg(&data)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("serve.log")).expect("log file"))
-            .spawn()
-            .expect("spawn covenant serve under prlimit");
+        let log = dir.join("serve.log");
+        let serve =
+            support::Confined::spawn(ADDRESS_SPACE, support::free_port(), &data, Some(&log), &[]);
         let server = Server {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
+            base: serve.base.clone(),
+            serve,
             data,
             http: covenant_exporter::client::client(),
         };
@@ -63,30 +54,15 @@ impl Server {
         support::call(&self.http, &self.base, method, path, V1, body).await
     }
 
-    /// Peak resident memory (`VmHWM`), in MiB.
     fn peak_rss_mib(&self) -> u64 {
-        support::peak_rss_kib(self.child.id()) / 1024
+        self.serve.peak_rss_mib()
     }
 
     /// Alive, and answering a small read.
     async fn assert_answering(&mut self) {
-        assert!(
-            matches!(self.child.try_wait(), Ok(None)),
-            "the server exited"
-        );
+        assert!(self.serve.is_running(), "the server exited");
         let (status, answer) = self.call("GET", "/subjects", None).await;
         assert_eq!(status, 200, "{answer}");
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
     }
 }
 
@@ -206,7 +182,7 @@ fn check_with_a_bomb_sample_is_invalid_input() {
     let sample = dir.path().join("bomb.bin");
     std::fs::write(&sample, BOMB).expect("sample");
     let out = Command::new("prlimit")
-        .arg(ADDRESS_SPACE)
+        .arg(format!("--as={ADDRESS_SPACE}"))
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_covenant"))
         .args(["check", "--level", "FORWARD", "--sample"])
@@ -253,12 +229,14 @@ async fn counters_at_their_largest_saturate_and_reads_and_export_keep_working() 
     let text = counts.to_string();
     assert!(text.contains(&i64::MAX.to_string()), "{text}");
     server.assert_answering().await;
-    server.stop();
+    // Stopped, so the export reads a store nobody writes.
+    let data = server.data.clone();
+    drop(server);
 
     let out = Command::new(env!("CARGO_BIN_EXE_covenant"))
         .arg("export")
         .arg("--data-dir")
-        .arg(&server.data)
+        .arg(&data)
         .output()
         .expect("covenant export");
     assert_eq!(

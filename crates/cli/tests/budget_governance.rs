@@ -10,16 +10,15 @@ mod support;
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::TestDb;
 
 /// The address space the server runs in: far below what an unbounded input would take.
-const ADDRESS_SPACE: &str = "--as=4000000000";
+const ADDRESS_SPACE: u64 = 4_000_000_000;
 
-/// A `covenant serve` under `prlimit`; killed when dropped.
+/// A `covenant serve` under an address-space limit, in a folder of its own.
 struct Server {
-    child: Child,
+    serve: support::Confined,
     base: String,
     data: PathBuf,
     http: reqwest::Client,
@@ -29,27 +28,13 @@ struct Server {
 impl Server {
     async fn start(store: Option<&str>) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
-        let port = support::free_port();
         let data = dir.path().join("data");
-        let mut command = Command::new("prlimit");
-        command
-            .arg(ADDRESS_SPACE)
-            .arg("--")
-            .arg(env!("CARGO_BIN_EXE_covenant"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .arg("--data-dir")
-            .arg(&data);
-        if let Some(url) = store {
-            command.args(["--store", url]);
-        }
-        let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn covenant serve under prlimit");
+        let args: Vec<&str> = store.map(|url| vec!["--store", url]).unwrap_or_default();
+        let serve =
+            support::Confined::spawn(ADDRESS_SPACE, support::free_port(), &data, None, &args);
         let server = Server {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
+            base: serve.base.clone(),
+            serve,
             data,
             http: covenant_exporter::client::client(),
             _dir: dir,
@@ -62,21 +47,13 @@ impl Server {
         support::call(&self.http, &self.base, method, path, support::V1, body).await
     }
 
-    /// Peak resident memory (`VmHWM`), in MiB.
     fn peak_mib(&self) -> u64 {
-        support::peak_rss_kib(self.child.id()) / 1024
+        self.serve.peak_rss_mib()
     }
 
     /// Bytes of the embedded store's files (the database and its log).
     fn store_bytes(&self) -> u64 {
         dir_bytes(&self.data)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

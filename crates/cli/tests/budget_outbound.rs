@@ -10,17 +10,16 @@ mod support;
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::V1;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The address space the server runs in: far below what an unbounded read would take.
-const ADDRESS_SPACE: &str = "--as=4000000000";
+const ADDRESS_SPACE: u64 = 4_000_000_000;
 
-/// A `covenant serve` under `prlimit`, its log in a file; killed when dropped.
+/// A `covenant serve` under an address-space limit, its log in a file.
 struct Server {
-    child: Child,
+    serve: support::Confined,
     port: u16,
     base: String,
     log: PathBuf,
@@ -34,23 +33,12 @@ impl Server {
 
     async fn start_on(port: u16, dir: &Path, name: &str, args: &[&str]) -> Server {
         let log = dir.join(format!("{name}.log"));
-        let child = Command::new("prlimit")
-            .arg(ADDRESS_SPACE)
-            .arg("--")
-            .arg(env!("CARGO_BIN_EXE_covenant"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .arg("--data-dir")
-            .arg(dir.join(name))
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("spawn covenant serve under prlimit");
+        let serve =
+            support::Confined::spawn(ADDRESS_SPACE, port, &dir.join(name), Some(&log), args);
         let server = Server {
-            child,
             port,
-            base: format!("http://127.0.0.1:{port}"),
+            base: serve.base.clone(),
+            serve,
             log,
             http: covenant_exporter::client::client(),
         };
@@ -62,9 +50,8 @@ impl Server {
         support::call(&self.http, &self.base, method, path, V1, body).await
     }
 
-    /// Peak resident memory (`VmHWM`), in MiB.
     fn peak_rss_mib(&self) -> u64 {
-        support::peak_rss_kib(self.child.id()) / 1024
+        self.serve.peak_rss_mib()
     }
 
     fn log_bytes(&self) -> u64 {
@@ -72,7 +59,7 @@ impl Server {
     }
 
     fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.serve.is_running()
     }
 
     async fn register(&self, subject: &str, schema: &str) {
@@ -157,18 +144,7 @@ impl Server {
     }
 
     fn terminate(&self) {
-        let sent = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill -TERM");
-        assert!(sent.success());
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.serve.terminate();
     }
 }
 
@@ -486,7 +462,7 @@ async fn clients_that_never_read_keep_no_one_out_and_do_not_hold_shutdown() {
     // A fresh client for every probe: each one a new connection.
     // What the server was sent is rendered by now; from here on it should idle.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let cpu_before = support::cpu_seconds(server.child.id());
+    let cpu_before = support::cpu_seconds(server.serve.pid());
     let mut worst = 0f64;
     let started = Instant::now();
     let mut probes = 0;
@@ -498,7 +474,7 @@ async fn clients_that_never_read_keep_no_one_out_and_do_not_hold_shutdown() {
         probes += 1;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let cpu = support::cpu_seconds(server.child.id()) - cpu_before;
+    let cpu = support::cpu_seconds(server.serve.pid()) - cpu_before;
     println!(
         "250 slow readers: {probes} probes, worst latency {:.0} ms, peak RSS {} MiB, \
          {cpu:.2} processor seconds in {:.1} s",

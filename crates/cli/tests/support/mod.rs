@@ -293,6 +293,74 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
         .expect("VmHWM")
 }
 
+/// A `covenant serve` under an address-space limit (`prlimit --as`), so that a defect that
+/// allocates without bound fails its test instead of harming the machine; killed when dropped.
+pub struct Confined {
+    pub child: Child,
+    pub port: u16,
+    pub base: String,
+    pub data: std::path::PathBuf,
+}
+
+impl Confined {
+    /// `covenant serve` on `port`, its data in `data`, `args` after its own, its address space
+    /// limited to `bytes`, its standard error into `log` (discarded without one).
+    pub fn spawn(bytes: u64, port: u16, data: &Path, log: Option<&Path>, args: &[&str]) -> Self {
+        let stderr = match log {
+            Some(path) => Stdio::from(std::fs::File::create(path).expect("log file")),
+            None => Stdio::null(),
+        };
+        let child = Command::new("prlimit")
+            .arg(format!("--as={bytes}"))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_covenant"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data-dir")
+            .arg(data)
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn covenant serve under prlimit");
+        Confined {
+            child,
+            port,
+            base: format!("http://127.0.0.1:{port}"),
+            data: data.to_path_buf(),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Peak resident memory (`VmHWM`), in MiB.
+    pub fn peak_rss_mib(&self) -> u64 {
+        peak_rss_kib(self.pid()) / 1024
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends SIGTERM, as a service manager stops the server.
+    pub fn terminate(&self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(sent.success());
+    }
+}
+
+impl Drop for Confined {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A command's standard output as JSON; a panic showing both outputs when it is not.
 pub fn json_of(output: &std::process::Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
