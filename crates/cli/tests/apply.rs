@@ -161,8 +161,14 @@ async fn a_folder_is_planned_applied_pulled_and_found_in_step() {
     let (_, money) = server
         .call("GET", "/subjects/money-value/versions/1", None)
         .await;
-    assert_eq!(money["metadata"]["properties"]["owner"], "payments", "{money}");
-    assert_eq!(money["ruleSet"]["domainRules"][0]["name"], "positive", "{money}");
+    assert_eq!(
+        money["metadata"]["properties"]["owner"], "payments",
+        "{money}"
+    );
+    assert_eq!(
+        money["ruleSet"]["domainRules"][0]["name"], "positive",
+        "{money}"
+    );
 
     // In step: the second plan has nothing to do, and a second apply changes nothing.
     for args in [&["apply", "--dry-run"][..], &["apply"][..]] {
