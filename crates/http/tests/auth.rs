@@ -531,9 +531,10 @@ fn expected(caller: &Caller, op: Operation, target: Target, cell: &Cell) -> bool
         Target::Filtered => caller.authenticated(),
         // The matrix's usage body names no subject: admitted on a grant anywhere, then the
         // handler judges the (missing) subject.
-        Target::BodySubject => caller.grants.iter().any(|(g, _)| {
-            implies(*g, op, true) || implies(*g, op, false)
-        }),
+        Target::BodySubject => caller
+            .grants
+            .iter()
+            .any(|(g, _)| implies(*g, op, true) || implies(*g, op, false)),
         Target::Global => caller.may(op, None),
         Target::Subject if whole_context => {
             let op = if op == Operation::Write {
