@@ -104,7 +104,13 @@ fn keys_move_between_stores_as_they_were() {
         "a second import writes nothing: {stderr}"
     );
 
-    if let Ok(url) = std::env::var("COVENANT_TEST_POSTGRES") {
+    // Through a database of its own: the server's tests share the one the variable names.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    if let Some(db) = runtime.block_on(support::TestDb::create("covenant_dek_transfer")) {
+        let url = db.url.clone();
         let out = import(&["--store", &url], &dump_path);
         assert!(
             out.status.success(),
@@ -116,6 +122,7 @@ fn keys_move_between_stores_as_they_were() {
             keys(&first),
             "through PostgreSQL"
         );
+        runtime.block_on(db.drop_db());
     }
 
     // A DEK held with other key material is reported and left alone.
