@@ -187,16 +187,7 @@ impl DekStore for PostgresDekStore {
                         "INSERT INTO dek_keks({KEK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                          ON CONFLICT (name) DO NOTHING"
                     ),
-                    &[
-                        &kek.name,
-                        &kek.kms_type,
-                        &kek.kms_key_id,
-                        &props,
-                        &kek.doc,
-                        &kek.shared,
-                        &kek.ts,
-                        &kek.deleted,
-                    ],
+                    &kek_params(kek, &props),
                 )
                 .await
                 .map_err(backend)?;
@@ -219,16 +210,7 @@ impl DekStore for PostgresDekStore {
                 .execute(
                     "UPDATE dek_keks SET kms_type = $2, kms_key_id = $3, kms_props = $4,
                      doc = $5, shared = $6, ts = $7, deleted = $8 WHERE name = $1",
-                    &[
-                        &kek.name,
-                        &kek.kms_type,
-                        &kek.kms_key_id,
-                        &props,
-                        &kek.doc,
-                        &kek.shared,
-                        &kek.ts,
-                        &kek.deleted,
-                    ],
+                    &kek_params(kek, &props),
                 )
                 .await
                 .map_err(backend)?;
@@ -494,16 +476,7 @@ impl DekStore for PostgresDekStore {
                         "INSERT INTO dek_keks({KEK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                          ON CONFLICT (name) DO NOTHING"
                     ),
-                    &[
-                        &k.name,
-                        &k.kms_type,
-                        &k.kms_key_id,
-                        &props,
-                        &k.doc,
-                        &k.shared,
-                        &k.ts,
-                        &k.deleted,
-                    ],
+                    &kek_params(k, &props),
                 )
                 .await
                 .map_err(backend)?;
@@ -584,4 +557,22 @@ impl DekStore for PostgresDekStore {
             deks.iter().map(dek_of).collect::<StoreResult<_>>()?,
         ))
     }
+}
+
+/// A KEK's columns in `KEK_COLUMNS` order (`props`: its `kms_props` as stored text), the
+/// parameters of both its insert and its update.
+fn kek_params<'a>(
+    kek: &'a Kek,
+    props: &'a String,
+) -> [&'a (dyn tokio_postgres::types::ToSql + Sync); 8] {
+    [
+        &kek.name,
+        &kek.kms_type,
+        &kek.kms_key_id,
+        props,
+        &kek.doc,
+        &kek.shared,
+        &kek.ts,
+        &kek.deleted,
+    ]
 }
