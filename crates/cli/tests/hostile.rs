@@ -513,6 +513,11 @@ async fn hostile_schema_requests(http: &reqwest::Client, base: &str, seen: &Seen
                 body(&v2),
             ),
             (
+                "dry-run v2",
+                format!("/covenant/v1/subjects/{subject}/check"),
+                body(&v2),
+            ),
+            (
                 "register v2",
                 format!("/subjects/{subject}/versions"),
                 body(&v2),
