@@ -267,6 +267,9 @@ fn merge_sarif(judged: &[Judged]) -> Value {
 /// The repository the command runs in, through the `git` command.
 struct Repo {
     root: PathBuf,
+    /// The `.proto` files read per revision (`None`: the working tree), so that every file and
+    /// version judged against one revision reads its imports once.
+    protos: std::cell::RefCell<BTreeMap<Option<String>, Vec<Reference>>>,
 }
 
 impl Repo {
@@ -275,7 +278,10 @@ impl Repo {
             .map_err(|e| InvalidInput(format!("--against-git needs a git repository: {e}")))?;
         let root = PathBuf::from(String::from_utf8_lossy(&root).trim());
         let root = root.canonicalize().unwrap_or(root);
-        Ok(Repo { root })
+        Ok(Repo {
+            root,
+            protos: Default::default(),
+        })
     }
 
     fn git(&self, args: &[&str]) -> Result<Vec<u8>> {
@@ -391,6 +397,16 @@ impl Repo {
     /// (the working tree for `None`: tracked and untracked files git does not ignore), each
     /// named by its path below its root, as an import names it.
     fn protos(&self, revision: Option<&str>, roots: &[String]) -> Result<Vec<Reference>> {
+        let key = revision.map(str::to_string);
+        if let Some(read) = self.protos.borrow().get(&key) {
+            return Ok(read.clone());
+        }
+        let read = self.read_protos(revision, roots)?;
+        self.protos.borrow_mut().insert(key, read.clone());
+        Ok(read)
+    }
+
+    fn read_protos(&self, revision: Option<&str>, roots: &[String]) -> Result<Vec<Reference>> {
         let mut by_name: BTreeMap<String, String> = BTreeMap::new();
         for root in roots {
             let prefix = if root.is_empty() {

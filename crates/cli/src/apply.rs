@@ -54,7 +54,8 @@ pub struct PullArgs {
 enum Step {
     Unchanged(String),
     Config(String, Map<String, Value>, String),
-    Register(String),
+    /// What is registered, and the registration's body.
+    Register(String, Value),
     Refused(String),
 }
 
@@ -93,14 +94,14 @@ pub fn run_apply(args: ApplyArgs) -> Result<ExitCode> {
                         outln!("set config {name}: {line}");
                     }
                 }
-                Step::Register(line) => {
+                Step::Register(line, body) => {
                     changes += 1;
                     if args.dry_run {
                         outln!("would register {line}");
                     } else {
                         let path = format!("/subjects/{}/versions", segment(&subject.subject));
                         // A refusal is printed by the call, with the registry's reasons.
-                        match api.call("POST", &path, Some(body(subject, &api)?))? {
+                        match api.call("POST", &path, Some(body))? {
                             Ok(answer) => outln!(
                                 "registered {line}: id {}, version {}",
                                 answer["id"],
@@ -181,7 +182,7 @@ fn plan(api: &Api, subject: &Declared, dry_run: bool) -> Result<Vec<Step>> {
     }
     let line = format!("{name} from {}", subject.shown);
     if !dry_run {
-        steps.push(Step::Register(line));
+        steps.push(Step::Register(line, body));
         return Ok(steps);
     }
     // A reference to a subject this run registers first cannot be resolved yet.
@@ -189,16 +190,19 @@ fn plan(api: &Api, subject: &Declared, dry_run: bool) -> Result<Vec<Step>> {
         .as_array()
         .is_some_and(|refs| refs.iter().any(|r| r["version"] == json!(-1)))
     {
-        steps.push(Step::Register(format!("{line} (after its references)")));
+        steps.push(Step::Register(
+            format!("{line} (after its references)"),
+            body,
+        ));
         return Ok(steps);
     }
     let path = format!("/covenant/v1/subjects/{}/check", segment(name));
-    let verdict = match api.call("POST", &path, Some(body))? {
+    let verdict = match api.call("POST", &path, Some(body.clone()))? {
         Ok(verdict) => verdict,
         Err(code) => return Err(InvalidInput(format!("checking {name} failed ({code:?})")).into()),
     };
     if verdict["is_compatible"].as_bool() == Some(true) {
-        steps.push(Step::Register(line));
+        steps.push(Step::Register(line, body));
     } else {
         let reasons: Vec<String> = verdict["messages"]
             .as_array()
