@@ -3,6 +3,7 @@
 //! `effective = merge(merge(default, specific), override)`, where *specific* is the request's
 //! metadata or rule set, or the previous version's when the request has none.
 
+use crate::{RegistryError, RegistryResult};
 use serde_json::{Map, Value};
 
 /// The contract settings of the most specific config scope that has any config at all.
@@ -127,6 +128,59 @@ pub fn merge_rule_sets(earlier: Option<Value>, later: Option<Value>) -> Option<V
         out.insert("enableAt".into(), at.clone());
     }
     Some(Value::Object(out))
+}
+
+pub(crate) fn validate_rule_set(rule_set: &Option<Value>) -> RegistryResult<()> {
+    let Some(Value::Object(set)) = rule_set else {
+        return match rule_set {
+            None | Some(Value::Null) => Ok(()),
+            Some(_) => Err(RegistryError::InvalidRuleSet(
+                "ruleSet must be an object".into(),
+            )),
+        };
+    };
+    let mut names = std::collections::HashSet::new();
+    for (list, modes) in [
+        ("domainRules", &["WRITE", "READ", "WRITEREAD"][..]),
+        ("migrationRules", &["UPGRADE", "DOWNGRADE", "UPDOWN"][..]),
+        ("encodingRules", &["WRITE", "READ", "WRITEREAD"][..]),
+    ] {
+        let Some(rules) = set.get(list) else { continue };
+        let Value::Array(rules) = rules else {
+            return Err(RegistryError::InvalidRuleSet(format!(
+                "{list} must be a list"
+            )));
+        };
+        for rule in rules {
+            let name = rule.get("name").and_then(Value::as_str).unwrap_or("");
+            if name.is_empty() {
+                return Err(RegistryError::InvalidRuleSet("Missing rule name".into()));
+            }
+            if !names.insert(name.to_string()) {
+                return Err(RegistryError::InvalidRuleSet(format!(
+                    "Found rule with duplicate name '{name}'"
+                )));
+            }
+            if rule
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+            {
+                return Err(RegistryError::InvalidRuleSet("Missing rule type".into()));
+            }
+            if let Some(mode) = rule.get("mode").and_then(Value::as_str)
+                && !modes.contains(&mode.to_ascii_uppercase().as_str())
+            {
+                return Err(RegistryError::InvalidRuleSet(if list == "migrationRules" {
+                    "Migration rules can only be UPGRADE, DOWNGRADE, UPDOWN".into()
+                } else {
+                    "Domain rules can only be WRITE, READ, WRITEREAD".into()
+                }));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -151,3 +151,21 @@ impl From<covenant_store::StoreError> for RegistryError {
         }
     }
 }
+
+#[derive(Debug)]
+pub(crate) enum GuardRefusal {
+    Domain(RegistryError),
+    /// A version appeared whose parsed schema was not prepared; prepare again.
+    Retry,
+}
+
+impl std::fmt::Display for GuardRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GuardRefusal::Domain(e) => write!(f, "{e}"),
+            GuardRefusal::Retry => f.write_str("subject changed during registration"),
+        }
+    }
+}
+
+impl std::error::Error for GuardRefusal {}

@@ -9,10 +9,9 @@
 //! global ones and the preset's) and `compatibilityScope` (which versions a transitive level
 //! and sample replay cover).
 
-use crate::{
-    BoxFuture, CandidateSample, Registry, RegistryError, RegistryResult, SchemaRequest,
-    VersionSpec, check_options, record_check_metrics,
-};
+use crate::compatibility::record_check_metrics;
+use crate::config::check_options;
+use crate::{CandidateSample, Registry, RegistryError, RegistryResult, SchemaRequest, VersionSpec};
 use covenant_engine::{CheckOptions, Direction, Level, Report, Severity};
 use covenant_policy::replay::{Sample, SampleEncoding};
 use covenant_policy::scope::is_transitive;
@@ -26,8 +25,13 @@ use covenant_store::{
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A boxed future, for the object-safe async seams ([`UsageEvidence`]).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Bounds that keep sample replay cheap enough to run on every registration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,12 +3,11 @@
 
 use crate::admission::Admitted;
 use crate::approvals::{AcceptedRisk, accept};
+use crate::config::group_value;
+use crate::error::GuardRefusal;
 use crate::evolution::{self, Evolution};
 use crate::removal::{RemovalVerdict, removed_fields};
-use crate::{
-    CheckBudget, GuardRefusal, Mode, Registration, Registry, RegistryError, RegistryResult,
-    group_value,
-};
+use crate::{CheckBudget, Mode, Registration, Registry, RegistryError, RegistryResult};
 use covenant_engine::Level;
 use covenant_engine::budget::Budget;
 use covenant_schema::ParsedSchema;

@@ -1,5 +1,9 @@
 use super::*;
+use crate::contract::validate_rule_set;
 use covenant_store::SqliteStore;
+use covenant_store::{NewSchema, Placement, SchemaRef, StoredVersion};
+use serde_json::{Map, Value};
+use sha2::Digest;
 
 fn registry() -> (tempfile::TempDir, Registry) {
     let dir = tempfile::tempdir().expect("temp dir");

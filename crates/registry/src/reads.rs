@@ -1,0 +1,270 @@
+//! Reads: schemas by id and guid, subjects, versions, referrers and listings.
+
+use crate::contexts::prefix_matches;
+use crate::{Registry, RegistryError, RegistryResult, TextFormat, VersionSpec};
+use covenant_schema::ParsedSchema;
+use covenant_store::{SchemaRecord, StoredVersion};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The last version of each subject in a listing ordered by subject, then version.
+pub(crate) fn latest_per_subject(all: Vec<StoredVersion>) -> Vec<StoredVersion> {
+    let mut latest: Vec<StoredVersion> = Vec::new();
+    for v in all {
+        match latest.last_mut() {
+            Some(last) if last.subject == v.subject => *last = v,
+            _ => latest.push(v),
+        }
+    }
+    latest
+}
+
+impl Registry {
+    /// Waits until every write committed so far is durable (see [`Store::settled`]).
+    pub async fn settled(&self) -> RegistryResult<()> {
+        Ok(self.store.settled().await?)
+    }
+
+    /// Whether the store answers, for readiness probes.
+    pub async fn ready(&self) -> RegistryResult<()> {
+        Ok(self.store.ping().await?)
+    }
+
+    /// The schema registered under `id`, even if every version carrying it is soft-deleted.
+    pub async fn schema_by_id(&self, id: i64) -> RegistryResult<Arc<SchemaRecord>> {
+        if let Some(r) = self.cached(id) {
+            return Ok(r);
+        }
+        match self.store.schema_by_id(id).await? {
+            Some(r) => {
+                let r = Arc::new(r);
+                self.remember(r.clone());
+                Ok(r)
+            }
+            None => Err(RegistryError::SchemaIdNotFound(id)),
+        }
+    }
+
+    /// The ids whose record has this guid (UUID form or 32 hex digits), lowest first; none
+    /// for a text that is not a guid.
+    pub async fn ids_by_guid(&self, guid: &str) -> RegistryResult<Vec<i64>> {
+        match covenant_store::guid::parse_guid(guid) {
+            Some(guid) => Ok(self.store.schema_ids_by_guid(&guid).await?),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The highest id allocated so far.
+    pub async fn max_id(&self) -> RegistryResult<i64> {
+        Ok(self.store.max_schema_id().await?)
+    }
+
+    /// The schema's text in the requested format.
+    pub async fn schema_text(
+        &self,
+        record: &SchemaRecord,
+        format: TextFormat,
+    ) -> RegistryResult<String> {
+        match (format, record.schema_type.as_str()) {
+            (TextFormat::Serialized, "PROTOBUF") => match &*self.parse_record(record).await? {
+                ParsedSchema::Protobuf(p) => Ok(p.to_descriptor_base64()),
+                _ => Ok(record.schema.clone()),
+            },
+            (TextFormat::Resolved, "AVRO") if !record.references.is_empty() => {
+                match &*self.parse_record(record).await? {
+                    ParsedSchema::Avro(a) => Ok(a.resolved_form()),
+                    _ => Ok(record.schema.clone()),
+                }
+            }
+            _ => Ok(record.schema.clone()),
+        }
+    }
+
+    /// Subjects (and their versions) carrying schema `id`.
+    pub async fn versions_with_id(
+        &self,
+        id: i64,
+        include_deleted: bool,
+    ) -> RegistryResult<Vec<(String, i64)>> {
+        let rows = self.store.versions_with_id(id).await?;
+        if rows.is_empty() {
+            return Err(RegistryError::SchemaNotFound);
+        }
+        Ok(rows
+            .into_iter()
+            .filter(|(_, _, deleted)| include_deleted || !deleted)
+            .map(|(s, v, _)| (s, v))
+            .collect())
+    }
+
+    /// Subject names, sorted, selected by `prefix` as [`prefix_matches`] reads it.
+    /// `deleted_only` wins over `deleted`.
+    pub async fn subjects(
+        &self,
+        prefix: Option<&str>,
+        deleted: bool,
+        deleted_only: bool,
+    ) -> RegistryResult<Vec<String>> {
+        Ok(self
+            .store
+            .subjects()
+            .await?
+            .into_iter()
+            .filter(|(name, live)| {
+                prefix_matches(prefix, name)
+                    && if deleted_only {
+                        !live
+                    } else {
+                        deleted || *live
+                    }
+            })
+            .map(|(name, _)| name)
+            .collect())
+    }
+
+    /// Version numbers of a subject, ascending.
+    pub async fn versions(
+        &self,
+        subject: &str,
+        deleted: bool,
+        deleted_only: bool,
+    ) -> RegistryResult<Vec<i64>> {
+        let all = self.store.subject_versions(subject).await?;
+        if all.is_empty() || (!deleted && !deleted_only && all.iter().all(|v| v.deleted)) {
+            return Err(RegistryError::SubjectNotFound(subject.to_string()));
+        }
+        Ok(all
+            .iter()
+            .filter(|v| {
+                if deleted_only {
+                    v.deleted
+                } else {
+                    deleted || !v.deleted
+                }
+            })
+            .map(|v| v.version)
+            .collect())
+    }
+
+    /// One version of a subject.
+    pub async fn version(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        deleted: bool,
+    ) -> RegistryResult<StoredVersion> {
+        let all = self.store.subject_versions(subject).await?;
+        let visible: Vec<StoredVersion> =
+            all.into_iter().filter(|v| deleted || !v.deleted).collect();
+        if visible.is_empty() {
+            return Err(RegistryError::SubjectNotFound(subject.to_string()));
+        }
+        let found = match spec {
+            VersionSpec::Latest => visible.iter().rev().find(|v| !v.deleted).or(visible.last()),
+            VersionSpec::Number(n) => visible.iter().find(|v| v.version == n),
+        };
+        match found {
+            Some(v) => {
+                self.remember(Arc::new(v.schema.clone()));
+                Ok(v.clone())
+            }
+            None => Err(RegistryError::VersionNotFound(match spec {
+                VersionSpec::Latest => "-1".into(),
+                VersionSpec::Number(n) => n.to_string(),
+            })),
+        }
+    }
+
+    /// Ids of the schemas that reference a subject version, ascending.
+    pub async fn referenced_by(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        deleted: bool,
+    ) -> RegistryResult<Vec<i64>> {
+        let v = self.version(subject, spec, deleted).await?;
+        let mut ids: Vec<i64> = self
+            .store
+            .referencing_versions(subject, v.version)
+            .await?
+            .into_iter()
+            .filter(|r| deleted || !r.deleted)
+            .map(|r| r.schema.id)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// Every subject version (for `GET /schemas`).
+    pub async fn list_schemas(
+        &self,
+        subject_prefix: Option<&str>,
+        deleted: bool,
+        latest_only: bool,
+    ) -> RegistryResult<Vec<StoredVersion>> {
+        let all: Vec<StoredVersion> = self
+            .store
+            .all_versions()
+            .await?
+            .into_iter()
+            .filter(|v| prefix_matches(subject_prefix, &v.subject) && (deleted || !v.deleted))
+            .collect();
+        Ok(if latest_only {
+            latest_per_subject(all)
+        } else {
+            all
+        })
+    }
+
+    /// `GET /schemas?aliases=true`: [`Registry::list_schemas`] plus the versions of subjects
+    /// that a subject under the prefix is an alias of, each version with the subjects aliasing
+    /// its own (as Confluent's `ExtendedSchema` carries them).
+    pub async fn list_schemas_with_aliases(
+        &self,
+        subject_prefix: Option<&str>,
+        deleted: bool,
+        latest_only: bool,
+    ) -> RegistryResult<Vec<(StoredVersion, Vec<String>)>> {
+        let mut aliases: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (scope, config) in self.store.all_configs().await? {
+            let Some(subject) = scope.filter(|s| prefix_matches(subject_prefix, s)) else {
+                continue;
+            };
+            if let Some(alias) = config.extra.get("alias").and_then(Value::as_str)
+                && !alias.is_empty()
+            {
+                let target = covenant_store::context::qualify_with_parent(&subject, alias);
+                aliases.entry(target).or_default().push(subject);
+            }
+        }
+        let all: Vec<StoredVersion> = self
+            .store
+            .all_versions()
+            .await?
+            .into_iter()
+            .filter(|v| {
+                (prefix_matches(subject_prefix, &v.subject) || aliases.contains_key(&v.subject))
+                    && (deleted || !v.deleted)
+            })
+            .collect();
+        let listed = if latest_only {
+            latest_per_subject(all)
+        } else {
+            all
+        };
+        Ok(listed
+            .into_iter()
+            .map(|v| {
+                let names = aliases.get(&v.subject).cloned().unwrap_or_default();
+                (v, names)
+            })
+            .collect())
+    }
+
+    /// Count of distinct schemas by type, for metrics.
+    pub async fn schema_counts(&self) -> RegistryResult<Vec<(String, u64)>> {
+        Ok(self.store.schema_type_counts().await?)
+    }
+}
