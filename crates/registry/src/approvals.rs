@@ -4,9 +4,10 @@
 //! path, when given) for one candidate schema, named by its fingerprint. The approvals live
 //! in the governance store; the registry reads the live ones for a candidate through an
 //! [`ApprovalSource`] installed with [`Registry::set_approval_source`], just before judging,
-//! and the verdict (`judged.rs`) turns the matching error findings into accepted ones. Any
-//! error left refuses the registration as before; when none is left the registration goes
-//! through and names the approvals it used in its answer and in its audit entry.
+//! and the verdict (`register/judge.rs`) turns the matching error findings into accepted
+//! ones. Any error left refuses the registration as before; when none is left the
+//! registration goes through and names the approvals it used in its answer and in its audit
+//! entry.
 
 use crate::removal::HookFuture;
 use crate::{Registry, RegistryError, RegistryResult, SchemaRequest};

@@ -78,14 +78,14 @@ impl crate::Registry {
     }
 
     /// Judges `work` once admitted, off the async workers and under the check budget; see
-    /// [`crate::judged::off_runtime`].
+    /// [`crate::register::judge::off_runtime`].
     pub(crate) async fn off_runtime<T, F>(&self, work: F) -> RegistryResult<T>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
         let admitted = self.admission.admit(self.check_budget.max_work).await?;
-        crate::judged::off_runtime(admitted, work).await
+        crate::register::judge::off_runtime(admitted, work).await
     }
 
     /// Judges `work` once admitted, on this thread, under the check budget: for short walks

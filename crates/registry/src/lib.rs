@@ -17,8 +17,6 @@
 //! This file is the map: the [`Registry`], its construction, and one module per concern.
 
 // ----- the registration pipeline ---------------------------------------------------------
-/// The verdict on a registration, judged off the async workers against a snapshot.
-mod judged;
 /// `POST /subjects/{s}/versions` and its dry run, one module per step (see its docs).
 mod register;
 
@@ -98,13 +96,13 @@ pub use covenant_store::{SchemaRecord as Schema, SchemaRef as Ref, StoredVersion
 pub use error::{RegistryError, RegistryResult, finding_text};
 pub use evolution::{BoxFuture, FieldRecords, ReplayLimits, UsageEvidence};
 pub use identity::content_key;
-pub use judged::WouldRegister;
 pub use memory::CacheUsage;
 pub use mode::Mode;
 pub use parsing::{parse_schema, parse_schema_with, sent_as_descriptor};
 pub use profiles::{
     ProfileFindings, THRESHOLDS_KEY, ThresholdOverrides, TrendPoint, parse_instant,
 };
+pub use register::WouldRegister;
 pub use removal::{
     HookFuture, RemovalCheck, RemovalVerdict, field_paths as schema_field_paths_of, removed_fields,
 };
@@ -118,7 +116,7 @@ use cache::IdCache;
 use covenant_engine::{Level, Limits};
 use covenant_schema::ParsedSchema;
 use covenant_store::{SchemaRecord, Store};
-use judged::SubjectTurns;
+use register::SubjectTurns;
 use std::sync::{Arc, RwLock};
 
 /// The registry. Cheap to share behind an `Arc`.

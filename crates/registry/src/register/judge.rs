@@ -1,5 +1,7 @@
-//! The verdict on a registration, computed outside the store's write lock against a snapshot
-//! of the subject, and what makes it safe to commit later (optimistic concurrency).
+//! The registration's judge step: the verdict on the candidate, computed outside the store's
+//! write lock and off the async workers, under the check budget, against the snapshot of the
+//! subject (the next version's number, compatibility with the approvals on record, the removal
+//! gate), and what makes it safe to commit later (optimistic concurrency).
 
 use crate::admission::Admitted;
 use crate::approvals::{AcceptedRisk, accept};
@@ -158,6 +160,27 @@ impl Judged {
             })
         })?;
         Ok(removed)
+    }
+}
+
+/// A verdict that lets the candidate through.
+pub(crate) struct Passed {
+    /// The fields the candidate drops from the latest version, which the removal gate lets go.
+    pub removes: Vec<String>,
+    /// The approvals whose accepted risk it needed.
+    pub approvals: Vec<AcceptedRisk>,
+}
+
+impl Registry {
+    /// Judges `judged` off the async workers (the expensive part: outside the store's write
+    /// lock): the refusal, the verdict that passed, or `None` when the snapshot changed while
+    /// its versions were parsed (judge again).
+    pub(crate) async fn judge(&self, judged: Judged) -> RegistryResult<Option<Passed>> {
+        match self.off_runtime(move || judged.verdict()).await? {
+            Ok((removes, approvals)) => Ok(Some(Passed { removes, approvals })),
+            Err(GuardRefusal::Domain(e)) => Err(e),
+            Err(GuardRefusal::Retry) => Ok(None),
+        }
     }
 }
 

@@ -1,0 +1,130 @@
+//! The registration's policy step: everything the verdict needs besides the snapshot,
+//! gathered before judging. Under the effective config's level (unless IMPORT mode, `force` or
+//! NONE skip the check): the evolution policy with its settings, stored samples and usage
+//! evidence ([`crate::evolution`]; for a subject with no version, only the settings), the
+//! approvals on record for this exact candidate ([`crate::approvals`]); outside IMPORT mode,
+//! the removal gate's evidence ([`crate::removal`]); and the parsed versions the verdict
+//! compares with.
+
+use super::judge::Judged;
+use super::snapshot::Snapshot;
+use crate::evolution::{Evidence, Evolution};
+use crate::{Registry, RegistryResult, SchemaRequest};
+use covenant_engine::{InfoFindings, Level};
+use covenant_schema::ParsedSchema;
+use covenant_store::{NewSchema, StoredVersion};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The candidate as the verdict judges it.
+pub(crate) struct Candidate<'a> {
+    pub request: &'a SchemaRequest,
+    pub parsed: ParsedSchema,
+    pub schema: &'a NewSchema,
+    pub explicit_version: Option<i64>,
+    /// `force=true`: no compatibility check.
+    pub force: bool,
+}
+
+impl Registry {
+    /// What the verdict on `candidate` following `snapshot` depends on, owned so that it can
+    /// be judged on a blocking thread.
+    pub(crate) async fn policy(
+        &self,
+        subject: &str,
+        snapshot: &Snapshot,
+        candidate: Candidate<'_>,
+    ) -> RegistryResult<Judged> {
+        let mode = snapshot.mode;
+        let config = &snapshot.config;
+        let run_check = !mode.is_import() && !candidate.force && config.level != Level::None;
+        let evolution = match run_check {
+            true => Some(
+                self.registration_evolution(subject, snapshot, &candidate)
+                    .await?,
+            ),
+            false => None,
+        };
+        // Accepted risk on record for this exact candidate (see approvals.rs).
+        let approvals = if run_check && !snapshot.versions.is_empty() {
+            self.live_approvals(subject, candidate.schema).await?
+        } else {
+            Vec::new()
+        };
+        // Consumer governance: may the fields this candidate drops go? (see removal.rs)
+        let removal = if mode.is_import() {
+            None
+        } else {
+            self.prepare_removal(subject, &snapshot.versions, &candidate.parsed)
+                .await?
+        };
+        let prepared = self.priors(snapshot, run_check).await?;
+        Ok(Judged {
+            subject: subject.to_string(),
+            mode,
+            level: config.level,
+            group: config
+                .extra
+                .get("compatibilityGroup")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            explicit_version: candidate.explicit_version,
+            evolution,
+            approvals,
+            removal,
+            removal_enabled: self.removal_check().is_some(),
+            candidate: candidate.parsed,
+            metadata: candidate.schema.metadata.clone(),
+            versions: snapshot.versions.clone(),
+            prepared,
+            check_budget: self.check_budget,
+        })
+    }
+
+    /// The evolution policy a registration is judged under: the subject's settings, its
+    /// evidence (none before its first version), the samples sent with the candidate, and
+    /// only the errors of the verdict kept.
+    async fn registration_evolution(
+        &self,
+        subject: &str,
+        snapshot: &Snapshot,
+        candidate: &Candidate<'_>,
+    ) -> RegistryResult<Evolution> {
+        let evidence = if snapshot.versions.is_empty() {
+            Evidence::NoHistory
+        } else {
+            Evidence::Read
+        };
+        let metadata = candidate.schema.metadata.as_ref();
+        let mut evolution = self
+            .evolution_with(subject, &snapshot.config.extra, metadata, evidence)
+            .await?;
+        evolution.candidate_samples = candidate.request.samples.clone();
+        // A registration keeps only the errors of its verdict.
+        evolution.options.info_findings = InfoFindings::Skipped;
+        Ok(evolution)
+    }
+
+    /// The parsed live versions the verdict compares with, by schema id: all of them when the
+    /// check runs, else the latest alone when the removal gate needs it.
+    async fn priors(
+        &self,
+        snapshot: &Snapshot,
+        run_check: bool,
+    ) -> RegistryResult<HashMap<i64, Arc<ParsedSchema>>> {
+        let mut prepared = HashMap::new();
+        if run_check || (!snapshot.mode.is_import() && self.removal_check().is_some()) {
+            let mut live = snapshot.versions.iter().filter(|v| !v.deleted);
+            let wanted: Vec<&StoredVersion> = if run_check {
+                live.collect()
+            } else {
+                live.next_back().into_iter().collect()
+            };
+            for v in wanted {
+                prepared.insert(v.schema.id, self.parse_record(&v.schema).await?);
+            }
+        }
+        Ok(prepared)
+    }
+}

@@ -1,0 +1,55 @@
+//! Step 1, snapshot: what the registration is judged against, read once: the subject's
+//! effective config and mode (along its scope chain, see [`crate::config`] and
+//! [`crate::mode`]) and its versions. The write step commits only if the subject is still this
+//! snapshot.
+
+use crate::{ConfigView, Mode, Registry, RegistryResult};
+use covenant_store::StoredVersion;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The subject as a registration round read it.
+pub(crate) struct Snapshot {
+    /// The answers cache's epoch before anything was read: an answer found from this snapshot
+    /// is kept only if nothing was invalidated since.
+    pub epoch: u64,
+    pub config: ConfigView,
+    /// Whether the text is stored normalized: asked by the request or set in config.
+    pub normalize: bool,
+    pub mode: Mode,
+    pub versions: Arc<Vec<StoredVersion>>,
+}
+
+impl Snapshot {
+    /// The latest version that is not soft-deleted.
+    pub fn latest_live(&self) -> Option<&StoredVersion> {
+        self.versions.iter().rev().find(|v| !v.deleted)
+    }
+}
+
+impl Registry {
+    /// Reads the snapshot of `subject`; `normalize` is what the request asked.
+    pub(crate) async fn snapshot(
+        &self,
+        subject: &str,
+        normalize: bool,
+    ) -> RegistryResult<Snapshot> {
+        let epoch = self.answers.epoch();
+        let config = self.effective_config(subject).await?;
+        let normalize = normalize
+            || config
+                .extra
+                .get("normalize")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+        let mode = self.effective_mode(subject).await?;
+        let versions = Arc::new(self.store.subject_versions(subject).await?);
+        Ok(Snapshot {
+            epoch,
+            config,
+            normalize,
+            mode,
+            versions,
+        })
+    }
+}

@@ -1,0 +1,95 @@
+//! The registration's write step: the commit, guarded by the snapshot. Config and mode are read
+//! again just before it; inside the store's write transaction the subject's versions must
+//! still be exactly the snapshot's ([`same_versions`]). Either change sends the registration
+//! back to judge again. The store assigns the id (the existing one if the same schema is known
+//! under any subject) and the version, and appends the audit entry, which names the approvals
+//! the verdict used, in the same transaction.
+
+use super::judge::same_versions;
+use super::snapshot::Snapshot;
+use crate::error::GuardRefusal;
+use crate::{AcceptedRisk, AuditContext, Registry, RegistryError, RegistryResult};
+use covenant_store::context::{context_of, public_id};
+use covenant_store::{
+    Audit, NewSchema, Placement, Registered, Rejection, StoreError, StoredVersion,
+};
+
+/// A committed registration.
+pub(crate) struct Written {
+    pub outcome: Registered,
+    /// The answers cache's epoch just before the commit.
+    pub before_commit: u64,
+}
+
+impl Registry {
+    /// Commits `schema` under `subject` if the subject is still `snapshot`; `None` when it is
+    /// not (judge again).
+    pub(crate) async fn write(
+        &self,
+        subject: &str,
+        snapshot: &Snapshot,
+        schema: &NewSchema,
+        placement: Placement,
+        audit: Audit<'_>,
+        approvals: &[AcceptedRisk],
+    ) -> RegistryResult<Option<Written>> {
+        if self.effective_config(subject).await? != snapshot.config
+            || self.effective_mode(subject).await? != snapshot.mode
+        {
+            return Ok(None);
+        }
+        let unchanged = |now: &[StoredVersion]| -> Result<(), Rejection> {
+            if same_versions(now, &snapshot.versions) {
+                Ok(())
+            } else {
+                Err(Rejection::new(GuardRefusal::Retry))
+            }
+        };
+        let before_commit = self.answers.epoch();
+        let approved_audit = naming_approvals(audit, approvals);
+        let audit = approved_audit.as_ref().or(audit);
+        match self
+            .store
+            .register(subject, schema, placement, &unchanged, audit)
+            .await
+        {
+            Ok(outcome) => Ok(Some(Written {
+                outcome,
+                before_commit,
+            })),
+            Err(StoreError::Rejected(_)) => Ok(None),
+            Err(e) => Err(refusal(subject, e)),
+        }
+    }
+}
+
+/// The registration's audit entry names the approvals it used.
+fn naming_approvals(audit: Audit<'_>, approvals: &[AcceptedRisk]) -> Option<AuditContext> {
+    audit.filter(|_| !approvals.is_empty()).map(|c| {
+        let lines: Vec<String> = approvals.iter().map(AcceptedRisk::describe).collect();
+        AuditContext {
+            detail: Some(format!("accepted risk: {}", lines.join("; "))),
+            ..c.clone()
+        }
+    })
+}
+
+/// What a store's refusal of the commit means to the client.
+fn refusal(subject: &str, e: StoreError) -> RegistryError {
+    match e {
+        StoreError::IdConflict { id } => RegistryError::OperationNotPermitted(format!(
+            "Overwrite new schema with id {} in context {} is not permitted.",
+            public_id(id),
+            context_of(subject)
+        )),
+        // A referenced version was deleted after the references were resolved.
+        StoreError::NoSuchVersion { subject, version } => RegistryError::InvalidSchema(format!(
+            "No schema reference found for subject \"{subject}\" and version {version}"
+        )),
+        StoreError::VersionExists { version, .. } => RegistryError::OperationNotPermitted(format!(
+            "Overwrite new schema for subject {subject} version {version} in context {} is not permitted.",
+            context_of(subject)
+        )),
+        e => e.into(),
+    }
+}
