@@ -6,9 +6,9 @@
 //! memoized, and a pair met again while it is being compared is a recursive cycle that is
 //! assumed compatible (then re-checked to a fixpoint, so the assumption cannot hide a break).
 
-use crate::model::{ArrayNode, Criterion, Kind, Model, NodeId, ObjectNode};
-use crate::rules::{self, *};
-use covenant_engine::{JsonPolicy, RuleSpec};
+use crate::model::{ArrayNode, Bounded, Criterion, Kind, Model, NodeId, ObjectNode};
+use crate::rules::*;
+use covenant_engine::JsonPolicy;
 use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 #[derive(Debug, Clone)]
 pub struct Diff {
-    pub rule: &'static RuleSpec,
+    pub rule: &'static Difference,
     pub path: String,
     pub message: String,
 }
@@ -129,7 +129,7 @@ impl Ctx {
         }
     }
 
-    fn add(&mut self, rule: &'static RuleSpec, message: impl Into<String>) {
+    fn add(&mut self, rule: &'static Difference, message: impl Into<String>) {
         self.diffs.push(Diff {
             rule,
             path: path_string(&self.path),
@@ -137,7 +137,7 @@ impl Ctx {
         });
     }
 
-    fn add_at(&mut self, attribute: &str, rule: &'static RuleSpec, message: impl Into<String>) {
+    fn add_at(&mut self, attribute: &str, rule: &'static Difference, message: impl Into<String>) {
         self.path.push(attribute.to_string());
         self.add(rule, message);
         self.path.pop();
@@ -148,9 +148,7 @@ impl Ctx {
     }
 
     fn compatible(&self, policy: JsonPolicy) -> bool {
-        self.diffs
-            .iter()
-            .all(|d| rules::is_compatible(d.rule.id, policy))
+        self.diffs.iter().all(|d| d.rule.is_compatible(policy))
     }
 }
 
@@ -184,7 +182,7 @@ pub fn compare(
         let incompatible: HashMap<Pair, Vec<Diff>> = shared
             .memo
             .iter()
-            .filter(|(_, d)| d.iter().any(|d| !rules::is_compatible(d.rule.id, policy)))
+            .filter(|(_, d)| d.iter().any(|d| !d.rule.is_compatible(policy)))
             .map(|(k, v)| (*k, v.clone()))
             .collect();
         let same: bool =
@@ -312,6 +310,75 @@ fn max_matching(left: usize, right: usize, edges: &[(usize, usize)]) -> Vec<(usi
         .collect()
 }
 
+/// Every keyword of the table's `BOUNDS` whose value differs between two nodes of one kind,
+/// in the table's order.
+fn bounds(ctx: &mut Ctx, o: &impl Bounded, u: &impl Bounded) {
+    for row in BOUNDS {
+        let keyword = row.keyword();
+        let (a, b) = (o.bound(keyword), u.bound(keyword));
+        match row {
+            Bound::Upper(_, rules) | Bound::Lower(_, rules) => bound(ctx, keyword, a, b, *rules),
+            Bound::Flag(_, [added, removed]) => match (a, b) {
+                (None, Some(_)) => ctx.add_at(
+                    keyword,
+                    added,
+                    format!("'{keyword}' was added at {}.", ctx.here()),
+                ),
+                (Some(_), None) => ctx.add_at(
+                    keyword,
+                    removed,
+                    format!("'{keyword}' was removed at {}.", ctx.here()),
+                ),
+                _ => {}
+            },
+        }
+    }
+}
+
+/// A bound's difference; `rules` are [added, removed, increased, decreased].
+fn bound(
+    ctx: &mut Ctx,
+    keyword: &str,
+    o: Option<f64>,
+    u: Option<f64>,
+    rules: [&'static Difference; 4],
+) {
+    let [added, removed, increased, decreased] = rules;
+    match (o, u) {
+        (None, Some(b)) => ctx.add_at(
+            keyword,
+            added,
+            format!("'{keyword}' {} was added at {}.", fmt_num(b), ctx.here()),
+        ),
+        (Some(a), None) => ctx.add_at(
+            keyword,
+            removed,
+            format!("'{keyword}' {} was removed at {}.", fmt_num(a), ctx.here()),
+        ),
+        (Some(a), Some(b)) if a < b => ctx.add_at(
+            keyword,
+            increased,
+            format!(
+                "'{keyword}' increased from {} to {} at {}.",
+                fmt_num(a),
+                fmt_num(b),
+                ctx.here()
+            ),
+        ),
+        (Some(a), Some(b)) if a > b => ctx.add_at(
+            keyword,
+            decreased,
+            format!(
+                "'{keyword}' decreased from {} to {} at {}.",
+                fmt_num(a),
+                fmt_num(b),
+                ctx.here()
+            ),
+        ),
+        _ => {}
+    }
+}
+
 impl Shared<'_> {
     fn wk(&self, id: NodeId) -> &Kind {
         &self.w.nodes[id].kind
@@ -325,14 +392,14 @@ impl Shared<'_> {
             (None, None) => return,
             (None, Some(_)) => {
                 ctx.add(
-                    &schema::SCHEMA_ADDED,
+                    &SCHEMA_ADDED,
                     format!("A schema was added at {}.", ctx.here()),
                 );
                 return;
             }
             (Some(_), None) => {
                 ctx.add(
-                    &schema::SCHEMA_REMOVED,
+                    &SCHEMA_REMOVED,
                     format!("The schema at {} was removed.", ctx.here()),
                 );
                 return;
@@ -432,7 +499,7 @@ impl Shared<'_> {
                         if sub.compatible(self.policy) {
                             ctx.diffs.extend(sub.diffs);
                             ctx.add(
-                                &sum_type::SUM_TYPE_EXTENDED,
+                                &SUM_TYPE_EXTENDED,
                                 format!(
                                     "The schema at {} became one branch of a '{}'.",
                                     ctx.here(),
@@ -459,7 +526,7 @@ impl Shared<'_> {
                         if sub.compatible(self.policy) {
                             ctx.diffs.extend(sub.diffs);
                             ctx.add(
-                                &product_type::PRODUCT_TYPE_NARROWED,
+                                &PRODUCT_TYPE_NARROWED,
                                 format!(
                                     "The 'allOf' at {} was replaced by one of its branches.",
                                     ctx.here()
@@ -484,7 +551,7 @@ impl Shared<'_> {
                 return;
             }
             ctx.add(
-                &types::TYPE_CHANGED,
+                &TYPE_CHANGED,
                 format!(
                     "The schema at {} changed type from '{}' to '{}'.",
                     ctx.here(),
@@ -497,124 +564,51 @@ impl Shared<'_> {
 
         let (on, un) = (self.w.nodes[original].about(), self.r.nodes[update].about());
         if on.id != un.id {
-            ctx.add(
-                &metadata::ID_CHANGED,
-                format!("The '$id' at {} changed.", ctx.here()),
-            );
+            ctx.add(&ID_CHANGED, format!("The '$id' at {} changed.", ctx.here()));
         }
         if on.title != un.title {
             ctx.add(
-                &metadata::TITLE_CHANGED,
+                &TITLE_CHANGED,
                 format!("The title at {} changed.", ctx.here()),
             );
         }
         if on.description != un.description {
             ctx.add(
-                &metadata::DESCRIPTION_CHANGED,
+                &DESCRIPTION_CHANGED,
                 format!("The description at {} changed.", ctx.here()),
             );
         }
         if on.default != un.default {
             ctx.add(
-                &metadata::DEFAULT_CHANGED,
+                &DEFAULT_CHANGED,
                 format!("The default at {} changed.", ctx.here()),
             );
         }
 
         match (okind, ukind) {
             (Kind::String(o), Kind::String(u)) => {
-                self.bound(
-                    ctx,
-                    "maxLength",
-                    o.max_length.map(|v| v as f64),
-                    u.max_length.map(|v| v as f64),
-                    [
-                        &max_length::MAX_LENGTH_ADDED,
-                        &max_length::MAX_LENGTH_REMOVED,
-                        &max_length::MAX_LENGTH_INCREASED,
-                        &max_length::MAX_LENGTH_DECREASED,
-                    ],
-                );
-                self.bound(
-                    ctx,
-                    "minLength",
-                    o.min_length.map(|v| v as f64),
-                    u.min_length.map(|v| v as f64),
-                    [
-                        &min_length::MIN_LENGTH_ADDED,
-                        &min_length::MIN_LENGTH_REMOVED,
-                        &min_length::MIN_LENGTH_INCREASED,
-                        &min_length::MIN_LENGTH_DECREASED,
-                    ],
-                );
+                bounds(ctx, o, u);
                 match (&o.pattern, &u.pattern) {
                     (None, Some(p)) => ctx.add_at(
                         "pattern",
-                        &pattern::PATTERN_ADDED,
+                        &PATTERN_ADDED,
                         format!("Pattern '{p}' was added at {}.", ctx.here()),
                     ),
                     (Some(p), None) => ctx.add_at(
                         "pattern",
-                        &pattern::PATTERN_REMOVED,
+                        &PATTERN_REMOVED,
                         format!("Pattern '{p}' was removed at {}.", ctx.here()),
                     ),
                     (Some(a), Some(b)) if a != b => ctx.add_at(
                         "pattern",
-                        &pattern::PATTERN_CHANGED,
+                        &PATTERN_CHANGED,
                         format!("Pattern changed from '{a}' to '{b}' at {}.", ctx.here()),
                     ),
                     _ => {}
                 }
             }
             (Kind::Number(o), Kind::Number(u)) => {
-                self.bound(
-                    ctx,
-                    "maximum",
-                    o.maximum,
-                    u.maximum,
-                    [
-                        &maximum::MAXIMUM_ADDED,
-                        &maximum::MAXIMUM_REMOVED,
-                        &maximum::MAXIMUM_INCREASED,
-                        &maximum::MAXIMUM_DECREASED,
-                    ],
-                );
-                self.bound(
-                    ctx,
-                    "minimum",
-                    o.minimum,
-                    u.minimum,
-                    [
-                        &minimum::MINIMUM_ADDED,
-                        &minimum::MINIMUM_REMOVED,
-                        &minimum::MINIMUM_INCREASED,
-                        &minimum::MINIMUM_DECREASED,
-                    ],
-                );
-                self.bound(
-                    ctx,
-                    "exclusiveMaximum",
-                    o.exclusive_maximum,
-                    u.exclusive_maximum,
-                    [
-                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_ADDED,
-                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_REMOVED,
-                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_INCREASED,
-                        &exclusive_maximum::EXCLUSIVE_MAXIMUM_DECREASED,
-                    ],
-                );
-                self.bound(
-                    ctx,
-                    "exclusiveMinimum",
-                    o.exclusive_minimum,
-                    u.exclusive_minimum,
-                    [
-                        &exclusive_minimum::EXCLUSIVE_MINIMUM_ADDED,
-                        &exclusive_minimum::EXCLUSIVE_MINIMUM_REMOVED,
-                        &exclusive_minimum::EXCLUSIVE_MINIMUM_INCREASED,
-                        &exclusive_minimum::EXCLUSIVE_MINIMUM_DECREASED,
-                    ],
-                );
+                bounds(ctx, o, u);
                 // Draft-04 boolean forms: a flag turning on excludes the bound itself.
                 if o.maximum.is_some()
                     && o.maximum == u.maximum
@@ -623,13 +617,13 @@ impl Shared<'_> {
                     if u.exclusive_maximum_flag {
                         ctx.add_at(
                             "exclusiveMaximum",
-                            &exclusive_maximum::EXCLUSIVE_MAXIMUM_ADDED,
+                            &EXCLUSIVE_MAXIMUM_ADDED,
                             format!("'exclusiveMaximum' was turned on at {}.", ctx.here()),
                         );
                     } else {
                         ctx.add_at(
                             "exclusiveMaximum",
-                            &exclusive_maximum::EXCLUSIVE_MAXIMUM_REMOVED,
+                            &EXCLUSIVE_MAXIMUM_REMOVED,
                             format!("'exclusiveMaximum' was turned off at {}.", ctx.here()),
                         );
                     }
@@ -641,13 +635,13 @@ impl Shared<'_> {
                     if u.exclusive_minimum_flag {
                         ctx.add_at(
                             "exclusiveMinimum",
-                            &exclusive_minimum::EXCLUSIVE_MINIMUM_ADDED,
+                            &EXCLUSIVE_MINIMUM_ADDED,
                             format!("'exclusiveMinimum' was turned on at {}.", ctx.here()),
                         );
                     } else {
                         ctx.add_at(
                             "exclusiveMinimum",
-                            &exclusive_minimum::EXCLUSIVE_MINIMUM_REMOVED,
+                            &EXCLUSIVE_MINIMUM_REMOVED,
                             format!("'exclusiveMinimum' was turned off at {}.", ctx.here()),
                         );
                     }
@@ -657,21 +651,21 @@ impl Shared<'_> {
                     (Some(a), Some(b)) if decimal_eq(a, b) => {}
                     (None, Some(b)) => ctx.add_at(
                         "multipleOf",
-                        &multiple_of::MULTIPLE_OF_ADDED,
+                        &MULTIPLE_OF_ADDED,
                         format!("'multipleOf' {b} was added at {}.", ctx.here()),
                     ),
                     (Some(a), None) => ctx.add_at(
                         "multipleOf",
-                        &multiple_of::MULTIPLE_OF_REMOVED,
+                        &MULTIPLE_OF_REMOVED,
                         format!("'multipleOf' {a} was removed at {}.", ctx.here()),
                     ),
                     (Some(a), Some(b)) => {
-                        let rule: &'static RuleSpec = if is_multiple(b, a) {
-                            &multiple_of::MULTIPLE_OF_EXPANDED
+                        let rule: &'static Difference = if is_multiple(b, a) {
+                            &MULTIPLE_OF_EXPANDED
                         } else if is_multiple(a, b) {
-                            &multiple_of::MULTIPLE_OF_REDUCED
+                            &MULTIPLE_OF_REDUCED
                         } else {
-                            &multiple_of::MULTIPLE_OF_CHANGED
+                            &MULTIPLE_OF_CHANGED
                         };
                         ctx.add_at(
                             "multipleOf",
@@ -683,7 +677,7 @@ impl Shared<'_> {
                 if o.integer != u.integer {
                     if o.integer {
                         ctx.add(
-                            &types::TYPE_EXTENDED,
+                            &TYPE_EXTENDED,
                             format!(
                                 "The schema at {} changed from 'integer' to 'number'.",
                                 ctx.here()
@@ -691,7 +685,7 @@ impl Shared<'_> {
                         );
                     } else {
                         ctx.add(
-                            &types::TYPE_NARROWED,
+                            &TYPE_NARROWED,
                             format!(
                                 "The schema at {} changed from 'number' to 'integer'.",
                                 ctx.here()
@@ -705,19 +699,19 @@ impl Shared<'_> {
             {
                 ctx.add_at(
                     "const",
-                    &enum_array::ENUM_ARRAY_CHANGED,
+                    &ENUM_ARRAY_CHANGED,
                     format!("'const' changed from {a} to {b} at {}.", ctx.here()),
                 );
             }
             (Kind::Enum(a), Kind::Enum(b)) => {
                 let (sa, sb) = (value_set(a), value_set(b));
                 if sa != sb {
-                    let (rule, verb): (&'static RuleSpec, &str) = if sb.is_superset(&sa) {
-                        (&enum_array::ENUM_ARRAY_EXTENDED, "gained values")
+                    let (rule, verb): (&'static Difference, &str) = if sb.is_superset(&sa) {
+                        (&ENUM_ARRAY_EXTENDED, "gained values")
                     } else if sa.is_superset(&sb) {
-                        (&enum_array::ENUM_ARRAY_NARROWED, "lost values")
+                        (&ENUM_ARRAY_NARROWED, "lost values")
                     } else {
-                        (&enum_array::ENUM_ARRAY_CHANGED, "changed values")
+                        (&ENUM_ARRAY_CHANGED, "changed values")
                     };
                     ctx.add_at(
                         "enum",
@@ -735,12 +729,12 @@ impl Shared<'_> {
                 self.compare_reversed(&mut sub, *u, *o);
                 if sub.compatible(self.policy) {
                     ctx.add(
-                        &not_type::NOT_TYPE_NARROWED,
+                        &NOT_TYPE_NARROWED,
                         format!("The 'not' at {} excludes fewer documents.", ctx.here()),
                     );
                 } else {
                     ctx.add(
-                        &not_type::NOT_TYPE_EXTENDED,
+                        &NOT_TYPE_EXTENDED,
                         format!("The 'not' at {} excludes more documents.", ctx.here()),
                     );
                 }
@@ -784,51 +778,6 @@ impl Shared<'_> {
         };
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn bound(
-        &self,
-        ctx: &mut Ctx,
-        keyword: &str,
-        o: Option<f64>,
-        u: Option<f64>,
-        rules: [&'static RuleSpec; 4],
-    ) {
-        let [added, removed, increased, decreased] = rules;
-        match (o, u) {
-            (None, Some(b)) => ctx.add_at(
-                keyword,
-                added,
-                format!("'{keyword}' {} was added at {}.", fmt_num(b), ctx.here()),
-            ),
-            (Some(a), None) => ctx.add_at(
-                keyword,
-                removed,
-                format!("'{keyword}' {} was removed at {}.", fmt_num(a), ctx.here()),
-            ),
-            (Some(a), Some(b)) if a < b => ctx.add_at(
-                keyword,
-                increased,
-                format!(
-                    "'{keyword}' increased from {} to {} at {}.",
-                    fmt_num(a),
-                    fmt_num(b),
-                    ctx.here()
-                ),
-            ),
-            (Some(a), Some(b)) if a > b => ctx.add_at(
-                keyword,
-                decreased,
-                format!(
-                    "'{keyword}' decreased from {} to {} at {}.",
-                    fmt_num(a),
-                    fmt_num(b),
-                    ctx.here()
-                ),
-            ),
-            _ => {}
-        }
-    }
-
     fn combined(
         &mut self,
         ctx: &mut Ctx,
@@ -846,7 +795,7 @@ impl Shared<'_> {
                 || (singleton_u && oc == Criterion::All);
             if extended {
                 ctx.add(
-                    &combined_type::COMBINED_TYPE_EXTENDED,
+                    &COMBINED_TYPE_EXTENDED,
                     format!(
                         "The combinator at {} changed from '{}' to '{}', accepting more.",
                         ctx.here(),
@@ -856,7 +805,7 @@ impl Shared<'_> {
                 );
             } else {
                 ctx.add(
-                    &combined_type::COMBINED_TYPE_CHANGED,
+                    &COMBINED_TYPE_CHANGED,
                     format!(
                         "The combinator at {} changed from '{}' to '{}'.",
                         ctx.here(),
@@ -882,24 +831,24 @@ impl Shared<'_> {
         if os.len() < us.len() {
             if uc == Criterion::All {
                 ctx.add(
-                    &product_type::PRODUCT_TYPE_EXTENDED,
+                    &PRODUCT_TYPE_EXTENDED,
                     format!("The 'allOf' at {} gained a branch.", ctx.here()),
                 );
             } else {
                 ctx.add(
-                    &sum_type::SUM_TYPE_EXTENDED,
+                    &SUM_TYPE_EXTENDED,
                     format!("The '{}' at {} gained a branch.", uc.keyword(), ctx.here()),
                 );
             }
         } else if os.len() > us.len() {
             if matches!(oc, Criterion::Any | Criterion::One) {
                 ctx.add(
-                    &sum_type::SUM_TYPE_NARROWED,
+                    &SUM_TYPE_NARROWED,
                     format!("The '{}' at {} lost a branch.", oc.keyword(), ctx.here()),
                 );
             } else {
                 ctx.add(
-                    &product_type::PRODUCT_TYPE_NARROWED,
+                    &PRODUCT_TYPE_NARROWED,
                     format!("The 'allOf' at {} lost a branch.", ctx.here()),
                 );
             }
@@ -926,7 +875,7 @@ impl Shared<'_> {
             }
         }
         if prematched + matching.len() < os.len().min(us.len()) {
-            ctx.add(&combined_type::COMBINED_TYPE_SUBSCHEMAS_CHANGED, format!("Some branches of the '{}' at {} have no compatible counterpart in the new schema.", oc.keyword(), ctx.here()));
+            ctx.add(&COMBINED_TYPE_SUBSCHEMAS_CHANGED, format!("Some branches of the '{}' at {} have no compatible counterpart in the new schema.", oc.keyword(), ctx.here()));
         }
     }
 
@@ -1022,19 +971,19 @@ impl Shared<'_> {
             ctx.path.push(key.clone());
             if was {
                 ctx.add(
-                    &required_attribute::REQUIRED_ATTRIBUTE_REMOVED,
+                    &REQUIRED_ATTRIBUTE_REMOVED,
                     format!("Property '{key}' is no longer required."),
                 );
             } else if self.r.nodes[self.r.resolve(uid)].about().default.is_some()
                 || self.r.nodes[uid].about().default.is_some()
             {
                 ctx.add(
-                    &required_attribute::REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED,
+                    &REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED,
                     format!("Property '{key}' became required; it has a default."),
                 );
             } else {
                 ctx.add(
-                    &required_attribute::REQUIRED_ATTRIBUTE_ADDED,
+                    &REQUIRED_ATTRIBUTE_ADDED,
                     format!("Property '{key}' became required and has no default."),
                 );
             }
@@ -1085,27 +1034,27 @@ impl Shared<'_> {
             ctx.path.push(key.clone());
             match (od, ud) {
                 (_, None) => ctx.add(
-                    &dependency_array::DEPENDENCY_ARRAY_REMOVED,
+                    &DEPENDENCY_ARRAY_REMOVED,
                     format!("The dependency of '{key}' was removed."),
                 ),
                 (None, Some(_)) => ctx.add(
-                    &dependency_array::DEPENDENCY_ARRAY_ADDED,
+                    &DEPENDENCY_ARRAY_ADDED,
                     format!("A dependency of '{key}' was added."),
                 ),
                 (Some(a), Some(b)) if a != b => {
                     if b.is_superset(&a) {
                         ctx.add(
-                            &dependency_array::DEPENDENCY_ARRAY_EXTENDED,
+                            &DEPENDENCY_ARRAY_EXTENDED,
                             format!("The dependency of '{key}' now requires more properties."),
                         );
                     } else if a.is_superset(&b) {
                         ctx.add(
-                            &dependency_array::DEPENDENCY_ARRAY_NARROWED,
+                            &DEPENDENCY_ARRAY_NARROWED,
                             format!("The dependency of '{key}' now requires fewer properties."),
                         );
                     } else {
                         ctx.add(
-                            &dependency_array::DEPENDENCY_ARRAY_CHANGED,
+                            &DEPENDENCY_ARRAY_CHANGED,
                             format!("The dependency of '{key}' requires different properties."),
                         );
                     }
@@ -1122,11 +1071,11 @@ impl Shared<'_> {
             ctx.path.push(key.clone());
             match (od, ud) {
                 (_, None) => ctx.add(
-                    &dependency_schema::DEPENDENCY_SCHEMA_REMOVED,
+                    &DEPENDENCY_SCHEMA_REMOVED,
                     format!("The schema dependency of '{key}' was removed."),
                 ),
                 (None, Some(_)) => ctx.add(
-                    &dependency_schema::DEPENDENCY_SCHEMA_ADDED,
+                    &DEPENDENCY_SCHEMA_ADDED,
                     format!("A schema dependency of '{key}' was added."),
                 ),
                 (Some(a), Some(b)) => self.compare(ctx, Some(a), Some(b)),
@@ -1139,12 +1088,12 @@ impl Shared<'_> {
         if o.permits_additional != u.permits_additional {
             if u.permits_additional {
                 ctx.add(
-                    &additional_properties::ADDITIONAL_PROPERTIES_ADDED,
+                    &ADDITIONAL_PROPERTIES_ADDED,
                     format!("Additional properties are now allowed at {}.", ctx.here()),
                 );
             } else {
                 ctx.add(
-                    &additional_properties::ADDITIONAL_PROPERTIES_REMOVED,
+                    &ADDITIONAL_PROPERTIES_REMOVED,
                     format!(
                         "Additional properties are no longer allowed at {}.",
                         ctx.here()
@@ -1153,7 +1102,7 @@ impl Shared<'_> {
             }
         } else if o.additional_schema.is_none() && u.additional_schema.is_some() {
             ctx.add(
-                &additional_properties::ADDITIONAL_PROPERTIES_NARROWED,
+                &ADDITIONAL_PROPERTIES_NARROWED,
                 format!(
                     "Additional properties are now constrained by a schema at {}.",
                     ctx.here()
@@ -1161,7 +1110,7 @@ impl Shared<'_> {
             );
         } else if o.additional_schema.is_some() && u.additional_schema.is_none() {
             ctx.add(
-                &additional_properties::ADDITIONAL_PROPERTIES_EXTENDED,
+                &ADDITIONAL_PROPERTIES_EXTENDED,
                 format!(
                     "The additional-properties schema at {} was removed.",
                     ctx.here()
@@ -1179,46 +1128,22 @@ impl Shared<'_> {
                 o.unevaluated,
                 u.unevaluated,
                 [
-                    &unevaluated_properties::UNEVALUATED_PROPERTIES_ADDED,
-                    &unevaluated_properties::UNEVALUATED_PROPERTIES_REMOVED,
-                    &unevaluated_properties::UNEVALUATED_PROPERTIES_EXTENDED,
-                    &unevaluated_properties::UNEVALUATED_PROPERTIES_NARROWED,
+                    &UNEVALUATED_PROPERTIES_ADDED,
+                    &UNEVALUATED_PROPERTIES_REMOVED,
+                    &UNEVALUATED_PROPERTIES_EXTENDED,
+                    &UNEVALUATED_PROPERTIES_NARROWED,
                 ],
             );
             ctx.path.pop();
         }
-        let f = |v: Option<u64>| v.map(|v| v as f64);
-        self.bound(
-            ctx,
-            "maxProperties",
-            f(o.max_properties),
-            f(u.max_properties),
-            [
-                &max_properties::MAX_PROPERTIES_ADDED,
-                &max_properties::MAX_PROPERTIES_REMOVED,
-                &max_properties::MAX_PROPERTIES_INCREASED,
-                &max_properties::MAX_PROPERTIES_DECREASED,
-            ],
-        );
-        self.bound(
-            ctx,
-            "minProperties",
-            f(o.min_properties),
-            f(u.min_properties),
-            [
-                &min_properties::MIN_PROPERTIES_ADDED,
-                &min_properties::MIN_PROPERTIES_REMOVED,
-                &min_properties::MIN_PROPERTIES_INCREASED,
-                &min_properties::MIN_PROPERTIES_DECREASED,
-            ],
-        );
+        bounds(ctx, o, u);
     }
 
     /// A property of the original that the update no longer declares.
     fn property_removed(&mut self, ctx: &mut Ctx, key: &str, os: NodeId, u: &ObjectNode) {
         if self.r_open(u) {
             ctx.add(
-                &property_removed::PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL,
+                &PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL,
                 format!("Property '{key}' was removed from an open content model."),
             );
         } else if let Some(p) = Self::partial(
@@ -1233,18 +1158,18 @@ impl Shared<'_> {
             let ok = sub.compatible(self.policy);
             ctx.diffs.extend(sub.diffs);
             if ok {
-                ctx.add(&property_removed::PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was removed; the additional-properties schema still accepts its values."));
+                ctx.add(&PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was removed; the additional-properties schema still accepts its values."));
             } else {
-                ctx.add(&property_removed::PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was removed and the additional-properties schema rejects its old values."));
+                ctx.add(&PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was removed and the additional-properties schema rejects its old values."));
             }
         } else if self.is_false_w(os) {
             ctx.add(
-                &property_removed::PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                &PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL,
                 format!("Property '{key}', whose schema was false, was removed."),
             );
         } else {
             ctx.add(
-                &property_removed::PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                &PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL,
                 format!("Property '{key}' was removed from a closed content model."),
             );
         }
@@ -1264,23 +1189,23 @@ impl Shared<'_> {
         if self.w_open(o) {
             if self.is_empty_r(us) {
                 ctx.add(
-                    &property_added::PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL,
+                    &PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL,
                     format!(
                         "Property '{key}' with an empty schema was added to an open content model."
                     ),
                 );
             } else if required {
                 if has_default {
-                    ctx.add(&property_added::REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL, format!("Required property '{key}' with a default was added to an open content model."));
+                    ctx.add(&REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL, format!("Required property '{key}' with a default was added to an open content model."));
                 } else {
                     ctx.add(
-                        &property_added::REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
+                        &REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
                         format!("Required property '{key}' was added to an open content model."),
                     );
                 }
             } else {
                 ctx.add(
-                    &property_added::OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
+                    &OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
                     format!("Optional property '{key}' was added to an open content model."),
                 );
             }
@@ -1297,23 +1222,26 @@ impl Shared<'_> {
                 let ok = sub.compatible(self.policy);
                 ctx.diffs.extend(sub.diffs);
                 if ok {
-                    ctx.add(&property_added::PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was added and accepts what the old additional-properties schema allowed."));
+                    ctx.add(&PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was added and accepts what the old additional-properties schema allowed."));
                 } else {
-                    ctx.add(&property_added::PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was added and rejects values the old additional-properties schema allowed."));
+                    ctx.add(&PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Property '{key}' was added and rejects values the old additional-properties schema allowed."));
                 }
             }
             if required {
                 if has_default {
-                    ctx.add(&property_added::REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL, format!("Required property '{key}' with a default was added."));
+                    ctx.add(
+                        &REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL,
+                        format!("Required property '{key}' with a default was added."),
+                    );
                 } else {
                     ctx.add(
-                        &property_added::REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
+                        &REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
                         format!("Required property '{key}' was added without a default."),
                     );
                 }
             } else {
                 ctx.add(
-                    &property_added::OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
+                    &OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
                     format!("Optional property '{key}' was added."),
                 );
             }
@@ -1326,7 +1254,7 @@ impl Shared<'_> {
         ctx: &mut Ctx,
         o: Option<NodeId>,
         u: Option<NodeId>,
-        rules: [&'static RuleSpec; 4],
+        rules: [&'static Difference; 4],
     ) {
         let [added, removed, extended, narrowed] = rules;
         let of = o.is_some_and(|id| self.is_false_w(id));
@@ -1416,7 +1344,7 @@ impl Shared<'_> {
             let os = o.item_schemas[i];
             if self.r_open_array(u) {
                 ctx.add(
-                    &item_removed::ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL,
+                    &ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL,
                     format!("Tuple item {i} was removed from an open array."),
                 );
             } else if let Some(p) =
@@ -1427,18 +1355,18 @@ impl Shared<'_> {
                 let ok = sub.compatible(self.policy);
                 ctx.diffs.extend(sub.diffs);
                 if ok {
-                    ctx.add(&item_removed::ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was removed; the additional-items schema accepts its values."));
+                    ctx.add(&ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was removed; the additional-items schema accepts its values."));
                 } else {
-                    ctx.add(&item_removed::ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was removed and the additional-items schema rejects its values."));
+                    ctx.add(&ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was removed and the additional-items schema rejects its values."));
                 }
             } else if self.is_false_w(os) {
                 ctx.add(
-                    &item_removed::ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                    &ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL,
                     format!("Tuple item {i}, whose schema was false, was removed."),
                 );
             } else {
                 ctx.add(
-                    &item_removed::ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+                    &ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL,
                     format!("Tuple item {i} was removed from a closed array."),
                 );
             }
@@ -1450,12 +1378,12 @@ impl Shared<'_> {
             if self.w_open_array(o) {
                 if self.is_empty_r(us) {
                     ctx.add(
-                        &item_added::ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL,
+                        &ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL,
                         format!("Tuple item {i} with an empty schema was added."),
                     );
                 } else {
                     ctx.add(
-                        &item_added::ITEM_ADDED_TO_OPEN_CONTENT_MODEL,
+                        &ITEM_ADDED_TO_OPEN_CONTENT_MODEL,
                         format!("Tuple item {i} was added to an open array."),
                     );
                 }
@@ -1467,13 +1395,13 @@ impl Shared<'_> {
                 let ok = sub.compatible(self.policy);
                 ctx.diffs.extend(sub.diffs);
                 if ok {
-                    ctx.add(&item_added::ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was added and accepts what the old additional-items schema allowed."));
+                    ctx.add(&ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was added and accepts what the old additional-items schema allowed."));
                 } else {
-                    ctx.add(&item_added::ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was added and rejects values the old additional-items schema allowed."));
+                    ctx.add(&ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, format!("Tuple item {i} was added and rejects values the old additional-items schema allowed."));
                 }
             } else {
                 ctx.add(
-                    &item_added::ITEM_ADDED_TO_CLOSED_CONTENT_MODEL,
+                    &ITEM_ADDED_TO_CLOSED_CONTENT_MODEL,
                     format!("Tuple item {i} was added to a closed array."),
                 );
             }
@@ -1483,18 +1411,18 @@ impl Shared<'_> {
         if o.permits_additional != u.permits_additional {
             if o.permits_additional {
                 ctx.add(
-                    &additional_items::ADDITIONAL_ITEMS_REMOVED,
+                    &ADDITIONAL_ITEMS_REMOVED,
                     format!("Additional items are no longer allowed at {}.", ctx.here()),
                 );
             } else {
                 ctx.add(
-                    &additional_items::ADDITIONAL_ITEMS_ADDED,
+                    &ADDITIONAL_ITEMS_ADDED,
                     format!("Additional items are now allowed at {}.", ctx.here()),
                 );
             }
         } else if o.additional_schema.is_none() && u.additional_schema.is_some() {
             ctx.add(
-                &additional_items::ADDITIONAL_ITEMS_NARROWED,
+                &ADDITIONAL_ITEMS_NARROWED,
                 format!(
                     "Additional items are now constrained by a schema at {}.",
                     ctx.here()
@@ -1502,7 +1430,7 @@ impl Shared<'_> {
             );
         } else if o.additional_schema.is_some() && u.additional_schema.is_none() {
             ctx.add(
-                &additional_items::ADDITIONAL_ITEMS_EXTENDED,
+                &ADDITIONAL_ITEMS_EXTENDED,
                 format!("The additional-items schema at {} was removed.", ctx.here()),
             );
         } else {
@@ -1516,77 +1444,14 @@ impl Shared<'_> {
                 o.unevaluated,
                 u.unevaluated,
                 [
-                    &unevaluated_items::UNEVALUATED_ITEMS_ADDED,
-                    &unevaluated_items::UNEVALUATED_ITEMS_REMOVED,
-                    &unevaluated_items::UNEVALUATED_ITEMS_EXTENDED,
-                    &unevaluated_items::UNEVALUATED_ITEMS_NARROWED,
+                    &UNEVALUATED_ITEMS_ADDED,
+                    &UNEVALUATED_ITEMS_REMOVED,
+                    &UNEVALUATED_ITEMS_EXTENDED,
+                    &UNEVALUATED_ITEMS_NARROWED,
                 ],
             );
             ctx.path.pop();
         }
-        let f = |v: Option<u64>| v.map(|v| v as f64);
-        self.bound(
-            ctx,
-            "maxItems",
-            f(o.max_items),
-            f(u.max_items),
-            [
-                &max_items::MAX_ITEMS_ADDED,
-                &max_items::MAX_ITEMS_REMOVED,
-                &max_items::MAX_ITEMS_INCREASED,
-                &max_items::MAX_ITEMS_DECREASED,
-            ],
-        );
-        self.bound(
-            ctx,
-            "minItems",
-            f(o.min_items),
-            f(u.min_items),
-            [
-                &min_items::MIN_ITEMS_ADDED,
-                &min_items::MIN_ITEMS_REMOVED,
-                &min_items::MIN_ITEMS_INCREASED,
-                &min_items::MIN_ITEMS_DECREASED,
-            ],
-        );
-        if o.unique_items != u.unique_items {
-            if o.unique_items {
-                ctx.add_at(
-                    "uniqueItems",
-                    &unique_items::UNIQUE_ITEMS_REMOVED,
-                    format!("'uniqueItems' was removed at {}.", ctx.here()),
-                );
-            } else {
-                ctx.add_at(
-                    "uniqueItems",
-                    &unique_items::UNIQUE_ITEMS_ADDED,
-                    format!("'uniqueItems' was added at {}.", ctx.here()),
-                );
-            }
-        }
-        self.bound(
-            ctx,
-            "maxContains",
-            f(o.max_contains),
-            f(u.max_contains),
-            [
-                &max_contains::MAX_CONTAINS_ADDED,
-                &max_contains::MAX_CONTAINS_REMOVED,
-                &max_contains::MAX_CONTAINS_INCREASED,
-                &max_contains::MAX_CONTAINS_DECREASED,
-            ],
-        );
-        self.bound(
-            ctx,
-            "minContains",
-            f(o.min_contains),
-            f(u.min_contains),
-            [
-                &min_contains::MIN_CONTAINS_ADDED,
-                &min_contains::MIN_CONTAINS_REMOVED,
-                &min_contains::MIN_CONTAINS_INCREASED,
-                &min_contains::MIN_CONTAINS_DECREASED,
-            ],
-        );
+        bounds(ctx, o, u);
     }
 }

@@ -280,12 +280,7 @@ impl Format for JsonSchemaFormat {
         diffs
             .into_iter()
             .map(|d| {
-                let severity = if rules::is_compatible(d.rule.id, options.json_policy) {
-                    covenant_engine::Severity::Info
-                } else {
-                    covenant_engine::Severity::Error
-                };
-                Finding::new(d.rule, d.path, d.message).with_severity(severity)
+                Finding::new(&d.rule.spec, d.path, d.message).with_severity(d.rule.severity(policy))
             })
             .collect()
     }
@@ -404,7 +399,7 @@ mod tests {
         let summary = |diffs: Vec<diff::Diff>| -> Vec<(String, String, String)> {
             diffs
                 .into_iter()
-                .map(|d| (d.rule.id.to_string(), d.path, d.message))
+                .map(|d| (d.rule.spec.id.to_string(), d.path, d.message))
                 .collect()
         };
         let walked = summary(diff::compare(&old.model, &new.model, policy, false));

@@ -124,6 +124,61 @@ pub struct ArrayNode {
     pub min_contains: Option<u64>,
 }
 
+/// A node whose bounding keywords (the rules' `BOUNDS`) are read by name: the value, or
+/// `None` when absent or not a keyword of this kind of node. A set flag reads as 1.
+pub trait Bounded {
+    fn bound(&self, keyword: &str) -> Option<f64>;
+}
+
+fn whole(value: Option<u64>) -> Option<f64> {
+    value.map(|v| v as f64)
+}
+
+impl Bounded for StringNode {
+    fn bound(&self, keyword: &str) -> Option<f64> {
+        match keyword {
+            "maxLength" => whole(self.max_length),
+            "minLength" => whole(self.min_length),
+            _ => None,
+        }
+    }
+}
+
+impl Bounded for NumberNode {
+    fn bound(&self, keyword: &str) -> Option<f64> {
+        match keyword {
+            "maximum" => self.maximum,
+            "minimum" => self.minimum,
+            "exclusiveMaximum" => self.exclusive_maximum,
+            "exclusiveMinimum" => self.exclusive_minimum,
+            _ => None,
+        }
+    }
+}
+
+impl Bounded for ObjectNode {
+    fn bound(&self, keyword: &str) -> Option<f64> {
+        match keyword {
+            "maxProperties" => whole(self.max_properties),
+            "minProperties" => whole(self.min_properties),
+            _ => None,
+        }
+    }
+}
+
+impl Bounded for ArrayNode {
+    fn bound(&self, keyword: &str) -> Option<f64> {
+        match keyword {
+            "maxItems" => whole(self.max_items),
+            "minItems" => whole(self.min_items),
+            "uniqueItems" => self.unique_items.then_some(1.0),
+            "maxContains" => whole(self.max_contains),
+            "minContains" => whole(self.min_contains),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum Kind {
     /// `{}` or `true`: anything.
