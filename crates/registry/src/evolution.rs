@@ -178,23 +178,7 @@ impl Evolution {
         priors: &[Prior<'_>],
         only: Option<i64>,
     ) -> Report {
-        let in_scope: Vec<i64> = match only {
-            Some(v) => vec![v],
-            None => {
-                let facts: Vec<VersionFacts> = priors
-                    .iter()
-                    .map(|p| VersionFacts {
-                        version: p.version,
-                        registered_at: p.registered_at,
-                        last_seen_at: self.last_seen.get(&p.version).copied(),
-                    })
-                    .collect();
-                self.scope
-                    .clone()
-                    .unwrap_or_else(|| CompatibilityScope::default_for(level))
-                    .select(&facts, now_millis())
-            }
-        };
+        let in_scope = self.versions_in_scope(level, priors, only);
         let history: Vec<(i64, &ParsedSchema)> = priors
             .iter()
             .filter(|p| !is_transitive(level) || in_scope.contains(&p.version))
@@ -213,8 +197,59 @@ impl Evolution {
             &context,
             &self.settings,
         );
-        // Samples exist because that data still exists: without a declared scope every
-        // version's samples are replayed, whatever the level; a scope narrows them.
+        let replayable = self.replayable_samples(priors, only, &in_scope);
+        let mut findings = report.findings;
+        let started = std::time::Instant::now();
+        findings.extend(covenant_policy::replay::replay(
+            candidate,
+            &replayable,
+            self.budget,
+        ));
+        let left = self.budget.saturating_sub(started.elapsed());
+        findings.extend(self.forward_replay(level, candidate, priors, &history, left));
+        if level == Level::None {
+            // NONE skips checks: a registration at NONE judges nothing, so the dry run must
+            // not refuse what it would accept. Its findings stay visible, as warnings.
+            for f in &mut findings {
+                if f.severity == Severity::Error {
+                    f.severity = Severity::Warning;
+                }
+            }
+        }
+        Report::from_findings(findings)
+    }
+}
+
+impl Evolution {
+    /// The versions a check at `level` covers: `only`, or those the subject's scope (or the
+    /// level's default scope) selects from what is known of each.
+    fn versions_in_scope(&self, level: Level, priors: &[Prior<'_>], only: Option<i64>) -> Vec<i64> {
+        if let Some(v) = only {
+            return vec![v];
+        }
+        let facts: Vec<VersionFacts> = priors
+            .iter()
+            .map(|p| VersionFacts {
+                version: p.version,
+                registered_at: p.registered_at,
+                last_seen_at: self.last_seen.get(&p.version).copied(),
+            })
+            .collect();
+        self.scope
+            .clone()
+            .unwrap_or_else(|| CompatibilityScope::default_for(level))
+            .select(&facts, now_millis())
+    }
+
+    /// The stored samples to replay through the candidate, each with the version that wrote
+    /// it. Samples exist because that data still exists: without a declared scope every
+    /// version's samples are replayed, whatever the level; a scope narrows them.
+    fn replayable_samples<'s>(
+        &'s self,
+        priors: &[Prior<'s>],
+        only: Option<i64>,
+        in_scope: &[i64],
+    ) -> Vec<(&'s ParsedSchema, Sample<'s>)> {
         let replayed = |version: i64| match (only, &self.scope) {
             (None, None) => true,
             _ => in_scope.contains(&version),
@@ -241,29 +276,9 @@ impl Evolution {
                 },
             ));
         }
-        let mut findings = report.findings;
-        let started = std::time::Instant::now();
-        findings.extend(covenant_policy::replay::replay(
-            candidate,
-            &replayable,
-            self.budget,
-        ));
-        let left = self.budget.saturating_sub(started.elapsed());
-        findings.extend(self.forward_replay(level, candidate, priors, &history, left));
-        if level == Level::None {
-            // NONE skips checks: a registration at NONE judges nothing, so the dry run must
-            // not refuse what it would accept. Its findings stay visible, as warnings.
-            for f in &mut findings {
-                if f.severity == Severity::Error {
-                    f.severity = Severity::Warning;
-                }
-            }
-        }
-        Report::from_findings(findings)
+        replayable
     }
-}
 
-impl Evolution {
     /// Under FORWARD and FULL levels, the samples submitted with the candidate read by the
     /// old consumers: the latest version's, or every version's in scope when transitive.
     fn forward_replay(
