@@ -92,6 +92,76 @@ pub struct PolicyContext {
     /// Field reference to the last time (ms since the epoch) a read of it was reported.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub last_used: BTreeMap<String, i64>,
+    /// What the `ENCRYPT` rules of the version's rule set cover; `None` when the rule set is
+    /// not known (a schema file judged on its own), so no rule guesses about encryption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<Encryption>,
+}
+
+/// The client-side field encryption a rule set declares: Confluent's `ENCRYPT` domain rules
+/// (`type: ENCRYPT`, the tags whose fields they encrypt, the KEK in `encrypt.kek.name`) and
+/// `ENCRYPT_PAYLOAD` rules, which encrypt the whole message.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Encryption {
+    /// Tag to the KEK that encrypts the fields carrying it (the first enabled rule's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+    /// The KEK of an enabled `ENCRYPT_PAYLOAD` rule: every field is ciphertext on the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_kek: Option<String>,
+}
+
+impl Encryption {
+    /// Reads the encryption rules of a Confluent `ruleSet` (`domainRules`; disabled rules and
+    /// rules of other types are skipped). A rule without `encrypt.kek.name` is listed with
+    /// an empty KEK name: the client would refuse it, but it states the intent.
+    pub fn of_rule_set(rule_set: Option<&serde_json::Value>) -> Encryption {
+        let mut out = Encryption::default();
+        let rules = rule_set
+            .and_then(|r| r.get("domainRules"))
+            .and_then(|r| r.as_array())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for rule in rules {
+            if rule.get("disabled").and_then(|d| d.as_bool()) == Some(true) {
+                continue;
+            }
+            let kek = rule
+                .pointer("/params/encrypt.kek.name")
+                .and_then(|k| k.as_str())
+                .unwrap_or_default()
+                .to_string();
+            match rule.get("type").and_then(|t| t.as_str()) {
+                Some("ENCRYPT") => {
+                    let tags = rule.get("tags").and_then(|t| t.as_array());
+                    for tag in tags.into_iter().flatten().filter_map(|t| t.as_str()) {
+                        out.tags
+                            .entry(tag.to_string())
+                            .or_insert_with(|| kek.clone());
+                    }
+                }
+                Some("ENCRYPT_PAYLOAD") => {
+                    out.payload_kek.get_or_insert(kek);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The KEK that encrypts a field carrying `tags`, if any rule covers one of them.
+    pub fn kek_for<'a>(&'a self, tags: &[String]) -> Option<&'a str> {
+        if let Some(kek) = &self.payload_kek {
+            return Some(kek);
+        }
+        tags.iter().find_map(|tag| {
+            self.tags
+                .iter()
+                .find(|(t, _)| t.eq_ignore_ascii_case(tag))
+                .map(|(_, kek)| kek.as_str())
+        })
+    }
 }
 
 impl PolicyContext {

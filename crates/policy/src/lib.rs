@@ -23,8 +23,8 @@ pub mod scope;
 mod settings;
 
 pub use context::{
-    IDEMPOTENCY_KEY, IDENTITY_FIELDS, KEY_PROPERTIES, ORDERING_FIELDS, PARTITION_KEY, PII_FIELDS,
-    PII_TAGS, PolicyContext, SUBJECT_ROLE, SubjectMetadata,
+    Encryption, IDEMPOTENCY_KEY, IDENTITY_FIELDS, KEY_PROPERTIES, ORDERING_FIELDS, PARTITION_KEY,
+    PII_FIELDS, PII_TAGS, PolicyContext, SUBJECT_ROLE, SubjectMetadata,
 };
 pub use judge::{Judgement, all_rule_groups, judge, rollout, rules_markdown};
 pub use presets::Preset;
@@ -289,4 +289,26 @@ mod tests {
             .is_empty()
         );
     }
+}
+
+/// A field that carries personal data (by its tags, the subject metadata's tags or
+/// `covenant.pii.fields`) or that an `ENCRYPT` rule encrypts.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProtectedField {
+    pub path: String,
+    pub name: String,
+    /// The tags that mark it as personal data.
+    pub pii_tags: Vec<String>,
+    /// Every tag it carries, personal-data tags first.
+    pub tags: Vec<String>,
+    /// The KEK of the rule that encrypts it; `None` when it travels in clear text.
+    pub kek: Option<String>,
+}
+
+/// The fields of `tree` that carry personal data or are encrypted, in tree order, each with
+/// the KEK `context.encryption` names for it (what the console shows per subject, and what
+/// `PII_NOT_ENCRYPTED` reports on).
+pub fn protected_fields(tree: &FieldTree, context: &PolicyContext) -> Vec<ProtectedField> {
+    rules::pii_not_encrypted::protected(&pair::Pair::new(tree, tree, context))
 }

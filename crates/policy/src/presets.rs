@@ -60,6 +60,7 @@ pub static LEVELS: &[PresetLevels] = &[
     row("PII_TAG_ADDED", W, W),
     row("PII_TAG_REMOVED", E, W),
     row("PII_UNTAGGED", W, W),
+    row("PII_NOT_ENCRYPTED", W, W),
     row("VERSION_SUFFIXED_NAME", W, W),
     row("WIDE_UNION", W, W),
     row("AMBIGUOUS_NULL_DEFAULT", I, I),

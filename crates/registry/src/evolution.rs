@@ -529,6 +529,7 @@ impl Registry {
                 subject: Some(subject.to_string()),
                 deprecated: records.deprecated,
                 last_used: records.last_used,
+                encryption: None,
             },
             scope,
             last_seen,

@@ -400,6 +400,7 @@ pub async fn subject(
     let text = display_text(&shown.schema.schema_type, &shown.schema.schema);
     body.push_str(&code_block("schema", &text, &BTreeMap::new()));
     body.push_str(&references(&console, &ctx, shown).await);
+    body.push_str(&encryption(&console, shown).await);
     body.push_str("</section></div>");
     body.push_str(&candidate_form(
         &ctx,
@@ -408,6 +409,39 @@ pub async fn subject(
         "",
     ));
     Ok(layout(&ctx, &subject, &body))
+}
+
+/// Which fields of the shown version carry personal data, and the KEK of the `ENCRYPT` rule
+/// that encrypts each (the DEK Registry holds its keys) or that it travels in clear text.
+async fn encryption(console: &Console, shown: &StoredVersion) -> String {
+    let fields = console
+        .app
+        .registry
+        .protected_fields(&shown.schema)
+        .await
+        .unwrap_or_default();
+    let mut out = String::from("<h2>Personal data and encryption</h2>");
+    if fields.is_empty() {
+        out.push_str("<p id=\"encryption\">No field is tagged as personal data or encrypted.</p>");
+        return out;
+    }
+    out.push_str("<table class=\"list\" id=\"encryption\"><thead><tr><th>Field</th><th>Tags</th><th>On the wire</th></tr></thead><tbody>");
+    for field in fields {
+        let wire = match field.kek.as_deref() {
+            Some("") => "encrypted (the rule names no KEK)".to_string(),
+            Some(kek) => format!("encrypted with KEK <code>{}</code>", E(kek)),
+            None => "<span class=\"badge warn\">clear text</span>".to_string(),
+        };
+        write!(
+            out,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{wire}</td></tr>",
+            E(&field.path),
+            E(&field.tags.join(", "))
+        )
+        .ok();
+    }
+    out.push_str("</tbody></table>");
+    out
 }
 
 async fn references(console: &Console, ctx: &Ctx, shown: &StoredVersion) -> String {

@@ -858,3 +858,85 @@ async fn a_refused_candidate_can_be_approved_from_its_verdict_and_then_registers
         .collect();
     assert!(errors.contains(&(rule.clone(), path.clone())), "{verdict}");
 }
+
+/// Registers through the API, as a producer would.
+async fn register_over_api(app: &Router, subject: &str, body: Value) {
+    let mut request = Request::builder()
+        .method("POST")
+        .uri(format!("/subjects/{subject}/versions"))
+        .header("host", "localhost:8081")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let from: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+    request.extensions_mut().insert(ConnectInfo(from));
+    let response = app.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK, "{subject}");
+}
+
+#[tokio::test]
+async fn the_subject_page_shows_which_personal_fields_are_encrypted_under_which_kek() {
+    let (app, _dir) = app(HttpConfig::default(), false).await;
+    let schema = json!({"type": "record", "name": "Customer", "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "email", "type": "string", "confluent:tags": ["PII"]},
+        {"name": "card", "type": "string", "confluent:tags": ["SECRET"]},
+    ]})
+    .to_string();
+    let encrypt = |tag: &str, kek: &str| {
+        json!({"name": format!("encrypt-{tag}"), "kind": "TRANSFORM", "mode": "WRITEREAD",
+               "type": "ENCRYPT", "tags": [tag],
+               "params": {"encrypt.kek.name": kek, "encrypt.kms.type": "local-kms",
+                          "encrypt.kms.key.id": "k"}})
+    };
+    register_over_api(
+        &app,
+        "orders-encrypted",
+        json!({"schema": schema, "ruleSet": {"domainRules": [encrypt("PII", "pii-kek"), encrypt("SECRET", "card-kek")]}}),
+    )
+    .await;
+    register_over_api(&app, "orders-clear", json!({"schema": schema})).await;
+
+    let page = send(&app, "GET", "/ui/subjects/orders-encrypted", None, None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let table = &page.body[page
+        .body
+        .find("id=\"encryption\"")
+        .expect("the encryption table")..];
+    assert!(
+        table.contains(
+            "<code>/fields/email</code></td><td>PII</td><td>encrypted with KEK <code>pii-kek</code>"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains("<code>/fields/card</code></td><td>SECRET</td><td>encrypted with KEK <code>card-kek</code>"),
+        "{table}"
+    );
+    assert!(
+        !table.contains("/fields/id<"),
+        "an untagged field is not listed"
+    );
+
+    let page = send(&app, "GET", "/ui/subjects/orders-clear", None, None).await;
+    let table = &page.body[page
+        .body
+        .find("id=\"encryption\"")
+        .expect("the encryption table")..];
+    assert!(
+        table.contains("<code>/fields/email</code></td><td>PII</td><td><span class=\"badge warn\">clear text</span>"),
+        "{table}"
+    );
+    assert!(
+        !table.contains("/fields/card"),
+        "a tag that is neither PII nor encrypted"
+    );
+
+    let page = send(&app, "GET", "/ui/subjects/orders-value", None, None).await;
+    assert!(
+        page.body
+            .contains("No field is tagged as personal data or encrypted."),
+        "{}",
+        page.body
+    );
+}

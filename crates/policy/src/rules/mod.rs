@@ -20,6 +20,7 @@ pub(crate) mod likely_rename;
 pub(crate) mod meaning_changed;
 pub(crate) mod money_as_float;
 pub(crate) mod nullability_changed;
+pub(crate) mod pii_not_encrypted;
 pub(crate) mod pii_tag_added;
 pub(crate) mod pii_tag_removed;
 pub(crate) mod pii_untagged;
@@ -119,6 +120,10 @@ pub(crate) static ENTRIES: &[Entry] = &[
     Entry {
         spec: &pii_untagged::RULE,
         check: pii_untagged::check,
+    },
+    Entry {
+        spec: &pii_not_encrypted::RULE,
+        check: pii_not_encrypted::check,
     },
     Entry {
         spec: &version_suffixed_name::RULE,
