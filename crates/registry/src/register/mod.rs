@@ -1,16 +1,17 @@
 //! `POST /subjects/{s}/versions` and its dry run (`POST /covenant/v1/subjects/{s}/check`), as a
 //! pipeline of named steps, one module each, in the order [`Registry::register_attempt`] runs
-//! them:
+//! them (numbered as in the data flow of `docs/ARCHITECTURE.md`, whose step 1 is the HTTP
+//! layer's parse of the request):
 //!
-//! 1. [`parse`]: the subject name and the request's rule set are valid (`parse::validate`).
-//! 2. [`snapshot`]: the subject's effective config and mode, and its versions, read once
+//! 2. [`parse`]: the subject name and the request's rule set are valid (`parse::validate`).
+//! 3. [`snapshot`]: the subject's effective config and mode, and its versions, read once
 //!    (`Registry::snapshot`); the verdict is about this snapshot and the commit is guarded by
 //!    it.
-//! 3. [`parse`]: the request completed from the latest version and the config's data contracts
+//! 4. [`parse`]: the request completed from the latest version and the config's data contracts
 //!    (`parse::complete`).
-//! 4. [`resolve`]: references resolved, the text parsed into the candidate with its stored
-//!    text and content key (`Registry::prepare`); samples sent with it decoded.
-//! 5. [`parse`]: the version asked for (`parse::Asked`).
+//! 5. [`resolve`]: references resolved, the text parsed into the candidate with its stored
+//!    text and content key (`Registry::prepare`); samples sent with it decoded; the version
+//!    asked for read ([`parse`], `parse::Asked`).
 //! 6. [`existing`]: a live version that already holds the candidate is the answer
 //!    (`Registry::existing`, answered by `Registry::answer_existing`).
 //! 7. [`guard`]: the mode admits a new version (`guard::mode_admits`).

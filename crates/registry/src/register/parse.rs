@@ -1,8 +1,8 @@
-//! Step 0 and 2, parse: the request as the registry reads it. Before anything is read, the
-//! subject name and the rule set must be valid ([`validate`]); once the snapshot is read, a
-//! request outside IMPORT mode is completed from the latest version and the config's data
-//! contracts ([`complete`]); and the version it asks for says how it deduplicates and where
-//! it may be placed ([`Asked`]).
+//! The registration's parse step: the request as the registry reads it. Before anything is
+//! read, the subject name and the rule set must be valid ([`validate`]); once the snapshot is
+//! read, a request outside IMPORT mode is completed from the latest version and the config's
+//! data contracts ([`complete`]); and the version it asks for says how it deduplicates and
+//! where it may be placed ([`Asked`]).
 
 use super::snapshot::Snapshot;
 use crate::contract::validate_rule_set;

@@ -1,7 +1,7 @@
-//! Step 1, snapshot: what the registration is judged against, read once: the subject's
-//! effective config and mode (along its scope chain, see [`crate::config`] and
-//! [`crate::mode`]) and its versions. The write step commits only if the subject is still this
-//! snapshot.
+//! The registration's snapshot step: what the registration is judged against, read once: the
+//! subject's effective config and mode (along its scope chain, see [`crate::config`] and
+//! [`crate::mode`]) and its versions. The write step commits only if the subject is still
+//! this snapshot.
 
 use crate::{ConfigView, Mode, Registry, RegistryResult};
 use covenant_store::StoredVersion;
