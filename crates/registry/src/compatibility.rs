@@ -93,6 +93,16 @@ impl Registry {
             .or_else(|| live.last().and_then(|v| v.schema.metadata.as_ref()));
         let mut evolution = self.evolution(subject, &config.extra, metadata).await?;
         evolution.candidate_samples = request.samples.clone();
+        // The rule set the version would be registered with: its own or the latest's, under
+        // the subject's default and override rule sets.
+        let rule_set = crate::Contract::from_extra(&config.extra).rule_set(
+            request
+                .rule_set
+                .clone()
+                .or_else(|| live.last().and_then(|v| v.schema.rule_set.clone())),
+        );
+        evolution.context.encryption =
+            Some(covenant_policy::Encryption::of_rule_set(rule_set.as_ref()));
         let owned: Vec<(i64, i64, Option<Value>, Arc<ParsedSchema>)> = parsed
             .into_iter()
             .zip(&history)

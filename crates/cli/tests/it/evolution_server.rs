@@ -575,3 +575,49 @@ async fn plans_and_protobuf_descriptors() {
     let (status, body) = server.register("orders-b64", "PROTOBUF", &again).await;
     assert_eq!((status, body["version"].as_i64()), (200, Some(1)), "{body}");
 }
+
+/// A field tagged as personal data must be covered by an ENCRYPT rule of the rule set the
+/// version is registered with: its own, the latest's or the subject's default/override.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn personal_data_without_an_encrypt_rule_is_a_finding() {
+    let server = Server::start().await;
+    let v1 = r#"{"type":"record","name":"Customer","fields":[{"name":"id","type":"string"}]}"#;
+    let v2 = r#"{"type":"record","name":"Customer","fields":[{"name":"id","type":"string"},{"name":"email","type":["null","string"],"default":null,"confluent:tags":["PII"]}]}"#;
+    server.registered("customers", "AVRO", v1).await;
+
+    let verbose = server.verbose("customers", "AVRO", v2).await;
+    assert_eq!(verbose["is_compatible"], true, "a warning: {verbose}");
+    let f = finding(&verbose, "PII_NOT_ENCRYPTED");
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["path"], "/fields/email");
+
+    let encrypt_pii = json!({"domainRules": [{"name": "encrypt-pii", "kind": "TRANSFORM",
+        "mode": "WRITEREAD", "type": "ENCRYPT", "tags": ["PII"],
+        "params": {"encrypt.kek.name": "pii-kek", "encrypt.kms.type": "local-kms",
+                   "encrypt.kms.key.id": "k"}}]});
+    server
+        .config("customers", json!({"defaultRuleSet": encrypt_pii}))
+        .await;
+    let verbose = server.verbose("customers", "AVRO", v2).await;
+    let rules: Vec<&Value> = verbose["findings"]
+        .as_array()
+        .map(|fs| fs.iter().map(|f| &f["rule"]).collect())
+        .unwrap_or_default();
+    assert!(
+        !rules.contains(&&json!("PII_NOT_ENCRYPTED")),
+        "the default rule set encrypts PII: {verbose}"
+    );
+
+    // Raised to an error on a subject without such a rule, the registration is refused.
+    server.registered("clear", "AVRO", v1).await;
+    server
+        .config(
+            "clear",
+            json!({"semanticRules": {"PII_NOT_ENCRYPTED": "error"}}),
+        )
+        .await;
+    refused_for(
+        &server.register("clear", "AVRO", v2).await,
+        "PII_NOT_ENCRYPTED",
+    );
+}

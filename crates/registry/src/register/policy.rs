@@ -101,6 +101,9 @@ impl Registry {
             .evolution_with(subject, &snapshot.config.extra, metadata, evidence)
             .await?;
         evolution.candidate_samples = candidate.request.samples.clone();
+        evolution.context.encryption = Some(covenant_policy::Encryption::of_rule_set(
+            candidate.schema.rule_set.as_ref(),
+        ));
         // A registration keeps only the errors of its verdict.
         evolution.options.info_findings = InfoFindings::Skipped;
         Ok(evolution)
