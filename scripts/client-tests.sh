@@ -4,14 +4,16 @@
 #   - tests/clients/*.py: pytest + confluent-kafka's Schema Registry client and serializers, and
 #     pyiceberg as the differential peer of the Iceberg format (test_iceberg.py); the web
 #     console in headless Chromium driven by Selenium (test_console.py);
-#   - tests/clients/node: `node --test` + @kafkajs/confluent-schema-registry (npm ci, cached in
+#   - tests/clients/node: `node --test` + @kafkajs/confluent-schema-registry, and Confluent's
+#     @confluentinc/schemaregistry for field encryption (encryption.test.js) (npm ci, cached in
 #     tests/clients/node/node_modules);
 #   - the repository's pre-commit hook run by the pre-commit framework (test_precommit.py);
 #   - schemathesis: generated requests for every operation of /openapi.json (bounded by
 #     SCHEMATHESIS_MAX_TIME seconds, default 120), asserting that none is answered with a 5xx.
 #     It runs last because it changes global config and mode.
 # A second server runs with `--auth-file` (made here with `covenant auth`) for the suites'
-# credential tests (test_auth.py, auth.test.js), at COVENANT_AUTH_URL; a third serves HTTPS
+# credential tests (test_auth.py, auth.test.js) and field encryption (test_encryption.py,
+# encryption.test.js), at COVENANT_AUTH_URL; a third serves HTTPS
 # with a certificate authority made here (make_pki.py) and client certificates (test_tls.py,
 # tls.test.js), at COVENANT_TLS_URL.
 # All suites always run; the exit status is non-zero when either fails. Missing Node or npm,
@@ -92,7 +94,8 @@ printf 'r-pass\n' | "$BIN" auth add-user "$AUTH_FILE" reader --password-stdin 2>
 "$BIN" auth grant "$AUTH_FILE" reader Read 'SubjectPrefix:orders-'
 "$BIN" auth grant "$AUTH_FILE" reader Read 'Config:'
 "$BIN" auth grant "$AUTH_FILE" svc-orders Write 'Subject:orders-.*'
-# Field encryption (test_encryption.py): the writer's KEKs; the reader has none.
+# Field encryption (test_encryption.py, node/encryption.test.js): the writer's KEKs; the reader
+# has none.
 "$BIN" auth grant "$AUTH_FILE" writer Write 'Kek:orders-'
 # Approvals (test_approvals.py): accepting risk takes Approve; Govern (usage reports, granted
 # on the subjects only) does not.
