@@ -61,6 +61,10 @@ pub struct ServeArgs {
     /// rest are read from the store when asked for. 0 caches nothing.
     #[arg(long, default_value_t = covenant_registry::DEFAULT_CACHE_ENTRIES, env = "COVENANT_CACHE_ENTRIES")]
     pub cache_entries: usize,
+    /// The most KEKs, and the most DEKs (each version counts), the DEK Registry holds; one
+    /// more is refused with 409 40972.
+    #[arg(long, default_value_t = covenant_registry::deks::DEFAULT_MAX_KEYS, env = "COVENANT_DEK_MAX_KEYS")]
+    pub dek_max_keys: usize,
     /// Log line format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -260,7 +264,8 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
             .with_admission(args.admission.limits())
             .with_samples(Arc::new(samples))
             .with_profiles(Arc::new(profiles))
-            .with_deks(Arc::new(deks));
+            .with_deks(Arc::new(deks))
+            .with_dek_max_keys(args.dek_max_keys);
         return Ok((
             Arc::new(registry),
             Arc::new(governance),
@@ -294,7 +299,8 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
             .with_admission(args.admission.limits())
             .with_samples(Arc::new(samples))
             .with_profiles(Arc::new(profiles))
-            .with_deks(Arc::new(deks)),
+            .with_deks(Arc::new(deks))
+            .with_dek_max_keys(args.dek_max_keys),
     );
     let follower = Arc::downgrade(&registry);
     tokio::spawn(async move {

@@ -57,6 +57,11 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
         "Undeletes a soft-deleted KEK.",
     ),
     (
+        "POST",
+        "/dek-registry/v1/keks/{name}/test",
+        "Tests a shared KEK's KMS; this registry holds no shared KEK, so a KEK that exists answers 42271 (shared).",
+    ),
+    (
         "GET",
         "/dek-registry/v1/keks/{name}/deks",
         "The subjects with DEKs under a KEK that the caller may read.",
@@ -243,13 +248,37 @@ async fn check_named(
         .await)
 }
 
+/// Confluent's paging of a listing, applied after what the caller may not see is left out:
+/// `offset` entries skipped, at most `limit` answered (none, or not above 0: all).
+fn page<T>(items: Vec<T>, params: &Params) -> Vec<T> {
+    let offset = params
+        .int("offset")
+        .map_or(0, |o| usize::try_from(o).unwrap_or(0));
+    let limit = params
+        .int("limit")
+        .and_then(|l| usize::try_from(l).ok())
+        .filter(|l| *l > 0)
+        .unwrap_or(usize::MAX);
+    items.into_iter().skip(offset).take(limit).collect()
+}
+
+/// `GET /keks`: the KEKs the caller may read; with `subjectPrefix` (repeatable) only those
+/// with a DEK for a subject, readable by the caller, that starts with one of the prefixes.
 pub async fn list_keks(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
-    let names = deks(&state)?.kek_names(params.flag("deleted")).await?;
+    let deleted = params.flag("deleted");
+    let prefixes = params.all("subjectPrefix");
+    let names = if prefixes.is_empty() {
+        deks(&state)?.kek_names(deleted).await?
+    } else {
+        deks(&state)?
+            .kek_names_for_subjects(&prefixes, deleted, |s| access.can_read(s))
+            .await?
+    };
     let readable: Vec<String> = names
         .into_iter()
         .filter(|n| access.allows(Operation::Read, &Resource::Kek(n.clone())))
         .collect();
-    Ok(ok(json!(readable)))
+    Ok(ok(json!(page(readable, &params))))
 }
 
 pub async fn create_kek(
@@ -349,6 +378,15 @@ pub async fn undelete_kek(
     Ok(no_content())
 }
 
+/// `POST /keks/{name}/test` (see [`DekRegistry::test_kek`]).
+pub async fn test_kek(
+    State(state): State<AppState>,
+    SafePath(name): SafePath<String>,
+) -> ApiResult {
+    let kek = deks(&state)?.test_kek(&name).await?;
+    Ok(ok(kek_view(&kek)))
+}
+
 pub async fn list_dek_subjects(
     State(state): State<AppState>,
     access: Access,
@@ -362,7 +400,7 @@ pub async fn list_dek_subjects(
         .into_iter()
         .filter(|s| access.can_read(s))
         .collect();
-    Ok(ok(json!(readable)))
+    Ok(ok(json!(page(readable, &params))))
 }
 
 async fn create(
@@ -474,7 +512,7 @@ pub async fn dek_versions(
             params.flag("deleted"),
         )
         .await?;
-    Ok(ok(json!(versions)))
+    Ok(ok(json!(page(versions, &params))))
 }
 
 async fn delete(
@@ -566,6 +604,7 @@ pub fn router() -> axum::Router<AppState> {
             get(get_kek).put(update_kek).delete(delete_kek),
         )
         .route(&format!("{KEKS}/{{name}}/undelete"), post(undelete_kek))
+        .route(&format!("{KEKS}/{{name}}/test"), post(test_kek))
         .route(
             &format!("{KEKS}/{{name}}/deks"),
             get(list_dek_subjects).post(create_dek_named_in_body),

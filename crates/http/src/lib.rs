@@ -243,6 +243,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/dek-registry/v1/keks/{name}"),
     ("DELETE", "/dek-registry/v1/keks/{name}"),
     ("POST", "/dek-registry/v1/keks/{name}/undelete"),
+    ("POST", "/dek-registry/v1/keks/{name}/test"),
     ("GET", "/dek-registry/v1/keks/{name}/deks"),
     ("POST", "/dek-registry/v1/keks/{name}/deks"),
     ("GET", "/dek-registry/v1/keks/{name}/deks/{subject}"),

@@ -39,6 +39,9 @@ pub enum DekError {
     InvalidKey(String),
     #[error("One or more references exist to the key {0}")]
     ReferenceExists(String),
+    /// The registry holds its most keys of this kind already (`--dek-max-keys`).
+    #[error("A maximum of {0} keys already exist")]
+    TooManyKeys(usize),
     #[error("The DEK Registry is not enabled on this server")]
     Disabled,
     #[error("Error in the key store: {0}")]
@@ -55,6 +58,7 @@ impl DekError {
             DekError::AlreadyExists(_) => 40971,
             DekError::InvalidKey(_) => 42271,
             DekError::ReferenceExists(_) => 42272,
+            DekError::TooManyKeys(_) => 40972,
             DekError::Disabled => 50370,
             DekError::Store(_) => 50001,
         }
@@ -163,14 +167,79 @@ fn same_kek(a: &Kek, b: &Kek) -> bool {
         && a.shared == b.shared
 }
 
+/// How many KEKs, and how many DEKs, a registry holds at most by default (Confluent's
+/// `dek.registry.max.keys`).
+pub const DEFAULT_MAX_KEYS: usize = 20_000;
+
 /// The DEK Registry over its store.
 pub struct DekRegistry {
     store: Arc<dyn DekStore>,
+    max_keys: usize,
 }
 
 impl DekRegistry {
     pub fn new(store: Arc<dyn DekStore>) -> DekRegistry {
-        DekRegistry { store }
+        DekRegistry {
+            store,
+            max_keys: DEFAULT_MAX_KEYS,
+        }
+    }
+
+    /// At most `max_keys` KEKs and `max_keys` DEKs (versions count, soft-deleted keys too);
+    /// creating one more is refused with 409 `40972`.
+    pub fn with_max_keys(mut self, max_keys: usize) -> DekRegistry {
+        self.max_keys = max_keys;
+        self
+    }
+
+    /// 40972 when the registry holds its most KEKs (`deks: false`) or DEKs already. Keys
+    /// are created once per subject and key rotation, so counting the stored keys here costs
+    /// less than keeping a counter consistent across nodes.
+    async fn room_for_one_more(&self, deks: bool) -> DekResult<()> {
+        let held = if deks {
+            self.store.all_keys().await?.1.len()
+        } else {
+            self.store.kek_names(true).await?.len()
+        };
+        if held >= self.max_keys {
+            return Err(DekError::TooManyKeys(self.max_keys));
+        }
+        Ok(())
+    }
+
+    /// The names of the KEKs with a DEK for a subject that starts with one of `prefixes`
+    /// (Confluent's `subjectPrefix`), in order, each once; `visible` says which subjects the
+    /// caller may know of.
+    pub async fn kek_names_for_subjects(
+        &self,
+        prefixes: &[&str],
+        deleted: bool,
+        visible: impl Fn(&str) -> bool,
+    ) -> DekResult<Vec<String>> {
+        let mut out = Vec::new();
+        for kek in self.store.kek_names(deleted).await? {
+            let subjects = self.store.dek_subjects(&kek, deleted).await?;
+            if subjects
+                .iter()
+                .any(|s| prefixes.iter().any(|p| s.starts_with(p)) && visible(s))
+            {
+                out.push(kek);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Confluent's `POST /keks/{name}/test`: for a shared KEK the registry would make a DEK
+    /// with its KMS to prove it can; this registry holds no shared KEK, so a KEK that exists
+    /// is answered with the invalid-key error for `shared`, as Confluent answers for one that
+    /// is not shared.
+    pub async fn test_kek(&self, name: &str) -> DekResult<Kek> {
+        check_name(name)?;
+        let kek = self.kek(name, false).await?;
+        if kek.shared {
+            return Ok(kek);
+        }
+        Err(DekError::InvalidKey("shared".into()))
     }
 
     /// KEK names in order; soft-deleted ones too with `deleted`.
@@ -202,6 +271,7 @@ impl DekRegistry {
         if request.shared {
             return Err(no_kms());
         }
+        self.room_for_one_more(false).await?;
         let kek = Kek {
             name: name.clone(),
             kms_type: normalize_kms_type(&kms_type),
@@ -338,6 +408,7 @@ impl DekRegistry {
             return Err(DekError::InvalidKey("version".into()));
         }
         let kek = self.kek(kek_name, false).await?;
+        self.room_for_one_more(true).await?;
         if kek.shared {
             return Err(no_kms());
         }
@@ -443,6 +514,17 @@ impl Registry {
     /// Adds the DEK Registry; without it, its routes answer that it is not enabled.
     pub fn with_deks(mut self, store: Arc<dyn DekStore>) -> Registry {
         self.deks = Some(Arc::new(DekRegistry::new(store)));
+        self
+    }
+
+    /// At most `max_keys` KEKs and DEKs in the DEK Registry (see [`DekRegistry::with_max_keys`]).
+    pub fn with_dek_max_keys(mut self, max_keys: usize) -> Registry {
+        self.deks = self.deks.map(|d| {
+            Arc::new(DekRegistry {
+                store: d.store.clone(),
+                max_keys,
+            })
+        });
         self
     }
 

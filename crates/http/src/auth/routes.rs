@@ -317,6 +317,12 @@ pub const ROUTE_ACCESS: &[(&str, &str, Operation, Target)] = &[
         Target::Kek,
     ),
     (
+        "POST",
+        "/dek-registry/v1/keks/{name}/test",
+        Write,
+        Target::Kek,
+    ),
+    (
         "GET",
         "/dek-registry/v1/keks/{name}/deks",
         Read,

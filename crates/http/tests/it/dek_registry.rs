@@ -398,3 +398,130 @@ async fn without_a_key_store_the_routes_say_the_dek_registry_is_not_enabled() {
     assert_eq!(a.status.as_u16(), 503, "{}", a.text);
     assert_eq!(a.code(), 50370);
 }
+
+fn app_with_max_keys(max_keys: usize) -> App {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path()).expect("store");
+    let keys = SqliteDekStore::open(store.path()).expect("key store");
+    let registry = Arc::new(
+        Registry::new(Arc::new(store))
+            .with_deks(Arc::new(keys))
+            .with_dek_max_keys(max_keys),
+    );
+    App {
+        router: router(registry, HttpConfig::default()),
+        _dir: dir,
+    }
+}
+
+async fn kek_named(app: &App, name: &str) -> Answer {
+    post(
+        app,
+        KEKS,
+        json!({"name": name, "kmsType": "local-kms", "kmsKeyId": "k"}),
+    )
+    .await
+}
+
+async fn dek_for(app: &App, kek: &str, subject: &str, version: i64) -> Answer {
+    post(
+        app,
+        &format!("{KEKS}/{kek}/deks/{subject}"),
+        json!({"subject": subject, "version": version, "encryptedKeyMaterial": MATERIAL}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn listings_page_and_filter_by_subject_prefix_as_confluent_does() {
+    let app = app();
+    for name in ["a_kek", "b_kek", "c_kek"] {
+        assert_eq!(kek_named(&app, name).await.status, StatusCode::OK);
+    }
+    for (kek, subject) in [
+        ("a_kek", "orders-value"),
+        ("a_kek", "orders-key"),
+        ("b_kek", "payments-value"),
+    ] {
+        assert_eq!(dek_for(&app, kek, subject, 1).await.status, StatusCode::OK);
+    }
+    for version in 2..=4 {
+        assert_eq!(
+            dek_for(&app, "a_kek", "orders-value", version).await.status,
+            StatusCode::OK
+        );
+    }
+    let names = |uri: &'static str| {
+        let app = &app;
+        async move { app.get(&format!("{KEKS}{uri}")).await.json() }
+    };
+    assert_eq!(names("").await, json!(["a_kek", "b_kek", "c_kek"]));
+    assert_eq!(names("?offset=1").await, json!(["b_kek", "c_kek"]));
+    assert_eq!(names("?offset=1&limit=1").await, json!(["b_kek"]));
+    assert_eq!(
+        names("?limit=0").await,
+        json!(["a_kek", "b_kek", "c_kek"]),
+        "0 is all"
+    );
+    assert_eq!(names("?offset=9").await, json!([]));
+    assert_eq!(names("?subjectPrefix=orders").await, json!(["a_kek"]));
+    assert_eq!(
+        names("?subjectPrefix=payments&subjectPrefix=orders-key").await,
+        json!(["a_kek", "b_kek"])
+    );
+    assert_eq!(names("?subjectPrefix=nothing").await, json!([]));
+
+    let subjects = app
+        .get(&format!("{KEKS}/a_kek/deks?offset=1&limit=5"))
+        .await
+        .json();
+    assert_eq!(subjects, json!(["orders-value"]));
+    let versions = app
+        .get(&format!(
+            "{KEKS}/a_kek/deks/orders-value/versions?offset=1&limit=2"
+        ))
+        .await
+        .json();
+    assert_eq!(versions, json!([2, 3]));
+}
+
+#[tokio::test]
+async fn testing_a_kek_answers_what_confluent_answers_for_one_that_is_not_shared() {
+    let app = app();
+    let a = post(&app, &format!("{KEKS}/missing/test"), json!({})).await;
+    assert_error(&a, 404, 40470);
+    assert_eq!(kek_named(&app, "held").await.status, StatusCode::OK);
+    let a = post(&app, &format!("{KEKS}/held/test"), json!({})).await;
+    assert_error(&a, 422, 42271);
+    assert!(a.text.contains("shared"), "{}", a.text);
+}
+
+#[tokio::test]
+async fn one_key_past_the_limit_is_refused_with_40972() {
+    let app = app_with_max_keys(2);
+    assert_eq!(kek_named(&app, "one").await.status, StatusCode::OK);
+    assert_eq!(kek_named(&app, "two").await.status, StatusCode::OK);
+    let a = kek_named(&app, "three").await;
+    assert_error(&a, 409, 40972);
+    assert_eq!(a.json()["message"], "A maximum of 2 keys already exist");
+    // DEKs are counted apart from KEKs; versions and soft-deleted ones count.
+    assert_eq!(
+        dek_for(&app, "one", "s-value", 1).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        dek_for(&app, "one", "s-value", 2).await.status,
+        StatusCode::OK
+    );
+    let deleted = app
+        .delete(&format!("{KEKS}/one/deks/s-value/versions/2"))
+        .await;
+    assert!(deleted.status.is_success(), "{}", deleted.text);
+    assert_error(&dek_for(&app, "two", "t-value", 1).await, 409, 40972);
+    // Nothing was written by the refused requests.
+    assert_eq!(
+        app.get(&format!("{KEKS}?deleted=true")).await.json(),
+        json!(["one", "two"])
+    );
+    assert_eq!(app.get(&format!("{KEKS}/two/deks")).await.json(), json!([]));
+}
