@@ -1,7 +1,8 @@
 //! Whose rights an exporter runs with. An exporter copies subjects long after the request
 //! that created it, so it acts as the principal that created it: before each run the
 //! creator must still be allowed to administer exporters, and each subject is copied only
-//! while the creator may read it. The server's authorization layer answers both questions
+//! while the creator may read it (and each DEK of it only while it may read the DEK's KEK
+//! too, as a request for that DEK would need). The server's authorization layer answers both questions
 //! through [`ExportAuthority`]; a server without authentication answers yes ([`AllowAll`]).
 
 use serde::{Deserialize, Serialize};
@@ -50,6 +51,9 @@ impl Creator {
 pub trait ExportAuthority: Send + Sync {
     /// Whether the creator may read `subject` (its schemas, soft-deleted ones included).
     fn may_read(&self, creator: &Creator, subject: &str) -> bool;
+    /// Whether the creator may read the KEK named (its metadata and the DEKs under it, with
+    /// [`ExportAuthority::may_read`] on their subject).
+    fn may_read_kek(&self, creator: &Creator, kek: &str) -> bool;
     /// Whether the creator may still administer exporters (create, change, run them).
     fn may_administer(&self, creator: &Creator) -> bool;
 }
@@ -60,6 +64,10 @@ pub struct AllowAll;
 
 impl ExportAuthority for AllowAll {
     fn may_read(&self, _: &Creator, _: &str) -> bool {
+        true
+    }
+
+    fn may_read_kek(&self, _: &Creator, _: &str) -> bool {
         true
     }
 

@@ -454,6 +454,148 @@ impl Destination {
     }
 }
 
+const KEKS: &str = "/dek-registry/v1/keks";
+
+/// A key as the destination's DEK Registry holds it: its JSON (a KEK's metadata, or a DEK
+/// with its encrypted material, which is compared and never shown) and whether it is
+/// soft-deleted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldKey {
+    pub fields: serde_json::Map<String, Value>,
+    pub deleted: bool,
+}
+
+impl HeldKey {
+    /// A field as text; absent or null is `None`.
+    pub fn text(&self, field: &str) -> Option<&str> {
+        self.fields.get(field).and_then(Value::as_str)
+    }
+}
+
+/// How a key write at the destination ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyWritten {
+    Done,
+    /// Refused by the DEK Registry's rules (a key that exists, a KEK still referenced), with
+    /// the destination's error code: the two registries disagree, which no retry mends.
+    Refused(i64),
+}
+
+impl Destination {
+    /// The KEK named, soft-deleted or not; none when the destination does not hold it.
+    pub async fn kek(&self, name: &str) -> Result<Option<HeldKey>> {
+        let path = format!("{KEKS}/{}?deleted=true", enc(name));
+        self.key("a read of a KEK", &path).await
+    }
+
+    /// One version of a subject's DEK in one algorithm, soft-deleted or not.
+    pub async fn dek(
+        &self,
+        kek: &str,
+        subject: &str,
+        version: i64,
+        algorithm: &str,
+    ) -> Result<Option<HeldKey>> {
+        let path = format!(
+            "{KEKS}/{}/deks/{}/versions/{version}?algorithm={}&deleted=true",
+            enc(kek),
+            enc(subject),
+            enc(algorithm)
+        );
+        self.key("a read of a DEK", &path).await
+    }
+
+    async fn key(&self, action: &str, path: &str) -> Result<Option<HeldKey>> {
+        let (status, answer) = self
+            .call(action, reqwest::Method::GET, path, None, &[404])
+            .await?;
+        if status == 404 {
+            return Ok(None);
+        }
+        self.check(action, status, &answer, Shape::Key)?;
+        let fields = answer.as_object().cloned().unwrap_or_default();
+        let deleted = fields.get("deleted").and_then(Value::as_bool) == Some(true);
+        Ok(Some(HeldKey { fields, deleted }))
+    }
+
+    pub async fn create_kek(&self, body: &Value) -> Result<KeyWritten> {
+        self.key_write("a KEK creation", reqwest::Method::POST, KEKS, Some(body))
+            .await
+    }
+
+    pub async fn update_kek(&self, name: &str, body: &Value) -> Result<KeyWritten> {
+        let path = format!("{KEKS}/{}", enc(name));
+        self.key_write("a KEK change", reqwest::Method::PUT, &path, Some(body))
+            .await
+    }
+
+    /// Soft-deletes a KEK (`deleted`), or undeletes it.
+    pub async fn set_kek_deleted(&self, name: &str, deleted: bool) -> Result<KeyWritten> {
+        let (method, path) = if deleted {
+            (reqwest::Method::DELETE, format!("{KEKS}/{}", enc(name)))
+        } else {
+            (
+                reqwest::Method::POST,
+                format!("{KEKS}/{}/undelete", enc(name)),
+            )
+        };
+        self.key_write("a KEK delete or undelete", method, &path, None)
+            .await
+    }
+
+    /// Creates a DEK under `kek` for `subject`: version, algorithm, encrypted material.
+    pub async fn create_dek(&self, kek: &str, subject: &str, body: &Value) -> Result<KeyWritten> {
+        let path = format!("{KEKS}/{}/deks/{}", enc(kek), enc(subject));
+        self.key_write("a DEK creation", reqwest::Method::POST, &path, Some(body))
+            .await
+    }
+
+    /// Soft-deletes one version of a DEK (`deleted`), or undeletes it.
+    pub async fn set_dek_deleted(
+        &self,
+        kek: &str,
+        subject: &str,
+        (version, algorithm): (i64, &str),
+        deleted: bool,
+    ) -> Result<KeyWritten> {
+        let path = format!(
+            "{KEKS}/{}/deks/{}/versions/{version}{}?algorithm={}",
+            enc(kek),
+            enc(subject),
+            if deleted { "" } else { "/undelete" },
+            enc(algorithm)
+        );
+        let method = if deleted {
+            reqwest::Method::DELETE
+        } else {
+            reqwest::Method::POST
+        };
+        self.key_write("a DEK delete or undelete", method, &path, None)
+            .await
+    }
+
+    /// A key write whose refusal by the DEK Registry's rules (409, 422) is an answer, not an
+    /// error; its reply (which may carry key material) is checked for shape and dropped.
+    async fn key_write(
+        &self,
+        action: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<KeyWritten> {
+        let (status, answer) = self.call(action, method, path, body, &[409, 422]).await?;
+        if status == 409 || status == 422 {
+            let code = answer
+                .get("error_code")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            return Ok(KeyWritten::Refused(code));
+        }
+        self.check(action, status, &answer, Shape::Object)?;
+        Ok(KeyWritten::Done)
+    }
+}
+
 /// The config route of a subject or context key, the global one for the empty name.
 fn config_path(subject: &str) -> String {
     if subject.is_empty() {
@@ -494,6 +636,9 @@ enum Shape {
     Mode,
     /// An object (or nothing, for a change answered 204).
     Object,
+    /// A key of the DEK Registry: an object with a string `kmsKeyId` (a KEK) or
+    /// `algorithm` (a DEK).
+    Key,
 }
 
 impl Shape {
@@ -506,6 +651,9 @@ impl Shape {
             Shape::Id => answer.get("id").is_some_and(Value::is_i64),
             Shape::Mode => answer.get("mode").is_some_and(Value::is_string),
             Shape::Object => answer.is_object() || answer.is_null(),
+            Shape::Key => ["kmsKeyId", "algorithm"]
+                .iter()
+                .any(|f| answer.get(f).is_some_and(Value::is_string)),
         }
     }
 
@@ -516,6 +664,7 @@ impl Shape {
             Shape::Id => "an object with a schema id",
             Shape::Mode => "an object with a mode",
             Shape::Object => "an object",
+            Shape::Key => "a KEK or DEK",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Exporters: Confluent's `/exporters` (Schema Linking) for Covenant. An exporter copies the
-//! subjects it is given, with their ids, versions, soft and hard deletes and configs, to
-//! another Confluent-compatible registry, first everything there is, then every change as it
+//! subjects it is given, with their ids, versions, soft and hard deletes and configs, and the
+//! DEK Registry's keys of those subjects (see `keys.rs`), to another Confluent-compatible
+//! registry, first everything there is, then every change as it
 //! happens, and keeps its progress so a restart resumes where it stopped.
 //!
 //! The change log it follows is the registry's audit trail: every registry write appends its
@@ -17,6 +18,7 @@ pub mod authority;
 pub mod client;
 mod destination;
 pub mod instance;
+mod keys;
 mod runner;
 pub mod spec;
 
@@ -150,9 +152,7 @@ fn apply_fields(spec: &mut ExporterSpec, body: &Map<String, Value>) -> ExporterR
                 spec::restore_hidden(&mut given, &spec.config)?;
                 spec.config = given;
             }
-            // Encryption keys are not part of Covenant; accepted and ignored like Confluent's
-            // open-source server would not have them either.
-            "kekRenameFormat" => {}
+            "kekRenameFormat" => spec.kek_rename_format = text(key, value)?,
             other => {
                 return Err(ExporterError::InvalidRequest(format!(
                     "Unknown exporter field '{other}'"
@@ -245,6 +245,7 @@ impl Exporters {
             context_type: ContextType::Auto,
             context: None,
             subject_rename_format: None,
+            kek_rename_format: None,
             config: BTreeMap::new(),
         };
         apply_fields(&mut spec, body)?;

@@ -11,9 +11,11 @@
 
 use crate::authority::{Creator, ExportAuthority};
 use crate::destination::{Destination, DestinationError, Registered};
+use crate::keys::KeySnapshot;
 use crate::spec::ExporterSpec;
 use crate::{Exporters, PAUSED, RUNNING, decode, now_ms};
 use covenant_registry::AuditContext;
+use covenant_registry::deks::DekRegistry;
 use covenant_store::context::{
     DEFAULT_CONTEXT, context_of, is_context_only, public_id, qualify_with_parent,
 };
@@ -56,10 +58,12 @@ fn copies(operation: &str) -> bool {
     operation.starts_with("register")
         || operation.starts_with("delete.")
         || operation.starts_with("config.")
+        || operation.starts_with("dek.")
+        || operation.starts_with("kek.")
 }
 
 #[derive(Debug, thiserror::Error)]
-enum CopyError {
+pub(crate) enum CopyError {
     #[error(transparent)]
     Destination(#[from] DestinationError),
     #[error("reading the source: {0}")]
@@ -74,7 +78,7 @@ enum CopyError {
 /// A difference between what an exporter wrote and what its destination holds: the trace
 /// (which names no subject, as traces never do) and the audit entry's detail (which does).
 #[derive(Debug)]
-struct Conflict {
+pub(crate) struct Conflict {
     trace: String,
     detail: String,
 }
@@ -105,6 +109,19 @@ impl Conflict {
                     or align the source, then reset and resume the exporter";
         Conflict {
             trace: format!("conflict: {what} (the subject is named in the audit trail); {mend}"),
+            detail: format!("conflict in subject {subject} (destination {target}): {what}"),
+        }
+    }
+
+    /// A key of the subject's that the destination holds otherwise: `what` names the keys
+    /// (for the audit entry), `unnamed` says the same without names (for the trace).
+    pub(crate) fn of_keys(subject: &str, target: &str, what: &str, unnamed: &str) -> Self {
+        let mend = "nothing was overwritten; remove the destination's key or export to other \
+                    KEK names (kekRenameFormat), then reset and resume the exporter";
+        Conflict {
+            trace: format!(
+                "conflict: {unnamed} (the subject and keys are named in the audit trail); {mend}"
+            ),
             detail: format!("conflict in subject {subject} (destination {target}): {what}"),
         }
     }
@@ -334,6 +351,8 @@ impl Exporters {
             spec,
             destination,
             source: source.as_ref(),
+            deks: self.registry.deks().ok(),
+            keys: None,
             authority: self.authority.as_ref(),
             creator,
             done: HashSet::new(),
@@ -346,6 +365,10 @@ impl Exporters {
                 if spec.exports(&subject) {
                     copier.copy(subject, 0).await?;
                 }
+            }
+            // Subjects with keys and no schema (yet) have their keys copied too.
+            for subject in copier.subjects_with_keys().await? {
+                copier.copy(subject, 0).await?;
             }
             for context in &contexts {
                 copier.copy_context_config(context).await?;
@@ -414,8 +437,16 @@ impl Exporters {
                 .collect();
             copier.done.clear();
             copier.skipped.clear();
+            copier.keys = None;
             for subject in changed {
                 copier.copy(subject.to_string(), 0).await?;
+            }
+            // A KEK changed (its description, its deleted state): every subject with keys
+            // is copied again, which writes only what differs.
+            if copied().any(|e| e.operation.starts_with("kek.")) {
+                for subject in copier.subjects_with_keys().await? {
+                    copier.copy(subject, 0).await?;
+                }
             }
             for context in contexts {
                 copier.copy_context_config(context).await?;
@@ -453,13 +484,18 @@ impl Exporters {
 }
 
 /// Copies subjects to the destination: what it lacks is written with the source's ids and
-/// version numbers, deletes follow, and the subject's config replaces the destination's.
-struct Copier<'a> {
-    spec: &'a ExporterSpec,
-    destination: &'a Destination,
+/// version numbers, deletes follow, the subject's config replaces the destination's, and its
+/// keys follow (`keys.rs`).
+pub(crate) struct Copier<'a> {
+    pub(crate) spec: &'a ExporterSpec,
+    pub(crate) destination: &'a Destination,
     source: &'a dyn Store,
-    authority: &'a dyn ExportAuthority,
-    creator: &'a Creator,
+    /// This registry's DEK Registry, if it has one.
+    pub(crate) deks: Option<&'a DekRegistry>,
+    /// Its keys, read once per page of work.
+    pub(crate) keys: Option<KeySnapshot>,
+    pub(crate) authority: &'a dyn ExportAuthority,
+    pub(crate) creator: &'a Creator,
     /// Subjects already copied in this step (references are copied before their referrers).
     done: HashSet<String>,
     /// Subjects not copied in this step because the creator may not read them, or because
@@ -564,6 +600,7 @@ impl Copier<'_> {
                     .await?;
             }
             self.copy_config(&subject, &target).await?;
+            self.copy_keys(&subject, &target).await?;
             Ok(true)
         })
     }

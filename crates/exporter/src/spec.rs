@@ -31,6 +31,9 @@ pub struct ExporterSpec {
     /// How a subject is renamed in the destination: `${subject}` stands for its name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject_rename_format: Option<String>,
+    /// How a KEK is renamed in the destination's DEK Registry: `${kek}` stands for its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kek_rename_format: Option<String>,
     /// The destination: `schema.registry.url`, `basic.auth.user.info`, `bearer.auth.token`, ...
     pub config: BTreeMap<String, String>,
 }
@@ -57,6 +60,10 @@ impl SpecError {
 }
 
 pub const URL_KEY: &str = "schema.registry.url";
+
+/// The config key that turns off copying the DEK Registry's keys (`"false"`); they are
+/// copied by default, as Confluent's exporters copy them.
+pub const EXPORT_KEYS_KEY: &str = "covenant.export.keys";
 
 /// What the API shows instead of a credential; sent back in a change, it keeps the stored one.
 pub const HIDDEN: &str = "[hidden]";
@@ -189,6 +196,21 @@ impl ExporterSpec {
                 "at most {MAX_PATTERNS} names or patterns of at most {MAX_PATTERN_CHARS} characters"
             )));
         }
+        if let Some(format) = &self.kek_rename_format
+            && covenant_registry::deks::check_name(&format.replace("${kek}", "k")).is_err()
+        {
+            return Err(SpecError::InvalidConfig(format!(
+                "kekRenameFormat '{format}' does not make a valid KEK name (a letter or _ first, then letters, digits, _ and -)"
+            )));
+        }
+        match self.config.get(EXPORT_KEYS_KEY).map(String::as_str) {
+            None | Some("true") | Some("false") => {}
+            Some(other) => {
+                return Err(SpecError::InvalidConfig(format!(
+                    "config '{EXPORT_KEYS_KEY}' must be true or false, not '{other}'"
+                )));
+            }
+        }
         if self.context_type == ContextType::Custom {
             let given = self.context.as_deref().unwrap_or("");
             if given.is_empty() || context::normalize_context(given).is_none() {
@@ -263,6 +285,20 @@ impl ExporterSpec {
             Some(ctx) => context::qualify(&ctx, &rename(context::unqualified(subject))),
         }
     }
+
+    /// Whether the DEK Registry's keys of exported subjects are copied too.
+    pub fn exports_keys(&self) -> bool {
+        self.config.get(EXPORT_KEYS_KEY).map(String::as_str) != Some("false")
+    }
+
+    /// The destination name of a source KEK: renamed by `kekRenameFormat`. KEK names are
+    /// registry-wide, so contexts do not apply to them.
+    pub fn destination_kek(&self, kek: &str) -> String {
+        match &self.kek_rename_format {
+            Some(format) if !format.is_empty() => format.replace("${kek}", kek),
+            _ => kek.to_string(),
+        }
+    }
 }
 
 /// `*`-wildcard matching (any run of characters) in time linear in the text: the pieces
@@ -297,6 +333,7 @@ mod tests {
             context_type,
             context: Some("prod".into()),
             subject_rename_format: Some("dc_${subject}".into()),
+            kek_rename_format: Some("dc_${kek}".into()),
             config: BTreeMap::from([(URL_KEY.to_string(), "http://b:8081".to_string())]),
         }
     }
@@ -337,6 +374,17 @@ mod tests {
             spec(ContextType::Auto).destination_subject(":.a:orders"),
             ":.dr:dc_orders"
         );
+    }
+
+    #[test]
+    fn keys_are_exported_by_default_and_keks_renamed_without_context() {
+        let mut s = spec(ContextType::Auto);
+        assert!(s.exports_keys());
+        assert_eq!(s.destination_kek("aws_key"), "dc_aws_key");
+        s.kek_rename_format = None;
+        assert_eq!(s.destination_kek("aws_key"), "aws_key");
+        s.config.insert(EXPORT_KEYS_KEY.into(), "false".into());
+        assert!(!s.exports_keys());
     }
 
     #[test]
@@ -400,5 +448,11 @@ mod tests {
         let mut s = spec(ContextType::None);
         s.subjects.clear();
         assert_eq!(s.validate().unwrap_err().error_code(), 40952);
+        let mut s = spec(ContextType::None);
+        s.kek_rename_format = Some("dc.${kek}".into());
+        assert_eq!(s.validate().unwrap_err().error_code(), 40951);
+        let mut s = spec(ContextType::None);
+        s.config.insert(EXPORT_KEYS_KEY.into(), "no".into());
+        assert_eq!(s.validate().unwrap_err().error_code(), 40951);
     }
 }

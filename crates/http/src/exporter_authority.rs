@@ -49,6 +49,11 @@ impl ExportAuthority for AuthExportAuthority {
         self.access(creator).can_read(subject)
     }
 
+    fn may_read_kek(&self, creator: &Creator, kek: &str) -> bool {
+        self.access(creator)
+            .allows(Operation::Read, &Resource::Kek(kek.to_string()))
+    }
+
     fn may_administer(&self, creator: &Creator) -> bool {
         self.access(creator)
             .allows(Operation::Admin, &Resource::Global)
@@ -71,6 +76,8 @@ mod tests {
         file.grant("alice", "Read", "SubjectPrefix:team-a")
             .expect("grant");
         file.grant("carol", "Read", "Subject:.*").expect("grant");
+        file.grant("carol", "Read", "Kek:team-b-kek")
+            .expect("grant");
         file.save(&path).expect("save");
         let auth = Auth::new(AuthSettings {
             auth_file: Some(path),
@@ -85,6 +92,9 @@ mod tests {
         let carol = Creator::named("carol", Vec::new());
         assert!(!authority.may_administer(&carol));
         assert!(authority.may_read(&carol, "team-b-orders"));
+        assert!(authority.may_read_kek(&carol, "team-b-kek"));
+        assert!(!authority.may_read_kek(&carol, "team-a-kek"));
+        assert!(!authority.may_read_kek(&alice, "team-b-kek"));
         let nobody = Creator::anonymous();
         assert!(!authority.may_administer(&nobody));
         assert!(!authority.may_read(&nobody, "team-a-orders"));
@@ -94,6 +104,7 @@ mod tests {
         let open = AuthExportAuthority::new(Arc::new(Auth::disabled()));
         assert!(open.may_administer(&Creator::anonymous()));
         assert!(open.may_read(&Creator::anonymous(), "anything"));
+        assert!(open.may_read_kek(&Creator::anonymous(), "any_kek"));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! duplicate; on two PostgreSQL nodes sharing A's database, killing the node running the
 //! exporter hands it to the other. With an auth file, an exporter copies only what its
 //! creator may read, follows its creator's grants as they change, and never shows a
-//! credential or a destination's raw reply.
+//! credential or a destination's raw reply. The DEK Registry's keys of exported subjects
+//! travel with them, and a KEK held at B for another KMS key pauses the exporter.
 
 use crate::support;
 
@@ -1015,8 +1016,10 @@ async fn on_postgres_an_exporter_to_another_node_of_its_own_database_writes_noth
         .call("PUT", "/config", Some(json!({"compatibility": "FULL"})))
         .await;
     assert_eq!(status, 200);
+    create_kek(&first, "orders_kek", "arn:aws:kms:eu-west-1:1:key/orders").await;
+    create_dek(&first, "orders_kek", "orders", 1, "b3JkZXJzLTE=").await;
     // The destination is the same registry behind another node (another process, so another
-    // instance identity): everything it would copy is already there.
+    // instance identity): everything it would copy, keys included, is already there.
     create_exporter(&first, second_port).await;
     wait_status(&first, "to-b", "settled", caught_up).await;
     let (_, before) = first
@@ -1039,4 +1042,179 @@ async fn on_postgres_an_exporter_to_another_node_of_its_own_database_writes_noth
     assert!(caught_up(&status), "{status}");
     drop((first, second));
     db.drop_db().await;
+}
+
+const KEKS: &str = "/dek-registry/v1/keks";
+
+/// Creates a KEK on `node` for the KMS key `key_id`.
+async fn create_kek(node: &Node, name: &str, key_id: &str) {
+    let body = json!({"name": name, "kmsType": "aws-kms", "kmsKeyId": key_id,
+        "kmsProps": {"region": "eu-west-1"}, "doc": "orders key"});
+    let (status, answer) = node.call("POST", KEKS, Some(body)).await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// Creates version `version` of `subject`'s DEK under `kek` with `material`.
+async fn create_dek(node: &Node, kek: &str, subject: &str, version: i64, material: &str) {
+    let body = json!({"version": version, "algorithm": "AES256_GCM",
+        "encryptedKeyMaterial": material});
+    let path = format!("{KEKS}/{kek}/deks/{subject}");
+    let (status, answer) = node.call("POST", &path, Some(body)).await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// `subject`'s DEK versions under `kek` on `node` (soft-deleted ones too), each with its
+/// encrypted material and whether it is deleted; `None` when the node has none.
+async fn deks_of(node: &Node, kek: &str, subject: &str) -> Option<Vec<Value>> {
+    let path = format!("{KEKS}/{kek}/deks/{subject}/versions?deleted=true");
+    let (status, versions) = node.call("GET", &path, None).await;
+    if status == 404 || versions.as_array().is_some_and(Vec::is_empty) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for v in versions.as_array().cloned().unwrap_or_default() {
+        let path = format!("{KEKS}/{kek}/deks/{subject}/versions/{v}?deleted=true");
+        let (status, dek) = node.call("GET", &path, None).await;
+        assert_eq!(status, 200, "{dek}");
+        out.push(json!({"version": v, "algorithm": dek["algorithm"],
+            "encryptedKeyMaterial": dek["encryptedKeyMaterial"], "deleted": dek["deleted"]}));
+    }
+    Some(out)
+}
+
+/// A KEK as `node` answers it, without its time.
+async fn kek_on(node: &Node, name: &str) -> (u16, Value) {
+    let (status, mut kek) = node
+        .call("GET", &format!("{KEKS}/{name}?deleted=true"), None)
+        .await;
+    if let Some(kek) = kek.as_object_mut() {
+        kek.remove("ts");
+    }
+    (status, kek)
+}
+
+/// Every entry of `node`'s audit trail.
+async fn trail(node: &Node) -> Vec<Value> {
+    let (status, page) = node.call("GET", "/covenant/v1/audit?limit=500", None).await;
+    assert_eq!(status, 200, "{page}");
+    page["entries"].as_array().cloned().unwrap_or_default()
+}
+
+/// Waits until `check` holds on B.
+async fn wait_on<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while !check().await {
+        assert!(started.elapsed() < Duration::from_secs(30), "{what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exporter_copies_the_keys_of_its_subjects_and_nothing_else() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a_port, b_port) = (support::free_port(), support::free_port());
+    let a = Node::start(a_port, &dir.path().join("a"), None).await;
+    let b = Node::start(b_port, &dir.path().join("b"), None).await;
+    a.register("orders-value", json!({"schema": record("Order", &["id"])}))
+        .await;
+    a.register("secret-value", json!({"schema": record("Secret", &["id"])}))
+        .await;
+    create_kek(&a, "orders_kek", "arn:aws:kms:eu-west-1:1:key/orders").await;
+    create_kek(&a, "secret_kek", "arn:aws:kms:eu-west-1:1:key/secret").await;
+    create_dek(&a, "orders_kek", "orders-value", 1, "b3JkZXJzLTE=").await;
+    create_dek(&a, "orders_kek", "orders-value", 2, "b3JkZXJzLTI=").await;
+    create_dek(&a, "orders_kek", "secret-value", 1, "c2VjcmV0LWE=").await;
+    create_dek(&a, "secret_kek", "secret-value", 1, "c2VjcmV0LWI=").await;
+    let path = format!("{KEKS}/orders_kek/deks/orders-value/versions/1");
+    let (status, _) = a.call("DELETE", &path, None).await;
+    assert_eq!(status, 204);
+
+    let body = json!({"name": "to-b", "contextType": "NONE", "subjects": ["orders-value"],
+        "config": {"schema.registry.url": format!("http://127.0.0.1:{b_port}")}});
+    let (status, created) = a.call("POST", "/exporters", Some(body)).await;
+    assert_eq!(status, 200, "{created}");
+    wait_status(&a, "to-b", "first copy", caught_up).await;
+
+    // The exported subject's DEKs, both versions, one soft-deleted, with A's material.
+    let ours = deks_of(&a, "orders_kek", "orders-value").await;
+    assert_eq!(ours.as_ref().map(Vec::len), Some(2), "{ours:?}");
+    assert_eq!(deks_of(&b, "orders_kek", "orders-value").await, ours);
+    assert_eq!(
+        kek_on(&b, "orders_kek").await,
+        kek_on(&a, "orders_kek").await
+    );
+    // Nothing of the subject that is not exported: neither its DEK nor its own KEK.
+    assert_eq!(deks_of(&b, "orders_kek", "secret-value").await, None);
+    assert_eq!(kek_on(&b, "secret_kek").await.0, 404);
+
+    // Copying everything again writes nothing on B.
+    let before = trail(&b).await;
+    assert!(
+        before.iter().any(|e| e["operation"] == "dek.create"),
+        "{before:?}"
+    );
+    for step in ["pause", "reset", "resume"] {
+        let (status, answer) = a
+            .call("PUT", &format!("/exporters/to-b/{step}"), None)
+            .await;
+        assert_eq!(status, 200, "{step}: {answer}");
+    }
+    wait_status(&a, "to-b", "the copy again", caught_up).await;
+    assert_eq!(trail(&b).await, before, "a second copy wrote on B");
+    assert!(
+        !format!("{before:?}").contains("b3JkZXJz"),
+        "no key material in B's trail"
+    );
+
+    // Changes follow: a DEK soft-deleted, a new version, the KEK's doc.
+    let path = format!("{KEKS}/orders_kek/deks/orders-value/versions/2");
+    let (status, _) = a.call("DELETE", &path, None).await;
+    assert_eq!(status, 204);
+    create_dek(&a, "orders_kek", "orders-value", 3, "b3JkZXJzLTM=").await;
+    let (status, _) = a
+        .call(
+            "PUT",
+            &format!("{KEKS}/orders_kek"),
+            Some(json!({"doc": "orders key, rotated"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    wait_on("the changes reach B", || async {
+        deks_of(&b, "orders_kek", "orders-value").await
+            == deks_of(&a, "orders_kek", "orders-value").await
+            && kek_on(&b, "orders_kek").await == kek_on(&a, "orders_kek").await
+    })
+    .await;
+
+    // A KEK of the same name for another KMS key on B: the exporter pauses, B keeps its own.
+    create_kek(&b, "shared_name", "arn:aws:kms:eu-west-1:2:key/theirs").await;
+    create_kek(&a, "shared_name", "arn:aws:kms:eu-west-1:1:key/ours").await;
+    create_dek(&a, "shared_name", "orders-value", 1, "b3Vycw==").await;
+    let paused = wait_status(&a, "to-b", "the KEK conflict", |s| s["state"] == "PAUSED").await;
+    let trace = paused["trace"].as_str().expect("trace");
+    assert!(
+        trace.starts_with(
+            "conflict: a KEK of the subject's DEKs is held at the destination for another KMS key"
+        ),
+        "{trace}"
+    );
+    assert!(trace.contains("nothing was overwritten"), "{trace}");
+    for name in ["orders-value", "shared_name", "b3Vycw"] {
+        assert!(!trace.contains(name), "{name} in the trace: {trace}");
+    }
+    let pauses = audit_of(&a, "exporter.pause").await;
+    let detail = pauses.last().expect("an exporter.pause entry")["detail"].to_string();
+    assert!(
+        detail.contains("conflict in subject orders-value") && detail.contains("shared_name"),
+        "{detail}"
+    );
+    assert!(!detail.contains("b3Vycw"), "{detail}");
+    assert_eq!(conflicts_counted(&a, "to-b").await, 1);
+    let (_, theirs) = kek_on(&b, "shared_name").await;
+    assert_eq!(theirs["kmsKeyId"], "arn:aws:kms:eu-west-1:2:key/theirs");
+    assert_eq!(deks_of(&b, "shared_name", "orders-value").await, None);
 }
