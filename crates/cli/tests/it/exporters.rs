@@ -469,11 +469,14 @@ async fn an_exporter_copies_only_what_its_creator_may_read() {
     add_user(&a_auth, "alice", "alice-pass");
     grant(&a_auth, "alice", "Admin", "Config:");
     grant(&a_auth, "alice", "Read", "SubjectPrefix:team-a");
+    grant(&a_auth, "root", "Admin", "Kek:.*");
+    grant(&a_auth, "alice", "Read", "Kek:team_a_kek");
     // B, the destination: its own auth file, whose password the exporter holds.
     let b_auth = dir.path().join("b-auth.json");
     add_user(&b_auth, "sink", SINK_PASSWORD);
     grant(&b_auth, "sink", "Admin", "Config:");
     grant(&b_auth, "sink", "Admin", "Subject:.*");
+    grant(&b_auth, "sink", "Admin", "Kek:.*");
     let b = Node::start_with_auth(&dir.path().join("b"), &b_auth, "sink", SINK_PASSWORD).await;
     let a = Node::start_with_auth(&dir.path().join("a"), &a_auth, "root", "root-pass").await;
     let alice = a.as_user("alice", "alice-pass");
@@ -489,6 +492,11 @@ async fn an_exporter_copies_only_what_its_creator_may_read() {
     }
     let (status, _) = a.call("DELETE", "/subjects/team-b-old", None).await;
     assert_eq!(status, 200, "team-b-old soft-deleted");
+    // Keys of a readable subject: one under a KEK alice may read, one under a KEK she may not.
+    create_kek(&a, "team_a_kek", "arn:aws:kms:eu-west-1:1:key/a").await;
+    create_kek(&a, "hidden_kek", "arn:aws:kms:eu-west-1:1:key/hidden").await;
+    create_dek(&a, "team_a_kek", "team-a-orders", 1, "dGVhbS1h").await;
+    create_dek(&a, "hidden_kek", "team-a-orders", 1, "aGlkZGVu").await;
     let (status, _) = alice
         .call("GET", "/subjects/team-b-secrets/versions", None)
         .await;
@@ -518,6 +526,11 @@ async fn an_exporter_copies_only_what_its_creator_may_read() {
         ["team-a-orders", "team-a-payments"],
         "status: {status}"
     );
+    // Of the keys, only those under the KEK alice may read.
+    let ours = deks_of(&a, "team_a_kek", "team-a-orders").await;
+    assert_eq!(ours.as_ref().map(Vec::len), Some(1), "{ours:?}");
+    assert_eq!(deks_of(&b, "team_a_kek", "team-a-orders").await, ours);
+    assert_eq!(kek_on(&b, "hidden_kek").await.0, 404);
     let trace = status["trace"].as_str().unwrap_or_default();
     assert!(trace.contains("2 subjects skipped"), "{status}");
     assert!(
@@ -1068,6 +1081,7 @@ async fn create_dek(node: &Node, kek: &str, subject: &str, version: i64, materia
 async fn deks_of(node: &Node, kek: &str, subject: &str) -> Option<Vec<Value>> {
     let path = format!("{KEKS}/{kek}/deks/{subject}/versions?deleted=true");
     let (status, versions) = node.call("GET", &path, None).await;
+    assert!(status == 200 || status == 404, "{status}: {versions}");
     if status == 404 || versions.as_array().is_some_and(Vec::is_empty) {
         return None;
     }
