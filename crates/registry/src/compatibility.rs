@@ -3,7 +3,7 @@
 
 use crate::config::group_value;
 use crate::evolution;
-use crate::{Registry, RegistryError, RegistryResult, SchemaRequest, VersionSpec};
+use crate::{ConfigView, Registry, RegistryError, RegistryResult, SchemaRequest, VersionSpec};
 use covenant_engine::{Level, Report};
 use covenant_schema::ParsedSchema;
 use covenant_store::StoredVersion;
@@ -53,34 +53,7 @@ impl Registry {
             Some(VersionSpec::Latest) => live.last().map(|v| v.version),
             None => None,
         };
-        let (history, level): (Vec<&StoredVersion>, Level) = match against {
-            None => {
-                let group = config
-                    .extra
-                    .get("compatibilityGroup")
-                    .and_then(Value::as_str);
-                let mine = group.map(|g| group_value(&request.metadata, g).cloned());
-                let history = live
-                    .iter()
-                    .copied()
-                    .filter(|v| match (group, &mine) {
-                        (Some(g), Some(mine)) => {
-                            group_value(&v.schema.metadata, g) == mine.as_ref()
-                        }
-                        _ => true,
-                    })
-                    .collect();
-                (history, config.level)
-            }
-            Some(VersionSpec::Latest) => (
-                live.last().copied().into_iter().collect(),
-                single_step(config.level),
-            ),
-            Some(VersionSpec::Number(n)) => match live.iter().find(|v| v.version == n) {
-                Some(v) => (vec![*v], single_step(config.level)),
-                None => return Err(RegistryError::VersionNotFound(n.to_string())),
-            },
-        };
+        let (history, level) = history_and_level(&config, &live, against, request)?;
         let (candidate, _) = self.prepare(subject, request, normalize, true).await?;
         self.check_candidate_samples(&candidate, &request.samples)?;
         let mut parsed = Vec::new();
@@ -123,4 +96,41 @@ impl Registry {
         })
         .await?
     }
+}
+
+/// The versions a compatibility test compares with, and at which level: without a version,
+/// the live versions of the candidate's compatibility group at the subject's level; with one,
+/// that version alone in the level's direction(s) without its transitive scope.
+fn history_and_level<'v>(
+    config: &ConfigView,
+    live: &[&'v StoredVersion],
+    against: Option<VersionSpec>,
+    request: &SchemaRequest,
+) -> RegistryResult<(Vec<&'v StoredVersion>, Level)> {
+    Ok(match against {
+        None => {
+            let group = config
+                .extra
+                .get("compatibilityGroup")
+                .and_then(Value::as_str);
+            let mine = group.map(|g| group_value(&request.metadata, g).cloned());
+            let history = live
+                .iter()
+                .copied()
+                .filter(|v| match (group, &mine) {
+                    (Some(g), Some(mine)) => group_value(&v.schema.metadata, g) == mine.as_ref(),
+                    _ => true,
+                })
+                .collect();
+            (history, config.level)
+        }
+        Some(VersionSpec::Latest) => (
+            live.last().copied().into_iter().collect(),
+            single_step(config.level),
+        ),
+        Some(VersionSpec::Number(n)) => match live.iter().find(|v| v.version == n) {
+            Some(v) => (vec![*v], single_step(config.level)),
+            None => return Err(RegistryError::VersionNotFound(n.to_string())),
+        },
+    })
 }
