@@ -534,6 +534,33 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// The fields of a stored version that carry personal data or are encrypted, each with the
+    /// KEK its rule set's `ENCRYPT` rule names (none: clear text): the console's view of what
+    /// the DEK Registry protects in a subject.
+    pub async fn protected_fields(
+        &self,
+        record: &covenant_store::SchemaRecord,
+    ) -> crate::RegistryResult<Vec<covenant_policy::ProtectedField>> {
+        let parsed = self.parse_record(record).await?;
+        let context = covenant_policy::PolicyContext {
+            metadata: record
+                .metadata
+                .as_ref()
+                .and_then(|m| serde_json::from_value(m.clone()).ok())
+                .unwrap_or_default(),
+            encryption: Some(covenant_policy::Encryption::of_rule_set(
+                record.rule_set.as_ref(),
+            )),
+            ..Default::default()
+        };
+        self.judge_here(|| {
+            covenant_policy::protected_fields(&covenant_policy::field_tree(&parsed), &context)
+        })
+        .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -569,32 +596,5 @@ mod tests {
             DekError::KeyNotFound("k".into()).to_string(),
             "Key 'k' not found"
         );
-    }
-}
-
-impl Registry {
-    /// The fields of a stored version that carry personal data or are encrypted, each with the
-    /// KEK its rule set's `ENCRYPT` rule names (none: clear text): the console's view of what
-    /// the DEK Registry protects in a subject.
-    pub async fn protected_fields(
-        &self,
-        record: &covenant_store::SchemaRecord,
-    ) -> crate::RegistryResult<Vec<covenant_policy::ProtectedField>> {
-        let parsed = self.parse_record(record).await?;
-        let context = covenant_policy::PolicyContext {
-            metadata: record
-                .metadata
-                .as_ref()
-                .and_then(|m| serde_json::from_value(m.clone()).ok())
-                .unwrap_or_default(),
-            encryption: Some(covenant_policy::Encryption::of_rule_set(
-                record.rule_set.as_ref(),
-            )),
-            ..Default::default()
-        };
-        self.judge_here(|| {
-            covenant_policy::protected_fields(&covenant_policy::field_tree(&parsed), &context)
-        })
-        .await
     }
 }
