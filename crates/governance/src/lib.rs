@@ -970,20 +970,8 @@ impl Governance {
             .replacement
             .map(|r| r.trim().to_string())
             .filter(|r| !r.is_empty());
-        if let Some(existing) = self
-            .store
-            .deprecations(Some(new.target.subject()))
-            .await?
-            .into_iter()
-            .find(|d| d.target == new.target && d.stage != Stage::Removed)
-        {
-            return Err(GovernanceError::Conflict(format!(
-                "{} already has deprecation #{} (stage '{}')",
-                new.target.describe(),
-                existing.id,
-                existing.stage
-            )));
-        }
+        // The store refuses a second deprecation of a target that is not removed, checking
+        // inside its write so that two concurrent requests cannot both pass.
         self.store.create_deprecation(&new, self.now(), audit).await
     }
 

@@ -22,6 +22,7 @@ pub mod exporters_postgres;
 pub mod exporters_sqlite;
 pub mod governance;
 pub mod governance_postgres;
+mod governance_sql;
 pub mod governance_sqlite;
 pub mod group_commit;
 pub mod guid;
@@ -32,7 +33,9 @@ pub mod profiles_postgres;
 pub mod profiles_sqlite;
 pub mod samples;
 pub mod samples_postgres;
+mod samples_sql;
 pub mod samples_sqlite;
+mod sql;
 pub mod sqlite;
 mod sqlite_conn;
 

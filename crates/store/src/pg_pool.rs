@@ -3,7 +3,11 @@
 //! is down), and apply its numbered migrations under an advisory lock (so nodes starting
 //! together apply each one once).
 
-use deadpool_postgres::{BuildError, Manager, ManagerConfig, Pool, RecyclingMethod};
+use crate::sql::dialect;
+use crate::sql::postgres::{Pg, in_transaction};
+use deadpool_postgres::{
+    BuildError, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Transaction,
+};
 use std::time::Duration;
 use tokio_postgres::NoTls;
 
@@ -66,7 +70,7 @@ pub(crate) async fn migrate(
     client: &mut tokio_postgres::Client,
     ledger: &str,
     lock: MigrationLock,
-    migrations: &[(i64, &str)],
+    migrations: &[(i64, impl AsRef<str>)],
 ) -> Result<(), tokio_postgres::Error> {
     let tx = client.transaction().await?;
     match lock {
@@ -90,7 +94,7 @@ pub(crate) async fn migrate(
     let record = format!("INSERT INTO {ledger}(version, applied_at) VALUES ($1, $2)");
     for (number, sql) in migrations {
         if tx.query_opt(&exists, &[number]).await?.is_none() {
-            tx.batch_execute(sql).await?;
+            tx.batch_execute(sql.as_ref()).await?;
             tx.execute(&record, &[number, &chrono::Utc::now().timestamp_millis()])
                 .await?;
             tracing::info!(migration = number, ledger, "applied store migration");
@@ -99,14 +103,16 @@ pub(crate) async fn migrate(
     tx.commit().await
 }
 
-/// Tables beside the registry's (samples, profiles) behind a pool, migrated on first use so
-/// that a node can start while its database is down.
+/// Tables beside the registry's (samples, profiles, exporters, DEKs) behind a pool, migrated
+/// on first use so that a node can start while its database is down; their operations run
+/// through [`read`](LazyTables::read) and [`write`](LazyTables::write).
 pub(crate) struct LazyTables {
     pool: Pool,
     migrated: tokio::sync::OnceCell<()>,
     ledger: &'static str,
     lock: i32,
-    migrations: &'static [(i64, &'static str)],
+    /// In PostgreSQL's spelling.
+    migrations: Vec<(i64, String)>,
 }
 
 impl LazyTables {
@@ -134,7 +140,7 @@ impl LazyTables {
             migrated: tokio::sync::OnceCell::new(),
             ledger,
             lock,
-            migrations,
+            migrations: dialect::migrations(migrations, dialect::postgres),
         }
     }
 
@@ -147,13 +153,36 @@ impl LazyTables {
                     &mut client,
                     self.ledger,
                     MigrationLock::Pair(self.lock),
-                    self.migrations,
+                    &self.migrations,
                 )
                 .await
                 .map_err(store_err)
             })
             .await?;
         self.pool.get().await.map_err(store_err)
+    }
+
+    pub(crate) async fn read<T>(
+        &self,
+        work: impl AsyncFnOnce(&Pg<'_, Object>) -> crate::StoreResult<T>,
+    ) -> crate::StoreResult<T> {
+        work(&Pg(&self.client().await?)).await
+    }
+
+    /// Runs `work` in one repeatable-read transaction: all its statements see the same moment.
+    pub(crate) async fn read_consistent<T>(
+        &self,
+        work: impl AsyncFnOnce(&Pg<'_, Transaction<'_>>) -> crate::StoreResult<T>,
+    ) -> crate::StoreResult<T> {
+        in_transaction(&mut self.client().await?, true, work).await
+    }
+
+    /// Runs `work` in a transaction that commits when it returns `Ok`.
+    pub(crate) async fn write<T>(
+        &self,
+        work: impl AsyncFnOnce(&Pg<'_, Transaction<'_>>) -> crate::StoreResult<T>,
+    ) -> crate::StoreResult<T> {
+        in_transaction(&mut self.client().await?, false, work).await
     }
 }
 

@@ -37,7 +37,7 @@ pub(crate) fn open(path: &Path) -> rusqlite::Result<Connection> {
 pub(crate) fn migrate(
     conn: &mut Connection,
     ledger: &str,
-    migrations: &[(i64, &str)],
+    migrations: &[(i64, impl AsRef<str>)],
 ) -> rusqlite::Result<()> {
     conn.execute_batch(&format!(
         "CREATE TABLE IF NOT EXISTS {ledger} (
@@ -51,7 +51,7 @@ pub(crate) fn migrate(
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let applied: bool = tx.query_row(&exists, [number], |r| r.get(0))?;
         if !applied {
-            tx.execute_batch(sql)?;
+            tx.execute_batch(sql.as_ref())?;
             tx.execute(
                 &record,
                 params![number, chrono::Utc::now().timestamp_millis()],

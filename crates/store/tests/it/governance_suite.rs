@@ -520,6 +520,12 @@ pub async fn deprecations_round_trip(store: &dyn GovernanceStore) {
         )
         .await;
     assert!(matches!(retarget, Err(GovernanceError::Invalid(_))));
+    // A target holds one deprecation that is not removed; the store checks in its write.
+    let again = store.create_deprecation(&new, T0 + DAY, None).await;
+    assert!(
+        matches!(&again, Err(GovernanceError::Conflict(m)) if m.contains(&format!("#{}", first.id))),
+        "{again:?}"
+    );
 
     let of_subject = store
         .deprecations(Some("billing-value"))

@@ -1,0 +1,1377 @@
+//! The governance store written once: its tables, and each operation's statements and row
+//! mapping over a [`Tx`], for both backends ([`crate::governance_sqlite`],
+//! [`crate::governance_postgres`]) to run in their own transactions.
+//!
+//! Consumers, deprecations and approvals are JSON documents edited inside a write
+//! transaction; usage evidence is counters upserted into hourly buckets. Writes that check
+//! before they write (consumer creation and edits, deprecation and approval creation) take
+//! an advisory lock, so concurrent PostgreSQL servers serialize them (SQLite's writer already
+//! does); edits of one deprecation or approval lock its row.
+
+use crate::audit::AuditLine;
+use crate::governance::{
+    Approval, ApprovalEdit, Attribution, Consumer, ConsumerCheck, ConsumerEdit, CountBucket,
+    Deprecation, DeprecationEdit, FieldBucket, FieldUsage, GovernanceError, GovernanceResult,
+    GovernanceSnapshot, NewApproval, NewDeprecation, ReaderBucket, ReaderUsage, ReportingSince,
+    RestoreCounts, SchemaRead, SchemaReadBucket, SchemaSightings, Stage, UsageCounts, UsageFinding,
+    UsageQuery, UsageReport, bucket_start, missing_findings,
+};
+use crate::sql::{Lock, Row, Tx, Value, args};
+
+/// The governance tables, prefixed `gov_`, with their own migration ledger
+/// (`governance_migrations`) so they evolve apart from the registry's.
+pub(crate) const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "CREATE TABLE gov_consumers (
+        name TEXT PRIMARY KEY,
+        body TEXT NOT NULL
+    );
+    CREATE TABLE gov_consumer_clients (
+        client_id TEXT PRIMARY KEY,
+        consumer TEXT NOT NULL REFERENCES gov_consumers(name)
+    );
+    CREATE TABLE gov_usage_readers (
+        bucket BIGINT NOT NULL,
+        subject TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        reader_schema_id BIGINT NOT NULL,
+        reports BIGINT NOT NULL,
+        decode_failures BIGINT NOT NULL,
+        first_at BIGINT NOT NULL,
+        last_at BIGINT NOT NULL,
+        PRIMARY KEY (bucket, subject, client_id, consumer, reader_schema_id)
+    );
+    CREATE INDEX gov_usage_readers_subject ON gov_usage_readers(subject, bucket);
+    CREATE TABLE gov_usage_fields (
+        bucket BIGINT NOT NULL,
+        subject TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        reader_schema_id BIGINT NOT NULL,
+        field_path TEXT NOT NULL,
+        reads BIGINT NOT NULL,
+        first_at BIGINT NOT NULL,
+        last_at BIGINT NOT NULL,
+        PRIMARY KEY (bucket, subject, client_id, consumer, reader_schema_id, field_path)
+    );
+    CREATE INDEX gov_usage_fields_field ON gov_usage_fields(subject, field_path, bucket);
+    CREATE TABLE gov_usage_counts (
+        bucket BIGINT NOT NULL,
+        subject TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        value BIGINT NOT NULL,
+        PRIMARY KEY (bucket, subject, client_id, consumer, kind, key, detail)
+    );
+    CREATE TABLE gov_findings (
+        id BIGSERIAL PRIMARY KEY,
+        at BIGINT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX gov_findings_at ON gov_findings(at);
+    CREATE TABLE gov_deprecations (
+        id BIGINT PRIMARY KEY,
+        subject TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX gov_deprecations_subject ON gov_deprecations(subject);",
+    ),
+    (
+        2,
+        r#"CREATE TABLE gov_schema_reads (
+        bucket BIGINT NOT NULL,
+        subject TEXT COLLATE "C" NOT NULL,
+        version BIGINT NOT NULL,
+        schema_id BIGINT NOT NULL,
+        reader TEXT NOT NULL,
+        reads BIGINT NOT NULL,
+        first_at BIGINT NOT NULL,
+        last_at BIGINT NOT NULL,
+        PRIMARY KEY (bucket, subject, version, reader)
+    );
+    CREATE INDEX gov_schema_reads_subject ON gov_schema_reads(subject, last_at);"#,
+    ),
+    (
+        3,
+        r#"CREATE TABLE gov_approvals (
+        id BIGINT PRIMARY KEY,
+        subject TEXT COLLATE "C" NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX gov_approvals_subject ON gov_approvals(subject, id);"#,
+    ),
+];
+
+/// Advisory lock keys (arbitrary constants, spelled "cov-gov" plus a purpose digit; 1 is the
+/// migrations').
+const CONSUMER_LOCK: Lock<'static> = Lock::Key(0x636f_762d_676f_7602);
+const DEPRECATION_LOCK: Lock<'static> = Lock::Key(0x636f_762d_676f_7603);
+const APPROVAL_LOCK: Lock<'static> = Lock::Key(0x636f_762d_676f_7604);
+
+/// Usage rows store "no consumer" and "no reader schema" as these values, which keeps them in
+/// primary keys (NULLs are never equal). Registry ids start at 1, so 0 is free.
+const NO_CONSUMER: &str = "";
+const NO_READER: i64 = 0;
+
+fn backend(e: impl std::fmt::Display) -> GovernanceError {
+    GovernanceError::Backend(e.to_string())
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> GovernanceResult<String> {
+    serde_json::to_string(value).map_err(backend)
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> GovernanceResult<T> {
+    serde_json::from_str(text).map_err(backend)
+}
+
+fn count(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn uncount(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// A sum of stored counters, read as the sums of their high and low 32 bits (each of which
+/// adds up without overflow), saturated at the largest count a column holds. Counters
+/// saturate when they are written, so any sum of them may pass that.
+fn split_sum(high: i64, low: i64) -> u64 {
+    let total = (i128::from(high) << 32) + i128::from(low);
+    u64::try_from(total.clamp(0, i128::from(i64::MAX))).unwrap_or(0)
+}
+
+/// The two columns [`split_sum`] reads for `column`.
+fn split_columns(column: &str) -> String {
+    format!(
+        "CAST(COALESCE(SUM({column} >> 32), 0) AS BIGINT), \
+         CAST(COALESCE(SUM({column} & 4294967295), 0) AS BIGINT)"
+    )
+}
+
+fn consumer_column(value: String) -> Option<String> {
+    (value != NO_CONSUMER).then_some(value)
+}
+
+fn reader_column(value: i64) -> Option<i64> {
+    (value != NO_READER).then_some(value)
+}
+
+fn who(consumer: &Option<String>) -> &str {
+    consumer.as_deref().unwrap_or(NO_CONSUMER)
+}
+
+/// The JSON documents `sql` selects (column 0).
+async fn bodies<T: serde::de::DeserializeOwned>(
+    tx: &impl Tx,
+    sql: &str,
+    params: &[Value<'_>],
+) -> GovernanceResult<Vec<T>> {
+    let rows = tx.query(sql, params).await?;
+    rows.iter()
+        .map(|r| from_json(&r.get::<String>(0)?))
+        .collect()
+}
+
+/// The JSON document `sql` selects (column 0), if any.
+async fn body<T: serde::de::DeserializeOwned>(
+    tx: &impl Tx,
+    sql: &str,
+    params: &[Value<'_>],
+) -> GovernanceResult<Option<T>> {
+    let text: Option<String> = tx.value_opt(sql, params).await?;
+    text.map(|b| from_json(&b)).transpose()
+}
+
+/// Rows of `sql`, each mapped by `read`.
+async fn rows<T>(
+    tx: &impl Tx,
+    sql: &str,
+    params: &[Value<'_>],
+    read: impl Fn(&Row) -> crate::sql::DbResult<T>,
+) -> GovernanceResult<Vec<T>> {
+    let rows = tx.query(sql, params).await?;
+    Ok(rows.iter().map(read).collect::<Result<_, _>>()?)
+}
+
+/// The WHERE clause shared by usage queries, with its parameters. Range precision is one
+/// bucket: a bucket is in range when its latest report is not before `from` (or, for rows
+/// without timestamps, `by_bucket`, when it starts in the hour of `from`) and it does not
+/// start after `to`.
+fn usage_filter(
+    query: &UsageQuery,
+    with_field: bool,
+    by_bucket: bool,
+) -> (String, Vec<Value<'static>>) {
+    let mut clauses = vec![
+        if by_bucket {
+            "bucket >= ?1"
+        } else {
+            "last_at >= ?1"
+        }
+        .to_string(),
+        "bucket <= ?2".to_string(),
+    ];
+    let from = if by_bucket {
+        bucket_start(query.from)
+    } else {
+        query.from
+    };
+    let mut values = vec![Value::Int(from), Value::Int(query.to)];
+    let mut equal = |column: &str, value: &str| {
+        values.push(Value::from(value.to_string()));
+        clauses.push(format!("{column} = ?{}", values.len()));
+    };
+    if let Some(subject) = &query.subject {
+        equal("subject", subject);
+    }
+    if with_field && let Some(field) = &query.field {
+        equal("field_path", field);
+    }
+    match &query.attribution {
+        Attribution::Any => {}
+        Attribution::Consumer(name) => equal("consumer", name),
+        Attribution::Unattributed => clauses.push("consumer = ''".to_string()),
+    }
+    (clauses.join(" AND "), values)
+}
+
+// Consumers.
+
+pub(crate) async fn consumer(tx: &impl Tx, name: &str) -> GovernanceResult<Option<Consumer>> {
+    body(
+        tx,
+        "SELECT body FROM gov_consumers WHERE name = ?1",
+        args![name],
+    )
+    .await
+}
+
+pub(crate) async fn consumers(tx: &impl Tx) -> GovernanceResult<Vec<Consumer>> {
+    bodies(tx, "SELECT body FROM gov_consumers ORDER BY name", &[]).await
+}
+
+pub(crate) async fn consumer_for_client(
+    tx: &impl Tx,
+    client_id: &str,
+) -> GovernanceResult<Option<String>> {
+    Ok(tx
+        .value_opt(
+            "SELECT consumer FROM gov_consumer_clients WHERE client_id = ?1",
+            args![client_id],
+        )
+        .await?)
+}
+
+/// Rewrites the client-id index of one consumer, refusing ids another consumer holds.
+async fn bind_clients(tx: &impl Tx, consumer: &Consumer) -> GovernanceResult<()> {
+    tx.execute(
+        "DELETE FROM gov_consumer_clients WHERE consumer = ?1",
+        args![&consumer.name],
+    )
+    .await?;
+    if !consumer.is_active() {
+        return Ok(());
+    }
+    for client in &consumer.clients {
+        if let Some(holder) = consumer_for_client(tx, client).await? {
+            return Err(GovernanceError::Conflict(format!(
+                "client id '{client}' already belongs to consumer '{holder}'"
+            )));
+        }
+        tx.execute(
+            "INSERT INTO gov_consumer_clients(client_id, consumer) VALUES (?1, ?2)",
+            args![client, &consumer.name],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+async fn insert_consumer(tx: &impl Tx, consumer: &Consumer) -> GovernanceResult<()> {
+    tx.execute(
+        "INSERT INTO gov_consumers(name, body) VALUES (?1, ?2)",
+        args![&consumer.name, to_json(consumer)?],
+    )
+    .await?;
+    bind_clients(tx, consumer).await
+}
+
+pub(crate) async fn create_consumer(
+    tx: &impl Tx,
+    consumer: &Consumer,
+    check: ConsumerCheck<'_>,
+    audit: AuditLine<'_>,
+) -> GovernanceResult<Consumer> {
+    tx.lock(CONSUMER_LOCK).await?;
+    if self::consumer(tx, &consumer.name).await?.is_some() {
+        return Err(GovernanceError::Conflict(format!(
+            "consumer '{}' already exists",
+            consumer.name
+        )));
+    }
+    check(consumer)?;
+    insert_consumer(tx, consumer).await?;
+    crate::sql::audit::append(tx, audit).await?;
+    Ok(consumer.clone())
+}
+
+pub(crate) async fn modify_consumer(
+    tx: &impl Tx,
+    name: &str,
+    edit: ConsumerEdit<'_>,
+    audit: AuditLine<'_>,
+) -> GovernanceResult<Consumer> {
+    tx.lock(CONSUMER_LOCK).await?;
+    let mut consumer = consumer(tx, name)
+        .await?
+        .ok_or_else(|| GovernanceError::NotFound {
+            what: "consumer",
+            key: name.to_string(),
+        })?;
+    edit(&mut consumer)?;
+    if consumer.name != name {
+        return Err(GovernanceError::Invalid(
+            "a consumer's name cannot change".to_string(),
+        ));
+    }
+    tx.execute(
+        "UPDATE gov_consumers SET body = ?2 WHERE name = ?1",
+        args![name, to_json(&consumer)?],
+    )
+    .await?;
+    bind_clients(tx, &consumer).await?;
+    crate::sql::audit::append(tx, audit).await?;
+    Ok(consumer)
+}
+
+// Usage evidence.
+
+/// The counters one report adds: writer schemas seen, records per version, unknown enum
+/// values per field.
+fn counters(report: &UsageReport) -> Vec<(&'static str, String, String, u64)> {
+    let mut out = Vec::new();
+    for id in &report.writer_schema_ids {
+        out.push(("writer_schema", id.to_string(), String::new(), 1));
+    }
+    for (version, n) in &report.records_by_version {
+        out.push(("records", version.to_string(), String::new(), *n));
+    }
+    for (field, values) in &report.unknown_enum_values {
+        for (value, n) in values {
+            out.push(("unknown_enum", field.clone(), value.clone(), *n));
+        }
+    }
+    out
+}
+
+pub(crate) async fn record_usage(
+    tx: &impl Tx,
+    report: &UsageReport,
+    consumer: Option<&str>,
+    findings: &[UsageFinding],
+    audit: AuditLine<'_>,
+) -> GovernanceResult<()> {
+    let bucket = bucket_start(report.interval_end);
+    let who = consumer.unwrap_or(NO_CONSUMER);
+    let reader = report.reader_schema_id.unwrap_or(NO_READER);
+    let (first, last) = (report.interval_start, report.interval_end);
+    let (subject, client) = (&report.subject, &report.client_id);
+    tx.execute(
+        "INSERT INTO gov_usage_readers AS u (bucket, subject, client_id, consumer, \
+         reader_schema_id, reports, decode_failures, first_at, last_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8) \
+         ON CONFLICT (bucket, subject, client_id, consumer, reader_schema_id) DO UPDATE SET \
+         reports = u.reports + 1, decode_failures = LEAST(u.decode_failures, \
+         9223372036854775807 - excluded.decode_failures) + excluded.decode_failures, \
+         first_at = LEAST(u.first_at, excluded.first_at), \
+         last_at = GREATEST(u.last_at, excluded.last_at)",
+        args![
+            bucket,
+            subject,
+            client,
+            who,
+            reader,
+            count(report.decode_failures),
+            first,
+            last
+        ],
+    )
+    .await?;
+    for field in &report.fields_read {
+        tx.execute(
+            "INSERT INTO gov_usage_fields AS u (bucket, subject, client_id, consumer, \
+             reader_schema_id, field_path, reads, first_at, last_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?8) \
+             ON CONFLICT (bucket, subject, client_id, consumer, reader_schema_id, field_path) \
+             DO UPDATE SET reads = u.reads + 1, first_at = LEAST(u.first_at, excluded.first_at), \
+             last_at = GREATEST(u.last_at, excluded.last_at)",
+            args![bucket, subject, client, who, reader, field, first, last],
+        )
+        .await?;
+    }
+    for (kind, key, detail, n) in counters(report) {
+        tx.execute(
+            "INSERT INTO gov_usage_counts AS u (bucket, subject, client_id, consumer, kind, key, \
+             detail, value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+             ON CONFLICT (bucket, subject, client_id, consumer, kind, key, detail) DO UPDATE SET \
+             value = LEAST(u.value, 9223372036854775807 - excluded.value) + excluded.value",
+            args![bucket, subject, client, who, kind, key, detail, count(n)],
+        )
+        .await?;
+    }
+    insert_findings(tx, findings).await?;
+    crate::sql::audit::append(tx, audit).await?;
+    Ok(())
+}
+
+pub(crate) async fn field_usage(
+    tx: &impl Tx,
+    query: &UsageQuery,
+) -> GovernanceResult<Vec<FieldUsage>> {
+    let (filter, params) = usage_filter(query, true, false);
+    let sql = format!(
+        "SELECT subject, field_path, consumer, client_id, reader_schema_id, \
+         CAST(SUM(reads) AS BIGINT), MIN(first_at), MAX(last_at) FROM gov_usage_fields \
+         WHERE {filter} GROUP BY subject, field_path, consumer, client_id, reader_schema_id \
+         ORDER BY subject, field_path, consumer, client_id, reader_schema_id"
+    );
+    rows(tx, &sql, &params, |r| {
+        Ok(FieldUsage {
+            subject: r.get(0)?,
+            field: r.get(1)?,
+            consumer: consumer_column(r.get(2)?),
+            client_id: r.get(3)?,
+            reader_schema_id: reader_column(r.get(4)?),
+            reads: uncount(r.get(5)?),
+            first_at: r.get(6)?,
+            last_at: r.get(7)?,
+        })
+    })
+    .await
+}
+
+pub(crate) async fn reader_usage(
+    tx: &impl Tx,
+    query: &UsageQuery,
+) -> GovernanceResult<Vec<ReaderUsage>> {
+    let (filter, params) = usage_filter(query, false, false);
+    let sql = format!(
+        "SELECT subject, consumer, client_id, reader_schema_id, CAST(SUM(reports) AS BIGINT), \
+         {}, MIN(first_at), MAX(last_at) FROM gov_usage_readers WHERE {filter} \
+         GROUP BY subject, consumer, client_id, reader_schema_id \
+         ORDER BY subject, consumer, client_id, reader_schema_id",
+        split_columns("decode_failures")
+    );
+    rows(tx, &sql, &params, |r| {
+        Ok(ReaderUsage {
+            subject: r.get(0)?,
+            consumer: consumer_column(r.get(1)?),
+            client_id: r.get(2)?,
+            reader_schema_id: reader_column(r.get(3)?),
+            reports: uncount(r.get(4)?),
+            decode_failures: split_sum(r.get(5)?, r.get(6)?),
+            first_at: r.get(7)?,
+            last_at: r.get(8)?,
+        })
+    })
+    .await
+}
+
+pub(crate) async fn usage_counts(
+    tx: &impl Tx,
+    query: &UsageQuery,
+) -> GovernanceResult<UsageCounts> {
+    // Count rows have no timestamps of their own; the bucket alone places them.
+    let (filter, params) = usage_filter(query, false, true);
+    let counts_sql = format!(
+        "SELECT kind, key, detail, {} FROM gov_usage_counts WHERE {filter} \
+         GROUP BY kind, key, detail",
+        split_columns("value")
+    );
+    let failures_sql = format!(
+        "SELECT {} FROM gov_usage_readers WHERE {filter}",
+        split_columns("decode_failures")
+    );
+    let mut out = UsageCounts::default();
+    for r in tx.query(&counts_sql, &params).await? {
+        let kind: String = r.get(0)?;
+        add_count(
+            &mut out,
+            &kind,
+            r.get(1)?,
+            r.get(2)?,
+            split_sum(r.get(3)?, r.get(4)?),
+        );
+    }
+    let failures = tx.query_one(&failures_sql, &params).await?;
+    out.decode_failures = split_sum(failures.get(0)?, failures.get(1)?);
+    Ok(out)
+}
+
+/// Adds one counter row to the summed counts.
+fn add_count(out: &mut UsageCounts, kind: &str, key: String, detail: String, n: u64) {
+    let add = |c: &mut u64| *c = c.saturating_add(n);
+    match kind {
+        "writer_schema" => {
+            if let Ok(id) = key.parse::<i64>() {
+                add(out.writer_schema_ids.entry(id).or_default());
+            }
+        }
+        "records" => {
+            if let Ok(version) = key.parse::<i64>() {
+                add(out.records_by_version.entry(version).or_default());
+            }
+        }
+        "unknown_enum" => add(out
+            .unknown_enum_values
+            .entry(key)
+            .or_default()
+            .entry(detail)
+            .or_default()),
+        _ => {}
+    }
+}
+
+pub(crate) async fn schema_sightings(
+    tx: &impl Tx,
+    subject: &str,
+    from: i64,
+) -> GovernanceResult<SchemaSightings> {
+    let mut out = SchemaSightings::default();
+    let readers = tx
+        .query(
+            "SELECT reader_schema_id, MAX(last_at) FROM gov_usage_readers \
+             WHERE subject = ?1 AND last_at >= ?2 AND reader_schema_id <> ?3 \
+             GROUP BY reader_schema_id",
+            args![subject, from, NO_READER],
+        )
+        .await?;
+    for r in &readers {
+        out.saw_schema(r.get(0)?, r.get(1)?);
+    }
+    let counts = tx
+        .query(
+            "SELECT c.kind, c.key, MAX(r.last_at) FROM gov_usage_counts c \
+             JOIN gov_usage_readers r ON r.bucket = c.bucket AND r.subject = c.subject \
+             AND r.client_id = c.client_id AND r.consumer = c.consumer \
+             WHERE c.subject = ?1 AND c.kind IN ('writer_schema', 'records') AND c.value > 0 \
+             AND c.bucket >= ?3 AND r.last_at >= ?2 GROUP BY c.kind, c.key",
+            args![subject, from, bucket_start(from)],
+        )
+        .await?;
+    for r in &counts {
+        let (kind, key): (String, String) = (r.get(0)?, r.get(1)?);
+        add_sighting(&mut out, &kind, &key, r.get(2)?);
+    }
+    Ok(out)
+}
+
+/// Adds one counted sighting (`writer_schema` keyed by global id, `records` by version);
+/// keys that are not numbers are skipped.
+fn add_sighting(out: &mut SchemaSightings, kind: &str, key: &str, at: i64) {
+    let Ok(number) = key.parse::<i64>() else {
+        return;
+    };
+    match kind {
+        "writer_schema" => out.saw_schema(number, at),
+        "records" => out.saw_version(number, at),
+        _ => {}
+    }
+}
+
+pub(crate) async fn reporting_since(
+    tx: &impl Tx,
+    subject: &str,
+) -> GovernanceResult<Vec<ReportingSince>> {
+    rows(
+        tx,
+        "SELECT consumer, client_id, MIN(first_at) FROM gov_usage_readers \
+         WHERE subject = ?1 GROUP BY consumer, client_id ORDER BY consumer, client_id",
+        args![subject],
+        |r| {
+            Ok(ReportingSince {
+                consumer: consumer_column(r.get(0)?),
+                client_id: r.get(1)?,
+                first_at: r.get(2)?,
+            })
+        },
+    )
+    .await
+}
+
+pub(crate) async fn prune_usage(tx: &impl Tx, before: i64) -> GovernanceResult<u64> {
+    // A bucket goes only when all of it is older than `before`.
+    let cutoff = bucket_start(before);
+    let mut removed = 0;
+    for table in ["gov_usage_readers", "gov_usage_fields", "gov_usage_counts"] {
+        removed += tx
+            .execute(
+                &format!("DELETE FROM {table} WHERE bucket < ?1"),
+                args![cutoff],
+            )
+            .await?;
+    }
+    removed += tx
+        .execute("DELETE FROM gov_findings WHERE at < ?1", args![before])
+        .await?;
+    Ok(removed)
+}
+
+pub(crate) async fn insert_findings(
+    tx: &impl Tx,
+    findings: &[UsageFinding],
+) -> GovernanceResult<()> {
+    for finding in findings {
+        tx.execute(
+            "INSERT INTO gov_findings(at, body) VALUES (?1, ?2)",
+            args![finding.at, to_json(finding)?],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn findings(
+    tx: &impl Tx,
+    from: i64,
+    to: i64,
+) -> GovernanceResult<Vec<UsageFinding>> {
+    bodies(
+        tx,
+        "SELECT body FROM gov_findings WHERE at >= ?1 AND at <= ?2 ORDER BY at, id",
+        args![from, to],
+    )
+    .await
+}
+
+pub(crate) async fn record_reads(tx: &impl Tx, reads: &[SchemaRead]) -> GovernanceResult<()> {
+    for r in reads {
+        tx.execute(
+            "INSERT INTO gov_schema_reads AS s (bucket, subject, version, schema_id, reader, \
+             reads, first_at, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+             ON CONFLICT (bucket, subject, version, reader) DO UPDATE SET \
+             reads = s.reads + excluded.reads, first_at = LEAST(s.first_at, excluded.first_at), \
+             last_at = GREATEST(s.last_at, excluded.last_at), schema_id = excluded.schema_id",
+            args![
+                bucket_start(r.first_at),
+                &r.subject,
+                r.version,
+                r.schema_id,
+                &r.reader,
+                count(r.reads),
+                r.first_at,
+                r.last_at
+            ],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn schema_reads(
+    tx: &impl Tx,
+    subject: &str,
+    from: i64,
+) -> GovernanceResult<Vec<SchemaRead>> {
+    rows(
+        tx,
+        "SELECT version, MAX(schema_id), reader, CAST(SUM(reads) AS BIGINT), MIN(first_at), \
+         MAX(last_at) FROM gov_schema_reads WHERE subject = ?1 AND last_at >= ?2 \
+         GROUP BY reader, version ORDER BY reader, version",
+        args![subject, from],
+        |r| {
+            Ok(SchemaRead {
+                subject: subject.to_string(),
+                version: r.get(0)?,
+                schema_id: r.get(1)?,
+                reader: r.get(2)?,
+                reads: uncount(r.get(3)?),
+                first_at: r.get(4)?,
+                last_at: r.get(5)?,
+            })
+        },
+    )
+    .await
+}
+
+// Deprecations and approvals: documents keyed by an id that counts up.
+
+/// The next id of `table` (`gov_deprecations` or `gov_approvals`); the caller holds the
+/// table's lock.
+async fn next_id(tx: &impl Tx, table: &str) -> GovernanceResult<i64> {
+    Ok(tx
+        .value(
+            &format!("SELECT COALESCE(MAX(id), 0) + 1 FROM {table}"),
+            &[],
+        )
+        .await?)
+}
+
+/// One document of `table` by id; `lock` holds its row until the transaction ends.
+async fn by_id<T: serde::de::DeserializeOwned>(
+    tx: &impl Tx,
+    table: &str,
+    id: i64,
+    lock: bool,
+) -> GovernanceResult<Option<T>> {
+    let sql = format!(
+        "SELECT body FROM {table} WHERE id = ?1{}",
+        if lock { " FOR UPDATE" } else { "" }
+    );
+    body(tx, &sql, args![id]).await
+}
+
+/// The documents of `table`, of one subject when given, by id.
+async fn of_subject<T: serde::de::DeserializeOwned>(
+    tx: &impl Tx,
+    table: &str,
+    subject: Option<&str>,
+) -> GovernanceResult<Vec<T>> {
+    let sql = format!(
+        "SELECT body FROM {table} WHERE CAST(?1 AS TEXT) IS NULL OR subject = ?1 ORDER BY id"
+    );
+    bodies(tx, &sql, args![subject]).await
+}
+
+/// Creates a deprecation unless its target already has one that is not removed; the check
+/// and the insert are one transaction under the deprecations' lock.
+pub(crate) async fn create_deprecation(
+    tx: &impl Tx,
+    new: &NewDeprecation,
+    at: i64,
+    audit: AuditLine<'_>,
+) -> GovernanceResult<Deprecation> {
+    tx.lock(DEPRECATION_LOCK).await?;
+    let held: Vec<Deprecation> =
+        of_subject(tx, "gov_deprecations", Some(new.target.subject())).await?;
+    if let Some(existing) = held
+        .iter()
+        .find(|d| d.target == new.target && d.stage != Stage::Removed)
+    {
+        return Err(GovernanceError::Conflict(format!(
+            "{} already has deprecation #{} (stage '{}')",
+            new.target.describe(),
+            existing.id,
+            existing.stage
+        )));
+    }
+    let record = Deprecation::from_new(next_id(tx, "gov_deprecations").await?, new.clone(), at);
+    insert_deprecation(tx, &record).await?;
+    crate::sql::audit::append(tx, audit).await?;
+    Ok(record)
+}
+
+async fn insert_deprecation(tx: &impl Tx, record: &Deprecation) -> GovernanceResult<()> {
+    tx.execute(
+        "INSERT INTO gov_deprecations(id, subject, body) VALUES (?1, ?2, ?3)",
+        args![record.id, record.target.subject(), to_json(record)?],
+    )
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn deprecation(tx: &impl Tx, id: i64) -> GovernanceResult<Option<Deprecation>> {
+    by_id(tx, "gov_deprecations", id, false).await
+}
+
+pub(crate) async fn deprecations(
+    tx: &impl Tx,
+    subject: Option<&str>,
+) -> GovernanceResult<Vec<Deprecation>> {
+    of_subject(tx, "gov_deprecations", subject).await
+}
+
+pub(crate) async fn modify_deprecation(
+    tx: &impl Tx,
+    id: i64,
+    edit: DeprecationEdit<'_>,
+    audit: AuditLine<'_>,
+) -> GovernanceResult<Deprecation> {
+    let mut record: Deprecation =
+        by_id(tx, "gov_deprecations", id, true)
+            .await?
+            .ok_or_else(|| GovernanceError::NotFound {
+                what: "deprecation",
+                key: id.to_string(),
+            })?;
+    let target = record.target.clone();
+    edit(&mut record)?;
+    if record.id != id || record.target != target {
+        return Err(GovernanceError::Invalid(
+            "a deprecation's id and target cannot change".to_string(),
+        ));
+    }
+    tx.execute(
+        "UPDATE gov_deprecations SET body = ?2 WHERE id = ?1",
+        args![id, to_json(&record)?],
+    )
+    .await?;
+    crate::sql::audit::append(tx, audit).await?;
+    Ok(record)
+}
+
+pub(crate) async fn create_approval(
+    tx: &impl Tx,
+    new: &NewApproval,
+    at: i64,
+    audit: AuditLine<'_>,
+) -> GovernanceResult<Approval> {
+    tx.lock(APPROVAL_LOCK).await?;
+    let approval = Approval::from_new(next_id(tx, "gov_approvals").await?, new.clone(), at);
+    insert_approval(tx, &approval).await?;
+    crate::sql::audit::append(tx, audit).await?;
+    Ok(approval)
+}
+
+async fn insert_approval(tx: &impl Tx, approval: &Approval) -> GovernanceResult<()> {
+    tx.execute(
+        "INSERT INTO gov_approvals(id, subject, body) VALUES (?1, ?2, ?3)",
+        args![approval.id, &approval.subject, to_json(approval)?],
+    )
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn approvals(
+    tx: &impl Tx,
+    subject: Option<&str>,
+) -> GovernanceResult<Vec<Approval>> {
+    of_subject(tx, "gov_approvals", subject).await
+}
+
+pub(crate) async fn modify_approval(
+    tx: &impl Tx,
+    id: i64,
+    edit: ApprovalEdit<'_>,
+    audit: AuditLine<'_>,
+) -> GovernanceResult<Approval> {
+    let before: Approval =
+        by_id(tx, "gov_approvals", id, true)
+            .await?
+            .ok_or_else(|| GovernanceError::NotFound {
+                what: "approval",
+                key: id.to_string(),
+            })?;
+    let mut approval = before.clone();
+    edit(&mut approval)?;
+    approval.check_edit(&before)?;
+    tx.execute(
+        "UPDATE gov_approvals SET body = ?2 WHERE id = ?1",
+        args![id, to_json(&approval)?],
+    )
+    .await?;
+    crate::sql::audit::append(tx, audit).await?;
+    Ok(approval)
+}
+
+// Snapshot and restore.
+
+/// Reads every governance row; the caller's transaction makes the parts agree. Text keys
+/// order bytewise on both backends.
+pub(crate) async fn snapshot(tx: &impl Tx) -> GovernanceResult<GovernanceSnapshot> {
+    Ok(GovernanceSnapshot {
+        consumers: bodies(
+            tx,
+            "SELECT body FROM gov_consumers ORDER BY name COLLATE \"C\"",
+            &[],
+        )
+        .await?,
+        deprecations: bodies(tx, "SELECT body FROM gov_deprecations ORDER BY id", &[]).await?,
+        approvals: bodies(tx, "SELECT body FROM gov_approvals ORDER BY id", &[]).await?,
+        findings: bodies(tx, "SELECT body FROM gov_findings ORDER BY at, id", &[]).await?,
+        usage_readers: rows(
+            tx,
+            "SELECT bucket, subject, client_id, consumer, reader_schema_id, reports, \
+             CAST(decode_failures AS BIGINT), first_at, last_at FROM gov_usage_readers \
+             ORDER BY bucket, subject COLLATE \"C\", client_id COLLATE \"C\", \
+             consumer COLLATE \"C\", reader_schema_id",
+            &[],
+            |r| {
+                Ok(ReaderBucket {
+                    bucket: r.get(0)?,
+                    subject: r.get(1)?,
+                    client_id: r.get(2)?,
+                    consumer: consumer_column(r.get(3)?),
+                    reader_schema_id: reader_column(r.get(4)?),
+                    reports: uncount(r.get(5)?),
+                    decode_failures: uncount(r.get(6)?),
+                    first_at: r.get(7)?,
+                    last_at: r.get(8)?,
+                })
+            },
+        )
+        .await?,
+        usage_fields: rows(
+            tx,
+            "SELECT bucket, subject, client_id, consumer, reader_schema_id, field_path, reads, \
+             first_at, last_at FROM gov_usage_fields \
+             ORDER BY bucket, subject COLLATE \"C\", client_id COLLATE \"C\", \
+             consumer COLLATE \"C\", reader_schema_id, field_path COLLATE \"C\"",
+            &[],
+            |r| {
+                Ok(FieldBucket {
+                    bucket: r.get(0)?,
+                    subject: r.get(1)?,
+                    client_id: r.get(2)?,
+                    consumer: consumer_column(r.get(3)?),
+                    reader_schema_id: reader_column(r.get(4)?),
+                    field: r.get(5)?,
+                    reads: uncount(r.get(6)?),
+                    first_at: r.get(7)?,
+                    last_at: r.get(8)?,
+                })
+            },
+        )
+        .await?,
+        usage_counts: rows(
+            tx,
+            "SELECT bucket, subject, client_id, consumer, kind, key, detail, \
+             CAST(value AS BIGINT) FROM gov_usage_counts ORDER BY bucket, subject COLLATE \"C\", \
+             client_id COLLATE \"C\", consumer COLLATE \"C\", kind COLLATE \"C\", \
+             key COLLATE \"C\", detail COLLATE \"C\"",
+            &[],
+            |r| {
+                Ok(CountBucket {
+                    bucket: r.get(0)?,
+                    subject: r.get(1)?,
+                    client_id: r.get(2)?,
+                    consumer: consumer_column(r.get(3)?),
+                    kind: r.get(4)?,
+                    key: r.get(5)?,
+                    detail: r.get(6)?,
+                    value: uncount(r.get(7)?),
+                })
+            },
+        )
+        .await?,
+        schema_reads: rows(
+            tx,
+            "SELECT bucket, subject, version, schema_id, reader, reads, first_at, last_at \
+             FROM gov_schema_reads ORDER BY bucket, subject COLLATE \"C\", version, \
+             reader COLLATE \"C\"",
+            &[],
+            |r| {
+                Ok(SchemaReadBucket {
+                    bucket: r.get(0)?,
+                    read: SchemaRead {
+                        subject: r.get(1)?,
+                        version: r.get(2)?,
+                        schema_id: r.get(3)?,
+                        reader: r.get(4)?,
+                        reads: uncount(r.get(5)?),
+                        first_at: r.get(6)?,
+                        last_at: r.get(7)?,
+                    },
+                })
+            },
+        )
+        .await?,
+    })
+}
+
+/// Imports a snapshot: what is not held goes in, what is held the same is counted present,
+/// what is held otherwise is a conflict and stays as it is.
+pub(crate) async fn restore(
+    tx: &impl Tx,
+    snapshot: &GovernanceSnapshot,
+) -> GovernanceResult<RestoreCounts> {
+    // The same locks as the workflow's writes, so a restore and a live edit serialize.
+    for lock in [CONSUMER_LOCK, DEPRECATION_LOCK, APPROVAL_LOCK] {
+        tx.lock(lock).await?;
+    }
+    let mut out = RestoreCounts::default();
+    restore_consumers(tx, &snapshot.consumers, &mut out).await?;
+    restore_deprecations(tx, &snapshot.deprecations, &mut out).await?;
+    restore_approvals(tx, &snapshot.approvals, &mut out).await?;
+    restore_usage(tx, snapshot, &mut out).await?;
+    let held: Vec<UsageFinding> =
+        bodies(tx, "SELECT body FROM gov_findings ORDER BY at, id", &[]).await?;
+    let missing: Vec<UsageFinding> = missing_findings(&held, &snapshot.findings)
+        .into_iter()
+        .cloned()
+        .collect();
+    out.present += snapshot.findings.len() - missing.len();
+    out.findings = missing.len();
+    insert_findings(tx, &missing).await?;
+    Ok(out)
+}
+
+/// Inserts the consumers not yet held by name (with their client ids).
+async fn restore_consumers(
+    tx: &impl Tx,
+    consumers: &[Consumer],
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    for consumer in consumers {
+        match self::consumer(tx, &consumer.name).await? {
+            Some(held) if &held == consumer => out.present += 1,
+            Some(_) => out.conflicts.push(format!(
+                "consumer '{}' already exists with other content",
+                consumer.name
+            )),
+            None => {
+                insert_consumer(tx, consumer).await?;
+                out.consumers += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Inserts the deprecations not yet held under their id (ids are kept: findings and the
+/// trail refer to them).
+async fn restore_deprecations(
+    tx: &impl Tx,
+    deprecations: &[Deprecation],
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    for record in deprecations {
+        match by_id::<Deprecation>(tx, "gov_deprecations", record.id, true).await? {
+            Some(held) if &held == record => out.present += 1,
+            Some(_) => out.conflicts.push(format!(
+                "deprecation {} already exists with other content",
+                record.id
+            )),
+            None => {
+                insert_deprecation(tx, record).await?;
+                out.deprecations += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Inserts the approvals not yet held under their id (registrations' audit entries name
+/// them).
+async fn restore_approvals(
+    tx: &impl Tx,
+    approvals: &[Approval],
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    for approval in approvals {
+        match by_id::<Approval>(tx, "gov_approvals", approval.id, true).await? {
+            Some(held) if &held == approval => out.present += 1,
+            Some(_) => out.conflicts.push(format!(
+                "approval {} already exists with other content",
+                approval.id
+            )),
+            None => {
+                insert_approval(tx, approval).await?;
+                out.approvals += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Inserts usage buckets under their primary keys; a key already held keeps its counters
+/// (adding to them would double the evidence on a second import).
+async fn restore_usage(
+    tx: &impl Tx,
+    snapshot: &GovernanceSnapshot,
+    out: &mut RestoreCounts,
+) -> GovernanceResult<()> {
+    let mut written = 0u64;
+    for r in &snapshot.usage_readers {
+        written += tx
+            .execute(
+                "INSERT INTO gov_usage_readers(bucket, subject, client_id, consumer, \
+                 reader_schema_id, reports, decode_failures, first_at, last_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+                args![
+                    r.bucket,
+                    &r.subject,
+                    &r.client_id,
+                    who(&r.consumer),
+                    r.reader_schema_id.unwrap_or(NO_READER),
+                    count(r.reports),
+                    count(r.decode_failures),
+                    r.first_at,
+                    r.last_at
+                ],
+            )
+            .await?;
+    }
+    for f in &snapshot.usage_fields {
+        written += tx
+            .execute(
+                "INSERT INTO gov_usage_fields(bucket, subject, client_id, consumer, \
+                 reader_schema_id, field_path, reads, first_at, last_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+                args![
+                    f.bucket,
+                    &f.subject,
+                    &f.client_id,
+                    who(&f.consumer),
+                    f.reader_schema_id.unwrap_or(NO_READER),
+                    &f.field,
+                    count(f.reads),
+                    f.first_at,
+                    f.last_at
+                ],
+            )
+            .await?;
+    }
+    for c in &snapshot.usage_counts {
+        written += tx
+            .execute(
+                "INSERT INTO gov_usage_counts(bucket, subject, client_id, consumer, kind, key, \
+                 detail, value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
+                args![
+                    c.bucket,
+                    &c.subject,
+                    &c.client_id,
+                    who(&c.consumer),
+                    &c.kind,
+                    &c.key,
+                    &c.detail,
+                    count(c.value)
+                ],
+            )
+            .await?;
+    }
+    for b in &snapshot.schema_reads {
+        let r = &b.read;
+        written += tx
+            .execute(
+                "INSERT INTO gov_schema_reads(bucket, subject, version, schema_id, reader, reads, \
+                 first_at, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
+                args![
+                    b.bucket,
+                    &r.subject,
+                    r.version,
+                    r.schema_id,
+                    &r.reader,
+                    count(r.reads),
+                    r.first_at,
+                    r.last_at
+                ],
+            )
+            .await?;
+    }
+    let total = snapshot.usage_readers.len()
+        + snapshot.usage_fields.len()
+        + snapshot.usage_counts.len()
+        + snapshot.schema_reads.len();
+    let written = usize::try_from(written).unwrap_or(total);
+    out.usage_rows += written;
+    out.present += total.saturating_sub(written);
+    Ok(())
+}
+
+/// Implements [`crate::GovernanceStore`] for a backend by running each operation above in
+/// the backend's transactions. The backend provides `read`, `write` and `read_consistent`
+/// (one snapshot for several statements), each taking the operation as an async closure
+/// over its [`Tx`].
+macro_rules! governance_store {
+    ($store:ty) => {
+        const _: () = {
+            use $crate::audit::AuditLine;
+            use $crate::governance::*;
+            use $crate::governance_sql as ops;
+
+            #[async_trait::async_trait]
+            impl GovernanceStore for $store {
+                async fn create_consumer(
+                    &self,
+                    consumer: &Consumer,
+                    check: ConsumerCheck<'_>,
+                    audit: AuditLine<'_>,
+                ) -> GovernanceResult<Consumer> {
+                    self.write(async |tx| ops::create_consumer(tx, consumer, check, audit).await)
+                        .await
+                }
+
+                async fn modify_consumer(
+                    &self,
+                    name: &str,
+                    edit: ConsumerEdit<'_>,
+                    audit: AuditLine<'_>,
+                ) -> GovernanceResult<Consumer> {
+                    self.write(async |tx| ops::modify_consumer(tx, name, edit, audit).await)
+                        .await
+                }
+
+                async fn consumer(&self, name: &str) -> GovernanceResult<Option<Consumer>> {
+                    self.read(async |tx| ops::consumer(tx, name).await).await
+                }
+
+                async fn consumers(&self) -> GovernanceResult<Vec<Consumer>> {
+                    self.read(async |tx| ops::consumers(tx).await).await
+                }
+
+                async fn consumer_for_client(
+                    &self,
+                    client_id: &str,
+                ) -> GovernanceResult<Option<String>> {
+                    self.read(async |tx| ops::consumer_for_client(tx, client_id).await)
+                        .await
+                }
+
+                async fn record_usage(
+                    &self,
+                    report: &UsageReport,
+                    consumer: Option<&str>,
+                    findings: &[UsageFinding],
+                    audit: AuditLine<'_>,
+                ) -> GovernanceResult<()> {
+                    self.write(async |tx| {
+                        ops::record_usage(tx, report, consumer, findings, audit).await
+                    })
+                    .await
+                }
+
+                async fn field_usage(
+                    &self,
+                    query: &UsageQuery,
+                ) -> GovernanceResult<Vec<FieldUsage>> {
+                    self.read(async |tx| ops::field_usage(tx, query).await)
+                        .await
+                }
+
+                async fn reader_usage(
+                    &self,
+                    query: &UsageQuery,
+                ) -> GovernanceResult<Vec<ReaderUsage>> {
+                    self.read(async |tx| ops::reader_usage(tx, query).await)
+                        .await
+                }
+
+                async fn usage_counts(&self, query: &UsageQuery) -> GovernanceResult<UsageCounts> {
+                    self.read(async |tx| ops::usage_counts(tx, query).await)
+                        .await
+                }
+
+                async fn schema_sightings(
+                    &self,
+                    subject: &str,
+                    from: i64,
+                ) -> GovernanceResult<SchemaSightings> {
+                    self.read(async |tx| ops::schema_sightings(tx, subject, from).await)
+                        .await
+                }
+
+                async fn reporting_since(
+                    &self,
+                    subject: &str,
+                ) -> GovernanceResult<Vec<ReportingSince>> {
+                    self.read(async |tx| ops::reporting_since(tx, subject).await)
+                        .await
+                }
+
+                async fn prune_usage(&self, before: i64) -> GovernanceResult<u64> {
+                    self.write(async |tx| ops::prune_usage(tx, before).await)
+                        .await
+                }
+
+                async fn record_findings(&self, findings: &[UsageFinding]) -> GovernanceResult<()> {
+                    self.write(async |tx| ops::insert_findings(tx, findings).await)
+                        .await
+                }
+
+                async fn findings(
+                    &self,
+                    from: i64,
+                    to: i64,
+                ) -> GovernanceResult<Vec<UsageFinding>> {
+                    self.read(async |tx| ops::findings(tx, from, to).await)
+                        .await
+                }
+
+                async fn create_deprecation(
+                    &self,
+                    new: &NewDeprecation,
+                    at: i64,
+                    audit: AuditLine<'_>,
+                ) -> GovernanceResult<Deprecation> {
+                    self.write(async |tx| ops::create_deprecation(tx, new, at, audit).await)
+                        .await
+                }
+
+                async fn deprecation(&self, id: i64) -> GovernanceResult<Option<Deprecation>> {
+                    self.read(async |tx| ops::deprecation(tx, id).await).await
+                }
+
+                async fn deprecations(
+                    &self,
+                    subject: Option<&str>,
+                ) -> GovernanceResult<Vec<Deprecation>> {
+                    self.read(async |tx| ops::deprecations(tx, subject).await)
+                        .await
+                }
+
+                async fn modify_deprecation(
+                    &self,
+                    id: i64,
+                    edit: DeprecationEdit<'_>,
+                    audit: AuditLine<'_>,
+                ) -> GovernanceResult<Deprecation> {
+                    self.write(async |tx| ops::modify_deprecation(tx, id, edit, audit).await)
+                        .await
+                }
+
+                async fn record_reads(&self, reads: &[SchemaRead]) -> GovernanceResult<()> {
+                    self.write(async |tx| ops::record_reads(tx, reads).await)
+                        .await
+                }
+
+                async fn schema_reads(
+                    &self,
+                    subject: &str,
+                    from: i64,
+                ) -> GovernanceResult<Vec<SchemaRead>> {
+                    self.read(async |tx| ops::schema_reads(tx, subject, from).await)
+                        .await
+                }
+
+                async fn create_approval(
+                    &self,
+                    new: &NewApproval,
+                    at: i64,
+                    audit: AuditLine<'_>,
+                ) -> GovernanceResult<Approval> {
+                    self.write(async |tx| ops::create_approval(tx, new, at, audit).await)
+                        .await
+                }
+
+                async fn approvals(
+                    &self,
+                    subject: Option<&str>,
+                ) -> GovernanceResult<Vec<Approval>> {
+                    self.read(async |tx| ops::approvals(tx, subject).await)
+                        .await
+                }
+
+                async fn modify_approval(
+                    &self,
+                    id: i64,
+                    edit: ApprovalEdit<'_>,
+                    audit: AuditLine<'_>,
+                ) -> GovernanceResult<Approval> {
+                    self.write(async |tx| ops::modify_approval(tx, id, edit, audit).await)
+                        .await
+                }
+
+                async fn snapshot(&self) -> GovernanceResult<GovernanceSnapshot> {
+                    self.read_consistent(async |tx| ops::snapshot(tx).await)
+                        .await
+                }
+
+                async fn restore(
+                    &self,
+                    snapshot: &GovernanceSnapshot,
+                ) -> GovernanceResult<RestoreCounts> {
+                    self.write(async |tx| ops::restore(tx, snapshot).await)
+                        .await
+                }
+            }
+        };
+    };
+}
+pub(crate) use governance_store;

@@ -1,0 +1,289 @@
+//! The SQL the side stores (governance, samples, profiles, exporters, DEKs) run, written once
+//! for both backends, and the small layer that carries it to SQLite or PostgreSQL.
+//!
+//! An operation is an `async fn` over a [`Tx`]: it runs its statements with [`Value`]
+//! parameters and maps the [`Row`]s it gets back. Statements are written in one portable
+//! spelling ([`dialect`]): numbered `?N` placeholders, PostgreSQL's types and functions
+//! (`BIGINT`, `BIGSERIAL`, `LEAST`, `GREATEST`), `COLLATE "C"` where PostgreSQL must order
+//! text bytewise as SQLite does, and `FOR UPDATE` where a write locks the row it read. Each
+//! backend translates that spelling for its engine.
+//!
+//! What differs beyond spelling is in the backends' [`Tx`] implementations:
+//! - SQLite ([`sqlite::Lite`]) runs on a blocking thread inside the store's immediate (or
+//!   shared, group-committed) write transaction, which already serializes every write: its
+//!   [`Tx::lock`] does nothing. Its futures never wait; [`ready`] drives them in place.
+//! - PostgreSQL ([`postgres::Pg`]) awaits tokio-postgres on a pooled connection; concurrent
+//!   servers serialize check-then-write operations with transaction-scoped advisory locks
+//!   ([`Tx::lock`]) and row locks (`FOR UPDATE`), and explicit ids move the table's sequence
+//!   ([`Tx::ids_taken`]).
+
+pub(crate) mod audit;
+pub(crate) mod dialect;
+pub(crate) mod postgres;
+pub(crate) mod sqlite;
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+
+/// A failure of the database or of a row's shape; stores report it as their `Backend` error.
+#[derive(Debug)]
+pub(crate) struct DbError(pub(crate) String);
+
+impl DbError {
+    pub(crate) fn new(e: impl std::fmt::Display) -> DbError {
+        DbError(e.to_string())
+    }
+}
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<DbError> for crate::StoreError {
+    fn from(e: DbError) -> crate::StoreError {
+        crate::StoreError::Backend(e.0)
+    }
+}
+
+impl From<DbError> for crate::governance::GovernanceError {
+    fn from(e: DbError) -> crate::governance::GovernanceError {
+        crate::governance::GovernanceError::Backend(e.0)
+    }
+}
+
+pub(crate) type DbResult<T> = Result<T, DbError>;
+
+/// A statement parameter, or a column of a row read back.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Value<'a> {
+    Null,
+    Int(i64),
+    /// SQLite stores it as 0 or 1, PostgreSQL as `BOOLEAN`.
+    Bool(bool),
+    Text(Cow<'a, str>),
+    Bytes(Cow<'a, [u8]>),
+}
+
+impl From<i64> for Value<'_> {
+    fn from(v: i64) -> Self {
+        Value::Int(v)
+    }
+}
+
+impl From<&i64> for Value<'_> {
+    fn from(v: &i64) -> Self {
+        Value::Int(*v)
+    }
+}
+
+impl From<bool> for Value<'_> {
+    fn from(v: bool) -> Self {
+        Value::Bool(v)
+    }
+}
+
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(v: &'a str) -> Self {
+        Value::Text(Cow::Borrowed(v))
+    }
+}
+
+impl<'a> From<&'a String> for Value<'a> {
+    fn from(v: &'a String) -> Self {
+        Value::Text(Cow::Borrowed(v))
+    }
+}
+
+impl From<String> for Value<'_> {
+    fn from(v: String) -> Self {
+        Value::Text(Cow::Owned(v))
+    }
+}
+
+impl<'a> From<&'a [u8]> for Value<'a> {
+    fn from(v: &'a [u8]) -> Self {
+        Value::Bytes(Cow::Borrowed(v))
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Value<'a> {
+    fn from(v: &'a Vec<u8>) -> Self {
+        Value::Bytes(Cow::Borrowed(v))
+    }
+}
+
+impl<'a, T> From<Option<T>> for Value<'a>
+where
+    T: Into<Value<'a>>,
+{
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+impl<'a> From<&'a Option<String>> for Value<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        v.as_deref().into()
+    }
+}
+
+impl From<&Option<i64>> for Value<'_> {
+    fn from(v: &Option<i64>) -> Self {
+        (*v).into()
+    }
+}
+
+/// The parameters of a statement: `args![a, b]` is `&[Value::from(a), Value::from(b)]`.
+macro_rules! args {
+    ($($value:expr),* $(,)?) => {
+        &[$($crate::sql::Value::from($value)),*]
+    };
+}
+pub(crate) use args;
+
+/// A column's value converted to a Rust type.
+pub(crate) trait FromValue: Sized {
+    fn from_value(value: &Value<'_>) -> DbResult<Self>;
+}
+
+fn shape(wanted: &str, got: &Value<'_>) -> DbError {
+    DbError(format!("expected {wanted}, the column holds {got:?}"))
+}
+
+impl FromValue for i64 {
+    fn from_value(value: &Value<'_>) -> DbResult<Self> {
+        match value {
+            Value::Int(v) => Ok(*v),
+            other => Err(shape("an integer", other)),
+        }
+    }
+}
+
+impl FromValue for bool {
+    fn from_value(value: &Value<'_>) -> DbResult<Self> {
+        match value {
+            Value::Bool(v) => Ok(*v),
+            Value::Int(v) => Ok(*v != 0),
+            other => Err(shape("a boolean", other)),
+        }
+    }
+}
+
+impl FromValue for String {
+    fn from_value(value: &Value<'_>) -> DbResult<Self> {
+        match value {
+            Value::Text(v) => Ok(v.to_string()),
+            other => Err(shape("text", other)),
+        }
+    }
+}
+
+impl FromValue for Vec<u8> {
+    fn from_value(value: &Value<'_>) -> DbResult<Self> {
+        match value {
+            Value::Bytes(v) => Ok(v.to_vec()),
+            other => Err(shape("bytes", other)),
+        }
+    }
+}
+
+impl<T: FromValue> FromValue for Option<T> {
+    fn from_value(value: &Value<'_>) -> DbResult<Self> {
+        match value {
+            Value::Null => Ok(None),
+            other => T::from_value(other).map(Some),
+        }
+    }
+}
+
+/// One row of a result, its columns in the statement's order.
+#[derive(Debug)]
+pub(crate) struct Row(pub(crate) Vec<Value<'static>>);
+
+impl Row {
+    /// Column `index` as `T`.
+    pub(crate) fn get<T: FromValue>(&self, index: usize) -> DbResult<T> {
+        match self.0.get(index) {
+            Some(value) => T::from_value(value),
+            None => Err(DbError(format!("the row has no column {index}"))),
+        }
+    }
+}
+
+/// An advisory lock a check-then-write operation takes on PostgreSQL until its transaction
+/// ends: one key, or a namespace and a name (hashed by the server).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Lock<'a> {
+    Key(i64),
+    Named(i32, &'a str),
+}
+
+/// A transaction (or, for reads, a connection) statements run in.
+pub(crate) trait Tx {
+    /// Runs `sql` (portable spelling) and returns every row.
+    fn query(&self, sql: &str, params: &[Value<'_>]) -> impl Future<Output = DbResult<Vec<Row>>>;
+
+    /// Runs `sql` (portable spelling) and returns the number of rows it changed.
+    fn execute(&self, sql: &str, params: &[Value<'_>]) -> impl Future<Output = DbResult<u64>>;
+
+    /// Holds `lock` until the transaction ends, where concurrent writers need it.
+    fn lock(&self, lock: Lock<'_>) -> impl Future<Output = DbResult<()>>;
+
+    /// After rows were inserted into `table` with explicit values of its generated `column`:
+    /// makes later generated values pass them.
+    fn ids_taken(&self, table: &str, column: &str) -> impl Future<Output = DbResult<()>>;
+
+    /// The first row, if any.
+    fn query_opt(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+    ) -> impl Future<Output = DbResult<Option<Row>>> {
+        async move { Ok(self.query(sql, params).await?.into_iter().next()) }
+    }
+
+    /// The first row, which must exist.
+    fn query_one(&self, sql: &str, params: &[Value<'_>]) -> impl Future<Output = DbResult<Row>> {
+        async move {
+            self.query_opt(sql, params)
+                .await?
+                .ok_or_else(|| DbError("the statement returned no row".to_string()))
+        }
+    }
+
+    /// Column 0 of the first row, if any.
+    fn value_opt<T: FromValue>(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+    ) -> impl Future<Output = DbResult<Option<T>>> {
+        async move {
+            self.query_opt(sql, params)
+                .await?
+                .map(|r| r.get(0))
+                .transpose()
+        }
+    }
+
+    /// Column 0 of the first row, which must exist.
+    fn value<T: FromValue>(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+    ) -> impl Future<Output = DbResult<T>> {
+        async move { self.query_one(sql, params).await?.get(0) }
+    }
+}
+
+/// Drives a future that never waits: SQLite work, whose [`Tx`] answers at once, run to its end
+/// on the blocking thread that holds the connection.
+pub(crate) fn ready<F: Future>(work: F) -> F::Output {
+    let mut work = std::pin::pin!(work);
+    match work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => out,
+        Poll::Pending => unreachable!("SQLite work waited on something other than SQLite"),
+    }
+}
