@@ -77,3 +77,74 @@ pub trait ExporterStore: Send + Sync {
 pub struct LocalLease;
 
 impl Lease for LocalLease {}
+
+/// The checks every exporter backend passes (run by each backend's tests).
+pub mod suite {
+    use super::*;
+
+    fn record(name: &str, state: &str) -> ExporterRecord {
+        ExporterRecord {
+            name: name.into(),
+            spec: format!("{{\"name\": \"{name}\"}}"),
+            state: state.into(),
+            offset: 0,
+            ts: 1,
+            trace: String::new(),
+            creator: "{\"principal\": \"ops\"}".into(),
+        }
+    }
+
+    /// Runs every check on an empty store; leaves it empty. Panics on the first failure.
+    pub async fn run(store: &dyn ExporterStore) {
+        let first = record("suite-b", "PAUSED");
+        assert!(store.create_exporter(&first, None).await.expect("create"));
+        assert!(
+            !store.create_exporter(&first, None).await.expect("create"),
+            "a taken name is refused"
+        );
+        let second = record("suite-a", "RUNNING");
+        assert!(store.create_exporter(&second, None).await.expect("create"));
+        assert_eq!(
+            store.exporters().await.expect("list"),
+            vec![second.clone(), first.clone()],
+            "listed by name"
+        );
+
+        let mut changed = first.clone();
+        changed.state = "RUNNING".into();
+        changed.offset = 7;
+        assert!(store.update_exporter(&changed, None).await.expect("update"));
+        assert!(
+            !store
+                .update_exporter(&record("suite-none", "PAUSED"), None)
+                .await
+                .expect("update"),
+            "no such exporter"
+        );
+        store
+            .record_progress("suite-b", 42, 99, "timed out")
+            .await
+            .expect("progress");
+        let held = store.exporter("suite-b").await.expect("read");
+        let expected = ExporterRecord {
+            offset: 42,
+            ts: 99,
+            trace: "timed out".into(),
+            ..changed
+        };
+        assert_eq!(held, Some(expected), "progress leaves spec and state");
+
+        assert!(store.lease("suite-b").await.expect("lease").is_some());
+        for name in ["suite-a", "suite-b"] {
+            assert!(store.delete_exporter(name, None).await.expect("delete"));
+        }
+        assert!(
+            !store
+                .delete_exporter("suite-a", None)
+                .await
+                .expect("delete")
+        );
+        assert_eq!(store.exporter("suite-a").await.expect("read"), None);
+        assert!(store.exporters().await.expect("list").is_empty());
+    }
+}

@@ -26,7 +26,7 @@
 //! Every write also sends `NOTIFY covenant_changes` inside its transaction, so listeners hear
 //! of exactly the committed writes; see [`PostgresStore::subscribe_changes`].
 
-use crate::audit::{AUDIT_COLUMNS, AuditLine, audit_filter};
+use crate::audit::{AUDIT_COLUMNS, audit_filter};
 use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
 use crate::context;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
@@ -1105,18 +1105,6 @@ pub(crate) async fn insert_audit(
     match row {
         Some(r) => col(&r, 0),
         None => Err(other_err("the audit insert returned no sequence number")),
-    }
-}
-
-/// Appends `line`, stamped now, inside the caller's transaction: how governance and sample
-/// writes, which share this database, record themselves.
-pub(crate) async fn append_line(
-    client: &impl GenericClient,
-    line: AuditLine<'_>,
-) -> StoreResult<()> {
-    match line {
-        Some(entry) => insert_audit(client, &entry.stamped_now()).await.map(|_| ()),
-        None => Ok(()),
     }
 }
 

@@ -3,7 +3,7 @@
 //! registration guard inside its transaction); a few reader connections serve lookups
 //! concurrently, which WAL allows.
 
-use crate::audit::{AUDIT_COLUMNS, AuditLine, audit_filter};
+use crate::audit::{AUDIT_COLUMNS, audit_filter};
 use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
 use crate::context;
 use crate::group_commit::GroupCommit;
@@ -735,15 +735,6 @@ async fn flush_denials(
         Ok(())
     })
     .await
-}
-
-/// Appends `line`, stamped now, inside the caller's transaction: how governance and sample
-/// writes, which share this database file, record themselves.
-pub(crate) fn append_line(conn: &Connection, line: AuditLine<'_>) -> StoreResult<()> {
-    match line {
-        Some(entry) => insert_audit(conn, &entry.stamped_now()).map(|_| ()),
-        None => Ok(()),
-    }
 }
 
 /// Records `operation` on `target` for `audit`, inside the caller's transaction.
