@@ -49,7 +49,7 @@ fn now_millis() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-fn kek_of(r: &Row) -> DbResult<Kek> {
+fn kek_of(r: &mut Row) -> DbResult<Kek> {
     Ok(Kek {
         name: r.get(0)?,
         kms_type: r.get(1)?,
@@ -62,7 +62,7 @@ fn kek_of(r: &Row) -> DbResult<Kek> {
     })
 }
 
-fn dek_of(r: &Row) -> DbResult<Dek> {
+fn dek_of(r: &mut Row) -> DbResult<Dek> {
     Ok(Dek {
         kek_name: r.get(0)?,
         subject: r.get(1)?,
@@ -149,18 +149,18 @@ async fn insert_dek_row(tx: &impl Tx, d: &Dek) -> StoreResult<bool> {
 
 pub(crate) async fn kek(tx: &impl Tx, name: &str) -> StoreResult<Option<Kek>> {
     let sql = format!("SELECT {KEK_COLUMNS} FROM dek_keks WHERE name = ?1");
-    let row = tx.query_opt(&sql, args![name]).await?;
-    Ok(row.as_ref().map(kek_of).transpose()?)
+    let mut row = tx.query_opt(&sql, args![name]).await?;
+    Ok(row.as_mut().map(kek_of).transpose()?)
 }
 
 pub(crate) async fn kek_names(tx: &impl Tx, deleted: bool) -> StoreResult<Vec<String>> {
-    let rows = tx
+    let mut rows = tx
         .query(
             "SELECT name FROM dek_keks WHERE ?1 OR NOT deleted ORDER BY name",
             args![deleted],
         )
         .await?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<DbResult<_>>()?)
+    Ok(rows.iter_mut().map(|r| r.get(0)).collect::<DbResult<_>>()?)
 }
 
 pub(crate) async fn insert_kek(
@@ -260,10 +260,10 @@ pub(crate) async fn dek(
          ORDER BY version DESC LIMIT 1"
     );
     let [k, s, a, v] = scope_params(&scope);
-    let row = tx
+    let mut row = tx
         .query_opt(&sql, &[k, s, a, v, Value::from(deleted)])
         .await?;
-    Ok(row.as_ref().map(dek_of).transpose()?)
+    Ok(row.as_mut().map(dek_of).transpose()?)
 }
 
 pub(crate) async fn dek_subjects(
@@ -271,14 +271,14 @@ pub(crate) async fn dek_subjects(
     kek_name: &str,
     deleted: bool,
 ) -> StoreResult<Vec<String>> {
-    let rows = tx
+    let mut rows = tx
         .query(
             "SELECT DISTINCT subject FROM dek_deks WHERE kek_name = ?1 AND (?2 OR NOT deleted) \
              ORDER BY subject",
             args![kek_name, deleted],
         )
         .await?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<DbResult<_>>()?)
+    Ok(rows.iter_mut().map(|r| r.get(0)).collect::<DbResult<_>>()?)
 }
 
 pub(crate) async fn dek_versions(
@@ -288,14 +288,14 @@ pub(crate) async fn dek_versions(
     algorithm: &str,
     deleted: bool,
 ) -> StoreResult<Vec<i64>> {
-    let rows = tx
+    let mut rows = tx
         .query(
             "SELECT version FROM dek_deks WHERE kek_name = ?1 AND subject = ?2 \
              AND algorithm = ?3 AND (?4 OR NOT deleted) ORDER BY version",
             args![kek_name, subject, algorithm, deleted],
         )
         .await?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<DbResult<_>>()?)
+    Ok(rows.iter_mut().map(|r| r.get(0)).collect::<DbResult<_>>()?)
 }
 
 pub(crate) async fn insert_dek(
@@ -409,13 +409,13 @@ pub(crate) async fn restore_keys(
 }
 
 pub(crate) async fn all_keys(tx: &impl Tx) -> StoreResult<(Vec<Kek>, Vec<Dek>)> {
-    let keks = tx
+    let mut keks = tx
         .query(
             &format!("SELECT {KEK_COLUMNS} FROM dek_keks ORDER BY name"),
             &[],
         )
         .await?;
-    let deks = tx
+    let mut deks = tx
         .query(
             &format!(
                 "SELECT {DEK_COLUMNS} FROM dek_deks ORDER BY kek_name, subject, algorithm, version"
@@ -424,8 +424,8 @@ pub(crate) async fn all_keys(tx: &impl Tx) -> StoreResult<(Vec<Kek>, Vec<Dek>)> 
         )
         .await?;
     Ok((
-        keks.iter().map(kek_of).collect::<DbResult<_>>()?,
-        deks.iter().map(dek_of).collect::<DbResult<_>>()?,
+        keks.iter_mut().map(kek_of).collect::<DbResult<_>>()?,
+        deks.iter_mut().map(dek_of).collect::<DbResult<_>>()?,
     ))
 }
 

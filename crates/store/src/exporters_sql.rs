@@ -28,7 +28,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str)] = &[
 
 const COLUMNS: &str = "name, spec, state, progress, ts, trace, creator";
 
-fn exporter_of(r: &Row) -> DbResult<ExporterRecord> {
+fn exporter_of(r: &mut Row) -> DbResult<ExporterRecord> {
     Ok(ExporterRecord {
         name: r.get(0)?,
         spec: r.get(1)?,
@@ -86,14 +86,14 @@ pub(crate) async fn update_exporter(
 
 pub(crate) async fn exporter(tx: &impl Tx, name: &str) -> StoreResult<Option<ExporterRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM exp_exporters WHERE name = ?1");
-    let row = tx.query_opt(&sql, args![name]).await?;
-    Ok(row.as_ref().map(exporter_of).transpose()?)
+    let mut row = tx.query_opt(&sql, args![name]).await?;
+    Ok(row.as_mut().map(exporter_of).transpose()?)
 }
 
 pub(crate) async fn exporters(tx: &impl Tx) -> StoreResult<Vec<ExporterRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM exp_exporters ORDER BY name");
-    let rows = tx.query(&sql, &[]).await?;
-    Ok(rows.iter().map(exporter_of).collect::<DbResult<_>>()?)
+    let mut rows = tx.query(&sql, &[]).await?;
+    Ok(rows.iter_mut().map(exporter_of).collect::<DbResult<_>>()?)
 }
 
 pub(crate) async fn record_progress(

@@ -172,8 +172,8 @@ async fn bodies<T: serde::de::DeserializeOwned>(
     sql: &str,
     params: &[Value<'_>],
 ) -> GovernanceResult<Vec<T>> {
-    let rows = tx.query(sql, params).await?;
-    rows.iter()
+    let mut rows = tx.query(sql, params).await?;
+    rows.iter_mut()
         .map(|r| from_json(&r.get::<String>(0)?))
         .collect()
 }
@@ -193,10 +193,10 @@ async fn rows<T>(
     tx: &impl Tx,
     sql: &str,
     params: &[Value<'_>],
-    read: impl Fn(&Row) -> crate::sql::DbResult<T>,
+    read: impl Fn(&mut Row) -> crate::sql::DbResult<T>,
 ) -> GovernanceResult<Vec<T>> {
-    let rows = tx.query(sql, params).await?;
-    Ok(rows.iter().map(read).collect::<Result<_, _>>()?)
+    let mut rows = tx.query(sql, params).await?;
+    Ok(rows.iter_mut().map(read).collect::<Result<_, _>>()?)
 }
 
 /// The WHERE clause shared by usage queries, with its parameters. Range precision is one
@@ -499,7 +499,7 @@ pub(crate) async fn usage_counts(
         split_columns("decode_failures")
     );
     let mut out = UsageCounts::default();
-    for r in tx.query(&counts_sql, &params).await? {
+    for mut r in tx.query(&counts_sql, &params).await? {
         let kind: String = r.get(0)?;
         add_count(
             &mut out,
@@ -509,7 +509,7 @@ pub(crate) async fn usage_counts(
             split_sum(r.get(3)?, r.get(4)?),
         );
     }
-    let failures = tx.query_one(&failures_sql, &params).await?;
+    let mut failures = tx.query_one(&failures_sql, &params).await?;
     out.decode_failures = split_sum(failures.get(0)?, failures.get(1)?);
     Ok(out)
 }
@@ -544,7 +544,7 @@ pub(crate) async fn schema_sightings(
     from: i64,
 ) -> GovernanceResult<SchemaSightings> {
     let mut out = SchemaSightings::default();
-    let readers = tx
+    let mut readers = tx
         .query(
             "SELECT reader_schema_id, MAX(last_at) FROM gov_usage_readers \
              WHERE subject = ?1 AND last_at >= ?2 AND reader_schema_id <> ?3 \
@@ -552,10 +552,10 @@ pub(crate) async fn schema_sightings(
             args![subject, from, NO_READER],
         )
         .await?;
-    for r in &readers {
+    for r in &mut readers {
         out.saw_schema(r.get(0)?, r.get(1)?);
     }
-    let counts = tx
+    let mut counts = tx
         .query(
             "SELECT c.kind, c.key, MAX(r.last_at) FROM gov_usage_counts c \
              JOIN gov_usage_readers r ON r.bucket = c.bucket AND r.subject = c.subject \
@@ -565,7 +565,7 @@ pub(crate) async fn schema_sightings(
             args![subject, from, bucket_start(from)],
         )
         .await?;
-    for r in &counts {
+    for r in &mut counts {
         let (kind, key): (String, String) = (r.get(0)?, r.get(1)?);
         add_sighting(&mut out, &kind, &key, r.get(2)?);
     }

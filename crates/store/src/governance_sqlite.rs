@@ -92,13 +92,16 @@ impl SqliteGovernanceStore {
     /// The governance migration numbers applied so far.
     pub fn applied_migrations(&self) -> GovernanceResult<Vec<i64>> {
         self.on_reader(false, async |tx| {
-            let rows = crate::sql::Tx::query(
+            let mut rows = crate::sql::Tx::query(
                 tx,
                 "SELECT version FROM governance_migrations ORDER BY version",
                 &[],
             )
             .await?;
-            Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+            Ok(rows
+                .iter_mut()
+                .map(|r| r.get(0))
+                .collect::<Result<_, _>>()?)
         })
     }
 

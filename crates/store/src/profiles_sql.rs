@@ -23,7 +23,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str)] = &[(
 
 const COLUMNS: &str = "id, subject, window_from, window_to, records, document, created_at";
 
-fn profile(r: &Row) -> DbResult<ProfileRecord> {
+fn profile(r: &mut Row) -> DbResult<ProfileRecord> {
     Ok(ProfileRecord {
         id: r.get(0)?,
         subject: r.get(1)?,
@@ -41,8 +41,8 @@ async fn profiles_of(
     sql: &str,
     params: &[Value<'_>],
 ) -> StoreResult<Vec<ProfileRecord>> {
-    let rows = tx.query(sql, params).await?;
-    Ok(rows.iter().map(profile).collect::<DbResult<_>>()?)
+    let mut rows = tx.query(sql, params).await?;
+    Ok(rows.iter_mut().map(profile).collect::<DbResult<_>>()?)
 }
 
 pub(crate) async fn add_profile(
@@ -50,7 +50,7 @@ pub(crate) async fn add_profile(
     new: &NewProfile,
     audit: AuditLine<'_>,
 ) -> StoreResult<ProfileRecord> {
-    let row = tx
+    let mut row = tx
         .query_one(
             &format!(
                 "INSERT INTO prf_profiles(subject, window_from, window_to, records, document, \
@@ -66,7 +66,7 @@ pub(crate) async fn add_profile(
             ],
         )
         .await?;
-    let stored = profile(&row)?;
+    let stored = profile(&mut row)?;
     sql::audit::append(tx, audit).await?;
     Ok(stored)
 }

@@ -36,7 +36,7 @@ const LOCK_SUBJECT: i32 = 0x436f_0102;
 
 const COLUMNS: &str = "id, subject, version, encoding, message_name, payload, created_at";
 
-fn record(r: &Row) -> DbResult<SampleRecord> {
+fn record(r: &mut Row) -> DbResult<SampleRecord> {
     Ok(SampleRecord {
         id: r.get(0)?,
         subject: r.get(1)?,
@@ -48,8 +48,8 @@ fn record(r: &Row) -> DbResult<SampleRecord> {
     })
 }
 
-fn records(rows: Vec<Row>) -> StoreResult<Vec<SampleRecord>> {
-    Ok(rows.iter().map(record).collect::<DbResult<_>>()?)
+fn records(mut rows: Vec<Row>) -> StoreResult<Vec<SampleRecord>> {
+    Ok(rows.iter_mut().map(record).collect::<DbResult<_>>()?)
 }
 
 pub(crate) async fn add_sample(
@@ -68,7 +68,7 @@ pub(crate) async fn add_sample(
     if usize::try_from(held).unwrap_or(usize::MAX) >= limit {
         return Ok(SampleAdded::LimitReached { limit });
     }
-    let row = tx
+    let mut row = tx
         .query_one(
             &format!(
                 "INSERT INTO smp_samples(subject, version, encoding, message_name, payload, \
@@ -84,7 +84,7 @@ pub(crate) async fn add_sample(
             ],
         )
         .await?;
-    let stored = record(&row)?;
+    let stored = record(&mut row)?;
     sql::audit::append(tx, audit).await?;
     Ok(SampleAdded::Stored(stored))
 }
@@ -183,14 +183,14 @@ pub(crate) async fn unmark_live(
 }
 
 pub(crate) async fn live_marks(tx: &impl Tx, subject: &str) -> StoreResult<Vec<(i64, i64)>> {
-    let rows = tx
+    let mut rows = tx
         .query(
             "SELECT version, marked_at FROM smp_live_versions WHERE subject = ?1 ORDER BY version",
             args![subject],
         )
         .await?;
     Ok(rows
-        .iter()
+        .iter_mut()
         .map(|r| Ok((r.get(0)?, r.get(1)?)))
         .collect::<DbResult<_>>()?)
 }
@@ -210,7 +210,7 @@ pub(crate) async fn snapshot(tx: &impl Tx) -> StoreResult<(Vec<SampleRecord>, Ve
             &[],
         )
         .await?
-        .iter()
+        .iter_mut()
         .map(|r| {
             Ok(LiveMark {
                 subject: r.get(0)?,
@@ -231,13 +231,13 @@ pub(crate) async fn restore_samples(
 ) -> StoreResult<SamplesRestored> {
     let mut out = SamplesRestored::default();
     for s in samples {
-        let held = tx
+        let mut held = tx
             .query_opt(
                 &format!("SELECT {COLUMNS} FROM smp_samples WHERE id = ?1"),
                 args![s.id],
             )
             .await?;
-        match held.as_ref().map(record).transpose()? {
+        match held.as_mut().map(record).transpose()? {
             Some(held) if &held == s => out.present += 1,
             Some(_) => out
                 .conflicts

@@ -144,9 +144,9 @@ macro_rules! args {
 }
 pub(crate) use args;
 
-/// A column's value converted to a Rust type.
+/// A column's value converted to a Rust type, taking it out of its row.
 pub(crate) trait FromValue: Sized {
-    fn from_value(value: &Value<'_>) -> DbResult<Self>;
+    fn from_value(value: Value<'static>) -> DbResult<Self>;
 }
 
 fn shape(wanted: &str, got: &Value<'_>) -> DbError {
@@ -154,44 +154,44 @@ fn shape(wanted: &str, got: &Value<'_>) -> DbError {
 }
 
 impl FromValue for i64 {
-    fn from_value(value: &Value<'_>) -> DbResult<Self> {
+    fn from_value(value: Value<'static>) -> DbResult<Self> {
         match value {
-            Value::Int(v) => Ok(*v),
-            other => Err(shape("an integer", other)),
+            Value::Int(v) => Ok(v),
+            other => Err(shape("an integer", &other)),
         }
     }
 }
 
 impl FromValue for bool {
-    fn from_value(value: &Value<'_>) -> DbResult<Self> {
+    fn from_value(value: Value<'static>) -> DbResult<Self> {
         match value {
-            Value::Bool(v) => Ok(*v),
-            Value::Int(v) => Ok(*v != 0),
-            other => Err(shape("a boolean", other)),
+            Value::Bool(v) => Ok(v),
+            Value::Int(v) => Ok(v != 0),
+            other => Err(shape("a boolean", &other)),
         }
     }
 }
 
 impl FromValue for String {
-    fn from_value(value: &Value<'_>) -> DbResult<Self> {
+    fn from_value(value: Value<'static>) -> DbResult<Self> {
         match value {
-            Value::Text(v) => Ok(v.to_string()),
-            other => Err(shape("text", other)),
+            Value::Text(v) => Ok(v.into_owned()),
+            other => Err(shape("text", &other)),
         }
     }
 }
 
 impl FromValue for Vec<u8> {
-    fn from_value(value: &Value<'_>) -> DbResult<Self> {
+    fn from_value(value: Value<'static>) -> DbResult<Self> {
         match value {
-            Value::Bytes(v) => Ok(v.to_vec()),
-            other => Err(shape("bytes", other)),
+            Value::Bytes(v) => Ok(v.into_owned()),
+            other => Err(shape("bytes", &other)),
         }
     }
 }
 
 impl<T: FromValue> FromValue for Option<T> {
-    fn from_value(value: &Value<'_>) -> DbResult<Self> {
+    fn from_value(value: Value<'static>) -> DbResult<Self> {
         match value {
             Value::Null => Ok(None),
             other => T::from_value(other).map(Some),
@@ -199,15 +199,16 @@ impl<T: FromValue> FromValue for Option<T> {
     }
 }
 
-/// One row of a result, its columns in the statement's order.
+/// One row of a result, its columns in the statement's order. Reading a column takes its
+/// value out (no copy), so each column is read once.
 #[derive(Debug)]
 pub(crate) struct Row(pub(crate) Vec<Value<'static>>);
 
 impl Row {
     /// Column `index` as `T`.
-    pub(crate) fn get<T: FromValue>(&self, index: usize) -> DbResult<T> {
-        match self.0.get(index) {
-            Some(value) => T::from_value(value),
+    pub(crate) fn get<T: FromValue>(&mut self, index: usize) -> DbResult<T> {
+        match self.0.get_mut(index) {
+            Some(value) => T::from_value(std::mem::replace(value, Value::Null)),
             None => Err(DbError(format!("the row has no column {index}"))),
         }
     }
@@ -263,7 +264,7 @@ pub(crate) trait Tx {
         async move {
             self.query_opt(sql, params)
                 .await?
-                .map(|r| r.get(0))
+                .map(|mut r| r.get(0))
                 .transpose()
         }
     }
