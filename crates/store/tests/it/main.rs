@@ -4,6 +4,7 @@
 mod audit_denials;
 mod audit_in_transaction;
 mod deks_postgres;
+mod exporters_postgres;
 mod governance_postgres;
 mod governance_sqlite;
 mod governance_suite;
