@@ -252,9 +252,18 @@ pub(crate) async fn undelete_kek(
 
 pub(crate) async fn dek(
     tx: &impl Tx,
-    scope: DekScope<'_>,
+    kek_name: &str,
+    subject: &str,
+    algorithm: &str,
+    version: Option<i64>,
     deleted: bool,
 ) -> StoreResult<Option<Dek>> {
+    let scope = DekScope {
+        kek_name,
+        subject,
+        algorithm,
+        version,
+    };
     let sql = format!(
         "SELECT {DEK_COLUMNS} FROM dek_deks WHERE {IN_SCOPE} AND (?5 OR NOT deleted) \
          ORDER BY version DESC LIMIT 1"
@@ -395,13 +404,16 @@ pub(crate) async fn restore_keys(
             restored.written += 1;
             continue;
         }
-        let scope = DekScope {
-            kek_name: &d.kek_name,
-            subject: &d.subject,
-            algorithm: &d.algorithm,
-            version: Some(d.version),
-        };
-        if dek(tx, scope, true).await?.as_ref() != Some(d) {
+        let held = dek(
+            tx,
+            &d.kek_name,
+            &d.subject,
+            &d.algorithm,
+            Some(d.version),
+            true,
+        )
+        .await?;
+        if held.as_ref() != Some(d) {
             restored.conflicts.push(dek_conflict(d));
         }
     }
@@ -439,148 +451,23 @@ macro_rules! dek_store {
             use $crate::deks::*;
             use $crate::deks_sql as ops;
 
-            #[async_trait::async_trait]
-            impl DekStore for $store {
-                async fn kek(&self, name: &str) -> StoreResult<Option<Kek>> {
-                    self.db.read(async |tx| ops::kek(tx, name).await).await
-                }
-
-                async fn kek_names(&self, deleted: bool) -> StoreResult<Vec<String>> {
-                    self.db
-                        .read(async |tx| ops::kek_names(tx, deleted).await)
-                        .await
-                }
-
-                async fn insert_kek(
-                    &self,
-                    kek: &Kek,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<KeyWrite> {
-                    self.db
-                        .write(async |tx| ops::insert_kek(tx, kek, audit).await)
-                        .await
-                }
-
-                async fn update_kek(
-                    &self,
-                    kek: &Kek,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<KeyWrite> {
-                    self.db
-                        .write(async |tx| ops::update_kek(tx, kek, audit).await)
-                        .await
-                }
-
-                async fn delete_kek(
-                    &self,
-                    name: &str,
-                    permanent: bool,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<KeyWrite> {
-                    self.db
-                        .write(async |tx| ops::delete_kek(tx, name, permanent, audit).await)
-                        .await
-                }
-
-                async fn undelete_kek(
-                    &self,
-                    name: &str,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<KeyWrite> {
-                    self.db
-                        .write(async |tx| ops::undelete_kek(tx, name, audit).await)
-                        .await
-                }
-
-                async fn dek(
-                    &self,
-                    kek_name: &str,
-                    subject: &str,
-                    algorithm: &str,
-                    version: Option<i64>,
-                    deleted: bool,
-                ) -> StoreResult<Option<Dek>> {
-                    let scope = DekScope {
-                        kek_name,
-                        subject,
-                        algorithm,
-                        version,
-                    };
-                    self.db
-                        .read(async |tx| ops::dek(tx, scope, deleted).await)
-                        .await
-                }
-
-                async fn dek_subjects(
-                    &self,
-                    kek_name: &str,
-                    deleted: bool,
-                ) -> StoreResult<Vec<String>> {
-                    self.db
-                        .read(async |tx| ops::dek_subjects(tx, kek_name, deleted).await)
-                        .await
-                }
-
-                async fn dek_versions(
-                    &self,
-                    kek_name: &str,
-                    subject: &str,
-                    algorithm: &str,
-                    deleted: bool,
-                ) -> StoreResult<Vec<i64>> {
-                    self.db
-                        .read(async |tx| {
-                            ops::dek_versions(tx, kek_name, subject, algorithm, deleted).await
-                        })
-                        .await
-                }
-
-                async fn insert_dek(
-                    &self,
-                    dek: &Dek,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<KeyWrite> {
-                    self.db
-                        .write(async |tx| ops::insert_dek(tx, dek, audit).await)
-                        .await
-                }
-
-                async fn delete_deks(
-                    &self,
-                    scope: DekScope<'_>,
-                    permanent: bool,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<KeyWrite> {
-                    self.db
-                        .write(async |tx| ops::delete_deks(tx, scope, permanent, audit).await)
-                        .await
-                }
-
-                async fn undelete_deks(
-                    &self,
-                    scope: DekScope<'_>,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<KeyWrite> {
-                    self.db
-                        .write(async |tx| ops::undelete_deks(tx, scope, audit).await)
-                        .await
-                }
-
-                async fn all_keys(&self) -> StoreResult<(Vec<Kek>, Vec<Dek>)> {
-                    self.db
-                        .read_consistent(async |tx| ops::all_keys(tx).await)
-                        .await
-                }
-
-                async fn restore_keys(
-                    &self,
-                    keks: &[Kek],
-                    deks: &[Dek],
-                ) -> StoreResult<RestoredKeys> {
-                    self.db
-                        .write(async |tx| ops::restore_keys(tx, keks, deks).await)
-                        .await
-                }
+            $crate::sql::store_impl! {
+                impl DekStore for $store, ops ops, self.db;
+                read fn kek(name: &str) -> StoreResult<Option<Kek>>;
+                read fn kek_names(deleted: bool) -> StoreResult<Vec<String>>;
+                write fn insert_kek(kek: &Kek, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
+                write fn update_kek(kek: &Kek, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
+                write fn delete_kek(name: &str, permanent: bool, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
+                write fn undelete_kek(name: &str, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
+                read fn dek(kek_name: &str, subject: &str, algorithm: &str, version: Option<i64>, deleted: bool) -> StoreResult<Option<Dek>>;
+                read fn dek_subjects(kek_name: &str, deleted: bool) -> StoreResult<Vec<String>>;
+                read fn dek_versions(kek_name: &str, subject: &str, algorithm: &str, deleted: bool) -> StoreResult<Vec<i64>>;
+                write fn insert_dek(dek: &Dek, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
+                write fn delete_deks(scope: DekScope<'_>, permanent: bool, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
+                write fn undelete_deks(scope: DekScope<'_>, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
+                read_consistent fn all_keys() -> StoreResult<(Vec<Kek>, Vec<Dek>)>;
+                write fn restore_keys(keks: &[Kek], deks: &[Dek]) -> StoreResult<RestoredKeys>;
+                {}
             }
         };
     };

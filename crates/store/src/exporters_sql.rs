@@ -135,60 +135,18 @@ macro_rules! exporter_store {
             use $crate::exporters::*;
             use $crate::exporters_sql as ops;
 
-            #[async_trait::async_trait]
-            impl ExporterStore for $store {
-                async fn create_exporter(
-                    &self,
-                    record: &ExporterRecord,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<bool> {
-                    self.db
-                        .write(async |tx| ops::create_exporter(tx, record, audit).await)
-                        .await
-                }
-
-                async fn exporter(&self, name: &str) -> StoreResult<Option<ExporterRecord>> {
-                    self.db.read(async |tx| ops::exporter(tx, name).await).await
-                }
-
-                async fn exporters(&self) -> StoreResult<Vec<ExporterRecord>> {
-                    self.db.read(async |tx| ops::exporters(tx).await).await
-                }
-
-                async fn update_exporter(
-                    &self,
-                    record: &ExporterRecord,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<bool> {
-                    self.db
-                        .write(async |tx| ops::update_exporter(tx, record, audit).await)
-                        .await
-                }
-
-                async fn record_progress(
-                    &self,
-                    name: &str,
-                    offset: i64,
-                    ts: i64,
-                    trace: &str,
-                ) -> StoreResult<()> {
-                    self.db
-                        .write(async |tx| ops::record_progress(tx, name, offset, ts, trace).await)
-                        .await
-                }
-
-                async fn delete_exporter(
-                    &self,
-                    name: &str,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<bool> {
-                    self.db
-                        .write(async |tx| ops::delete_exporter(tx, name, audit).await)
-                        .await
-                }
-
-                async fn lease(&self, name: &str) -> StoreResult<Option<Box<dyn Lease>>> {
-                    self.grant_lease(name).await
+            $crate::sql::store_impl! {
+                impl ExporterStore for $store, ops ops, self.db;
+                write fn create_exporter(record: &ExporterRecord, audit: AuditLine<'_>) -> StoreResult<bool>;
+                read fn exporter(name: &str) -> StoreResult<Option<ExporterRecord>>;
+                read fn exporters() -> StoreResult<Vec<ExporterRecord>>;
+                write fn update_exporter(record: &ExporterRecord, audit: AuditLine<'_>) -> StoreResult<bool>;
+                write fn record_progress(name: &str, offset: i64, ts: i64, trace: &str) -> StoreResult<()>;
+                write fn delete_exporter(name: &str, audit: AuditLine<'_>) -> StoreResult<bool>;
+                {
+                    async fn lease(&self, name: &str) -> StoreResult<Option<Box<dyn Lease>>> {
+                        self.grant_lease(name).await
+                    }
                 }
             }
         };

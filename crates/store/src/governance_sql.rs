@@ -623,10 +623,15 @@ pub(crate) async fn prune_usage(tx: &impl Tx, before: i64) -> GovernanceResult<u
     Ok(removed)
 }
 
-pub(crate) async fn insert_findings(
+/// Appends findings (also the store's `record_findings`).
+pub(crate) async fn record_findings(
     tx: &impl Tx,
     findings: &[UsageFinding],
 ) -> GovernanceResult<()> {
+    insert_findings(tx, findings).await
+}
+
+async fn insert_findings(tx: &impl Tx, findings: &[UsageFinding]) -> GovernanceResult<()> {
     for finding in findings {
         tx.execute(
             "INSERT INTO gov_findings(at, body) VALUES (?1, ?2)",
@@ -1165,10 +1170,9 @@ async fn restore_usage(
     Ok(())
 }
 
-/// Implements [`crate::GovernanceStore`] for a backend by running each operation above in
-/// the backend's transactions. The backend provides `read`, `write` and `read_consistent`
-/// (one snapshot for several statements), each taking the operation as an async closure
-/// over its [`Tx`].
+/// Implements [`crate::GovernanceStore`] for a backend that provides `read`, `write` and
+/// `read_consistent` (one snapshot for several statements), each running an operation above
+/// in its transaction.
 macro_rules! governance_store {
     ($store:ty) => {
         const _: () = {
@@ -1176,200 +1180,34 @@ macro_rules! governance_store {
             use $crate::governance::*;
             use $crate::governance_sql as ops;
 
-            #[async_trait::async_trait]
-            impl GovernanceStore for $store {
-                async fn create_consumer(
-                    &self,
-                    consumer: &Consumer,
-                    check: ConsumerCheck<'_>,
-                    audit: AuditLine<'_>,
-                ) -> GovernanceResult<Consumer> {
-                    self.write(async |tx| ops::create_consumer(tx, consumer, check, audit).await)
-                        .await
-                }
-
-                async fn modify_consumer(
-                    &self,
-                    name: &str,
-                    edit: ConsumerEdit<'_>,
-                    audit: AuditLine<'_>,
-                ) -> GovernanceResult<Consumer> {
-                    self.write(async |tx| ops::modify_consumer(tx, name, edit, audit).await)
-                        .await
-                }
-
-                async fn consumer(&self, name: &str) -> GovernanceResult<Option<Consumer>> {
-                    self.read(async |tx| ops::consumer(tx, name).await).await
-                }
-
-                async fn consumers(&self) -> GovernanceResult<Vec<Consumer>> {
-                    self.read(async |tx| ops::consumers(tx).await).await
-                }
-
-                async fn consumer_for_client(
-                    &self,
-                    client_id: &str,
-                ) -> GovernanceResult<Option<String>> {
-                    self.read(async |tx| ops::consumer_for_client(tx, client_id).await)
-                        .await
-                }
-
-                async fn record_usage(
-                    &self,
-                    report: &UsageReport,
-                    consumer: Option<&str>,
-                    findings: &[UsageFinding],
-                    audit: AuditLine<'_>,
-                ) -> GovernanceResult<()> {
-                    self.write(async |tx| {
-                        ops::record_usage(tx, report, consumer, findings, audit).await
-                    })
-                    .await
-                }
-
-                async fn field_usage(
-                    &self,
-                    query: &UsageQuery,
-                ) -> GovernanceResult<Vec<FieldUsage>> {
-                    self.read(async |tx| ops::field_usage(tx, query).await)
-                        .await
-                }
-
-                async fn reader_usage(
-                    &self,
-                    query: &UsageQuery,
-                ) -> GovernanceResult<Vec<ReaderUsage>> {
-                    self.read(async |tx| ops::reader_usage(tx, query).await)
-                        .await
-                }
-
-                async fn usage_counts(&self, query: &UsageQuery) -> GovernanceResult<UsageCounts> {
-                    self.read(async |tx| ops::usage_counts(tx, query).await)
-                        .await
-                }
-
-                async fn schema_sightings(
-                    &self,
-                    subject: &str,
-                    from: i64,
-                ) -> GovernanceResult<SchemaSightings> {
-                    self.read(async |tx| ops::schema_sightings(tx, subject, from).await)
-                        .await
-                }
-
-                async fn reporting_since(
-                    &self,
-                    subject: &str,
-                ) -> GovernanceResult<Vec<ReportingSince>> {
-                    self.read(async |tx| ops::reporting_since(tx, subject).await)
-                        .await
-                }
-
-                async fn prune_usage(&self, before: i64) -> GovernanceResult<u64> {
-                    self.write(async |tx| ops::prune_usage(tx, before).await)
-                        .await
-                }
-
-                async fn record_findings(&self, findings: &[UsageFinding]) -> GovernanceResult<()> {
-                    self.write(async |tx| ops::insert_findings(tx, findings).await)
-                        .await
-                }
-
-                async fn findings(
-                    &self,
-                    from: i64,
-                    to: i64,
-                ) -> GovernanceResult<Vec<UsageFinding>> {
-                    self.read(async |tx| ops::findings(tx, from, to).await)
-                        .await
-                }
-
-                async fn create_deprecation(
-                    &self,
-                    new: &NewDeprecation,
-                    at: i64,
-                    audit: AuditLine<'_>,
-                ) -> GovernanceResult<Deprecation> {
-                    self.write(async |tx| ops::create_deprecation(tx, new, at, audit).await)
-                        .await
-                }
-
-                async fn deprecation(&self, id: i64) -> GovernanceResult<Option<Deprecation>> {
-                    self.read(async |tx| ops::deprecation(tx, id).await).await
-                }
-
-                async fn deprecations(
-                    &self,
-                    subject: Option<&str>,
-                ) -> GovernanceResult<Vec<Deprecation>> {
-                    self.read(async |tx| ops::deprecations(tx, subject).await)
-                        .await
-                }
-
-                async fn modify_deprecation(
-                    &self,
-                    id: i64,
-                    edit: DeprecationEdit<'_>,
-                    audit: AuditLine<'_>,
-                ) -> GovernanceResult<Deprecation> {
-                    self.write(async |tx| ops::modify_deprecation(tx, id, edit, audit).await)
-                        .await
-                }
-
-                async fn record_reads(&self, reads: &[SchemaRead]) -> GovernanceResult<()> {
-                    self.write(async |tx| ops::record_reads(tx, reads).await)
-                        .await
-                }
-
-                async fn schema_reads(
-                    &self,
-                    subject: &str,
-                    from: i64,
-                ) -> GovernanceResult<Vec<SchemaRead>> {
-                    self.read(async |tx| ops::schema_reads(tx, subject, from).await)
-                        .await
-                }
-
-                async fn create_approval(
-                    &self,
-                    new: &NewApproval,
-                    at: i64,
-                    audit: AuditLine<'_>,
-                ) -> GovernanceResult<Approval> {
-                    self.write(async |tx| ops::create_approval(tx, new, at, audit).await)
-                        .await
-                }
-
-                async fn approvals(
-                    &self,
-                    subject: Option<&str>,
-                ) -> GovernanceResult<Vec<Approval>> {
-                    self.read(async |tx| ops::approvals(tx, subject).await)
-                        .await
-                }
-
-                async fn modify_approval(
-                    &self,
-                    id: i64,
-                    edit: ApprovalEdit<'_>,
-                    audit: AuditLine<'_>,
-                ) -> GovernanceResult<Approval> {
-                    self.write(async |tx| ops::modify_approval(tx, id, edit, audit).await)
-                        .await
-                }
-
-                async fn snapshot(&self) -> GovernanceResult<GovernanceSnapshot> {
-                    self.read_consistent(async |tx| ops::snapshot(tx).await)
-                        .await
-                }
-
-                async fn restore(
-                    &self,
-                    snapshot: &GovernanceSnapshot,
-                ) -> GovernanceResult<RestoreCounts> {
-                    self.write(async |tx| ops::restore(tx, snapshot).await)
-                        .await
-                }
+            $crate::sql::store_impl! {
+                impl GovernanceStore for $store, ops ops, self;
+                write fn create_consumer(consumer: &Consumer, check: ConsumerCheck<'_>, audit: AuditLine<'_>) -> GovernanceResult<Consumer>;
+                write fn modify_consumer(name: &str, edit: ConsumerEdit<'_>, audit: AuditLine<'_>) -> GovernanceResult<Consumer>;
+                read fn consumer(name: &str) -> GovernanceResult<Option<Consumer>>;
+                read fn consumers() -> GovernanceResult<Vec<Consumer>>;
+                read fn consumer_for_client(client_id: &str) -> GovernanceResult<Option<String>>;
+                write fn record_usage(report: &UsageReport, consumer: Option<&str>, findings: &[UsageFinding], audit: AuditLine<'_>) -> GovernanceResult<()>;
+                read fn field_usage(query: &UsageQuery) -> GovernanceResult<Vec<FieldUsage>>;
+                read fn reader_usage(query: &UsageQuery) -> GovernanceResult<Vec<ReaderUsage>>;
+                read fn usage_counts(query: &UsageQuery) -> GovernanceResult<UsageCounts>;
+                read fn schema_sightings(subject: &str, from: i64) -> GovernanceResult<SchemaSightings>;
+                read fn reporting_since(subject: &str) -> GovernanceResult<Vec<ReportingSince>>;
+                write fn prune_usage(before: i64) -> GovernanceResult<u64>;
+                write fn record_findings(findings: &[UsageFinding]) -> GovernanceResult<()>;
+                read fn findings(from: i64, to: i64) -> GovernanceResult<Vec<UsageFinding>>;
+                write fn create_deprecation(new: &NewDeprecation, at: i64, audit: AuditLine<'_>) -> GovernanceResult<Deprecation>;
+                read fn deprecation(id: i64) -> GovernanceResult<Option<Deprecation>>;
+                read fn deprecations(subject: Option<&str>) -> GovernanceResult<Vec<Deprecation>>;
+                write fn modify_deprecation(id: i64, edit: DeprecationEdit<'_>, audit: AuditLine<'_>) -> GovernanceResult<Deprecation>;
+                write fn record_reads(reads: &[SchemaRead]) -> GovernanceResult<()>;
+                read fn schema_reads(subject: &str, from: i64) -> GovernanceResult<Vec<SchemaRead>>;
+                write fn create_approval(new: &NewApproval, at: i64, audit: AuditLine<'_>) -> GovernanceResult<Approval>;
+                read fn approvals(subject: Option<&str>) -> GovernanceResult<Vec<Approval>>;
+                write fn modify_approval(id: i64, edit: ApprovalEdit<'_>, audit: AuditLine<'_>) -> GovernanceResult<Approval>;
+                read_consistent fn snapshot() -> GovernanceResult<GovernanceSnapshot>;
+                write fn restore(snapshot: &GovernanceSnapshot) -> GovernanceResult<RestoreCounts>;
+                {}
             }
         };
     };

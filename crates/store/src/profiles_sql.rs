@@ -23,7 +23,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str)] = &[(
 
 const COLUMNS: &str = "id, subject, window_from, window_to, records, document, created_at";
 
-fn profile(r: &mut Row) -> DbResult<ProfileRecord> {
+fn profile_row(r: &mut Row) -> DbResult<ProfileRecord> {
     Ok(ProfileRecord {
         id: r.get(0)?,
         subject: r.get(1)?,
@@ -42,7 +42,7 @@ async fn profiles_of(
     params: &[Value<'_>],
 ) -> StoreResult<Vec<ProfileRecord>> {
     let mut rows = tx.query(sql, params).await?;
-    Ok(rows.iter_mut().map(profile).collect::<DbResult<_>>()?)
+    Ok(rows.iter_mut().map(profile_row).collect::<DbResult<_>>()?)
 }
 
 pub(crate) async fn add_profile(
@@ -66,7 +66,7 @@ pub(crate) async fn add_profile(
             ],
         )
         .await?;
-    let stored = profile(&mut row)?;
+    let stored = profile_row(&mut row)?;
     sql::audit::append(tx, audit).await?;
     Ok(stored)
 }
@@ -84,7 +84,7 @@ pub(crate) async fn profiles(
     profiles_of(tx, &sql, args![subject, offset, limit]).await
 }
 
-pub(crate) async fn profile_of(
+pub(crate) async fn profile(
     tx: &impl Tx,
     subject: &str,
     id: i64,
@@ -176,66 +176,16 @@ macro_rules! profile_store {
             use $crate::profiles::*;
             use $crate::profiles_sql as ops;
 
-            #[async_trait::async_trait]
-            impl ProfileStore for $store {
-                async fn add_profile(
-                    &self,
-                    profile: &NewProfile,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<ProfileRecord> {
-                    self.db
-                        .write(async |tx| ops::add_profile(tx, profile, audit).await)
-                        .await
-                }
-
-                async fn profiles(
-                    &self,
-                    subject: &str,
-                    offset: i64,
-                    limit: i64,
-                ) -> StoreResult<Vec<ProfileRecord>> {
-                    self.db
-                        .read(async |tx| ops::profiles(tx, subject, offset, limit).await)
-                        .await
-                }
-
-                async fn profile(
-                    &self,
-                    subject: &str,
-                    id: i64,
-                ) -> StoreResult<Option<ProfileRecord>> {
-                    self.db
-                        .read(async |tx| ops::profile_of(tx, subject, id).await)
-                        .await
-                }
-
-                async fn delete_profiles(&self, subject: &str) -> StoreResult<usize> {
-                    self.db
-                        .write(async |tx| ops::delete_profiles(tx, subject).await)
-                        .await
-                }
-
-                async fn latest_profiles(
-                    &self,
-                    subject: Option<&str>,
-                ) -> StoreResult<Vec<ProfileRecord>> {
-                    self.db
-                        .read(async |tx| ops::latest_profiles(tx, subject).await)
-                        .await
-                }
-
-                async fn all_profiles(&self) -> StoreResult<Vec<ProfileRecord>> {
-                    self.db.read(async |tx| ops::all_profiles(tx).await).await
-                }
-
-                async fn restore_profiles(
-                    &self,
-                    profiles: &[ProfileRecord],
-                ) -> StoreResult<RestoredProfiles> {
-                    self.db
-                        .write(async |tx| ops::restore_profiles(tx, profiles).await)
-                        .await
-                }
+            $crate::sql::store_impl! {
+                impl ProfileStore for $store, ops ops, self.db;
+                write fn add_profile(profile: &NewProfile, audit: AuditLine<'_>) -> StoreResult<ProfileRecord>;
+                read fn profiles(subject: &str, offset: i64, limit: i64) -> StoreResult<Vec<ProfileRecord>>;
+                read fn profile(subject: &str, id: i64) -> StoreResult<Option<ProfileRecord>>;
+                write fn delete_profiles(subject: &str) -> StoreResult<usize>;
+                read fn latest_profiles(subject: Option<&str>) -> StoreResult<Vec<ProfileRecord>>;
+                read fn all_profiles() -> StoreResult<Vec<ProfileRecord>>;
+                write fn restore_profiles(profiles: &[ProfileRecord]) -> StoreResult<RestoredProfiles>;
+                {}
             }
         };
     };

@@ -289,94 +289,18 @@ macro_rules! sample_store {
             use $crate::samples::*;
             use $crate::samples_sql as ops;
 
-            #[async_trait::async_trait]
-            impl SampleStore for $store {
-                async fn add_sample(
-                    &self,
-                    sample: &NewSample,
-                    limit: usize,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<SampleAdded> {
-                    self.db
-                        .write(async |tx| ops::add_sample(tx, sample, limit, audit).await)
-                        .await
-                }
-
-                async fn samples(
-                    &self,
-                    subject: &str,
-                    version: Option<i64>,
-                ) -> StoreResult<Vec<SampleRecord>> {
-                    self.db
-                        .read(async |tx| ops::samples(tx, subject, version).await)
-                        .await
-                }
-
-                async fn delete_samples(
-                    &self,
-                    subject: &str,
-                    ids: &[i64],
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<Vec<i64>> {
-                    self.db
-                        .write(async |tx| ops::delete_samples(tx, subject, ids, audit).await)
-                        .await
-                }
-
-                async fn delete_version_samples(
-                    &self,
-                    subject: &str,
-                    versions: &[i64],
-                ) -> StoreResult<usize> {
-                    self.db
-                        .write(async |tx| ops::delete_version_samples(tx, subject, versions).await)
-                        .await
-                }
-
-                async fn mark_live(
-                    &self,
-                    subject: &str,
-                    version: i64,
-                    at_ms: i64,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<()> {
-                    self.db
-                        .write(async |tx| ops::mark_live(tx, subject, version, at_ms, audit).await)
-                        .await
-                }
-
-                async fn unmark_live(
-                    &self,
-                    subject: &str,
-                    version: i64,
-                    audit: AuditLine<'_>,
-                ) -> StoreResult<bool> {
-                    self.db
-                        .write(async |tx| ops::unmark_live(tx, subject, version, audit).await)
-                        .await
-                }
-
-                async fn live_marks(&self, subject: &str) -> StoreResult<Vec<(i64, i64)>> {
-                    self.db
-                        .read(async |tx| ops::live_marks(tx, subject).await)
-                        .await
-                }
-
-                async fn snapshot(&self) -> StoreResult<(Vec<SampleRecord>, Vec<LiveMark>)> {
-                    self.db
-                        .read_consistent(async |tx| ops::snapshot(tx).await)
-                        .await
-                }
-
-                async fn restore_samples(
-                    &self,
-                    samples: &[SampleRecord],
-                    marks: &[LiveMark],
-                ) -> StoreResult<SamplesRestored> {
-                    self.db
-                        .write(async |tx| ops::restore_samples(tx, samples, marks).await)
-                        .await
-                }
+            $crate::sql::store_impl! {
+                impl SampleStore for $store, ops ops, self.db;
+                write fn add_sample(sample: &NewSample, limit: usize, audit: AuditLine<'_>) -> StoreResult<SampleAdded>;
+                read fn samples(subject: &str, version: Option<i64>) -> StoreResult<Vec<SampleRecord>>;
+                write fn delete_samples(subject: &str, ids: &[i64], audit: AuditLine<'_>) -> StoreResult<Vec<i64>>;
+                write fn delete_version_samples(subject: &str, versions: &[i64]) -> StoreResult<usize>;
+                write fn mark_live(subject: &str, version: i64, at_ms: i64, audit: AuditLine<'_>) -> StoreResult<()>;
+                write fn unmark_live(subject: &str, version: i64, audit: AuditLine<'_>) -> StoreResult<bool>;
+                read fn live_marks(subject: &str) -> StoreResult<Vec<(i64, i64)>>;
+                read_consistent fn snapshot() -> StoreResult<(Vec<SampleRecord>, Vec<LiveMark>)>;
+                write fn restore_samples(samples: &[SampleRecord], marks: &[LiveMark]) -> StoreResult<SamplesRestored>;
+                {}
             }
         };
     };

@@ -144,6 +144,44 @@ macro_rules! args {
 }
 pub(crate) use args;
 
+/// Implements a store trait once for a backend: each listed method runs the function of the
+/// same name in the operations module (the transaction first, then the method's arguments)
+/// through the backend's `read`, `read_consistent` or `write`, found on the store itself or
+/// on its field `db`. Methods that are not operations follow the list in braces.
+macro_rules! store_impl {
+    (
+        impl $trait:ident for $store:ty, ops $ops:ident, self . $db:ident;
+        $( $run:ident fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty; )*
+        { $($extra:item)* }
+    ) => {
+        #[async_trait::async_trait]
+        impl $trait for $store {
+            $(
+                async fn $name(&self, $($arg: $ty),*) -> $ret {
+                    self.$db.$run(async |tx| $ops::$name(tx, $($arg),*).await).await
+                }
+            )*
+            $($extra)*
+        }
+    };
+    (
+        impl $trait:ident for $store:ty, ops $ops:ident, self;
+        $( $run:ident fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty; )*
+        { $($extra:item)* }
+    ) => {
+        #[async_trait::async_trait]
+        impl $trait for $store {
+            $(
+                async fn $name(&self, $($arg: $ty),*) -> $ret {
+                    self.$run(async |tx| $ops::$name(tx, $($arg),*).await).await
+                }
+            )*
+            $($extra)*
+        }
+    };
+}
+pub(crate) use store_impl;
+
 /// A column's value converted to a Rust type, taking it out of its row.
 pub(crate) trait FromValue: Sized {
     fn from_value(value: Value<'static>) -> DbResult<Self>;
