@@ -767,15 +767,21 @@ pub(crate) async fn create_deprecation(
         )));
     }
     let record = Deprecation::from_new(next_id(tx, "gov_deprecations").await?, new.clone(), at);
-    insert_deprecation(tx, &record).await?;
+    insert_document(tx, "gov_deprecations", deprecation_key(&record), &record).await?;
     crate::sql::audit::append(tx, audit).await?;
     Ok(record)
 }
 
-async fn insert_deprecation(tx: &impl Tx, record: &Deprecation) -> GovernanceResult<()> {
+/// Inserts one document of `table` (`gov_deprecations` or `gov_approvals`) under its id.
+async fn insert_document<T: serde::Serialize>(
+    tx: &impl Tx,
+    table: &str,
+    (id, subject): (i64, &str),
+    document: &T,
+) -> GovernanceResult<()> {
     tx.execute(
-        "INSERT INTO gov_deprecations(id, subject, body) VALUES (?1, ?2, ?3)",
-        args![record.id, record.target.subject(), to_json(record)?],
+        &format!("INSERT INTO {table}(id, subject, body) VALUES (?1, ?2, ?3)"),
+        args![id, subject, to_json(document)?],
     )
     .await?;
     Ok(())
@@ -829,18 +835,9 @@ pub(crate) async fn create_approval(
 ) -> GovernanceResult<Approval> {
     tx.lock(APPROVAL_LOCK).await?;
     let approval = Approval::from_new(next_id(tx, "gov_approvals").await?, new.clone(), at);
-    insert_approval(tx, &approval).await?;
+    insert_document(tx, "gov_approvals", approval_key(&approval), &approval).await?;
     crate::sql::audit::append(tx, audit).await?;
     Ok(approval)
-}
-
-async fn insert_approval(tx: &impl Tx, approval: &Approval) -> GovernanceResult<()> {
-    tx.execute(
-        "INSERT INTO gov_approvals(id, subject, body) VALUES (?1, ?2, ?3)",
-        args![approval.id, &approval.subject, to_json(approval)?],
-    )
-    .await?;
-    Ok(())
 }
 
 pub(crate) async fn approvals(
@@ -992,8 +989,18 @@ pub(crate) async fn restore(
     }
     let mut out = RestoreCounts::default();
     restore_consumers(tx, &snapshot.consumers, &mut out).await?;
-    restore_deprecations(tx, &snapshot.deprecations, &mut out).await?;
-    restore_approvals(tx, &snapshot.approvals, &mut out).await?;
+    let deprecations = ("gov_deprecations", "deprecation");
+    out.deprecations += restore_by_id(
+        tx,
+        deprecations,
+        &snapshot.deprecations,
+        deprecation_key,
+        &mut out,
+    )
+    .await?;
+    let approvals = ("gov_approvals", "approval");
+    out.approvals +=
+        restore_by_id(tx, approvals, &snapshot.approvals, approval_key, &mut out).await?;
     restore_usage(tx, snapshot, &mut out).await?;
     let held: Vec<UsageFinding> =
         bodies(tx, "SELECT body FROM gov_findings ORDER BY at, id", &[]).await?;
@@ -1029,50 +1036,41 @@ async fn restore_consumers(
     Ok(())
 }
 
-/// Inserts the deprecations not yet held under their id (ids are kept: findings and the
-/// trail refer to them).
-async fn restore_deprecations(
-    tx: &impl Tx,
-    deprecations: &[Deprecation],
-    out: &mut RestoreCounts,
-) -> GovernanceResult<()> {
-    for record in deprecations {
-        match by_id::<Deprecation>(tx, "gov_deprecations", record.id, true).await? {
-            Some(held) if &held == record => out.present += 1,
-            Some(_) => out.conflicts.push(format!(
-                "deprecation {} already exists with other content",
-                record.id
-            )),
-            None => {
-                insert_deprecation(tx, record).await?;
-                out.deprecations += 1;
-            }
-        }
-    }
-    Ok(())
+fn deprecation_key(d: &Deprecation) -> (i64, &str) {
+    (d.id, d.target.subject())
 }
 
-/// Inserts the approvals not yet held under their id (registrations' audit entries name
-/// them).
-async fn restore_approvals(
+fn approval_key(a: &Approval) -> (i64, &str) {
+    (a.id, &a.subject)
+}
+
+/// Inserts the documents of `table` not yet held under their id (ids are kept: findings,
+/// the trail and registrations' audit entries refer to them); returns how many went in.
+async fn restore_by_id<T>(
     tx: &impl Tx,
-    approvals: &[Approval],
+    (table, what): (&str, &str),
+    documents: &[T],
+    key: impl Fn(&T) -> (i64, &str),
     out: &mut RestoreCounts,
-) -> GovernanceResult<()> {
-    for approval in approvals {
-        match by_id::<Approval>(tx, "gov_approvals", approval.id, true).await? {
-            Some(held) if &held == approval => out.present += 1,
-            Some(_) => out.conflicts.push(format!(
-                "approval {} already exists with other content",
-                approval.id
-            )),
+) -> GovernanceResult<usize>
+where
+    T: PartialEq + serde::Serialize + serde::de::DeserializeOwned,
+{
+    let mut inserted = 0;
+    for document in documents {
+        let (id, _) = key(document);
+        match by_id::<T>(tx, table, id, true).await? {
+            Some(held) if &held == document => out.present += 1,
+            Some(_) => out
+                .conflicts
+                .push(format!("{what} {id} already exists with other content")),
             None => {
-                insert_approval(tx, approval).await?;
-                out.approvals += 1;
+                insert_document(tx, table, key(document), document).await?;
+                inserted += 1;
             }
         }
     }
-    Ok(())
+    Ok(inserted)
 }
 
 /// Inserts usage buckets under their primary keys; a key already held keeps its counters
