@@ -894,19 +894,7 @@ pub(crate) async fn snapshot(tx: &impl Tx) -> GovernanceResult<GovernanceSnapsho
              ORDER BY bucket, subject COLLATE \"C\", client_id COLLATE \"C\", \
              consumer COLLATE \"C\", reader_schema_id",
             &[],
-            |r| {
-                Ok(ReaderBucket {
-                    bucket: r.get(0)?,
-                    subject: r.get(1)?,
-                    client_id: r.get(2)?,
-                    consumer: consumer_column(r.get(3)?),
-                    reader_schema_id: reader_column(r.get(4)?),
-                    reports: uncount(r.get(5)?),
-                    decode_failures: uncount(r.get(6)?),
-                    first_at: r.get(7)?,
-                    last_at: r.get(8)?,
-                })
-            },
+            reader_bucket,
         )
         .await?,
         usage_fields: rows(
@@ -916,19 +904,7 @@ pub(crate) async fn snapshot(tx: &impl Tx) -> GovernanceResult<GovernanceSnapsho
              ORDER BY bucket, subject COLLATE \"C\", client_id COLLATE \"C\", \
              consumer COLLATE \"C\", reader_schema_id, field_path COLLATE \"C\"",
             &[],
-            |r| {
-                Ok(FieldBucket {
-                    bucket: r.get(0)?,
-                    subject: r.get(1)?,
-                    client_id: r.get(2)?,
-                    consumer: consumer_column(r.get(3)?),
-                    reader_schema_id: reader_column(r.get(4)?),
-                    field: r.get(5)?,
-                    reads: uncount(r.get(6)?),
-                    first_at: r.get(7)?,
-                    last_at: r.get(8)?,
-                })
-            },
+            field_bucket,
         )
         .await?,
         usage_counts: rows(
@@ -938,18 +914,7 @@ pub(crate) async fn snapshot(tx: &impl Tx) -> GovernanceResult<GovernanceSnapsho
              client_id COLLATE \"C\", consumer COLLATE \"C\", kind COLLATE \"C\", \
              key COLLATE \"C\", detail COLLATE \"C\"",
             &[],
-            |r| {
-                Ok(CountBucket {
-                    bucket: r.get(0)?,
-                    subject: r.get(1)?,
-                    client_id: r.get(2)?,
-                    consumer: consumer_column(r.get(3)?),
-                    kind: r.get(4)?,
-                    key: r.get(5)?,
-                    detail: r.get(6)?,
-                    value: uncount(r.get(7)?),
-                })
-            },
+            count_bucket,
         )
         .await?,
         schema_reads: rows(
@@ -958,22 +923,65 @@ pub(crate) async fn snapshot(tx: &impl Tx) -> GovernanceResult<GovernanceSnapsho
              FROM gov_schema_reads ORDER BY bucket, subject COLLATE \"C\", version, \
              reader COLLATE \"C\"",
             &[],
-            |r| {
-                Ok(SchemaReadBucket {
-                    bucket: r.get(0)?,
-                    read: SchemaRead {
-                        subject: r.get(1)?,
-                        version: r.get(2)?,
-                        schema_id: r.get(3)?,
-                        reader: r.get(4)?,
-                        reads: uncount(r.get(5)?),
-                        first_at: r.get(6)?,
-                        last_at: r.get(7)?,
-                    },
-                })
-            },
+            read_bucket,
         )
         .await?,
+    })
+}
+
+fn reader_bucket(r: &mut Row) -> crate::sql::DbResult<ReaderBucket> {
+    Ok(ReaderBucket {
+        bucket: r.get(0)?,
+        subject: r.get(1)?,
+        client_id: r.get(2)?,
+        consumer: consumer_column(r.get(3)?),
+        reader_schema_id: reader_column(r.get(4)?),
+        reports: uncount(r.get(5)?),
+        decode_failures: uncount(r.get(6)?),
+        first_at: r.get(7)?,
+        last_at: r.get(8)?,
+    })
+}
+
+fn field_bucket(r: &mut Row) -> crate::sql::DbResult<FieldBucket> {
+    Ok(FieldBucket {
+        bucket: r.get(0)?,
+        subject: r.get(1)?,
+        client_id: r.get(2)?,
+        consumer: consumer_column(r.get(3)?),
+        reader_schema_id: reader_column(r.get(4)?),
+        field: r.get(5)?,
+        reads: uncount(r.get(6)?),
+        first_at: r.get(7)?,
+        last_at: r.get(8)?,
+    })
+}
+
+fn count_bucket(r: &mut Row) -> crate::sql::DbResult<CountBucket> {
+    Ok(CountBucket {
+        bucket: r.get(0)?,
+        subject: r.get(1)?,
+        client_id: r.get(2)?,
+        consumer: consumer_column(r.get(3)?),
+        kind: r.get(4)?,
+        key: r.get(5)?,
+        detail: r.get(6)?,
+        value: uncount(r.get(7)?),
+    })
+}
+
+fn read_bucket(r: &mut Row) -> crate::sql::DbResult<SchemaReadBucket> {
+    Ok(SchemaReadBucket {
+        bucket: r.get(0)?,
+        read: SchemaRead {
+            subject: r.get(1)?,
+            version: r.get(2)?,
+            schema_id: r.get(3)?,
+            reader: r.get(4)?,
+            reads: uncount(r.get(5)?),
+            first_at: r.get(6)?,
+            last_at: r.get(7)?,
+        },
     })
 }
 
