@@ -297,3 +297,81 @@ impl KeyCopy<'_, '_> {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kek() -> Kek {
+        Kek {
+            name: "k".into(),
+            kms_type: "aws-kms".into(),
+            kms_key_id: "arn:1".into(),
+            kms_props: BTreeMap::from([("region".to_string(), "eu".to_string())]),
+            doc: None,
+            shared: false,
+            ts: 1,
+            deleted: false,
+        }
+    }
+
+    fn held(fields: Value) -> HeldKey {
+        HeldKey {
+            fields: fields.as_object().cloned().unwrap_or_default(),
+            deleted: false,
+        }
+    }
+
+    #[test]
+    fn a_kek_is_the_same_key_by_its_kms_key_and_described_by_props_and_doc() {
+        let ours = kek();
+        let theirs = held(
+            json!({"name": "k", "kmsType": "aws-kms", "kmsKeyId": "arn:1",
+            "kmsProps": {"region": "eu"}, "doc": "", "shared": false, "ts": 9}),
+        );
+        assert!(same_kms_key(&ours, &theirs));
+        assert!(same_description(&ours, &theirs), "an empty doc is no doc");
+        let other_key = held(json!({"kmsType": "aws-kms", "kmsKeyId": "arn:2"}));
+        assert!(!same_kms_key(&ours, &other_key));
+        let shared = held(json!({"kmsType": "aws-kms", "kmsKeyId": "arn:1", "shared": true}));
+        assert!(!same_kms_key(&ours, &shared));
+        let redescribed = held(json!({"kmsType": "aws-kms", "kmsKeyId": "arn:1",
+            "kmsProps": {"region": "us"}}));
+        assert!(same_kms_key(&ours, &redescribed));
+        assert!(!same_description(&ours, &redescribed));
+    }
+
+    #[test]
+    fn a_snapshot_groups_a_subjects_deks_by_kek() {
+        let dek = |kek: &str, subject: &str, version| Dek {
+            kek_name: kek.into(),
+            subject: subject.into(),
+            version,
+            algorithm: "AES256_GCM".into(),
+            encrypted_key_material: Some("bQ==".into()),
+            key_material: None,
+            ts: 1,
+            deleted: false,
+        };
+        let mut by_subject = BTreeMap::new();
+        by_subject.insert(
+            "orders".to_string(),
+            vec![
+                dek("k", "orders", 1),
+                dek("k", "orders", 2),
+                dek("gone", "orders", 1),
+            ],
+        );
+        by_subject.insert("other".to_string(), vec![dek("k", "other", 1)]);
+        let snapshot = KeySnapshot {
+            keks: HashMap::from([("k".to_string(), kek())]),
+            by_subject,
+        };
+        let grouped = snapshot.of("orders");
+        assert_eq!(grouped.len(), 1, "a DEK without its KEK is not copied");
+        assert_eq!(grouped[0].0.name, "k");
+        assert_eq!(grouped[0].1.len(), 2);
+        assert!(snapshot.of("nothing").is_empty());
+        assert_eq!(snapshot.subjects().count(), 2);
+    }
+}
