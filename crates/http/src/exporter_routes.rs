@@ -26,7 +26,7 @@ pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "POST",
         "/exporters",
-        "Creates an exporter: name, subjects (patterns with *), contextType (AUTO, CUSTOM, NONE), context, subjectRenameFormat, config (schema.registry.url and its credentials).",
+        "Creates an exporter: name, subjects (patterns with *), contextType (AUTO, CUSTOM, NONE), context, subjectRenameFormat, kekRenameFormat (the KEKs of the DEK Registry keys copied with the subjects), config (schema.registry.url and its credentials; covenant.export.keys false copies no keys).",
     ),
     (
         "GET",
