@@ -409,6 +409,7 @@ async fn create(
     name: &str,
     subject: String,
     body: &Map<String, Value>,
+    rewrap: bool,
 ) -> ApiResult {
     let version = match body.get("version") {
         None | Some(Value::Null) => None,
@@ -428,7 +429,8 @@ async fn create(
         version,
         algorithm,
         encrypted_key_material: text(body, "encryptedKeyMaterial")?,
-        deleted: false,
+        deleted: flag(body, "deleted")?.unwrap_or(false),
+        rewrap,
     };
     let dek = deks(state)?.create_dek(name, request, Some(&entry)).await?;
     Ok(ok(dek_view(&dek)))
@@ -448,13 +450,15 @@ pub async fn create_dek_named_in_body(
     covenant_registry::deks::check_subject(&subject)?;
     let resource = Resource::Subject(subject.clone());
     check_named(&state, &caller, &access, Operation::Write, resource).await?;
-    create(&state, &context, &name, subject, &body).await
+    create(&state, &context, &name, subject, &body, false).await
 }
 
+/// `POST /keks/{name}/deks/{subject}`; `rewrap=true` replaces a held DEK's encrypted material.
 pub async fn create_dek(
     State(state): State<AppState>,
     Audited(context): Audited,
     SafePath((name, subject)): SafePath<(String, String)>,
+    params: Params,
     ConfluentJson(mut body): ConfluentJson<Map<String, Value>>,
 ) -> ApiResult {
     // The path names the subject; a different one in the body is not what was authorized.
@@ -462,7 +466,8 @@ pub async fn create_dek(
         return Err(invalid("subject"));
     }
     body.remove("subject");
-    create(&state, &context, &name, subject, &body).await
+    let rewrap = params.flag("rewrap");
+    create(&state, &context, &name, subject, &body, rewrap).await
 }
 
 pub async fn get_latest_dek(

@@ -101,6 +101,9 @@ pub struct NewDek {
     pub algorithm: Option<String>,
     pub encrypted_key_material: Option<String>,
     pub deleted: bool,
+    /// Confluent's `rewrap`: a DEK already held takes this encrypted material (and deletion
+    /// state) instead of the request being a conflict.
+    pub rewrap: bool,
 }
 
 /// Checks a KEK name as Confluent does: a letter or `_` first, then letters, digits, `_`
@@ -393,7 +396,8 @@ impl DekRegistry {
     }
 
     /// Stores a DEK a client made and encrypted with the KEK, or undeletes the same one
-    /// soft-deleted.
+    /// soft-deleted; with `rewrap`, replaces a held one's encrypted material (Confluent's
+    /// `rewrap-deks` tool re-encrypts every DEK after the KEK's KMS key was rotated).
     pub async fn create_dek(
         &self,
         kek_name: &str,
@@ -426,6 +430,17 @@ impl DekRegistry {
             ts: now_millis(),
             deleted: false,
         };
+        if request.rewrap {
+            let rewrapped = Dek {
+                deleted: request.deleted,
+                ..dek.clone()
+            };
+            match self.store.rewrap_dek(&rewrapped, audit).await? {
+                KeyWrite::Done => return Ok(rewrapped),
+                KeyWrite::KekMissing => return Err(DekError::KeyNotFound(kek_name.to_string())),
+                _ => {}
+            }
+        }
         match self.store.insert_dek(&dek, audit).await? {
             KeyWrite::Done => Ok(dek),
             KeyWrite::KekMissing => Err(DekError::KeyNotFound(kek_name.to_string())),

@@ -130,6 +130,11 @@ pub trait DekStore: Send + Sync {
     /// [`KeyWrite::KekMissing`] if the KEK is missing or soft-deleted when it would commit.
     async fn insert_dek(&self, dek: &Dek, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
 
+    /// Replaces a held DEK's encrypted material and deletion state (Confluent's `rewrap`,
+    /// after the KEK's KMS key was rotated); `Missing` when it is not held, `KekMissing`
+    /// under a missing or soft-deleted KEK.
+    async fn rewrap_dek(&self, dek: &Dek, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
+
     /// Soft-deletes the live DEKs in `scope`, or permanently removes them once every one is
     /// soft-deleted.
     async fn delete_deks(
@@ -288,6 +293,32 @@ pub mod suite {
                 .insert_dek(&dek("missing", "s", 1, "AES256_GCM"), None)
                 .await
                 .expect("dek"),
+            KekMissing
+        );
+        // Rewrapping replaces the material of a held version, and nothing else.
+        let mut rewrapped = dek("k1", "alpha-value", 1, "AES256_GCM");
+        rewrapped.encrypted_key_material = Some("cmV3cmFwcGVk".into());
+        assert_eq!(
+            store.rewrap_dek(&rewrapped, None).await.expect("rewrap"),
+            Done
+        );
+        let held = store
+            .dek("k1", "alpha-value", "AES256_GCM", Some(1), false)
+            .await
+            .expect("read")
+            .expect("held");
+        assert_eq!(held.encrypted_key_material.as_deref(), Some("cmV3cmFwcGVk"));
+        let mut absent = dek("k1", "alpha-value", 9, "AES256_GCM");
+        absent.encrypted_key_material = Some("eA==".into());
+        assert_eq!(
+            store.rewrap_dek(&absent, None).await.expect("rewrap"),
+            Missing
+        );
+        assert_eq!(
+            store
+                .rewrap_dek(&dek("missing", "s", 1, "AES256_GCM"), None)
+                .await
+                .expect("rewrap"),
             KekMissing
         );
         assert_eq!(

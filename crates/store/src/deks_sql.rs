@@ -323,6 +323,39 @@ pub(crate) async fn insert_dek(
     finish(tx, outcome, audit).await
 }
 
+/// Confluent's `rewrap`: a DEK's encrypted material replaced (re-encrypted by a newer version
+/// of its KEK's KMS key), its deletion state set as given; `Missing` when it is not held.
+pub(crate) async fn rewrap_dek(
+    tx: &impl Tx,
+    dek: &Dek,
+    audit: AuditLine<'_>,
+) -> StoreResult<KeyWrite> {
+    if lock_kek(tx, &dek.kek_name).await? != Some(false) {
+        return Ok(KeyWrite::KekMissing);
+    }
+    let n = tx
+        .execute(
+            "UPDATE dek_deks SET encrypted_key_material = ?5, deleted = ?6, ts = ?7 \
+             WHERE kek_name = ?1 AND subject = ?2 AND algorithm = ?3 AND version = ?4",
+            args![
+                dek.kek_name.as_str(),
+                dek.subject.as_str(),
+                dek.algorithm.as_str(),
+                dek.version,
+                dek.encrypted_key_material.as_deref(),
+                dek.deleted,
+                dek.ts
+            ],
+        )
+        .await?;
+    let outcome = if n == 1 {
+        KeyWrite::Done
+    } else {
+        KeyWrite::Missing
+    };
+    finish(tx, outcome, audit).await
+}
+
 pub(crate) async fn delete_deks(
     tx: &impl Tx,
     scope: DekScope<'_>,
@@ -463,6 +496,7 @@ macro_rules! dek_store {
                 read fn dek_subjects(kek_name: &str, deleted: bool) -> StoreResult<Vec<String>>;
                 read fn dek_versions(kek_name: &str, subject: &str, algorithm: &str, deleted: bool) -> StoreResult<Vec<i64>>;
                 write fn insert_dek(dek: &Dek, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
+                write fn rewrap_dek(dek: &Dek, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
                 write fn delete_deks(scope: DekScope<'_>, permanent: bool, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
                 write fn undelete_deks(scope: DekScope<'_>, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
                 read_consistent fn all_keys() -> StoreResult<(Vec<Kek>, Vec<Dek>)>;

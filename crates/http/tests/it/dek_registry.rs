@@ -525,3 +525,50 @@ async fn one_key_past_the_limit_is_refused_with_40972() {
     );
     assert_eq!(app.get(&format!("{KEKS}/two/deks")).await.json(), json!([]));
 }
+
+/// What Confluent's `rewrap-deks` tool does after the KEK's KMS key was rotated: each DEK is
+/// stored again, re-encrypted, with `rewrap=true`.
+#[tokio::test]
+async fn rewrap_replaces_a_held_deks_material_and_keeps_its_deletion_state() {
+    let app = app();
+    assert_eq!(kek_named(&app, "k").await.status, StatusCode::OK);
+    assert_eq!(
+        dek_for(&app, "k", "s-value", 1).await.status,
+        StatusCode::OK
+    );
+    let deleted = app
+        .delete(&format!("{KEKS}/k/deks/s-value/versions/1"))
+        .await;
+    assert!(deleted.status.is_success(), "{}", deleted.text);
+    let rewrapped = "cmV3cmFwcGVkLWtleS1tYXRlcmlhbA==";
+    let body = json!({"subject": "s-value", "version": 1, "algorithm": "AES256_GCM",
+                      "encryptedKeyMaterial": rewrapped, "deleted": true});
+    let uri = format!("{KEKS}/k/deks/s-value");
+    // Without rewrap a held key is a conflict, and nothing changes.
+    assert_error(&post(&app, &uri, body.clone()).await, 409, 40971);
+    let held = app
+        .get(&format!("{uri}/versions/1?deleted=true"))
+        .await
+        .json();
+    assert_eq!(held["encryptedKeyMaterial"], MATERIAL);
+
+    let a = post(&app, &format!("{uri}?rewrap=true"), body).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text);
+    assert_eq!(a.json()["encryptedKeyMaterial"], rewrapped);
+    let held = app
+        .get(&format!("{uri}/versions/1?deleted=true"))
+        .await
+        .json();
+    assert_eq!(held["encryptedKeyMaterial"], rewrapped);
+    assert_eq!(
+        held["deleted"], true,
+        "still soft-deleted, as the tool sent it"
+    );
+    assert_error(&app.get(&format!("{uri}/versions/1")).await, 404, 40470);
+
+    // Rewrapping a key that is not held creates it.
+    let fresh = json!({"subject": "t-value", "encryptedKeyMaterial": rewrapped});
+    let a = post(&app, &format!("{KEKS}/k/deks/t-value?rewrap=true"), fresh).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text);
+    assert_eq!(a.json()["version"], 1);
+}
