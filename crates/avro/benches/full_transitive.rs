@@ -63,7 +63,9 @@ fn main() {
     let mut ours = Vec::new();
     for _ in 0..RUNS {
         let start = Instant::now();
-        let report = check_history::<AvroFormat>(Level::FullTransitive, newest, &history, &options);
+        let report = covenant_engine::budget::unlimited(|m| {
+            check_history::<AvroFormat>(m, Level::FullTransitive, newest, &history, &options)
+        });
         ours.push(start.elapsed());
         assert!(report.compatible, "{:?}", report.findings.first());
     }

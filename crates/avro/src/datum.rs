@@ -5,6 +5,7 @@
 
 use crate::model::{Arena, Kind, NodeId};
 use crate::rules::name_mismatch::names_match;
+use covenant_engine::budget::Metered;
 use serde_json::{Map, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -111,26 +112,26 @@ fn bytes_json(b: &[u8]) -> Value {
 }
 
 /// Decodes one datum written with `w` (root of `wa`) as read by `r` (root of `ra`).
-pub fn decode(wa: &Arena, ra: &Arena, bytes: &[u8]) -> Result<Value> {
-    decode_as(wa, ra, bytes, false)
+pub fn decode(m: Metered<'_>, wa: &Arena, ra: &Arena, bytes: &[u8]) -> Result<Value> {
+    decode_as(m, wa, ra, bytes, false)
 }
 
 /// [`decode`] with the reader's logical types applied, for comparing what two readers make
 /// of the same bytes: decimals as decimal text, times as `instant:`/`local:`/`date:`/`time:`
 /// and a count of nanoseconds (days for dates), plain bytes as UTF-8 text, unions unwrapped.
-pub fn decode_values(wa: &Arena, ra: &Arena, bytes: &[u8]) -> Result<Value> {
-    decode_as(wa, ra, bytes, true)
+pub fn decode_values(m: Metered<'_>, wa: &Arena, ra: &Arena, bytes: &[u8]) -> Result<Value> {
+    decode_as(m, wa, ra, bytes, true)
 }
 
-fn decode_as(wa: &Arena, ra: &Arena, bytes: &[u8], logical: bool) -> Result<Value> {
+fn decode_as(m: Metered<'_>, wa: &Arena, ra: &Arena, bytes: &[u8], logical: bool) -> Result<Value> {
     match decode_within(wa, ra, bytes, logical, SHALLOW_DEPTH) {
         Err(Deeper) => {
-            let budget = covenant_engine::budget::inherit();
+            let budget = covenant_engine::budget::inherit(m);
             let deep = std::thread::scope(|scope| {
                 std::thread::Builder::new()
                     .stack_size(DEEP_STACK)
                     .spawn_scoped(scope, || {
-                        budget.run(|| decode_within(wa, ra, bytes, logical, MAX_DATA_DEPTH))
+                        budget.run(|_| decode_within(wa, ra, bytes, logical, MAX_DATA_DEPTH))
                     })
                     .ok()
                     .and_then(|handle| handle.join().ok())
@@ -713,7 +714,7 @@ fn write(arena: &Arena, id: NodeId, v: &Value, out: &mut Vec<u8>, depth: usize) 
 mod tests {
     use super::*;
     use covenant_engine::Limits;
-    use covenant_engine::budget::{Budget, BudgetExceeded};
+    use covenant_engine::budget::{Budget, BudgetExceeded, unlimited};
 
     fn arena(text: &str) -> Arena {
         crate::parse::parse(text, &[], &Limits::default()).expect("valid schema")
@@ -734,7 +735,7 @@ mod tests {
         payload.push(0);
         assert!(payload.len() <= 10);
         let started = std::time::Instant::now();
-        let error = decode(&a, &a, &payload).expect_err("the bomb is refused");
+        let error = unlimited(|m| decode(m, &a, &a, &payload)).expect_err("the bomb is refused");
         assert!(error.contains("20000000"), "{error}");
         assert!(error.contains("take no bytes"), "{error}");
         assert!(started.elapsed() < std::time::Duration::from_secs(1));
@@ -744,12 +745,12 @@ mod tests {
             blocks.extend(zigzag(1_000));
         }
         blocks.push(0);
-        let error = decode(&a, &a, &blocks).expect_err("refused");
+        let error = unlimited(|m| decode(m, &a, &a, &blocks)).expect_err("refused");
         assert!(error.contains("take no bytes"), "{error}");
         // A modest array of nulls still decodes.
         let mut fine = zigzag(1_000);
         fine.push(0);
-        let v = decode(&a, &a, &fine).expect("decodes");
+        let v = unlimited(|m| decode(m, &a, &a, &fine)).expect("decodes");
         assert_eq!(v["xs"].as_array().map(Vec::len), Some(1_000));
     }
 
@@ -758,12 +759,12 @@ mod tests {
         let a = arena(r#"{"type":"array","items":"int"}"#);
         let mut payload = zigzag(1_000_000_000);
         payload.extend([2, 4, 6, 0]);
-        let error = decode(&a, &a, &payload).expect_err("refused");
+        let error = unlimited(|m| decode(m, &a, &a, &payload)).expect_err("refused");
         assert!(error.contains("longer than the 4 bytes left"), "{error}");
         let m = arena(r#"{"type":"map","values":"null"}"#);
         let mut payload = zigzag(1_000_000_000);
         payload.push(0);
-        let error = decode(&m, &m, &payload).expect_err("refused");
+        let error = unlimited(|metered| decode(metered, &m, &m, &payload)).expect_err("refused");
         assert!(error.contains("Map block"), "{error}");
         // Nested arrays of nulls: each inner block fits the bytes left, the total does not.
         let nested = arena(r#"{"type":"array","items":{"type":"array","items":"null"}}"#);
@@ -773,7 +774,7 @@ mod tests {
             payload.push(0);
         }
         payload.push(0);
-        let error = decode(&nested, &nested, &payload).expect_err("refused");
+        let error = unlimited(|m| decode(m, &nested, &nested, &payload)).expect_err("refused");
         assert!(error.contains("take no bytes"), "{error}");
     }
 
@@ -789,7 +790,7 @@ mod tests {
         // 20,000 records of 100 nulls: 2,020,000 values from five bytes.
         let mut payload = zigzag(20_000);
         payload.push(0);
-        let error = decode(&a, &a, &payload).expect_err("refused");
+        let error = unlimited(|m| decode(m, &a, &a, &payload)).expect_err("refused");
         assert!(error.contains("take no bytes"), "{error}");
     }
 
@@ -807,12 +808,12 @@ mod tests {
         let mut payload = zigzag(10_000);
         payload.extend(std::iter::repeat_n(2u8, 10_000));
         payload.push(0);
-        let error = decode(&w, &r, &payload).expect_err("refused");
+        let error = unlimited(|m| decode(m, &w, &r, &payload)).expect_err("refused");
         assert!(error.contains("take no bytes"), "{error}");
         // A few records read their default.
         let mut few = zigzag(3);
         few.extend([2, 4, 6, 0]);
-        let v = decode(&w, &r, &few).expect("decodes");
+        let v = unlimited(|m| decode(m, &w, &r, &few)).expect("decodes");
         assert_eq!(v[2]["b"].as_array().map(Vec::len), Some(200));
     }
 
@@ -822,15 +823,15 @@ mod tests {
         let mut payload = zigzag(50_000);
         payload.extend(std::iter::repeat_n(2u8, 50_000));
         payload.push(0);
-        let spent = Budget::new(None, Some(10_000)).run(|| decode(&a, &a, &payload));
+        let spent = Budget::new(None, Some(10_000)).run(|m| decode(m, &a, &a, &payload));
         assert_eq!(spent, Err(BudgetExceeded::Work(10_000)));
-        let within = Budget::new(None, Some(100_000)).run(|| decode(&a, &a, &payload));
+        let within = Budget::new(None, Some(100_000)).run(|m| decode(m, &a, &a, &payload));
         assert!(matches!(within, Ok(Ok(Value::Array(ref xs))) if xs.len() == 50_000));
         // Text is charged by its size.
         let s = arena(r#""string""#);
         let mut text = zigzag(1_000_000);
         text.extend(std::iter::repeat_n(b'x', 1_000_000));
-        let spent = Budget::new(None, Some(1_000)).run(|| decode(&s, &s, &text));
+        let spent = Budget::new(None, Some(1_000)).run(|m| decode(m, &s, &s, &text));
         assert_eq!(spent, Err(BudgetExceeded::Work(1_000)));
     }
 
@@ -840,15 +841,15 @@ mod tests {
             arena(r#"{"type":"record","name":"N","fields":[{"name":"next","type":["null","N"]}]}"#);
         let mut payload = vec![2u8; 10_000];
         payload.push(0);
-        let error = decode(&a, &a, &payload).expect_err("refused");
+        let error = unlimited(|m| decode(m, &a, &a, &payload)).expect_err("refused");
         assert!(error.contains("nested too deeply"), "{error}");
         // Deeper than the caller's thread is trusted with, within the bound: it decodes on a
         // thread of its own, charged to the same budget.
         let mut list = vec![2u8; 120];
         list.push(0);
-        let v = decode(&a, &a, &list).expect("decodes");
+        let v = unlimited(|m| decode(m, &a, &a, &list)).expect("decodes");
         assert!(v["next"]["N"]["next"]["N"].is_object());
-        let spent = Budget::new(None, Some(10)).run(|| decode(&a, &a, &list));
+        let spent = Budget::new(None, Some(10)).run(|m| decode(m, &a, &a, &list));
         assert_eq!(spent, Err(BudgetExceeded::Work(10)));
     }
 }

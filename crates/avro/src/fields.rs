@@ -6,6 +6,7 @@
 
 use crate::AvroSchema;
 use crate::model::{Arena, Field, Kind, Logical, NodeId};
+use covenant_engine::budget::Metered;
 use covenant_engine::{EnumValue, FieldTree, Node, NodeKind, TreeAllowance};
 use serde_json::{Map, Value};
 
@@ -13,16 +14,19 @@ use serde_json::{Map, Value};
 const MAX_DEPTH: usize = 64;
 
 /// The records being expanded (recursion stops at one already open) and the nodes left.
-#[derive(Default)]
 struct Walk {
     open: Vec<NodeId>,
     nodes: TreeAllowance,
 }
 
-/// The schema as a neutral field tree.
-pub fn field_tree(schema: &AvroSchema) -> FieldTree {
+/// The schema as a neutral field tree, its nodes charged to the budget `m` proves installed
+/// (a named type used in several places is expanded at each).
+pub fn field_tree(m: Metered<'_>, schema: &AvroSchema) -> FieldTree {
     let arena = &schema.arena;
-    let mut stack = Walk::default();
+    let mut stack = Walk {
+        open: Vec::new(),
+        nodes: TreeAllowance::new(m),
+    };
     let root = match arena.kind(arena.root) {
         Kind::Record(record) => {
             let full = record.named.name.full();
@@ -187,7 +191,7 @@ mod tests {
 
     fn tree(text: &str) -> FieldTree {
         match crate::AvroFormat::parse(text, &[]) {
-            Ok(schema) => field_tree(&schema),
+            Ok(schema) => covenant_engine::budget::unlimited(|m| field_tree(m, &schema)),
             Err(e) => panic!("test schema does not parse: {e}"),
         }
     }

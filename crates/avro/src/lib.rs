@@ -24,6 +24,7 @@ pub use position::locate;
 pub mod rules;
 mod values;
 
+use covenant_engine::budget::Metered;
 use covenant_engine::{CheckOptions, Finding, Format, Limits, Reference, RuleSpec, SchemaError};
 
 pub use parse::MAX_DEPTH;
@@ -59,11 +60,12 @@ impl AvroSchema {
 /// Decodes one datum written with `writer`, read as `reader` by the specification's schema
 /// resolution, in Avro's JSON encoding.
 pub fn decode_with(
+    m: Metered<'_>,
     writer: &AvroSchema,
     reader: &AvroSchema,
     bytes: &[u8],
 ) -> Result<serde_json::Value, String> {
-    datum::decode(&writer.arena, &reader.arena, bytes)
+    datum::decode(m, &writer.arena, &reader.arena, bytes)
 }
 
 /// Like [`decode_with`], with the reader's logical types applied so that what two readers make
@@ -71,11 +73,12 @@ pub fn decode_with(
 /// with their kind (`instant:`, `local:`, `date:`, `time:`), plain bytes as text, unions
 /// unwrapped.
 pub fn decode_values_with(
+    m: Metered<'_>,
     writer: &AvroSchema,
     reader: &AvroSchema,
     bytes: &[u8],
 ) -> Result<serde_json::Value, String> {
-    datum::decode_values(&writer.arena, &reader.arena, bytes)
+    datum::decode_values(m, &writer.arena, &reader.arena, bytes)
 }
 
 /// Encodes one datum, given in Avro's JSON encoding (a non-null union value as
@@ -106,7 +109,12 @@ impl Format for AvroFormat {
         canonical::json_form(&schema.arena, false).to_string()
     }
 
-    fn check(reader: &AvroSchema, writer: &AvroSchema, _options: &CheckOptions) -> Vec<Finding> {
+    fn check(
+        _m: Metered<'_>,
+        reader: &AvroSchema,
+        writer: &AvroSchema,
+        _options: &CheckOptions,
+    ) -> Vec<Finding> {
         let mut findings = compat::Checker::new(&reader.arena, &writer.arena).check_root();
         for finding in &mut findings {
             if finding.path.is_empty() {

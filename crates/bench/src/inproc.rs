@@ -116,9 +116,11 @@ pub fn load_corpus(path: &Path) -> Result<Vec<Case>> {
 }
 
 fn covenant_avro_verdict(reader: &AvroSchema, writer: &AvroSchema) -> bool {
-    !AvroFormat::check(reader, writer, &CheckOptions::default())
-        .iter()
-        .any(|f| f.is_error())
+    !covenant_engine::budget::unlimited(|m| {
+        AvroFormat::check(m, reader, writer, &CheckOptions::default())
+    })
+    .iter()
+    .any(|f| f.is_error())
 }
 
 fn apache_parse(text: &str, refs: &[Reference]) -> Option<apache_avro::Schema> {
@@ -272,7 +274,9 @@ pub fn avro_generated(g: &Generated, runs: usize, rows: &mut Vec<Row>) -> Result
     let (t_newest, t_earlier) = theirs.split_last().context("versions")?;
     let options = CheckOptions::default();
 
-    let report = check_history::<AvroFormat>(Level::FullTransitive, newest, &history, &options);
+    let report = covenant_engine::budget::unlimited(|m| {
+        check_history::<AvroFormat>(m, Level::FullTransitive, newest, &history, &options)
+    });
     if !report.compatible {
         bail!(
             "generated Avro history judged incompatible by Covenant: {:?}",
@@ -286,7 +290,10 @@ pub fn avro_generated(g: &Generated, runs: usize, rows: &mut Vec<Row>) -> Result
         bail!("generated Avro history judged incompatible by apache-avro: {e}");
     }
     let ours_t = time(runs, || {
-        check_history::<AvroFormat>(Level::FullTransitive, newest, &history, &options).compatible
+        covenant_engine::budget::unlimited(|m| {
+            check_history::<AvroFormat>(m, Level::FullTransitive, newest, &history, &options)
+        })
+        .compatible
     });
     let theirs_t = time(runs, || {
         t_earlier
@@ -372,7 +379,10 @@ pub fn other_corpus(
     let options = CheckOptions::default();
     let verdict = |c: &Case| -> bool {
         parse(c).is_some_and(|(r, w)| {
-            covenant_schema::check(Level::Backward, &r, &[(1, &w)], &options).compatible
+            covenant_engine::budget::unlimited(|m| {
+                covenant_schema::check(m, Level::Backward, &r, &[(1, &w)], &options)
+            })
+            .compatible
         })
     };
     let agree = usable.iter().filter(|c| verdict(c) == c.expected).count();
@@ -448,8 +458,10 @@ pub fn other_generated(
         context: &context,
         settings: &settings,
     };
-    let judged = judgement.judge();
-    let t = time(runs, || judgement.judge().compatible);
+    let judged = covenant_engine::budget::unlimited(|m| judgement.judge(m));
+    let t = time(runs, || {
+        covenant_engine::budget::unlimited(|m| judgement.judge(m)).compatible
+    });
     rows.push(
         Row::new(
             PART,
@@ -470,9 +482,14 @@ pub fn other_generated(
             format!("{label}, as a registration (no info findings)"),
         ),
     ] {
-        let report = covenant_schema::check(level, newest, &history, &options);
+        let report = covenant_engine::budget::unlimited(|m| {
+            covenant_schema::check(m, level, newest, &history, &options)
+        });
         let t = time(runs, || {
-            covenant_schema::check(level, newest, &history, &options).compatible
+            covenant_engine::budget::unlimited(|m| {
+                covenant_schema::check(m, level, newest, &history, &options)
+            })
+            .compatible
         });
         rows.push(
             Row::new(PART, label)

@@ -3,6 +3,7 @@
 use crate::output::{out, outln};
 use anyhow::{Result, bail};
 use covenant_engine::Direction;
+use covenant_engine::budget::Metered;
 use covenant_engine::{
     CheckOptions, JsonPolicy, Level, ProtobufStrictness, Reference, render_json,
     render_sarif_located, render_text_located,
@@ -142,8 +143,8 @@ impl SampleArgs {
             let payload = std::fs::read(path)
                 .map_err(|e| InvalidInput(format!("{}: cannot read: {e}", path.display())))?;
             let sample = self.sample(encoding, 0, &payload);
-            within_budget(limits, || {
-                covenant_policy::replay::decode_sample(candidate, candidate, &sample)
+            within_budget(limits, |m| {
+                covenant_policy::replay::decode_sample(m, candidate, candidate, &sample)
             })?
             .map_err(|e| {
                 InvalidInput(format!(
@@ -188,6 +189,7 @@ impl SampleArgs {
     /// The forward replay findings of these samples against `history` at `level`.
     fn replay(
         &self,
+        m: Metered<'_>,
         level: Level,
         candidate: &ParsedSchema,
         payloads: &[Vec<u8>],
@@ -209,7 +211,7 @@ impl SampleArgs {
             history.last().copied().into_iter().collect()
         };
         Ok(covenant_policy::replay::replay_forward(
-            candidate, &samples, &readers, budget,
+            m, candidate, &samples, &readers, budget,
         ))
     }
 }
@@ -420,7 +422,7 @@ pub(crate) fn verdict(
         .map(|(v, s)| (*v, s))
         .collect();
     let lineage: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
-    let mut report = within_budget(&args.input, || {
+    let mut report = within_budget(&args.input, |m| {
         let judgement = covenant_policy::Judgement {
             level,
             candidate,
@@ -431,13 +433,14 @@ pub(crate) fn verdict(
             settings: &settings,
         };
         if threads {
-            judgement.in_parallel()
+            judgement.in_parallel(m)
         } else {
-            judgement.judge()
+            judgement.judge(m)
         }
     })?;
-    let replayed = within_budget(&args.input, || {
+    let replayed = within_budget(&args.input, |m| {
         args.samples.replay(
+            m,
             level,
             candidate,
             &payloads,
@@ -489,10 +492,22 @@ pub(crate) fn sarif_rules() -> Vec<&'static covenant_engine::RuleSpec> {
 
 /// Runs a verdict or plan within the check budget the flags set, like the registry does; a
 /// spent budget is invalid input (exit 2).
-fn within_budget<T>(input: &SchemaInputArgs, f: impl FnOnce() -> T) -> Result<T> {
+pub(crate) fn within_budget<T>(
+    input: &SchemaInputArgs,
+    f: impl FnOnce(Metered<'_>) -> T,
+) -> Result<T> {
     input
         .limits
         .budget()
+        .run(f)
+        .map_err(|e| InvalidInput(e.to_string()).into())
+}
+
+/// Runs work that takes no check flags (field names for a proposal, data decoded for a
+/// profile) under a budget without time or work limits; a walk past its size bounds still
+/// spends it, which is invalid input (exit 2).
+pub(crate) fn without_limits<T>(f: impl FnOnce(Metered<'_>) -> T) -> Result<T> {
+    covenant_engine::budget::Budget::default()
         .run(f)
         .map_err(|e| InvalidInput(e.to_string()).into())
 }
@@ -559,8 +574,8 @@ pub fn run_plan(args: PlanArgs) -> Result<ExitCode> {
         return Err(InvalidInput("no earlier version given".into()).into());
     }
     let every: Vec<(i64, &ParsedSchema)> = history.iter().map(|(v, s)| (*v, s)).collect();
-    let plan = within_budget(&args.input, || {
-        covenant_policy::rollout(&candidate, &every, &options, &context, &settings)
+    let plan = within_budget(&args.input, |m| {
+        covenant_policy::rollout(m, &candidate, &every, &options, &context, &settings)
     })?;
     let ddl = match (&candidate, history.last()) {
         (ParsedSchema::Iceberg(new), Some((_, ParsedSchema::Iceberg(old)))) => {

@@ -419,7 +419,9 @@ fn declared(compare: &CompareArgs) -> Result<Option<Vec<DeclaredField>>> {
         return Ok(None);
     };
     let schema = load_schema(&compare.input, file)?;
-    Ok(Some(declared_fields(&covenant_policy::field_tree(&schema))))
+    let tree =
+        crate::check::within_budget(&compare.input, |m| covenant_policy::field_tree(m, &schema))?;
+    Ok(Some(declared_fields(&tree)))
 }
 
 fn print_findings(found: &[Finding], output: FindingsOutput, to: &mut dyn Write) -> Result<()> {

@@ -180,10 +180,12 @@ async fn propose_async(request: ProposeRequest<'_>) -> Result<ExitCode> {
     .filter(|f| f.rule == PROMOTION)
     .map(|f| f.path)
     .collect();
-    let names = field_names(&schema);
-    let style = Style::of(names.iter().map(String::as_str));
-    let wanted = promotions(request.profile, &candidates, style);
-    let (text, added) = propose(&schema, &latest.text, &wanted)?;
+    let (text, added) = crate::check::without_limits(|m| {
+        let names = field_names(m, &schema);
+        let style = Style::of(names.iter().map(String::as_str));
+        let wanted = promotions(request.profile, &candidates, style);
+        propose(m, &schema, &latest.text, &wanted)
+    })??;
     let mut report: Box<dyn Write> = match request.out {
         Some(_) => Box::new(std::io::stdout()),
         None => Box::new(std::io::stderr()),

@@ -6,6 +6,7 @@
 //! small, well-defined edit: Avro and JSON Schema are JSON (edited as values), and a `.proto`
 //! file is edited as text so that its comments and layout survive.
 
+use covenant_engine::budget::Metered;
 use covenant_profile::{PathStats, Profile};
 use covenant_schema::{ParsedSchema, SchemaType};
 use serde_json::{Value, json};
@@ -183,9 +184,9 @@ pub fn promotions(profile: &Profile, paths: &[String], style: Style) -> Vec<Prom
 }
 
 /// The names of the fields of the schema's record (Avro), root properties (JSON Schema) or
-/// first message (Protobuf).
-pub fn field_names(schema: &ParsedSchema) -> Vec<String> {
-    let tree = covenant_policy::field_tree(schema);
+/// first message (Protobuf), under the budget `m` proves installed.
+pub fn field_names(m: Metered<'_>, schema: &ParsedSchema) -> Vec<String> {
+    let tree = covenant_policy::field_tree(m, schema);
     covenant_profile::declared_fields(&tree)
         .into_iter()
         .filter(|f| f.path.matches('/').count() == 1 && !f.path.ends_with("[]"))
@@ -196,11 +197,12 @@ pub fn field_names(schema: &ParsedSchema) -> Vec<String> {
 /// The schema text with `promotions` added as optional fields; fields the schema already
 /// has are left alone. Returns the text and the promotions actually added.
 pub fn propose(
+    m: Metered<'_>,
     schema: &ParsedSchema,
     text: &str,
     promotions: &[Promotion],
 ) -> Result<(String, Vec<Promotion>), ProposeError> {
-    let existing = field_names(schema);
+    let existing = field_names(m, schema);
     let new: Vec<Promotion> = promotions
         .iter()
         .filter(|p| !existing.contains(&p.name))
@@ -470,7 +472,9 @@ mod tests {
             &paths(&["marginTradingAllowed", "lotSteps"]),
             Style::Snake,
         );
-        let (out, added) = propose(&schema, text, &wanted).expect("proposal");
+        let (out, added) =
+            covenant_engine::budget::unlimited(|m| propose(m, &schema, text, &wanted))
+                .expect("proposal");
         assert_eq!(added.len(), 2);
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["fields"][2]["id"], json!(10), "after the element id 9");
@@ -478,12 +482,15 @@ mod tests {
         assert_eq!(v["fields"][2]["required"], json!(false));
         assert_eq!(v["fields"][3]["type"], json!("long"));
         let next = parse(SchemaType::Iceberg, &out);
-        let report = covenant_schema::check(
-            covenant_engine::Level::Backward,
-            &next,
-            &[(1, &schema)],
-            &covenant_engine::CheckOptions::default(),
-        );
+        let report = covenant_engine::budget::unlimited(|m| {
+            covenant_schema::check(
+                m,
+                covenant_engine::Level::Backward,
+                &next,
+                &[(1, &schema)],
+                &covenant_engine::CheckOptions::default(),
+            )
+        });
         assert!(report.compatible, "{report:?}");
     }
 
@@ -494,9 +501,15 @@ mod tests {
         let wanted = promotions(
             &profile(),
             &paths(&["marginTradingAllowed", "tickSize"]),
-            Style::of(field_names(&schema).iter().map(String::as_str)),
+            Style::of(
+                covenant_engine::budget::unlimited(|m| field_names(m, &schema))
+                    .iter()
+                    .map(String::as_str),
+            ),
         );
-        let (out, added) = propose(&schema, text, &wanted).expect("proposal");
+        let (out, added) =
+            covenant_engine::budget::unlimited(|m| propose(m, &schema, text, &wanted))
+                .expect("proposal");
         assert_eq!(added.len(), 1, "tick_size exists already");
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["fields"][2]["name"], "margin_trading_allowed");
@@ -512,7 +525,8 @@ mod tests {
             r#"{"type":"object","properties":{"symbol":{"type":"string"}},"required":["symbol"]}"#;
         let schema = parse(SchemaType::Json, text);
         let wanted = promotions(&profile(), &paths(&["lotSteps"]), Style::Snake);
-        let (out, _) = propose(&schema, text, &wanted).expect("proposal");
+        let (out, _) = covenant_engine::budget::unlimited(|m| propose(m, &schema, text, &wanted))
+            .expect("proposal");
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["properties"]["lot_steps"]["type"], "integer");
         assert_eq!(v["required"], json!(["symbol"]));
@@ -527,7 +541,8 @@ mod tests {
             &paths(&["marginTradingAllowed", "note"]),
             Style::Snake,
         );
-        let (out, _) = propose(&schema, text, &wanted).expect("proposal");
+        let (out, _) = covenant_engine::budget::unlimited(|m| propose(m, &schema, text, &wanted))
+            .expect("proposal");
         assert!(
             out.contains("optional bool margin_trading_allowed = 6;"),
             "{out}"

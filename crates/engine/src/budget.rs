@@ -6,9 +6,73 @@
 //! it with [`spent`] or [`charge`] without every signature in between carrying it. A walker
 //! that finds the budget spent stops early; `run` then answers [`BudgetExceeded`] and the
 //! partial result is discarded, so a spent budget can never turn into a wrong verdict.
+//!
+//! That a budget is installed is checked by the compiler. `run` hands its closure a
+//! [`Metered`] token, which only `run` (and [`Inherited::run`], on a thread a walk spawns)
+//! makes, which cannot leave the call that made it, and which cannot be sent to another
+//! thread. Every public entry point of work whose cost depends on the input (a structural
+//! check, a judgement, a field tree, the decoding of a sample, the replay of samples) takes
+//! one as its first parameter, so a caller that has no budget installed does not compile:
+//!
+//! ```compile_fail,E0061
+//! use covenant_engine::budget::Metered;
+//! // A budgeted entry point (as `covenant_schema::check` or `covenant_policy::judge`).
+//! fn walk(_m: Metered<'_>, input: &str) -> usize {
+//!     input.len()
+//! }
+//! // No budget, no token: this call does not compile.
+//! walk("schema");
+//! ```
+//!
+//! Nor can a token be made outside this module, or carried to a thread where its budget is
+//! not installed, or kept after its budget is uninstalled:
+//!
+//! ```compile_fail,E0451
+//! use covenant_engine::budget::Metered;
+//! use std::marker::PhantomData;
+//! let forged = Metered { scope: PhantomData, thread: PhantomData };
+//! ```
+//!
+//! ```compile_fail,E0277
+//! use covenant_engine::budget::{Budget, Metered};
+//! fn walk(_m: Metered<'_>, input: &str) -> usize {
+//!     input.len()
+//! }
+//! let _ = Budget::default().run(|m| {
+//!     // `Metered` is not `Send`: the budget is installed on this thread only.
+//!     std::thread::spawn(move || walk(m, "schema")).join()
+//! });
+//! ```
+//!
+//! ```compile_fail,E0521
+//! use covenant_engine::budget::{Budget, Metered};
+//! // The token cannot outlive the `run` that made it.
+//! let mut kept: Option<Metered<'static>> = None;
+//! let _ = Budget::default().run(|m| kept = Some(m));
+//! ```
+//!
+//! A thread a walk spawns takes the budget with it through [`inherit`], whose
+//! [`Inherited::run`] installs it there and gives that thread its own token:
+//!
+//! ```
+//! use covenant_engine::budget::{self, Budget, BudgetExceeded, Metered};
+//! fn walk(_m: Metered<'_>, units: u64) -> bool {
+//!     budget::charge(units)
+//! }
+//! let spent = Budget::new(None, Some(10)).run(|m| {
+//!     let inherited = budget::inherit(m);
+//!     std::thread::scope(|s| s.spawn(|| inherited.run(|m| walk(m, 11))).join().unwrap())
+//! });
+//! assert_eq!(spent, Err(BudgetExceeded::Work(10)));
+//! ```
+//!
+//! Private walkers below an entry point keep calling [`charge`] and [`spent`] without a
+//! token: the token their entry point took proves the budget is there. The run-time check of
+//! [`require`] remains behind this, for work charged by code no entry point leads to.
 
 use std::cell::RefCell;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,6 +84,35 @@ pub struct Budget {
     pub deadline: Option<Instant>,
     pub max_work: Option<u64>,
     pub cancelled: Option<Arc<AtomicBool>>,
+}
+
+/// Proof that a budget is installed on the current thread, for the duration of `'a`.
+///
+/// Made only by [`Budget::run`] and [`Inherited::run`], and handed to their closure: it
+/// cannot be returned from it (its lifetime is the call's), nor sent to another thread (it is
+/// neither `Send` nor `Sync`), where the thread-local budget is not installed. An entry point
+/// of work whose cost depends on the input takes one, so a caller without a budget does not
+/// compile. It is a zero-sized `Copy` value: passing it on costs nothing.
+#[derive(Clone, Copy)]
+pub struct Metered<'a> {
+    scope: PhantomData<&'a ()>,
+    thread: PhantomData<*const ()>,
+}
+
+impl fmt::Debug for Metered<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Metered")
+    }
+}
+
+impl Metered<'_> {
+    /// Made only where a budget has just been installed on this thread.
+    fn installed() -> Self {
+        Metered {
+            scope: PhantomData,
+            thread: PhantomData,
+        }
+    }
 }
 
 /// Why a budgeted computation was stopped.
@@ -89,7 +182,9 @@ impl Budget {
     /// checked first, and spending it does not spend the outer one. An inner budget without a
     /// cancel flag takes the enclosing one's: when the caller stops waiting, everything
     /// running for it stops, whatever time or work it was allowed.
-    pub fn run<T>(&self, f: impl FnOnce() -> T) -> Result<T, BudgetExceeded> {
+    ///
+    /// `f` gets the [`Metered`] token that the entry points of budgeted work take.
+    pub fn run<T>(&self, f: impl FnOnce(Metered<'_>) -> T) -> Result<T, BudgetExceeded> {
         let mut budget = self.clone();
         if budget.cancelled.is_none() {
             budget.cancelled = ACTIVE.with(|a| {
@@ -117,10 +212,10 @@ impl Budget {
 struct Installed;
 
 impl Installed {
-    fn install<T>(active: Arc<Active>, f: impl FnOnce() -> T) -> T {
+    fn install<T>(active: Arc<Active>, f: impl FnOnce(Metered<'_>) -> T) -> T {
         ACTIVE.with(|a| a.borrow_mut().push(active));
         let _installed = Installed;
-        f()
+        f(Metered::installed())
     }
 }
 
@@ -132,23 +227,38 @@ impl Drop for Installed {
     }
 }
 
-/// The budget of the current thread, to carry into a thread a walk spawns (a walk that
-/// needs its own stack): [`Inherited::run`] there charges the same budget.
-pub fn inherit() -> Inherited {
-    Inherited(ACTIVE.with(|a| a.borrow().last().cloned()))
+/// The budget of the current thread (the one `m` proves installed), to carry into a thread a
+/// walk spawns (a walk that needs its own stack): [`Inherited::run`] there charges the same
+/// budget.
+pub fn inherit(m: Metered<'_>) -> Inherited {
+    let _ = m;
+    let active = ACTIVE.with(|a| a.borrow().last().cloned());
+    // A token exists only while `run` keeps its budget installed on this thread (it cannot be
+    // carried elsewhere), so there is one.
+    Inherited(active.expect("a Metered token is made only where a budget is installed"))
 }
 
-/// A handle on the current budget (or on none), see [`inherit`].
+/// A handle on a budget, to install on another thread, see [`inherit`].
 #[derive(Clone)]
-pub struct Inherited(Option<Arc<Active>>);
+pub struct Inherited(Arc<Active>);
 
 impl Inherited {
-    /// Runs `f` on this thread under the inherited budget.
-    pub fn run<T>(&self, f: impl FnOnce() -> T) -> T {
-        match &self.0 {
-            Some(active) => Installed::install(active.clone(), f),
-            None => f(),
-        }
+    /// Runs `f` on this thread under the inherited budget, with the token that proves it.
+    pub fn run<T>(&self, f: impl FnOnce(Metered<'_>) -> T) -> T {
+        Installed::install(self.0.clone(), f)
+    }
+}
+
+/// Runs `f` under a budget without limits, for work meant to be unlimited (tests, tools that
+/// judge files the user gave them) that still needs the token of an entry point. Such a budget
+/// is never exceeded except by [`exhaust`] (a walk that met a structure past its size or depth
+/// bound) or by the cancellation of an enclosing budget, which it takes over (see
+/// [`Budget::run`]); then this panics, since `f`'s partial result cannot be trusted. Callers
+/// that must answer such inputs use [`Budget::run`] and handle [`BudgetExceeded`].
+pub fn unlimited<T>(f: impl FnOnce(Metered<'_>) -> T) -> T {
+    match Budget::default().run(f) {
+        Ok(value) => value,
+        Err(e) => panic!("an unlimited budget was spent: {e}"),
     }
 }
 
@@ -264,7 +374,7 @@ mod tests {
             return;
         }
         require();
-        let inside = Budget::new(None, Some(10)).run(|| charge(1));
+        let inside = Budget::new(None, Some(10)).run(|_| charge(1));
         assert_eq!(inside, Ok(false), "work under a budget is fine");
         assert_eq!(unbudgeted_walks(), 0);
         let _ = charge(1);
@@ -305,7 +415,7 @@ mod tests {
 
     #[test]
     fn work_budget_stops_and_reports() {
-        let r = Budget::new(None, Some(10)).run(|| {
+        let r = Budget::new(None, Some(10)).run(|_| {
             let mut n = 0;
             while !charge(1) {
                 n += 1;
@@ -317,14 +427,14 @@ mod tests {
 
     #[test]
     fn time_budget_stops() {
-        let r = Budget::new(Some(Duration::from_millis(5)), None).run(|| while !spent() {});
+        let r = Budget::new(Some(Duration::from_millis(5)), None).run(|_| while !spent() {});
         assert!(matches!(r, Err(BudgetExceeded::Time(_))));
     }
 
     #[test]
     fn cancel_flag_stops() {
         let flag = Arc::new(AtomicBool::new(false));
-        let r = Budget::default().with_cancel(flag.clone()).run(|| {
+        let r = Budget::default().with_cancel(flag.clone()).run(|_| {
             flag.store(true, Ordering::Relaxed);
             spent()
         });
@@ -333,24 +443,24 @@ mod tests {
 
     #[test]
     fn an_inherited_budget_is_charged_from_another_thread() {
-        let r = Budget::new(None, Some(10)).run(|| {
-            let inherited = inherit();
+        let r = Budget::new(None, Some(10)).run(|m| {
+            let inherited = inherit(m);
             std::thread::scope(|scope| {
                 scope
-                    .spawn(|| inherited.run(|| charge(11)))
+                    .spawn(|| inherited.run(|_| charge(11)))
                     .join()
                     .unwrap_or(false)
             })
         });
         assert_eq!(r, Err(BudgetExceeded::Work(10)));
-        assert!(!inherit().run(|| charge(1000)), "nothing installed");
+        assert!(!charge(1000), "nothing installed once the run is over");
     }
 
     #[test]
     fn an_inner_budget_stops_when_the_outer_one_is_cancelled() {
         let flag = Arc::new(AtomicBool::new(false));
-        let outer = Budget::default().with_cancel(flag.clone()).run(|| {
-            Budget::new(None, Some(1_000)).run(|| {
+        let outer = Budget::default().with_cancel(flag.clone()).run(|_| {
+            Budget::new(None, Some(1_000)).run(|_| {
                 flag.store(true, Ordering::Relaxed);
                 spent()
             })
@@ -360,13 +470,13 @@ mod tests {
         let own = Arc::new(AtomicBool::new(false));
         let outer = Budget::default()
             .with_cancel(flag.clone())
-            .run(|| Budget::default().with_cancel(own.clone()).run(spent));
+            .run(|_| Budget::default().with_cancel(own.clone()).run(|_| spent()));
         assert_eq!(outer, Ok(Ok(false)));
     }
 
     #[test]
     fn exhaust_spends_even_an_unlimited_budget() {
-        let r = Budget::default().run(|| {
+        let r = Budget::default().run(|_| {
             exhaust();
             spent()
         });
@@ -376,8 +486,24 @@ mod tests {
     }
 
     #[test]
+    fn an_unlimited_budget_is_installed_and_answers_its_value() {
+        assert!(!unlimited(|_| charge(u64::MAX / 2)), "no limit to reach");
+        assert_eq!(unlimited(|_| work_spent()), 0);
+        assert_eq!(
+            unlimited(|_| {
+                charge(5);
+                work_spent()
+            }),
+            5,
+            "the work is counted"
+        );
+        let exhausted = std::panic::catch_unwind(|| unlimited(|_| exhaust()));
+        assert!(exhausted.is_err(), "a walk past its bounds spends it");
+    }
+
+    #[test]
     fn within_budget_returns_value() {
-        assert_eq!(Budget::new(None, Some(100)).run(|| 7), Ok(7));
+        assert_eq!(Budget::new(None, Some(100)).run(|_| 7), Ok(7));
         // and the budget is uninstalled afterwards
         assert!(!charge(1000));
     }

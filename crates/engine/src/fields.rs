@@ -222,15 +222,15 @@ pub struct TreeAllowance {
     left: usize,
 }
 
-impl Default for TreeAllowance {
-    fn default() -> Self {
+impl TreeAllowance {
+    /// The allowance of one lowering, under the budget `m` proves installed.
+    pub fn new(m: crate::budget::Metered<'_>) -> Self {
+        let _ = m;
         TreeAllowance {
             left: MAX_TREE_NODES,
         }
     }
-}
 
-impl TreeAllowance {
     /// Takes `n` more nodes: false when the lowering must stop. Past [`MAX_TREE_NODES`] the
     /// check's budget is spent too, so a budgeted check ends as too costly instead of
     /// judging a truncated tree.
@@ -344,16 +344,21 @@ mod tests {
 
     #[test]
     fn the_allowance_stops_past_its_bound_and_spends_the_budget() {
-        let spent = crate::budget::Budget::new(None, None).run(|| {
-            let mut nodes = TreeAllowance::default();
+        let spent = crate::budget::Budget::new(None, None).run(|m| {
+            let mut nodes = TreeAllowance::new(m);
             assert!(nodes.take(MAX_TREE_NODES - 1));
             assert!(nodes.take(1));
             assert!(!nodes.take(1));
         });
         assert!(spent.is_err(), "passing the bound spends the budget");
-        assert!(
-            TreeAllowance::default().take(10),
-            "no budget: only the bound"
+        let within = crate::budget::Budget::new(None, Some(80)).run(|m| {
+            let mut nodes = TreeAllowance::new(m);
+            (nodes.take(10), nodes.take(1))
+        });
+        assert_eq!(
+            within,
+            Err(crate::budget::BudgetExceeded::Work(80)),
+            "eight units a node"
         );
     }
 

@@ -1,3 +1,4 @@
+use crate::budget::Metered;
 use crate::{Finding, Limits};
 use std::fmt;
 
@@ -154,8 +155,14 @@ pub trait Format {
     /// The normalized text used for `normalize=true` lookups and identity.
     fn normalized(schema: &Self::Schema) -> String;
 
-    /// All findings for reading `writer` data with `reader`.
-    fn check(reader: &Self::Schema, writer: &Self::Schema, options: &CheckOptions) -> Vec<Finding>;
+    /// All findings for reading `writer` data with `reader`, under the budget `m` proves
+    /// installed (a comparison of two schemas walks pairs of their nodes).
+    fn check(
+        m: Metered<'_>,
+        reader: &Self::Schema,
+        writer: &Self::Schema,
+        options: &CheckOptions,
+    ) -> Vec<Finding>;
 
     /// [`Format::check`] as one pass of a level. A format whose rules include some about the
     /// history of the text (reservations kept, deletions reserved) runs those only when
@@ -163,12 +170,13 @@ pub trait Format {
     /// direction; rules about readability run for `reader` and `writer` as given. Formats
     /// without history rules keep this default.
     fn check_pass(
+        m: Metered<'_>,
         reader: &Self::Schema,
         writer: &Self::Schema,
         options: &CheckOptions,
         _pass: crate::Pass,
     ) -> Vec<Finding> {
-        Self::check(reader, writer, options)
+        Self::check(m, reader, writer, options)
     }
 
     /// Findings about one schema on its own (e.g. an undeclared JSON Schema dialect).

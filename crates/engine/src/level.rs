@@ -1,3 +1,4 @@
+use crate::budget::Metered;
 use crate::{CheckOptions, Finding, Format, Severity};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -127,6 +128,7 @@ pub struct Pass {
 /// Findings for one direction between the candidate and one earlier version, history rules
 /// included.
 pub fn check_pair<F: Format>(
+    m: Metered<'_>,
     direction: Direction,
     candidate: &F::Schema,
     earlier: &F::Schema,
@@ -136,18 +138,19 @@ pub fn check_pair<F: Format>(
         direction,
         history: true,
     };
-    check_in_pass::<F>(pass, candidate, earlier, options)
+    check_in_pass::<F>(m, pass, candidate, earlier, options)
 }
 
 fn check_in_pass<F: Format>(
+    m: Metered<'_>,
     pass: Pass,
     candidate: &F::Schema,
     earlier: &F::Schema,
     options: &CheckOptions,
 ) -> Vec<Finding> {
     let mut findings = match pass.direction {
-        Direction::Backward => F::check_pass(candidate, earlier, options, pass),
-        Direction::Forward => F::check_pass(earlier, candidate, options, pass),
+        Direction::Backward => F::check_pass(m, candidate, earlier, options, pass),
+        Direction::Forward => F::check_pass(m, earlier, candidate, options, pass),
     };
     // Formats skip building most unwanted infos; this catches the rest.
     findings.retain(|f| options.wants(f.severity));
@@ -159,6 +162,7 @@ fn check_in_pass<F: Format>(
 /// version. Unlike Confluent, every failing version is reported, each finding tagged with
 /// the version it came from, and the candidate's own lint findings are included once.
 pub fn check_history<F: Format>(
+    m: Metered<'_>,
     level: Level,
     candidate: &F::Schema,
     history: &[PriorVersion<'_, F::Schema>],
@@ -180,7 +184,7 @@ pub fn check_history<F: Format>(
                 direction,
                 history: i == 0,
             };
-            for mut finding in check_in_pass::<F>(pass, candidate, prior.schema, options) {
+            for mut finding in check_in_pass::<F>(m, pass, candidate, prior.schema, options) {
                 finding.version = Some(prior.version);
                 say_which_version(&mut finding.message, direction, prior.version);
                 findings.push(finding);

@@ -12,6 +12,7 @@
 
 use crate::types::Type;
 use crate::{Field, IcebergSchema};
+use covenant_engine::budget::Metered;
 use covenant_engine::{FieldTree, Node, NodeKind, TreeAllowance};
 
 /// Root annotation holding the default partition spec by source id (`identity(2), day(3)`).
@@ -19,10 +20,10 @@ pub const PARTITION_SPEC: &str = "iceberg:partition-spec";
 /// Root annotation holding the same spec by column name (`identity(exchange), day(valid_from)`).
 pub const PARTITION_SPEC_TEXT: &str = "iceberg:partition-spec-text";
 
-/// The schema as a neutral field tree.
-pub fn field_tree(schema: &IcebergSchema) -> FieldTree {
+/// The schema as a neutral field tree, its nodes charged to the budget `m` proves installed.
+pub fn field_tree(m: Metered<'_>, schema: &IcebergSchema) -> FieldTree {
     let mut root = Node::new(NodeKind::Record, "", "", "struct");
-    let mut allowance = TreeAllowance::default();
+    let mut allowance = TreeAllowance::new(m);
     root.children = fields(&schema.fields, "", &mut allowance);
     // The table's partition spec, when the text was table metadata: what it partitions by
     // (source ids, for comparing) and how it reads.
@@ -109,7 +110,7 @@ mod tests {
             {"id":2,"name":"pts","required":false,"type":{"type":"list","element-id":3,"element-required":true,
               "element":{"type":"struct","fields":[{"id":4,"name":"x","required":true,"type":"double"}]}}}]}"#;
         let schema = crate::IcebergFormat::parse(text, &[]).expect("parses");
-        let tree = field_tree(&schema);
+        let tree = covenant_engine::budget::unlimited(|m| field_tree(m, &schema));
         assert_eq!(tree.format, "ICEBERG");
         let sk = tree.find("/fields/sk").expect("sk");
         assert_eq!(

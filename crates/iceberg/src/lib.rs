@@ -36,6 +36,7 @@ pub use fields::{PARTITION_SPEC, PARTITION_SPEC_TEXT, field_tree};
 pub use parse::MAX_FIELD_ID;
 pub use position::locate;
 
+use covenant_engine::budget::Metered;
 use covenant_engine::{
     CheckOptions, Direction, Finding, Format, Limits, Pass, Reference, RuleSpec, SchemaError,
 };
@@ -106,13 +107,19 @@ impl Format for IcebergFormat {
     }
 
     /// Reading `writer` data with `reader`, and the history rules as if `reader` came later.
-    fn check(reader: &IcebergSchema, writer: &IcebergSchema, _: &CheckOptions) -> Vec<Finding> {
+    fn check(
+        _: Metered<'_>,
+        reader: &IcebergSchema,
+        writer: &IcebergSchema,
+        _: &CheckOptions,
+    ) -> Vec<Finding> {
         let mut out = rules::readability(reader, writer);
         out.extend(rules::history(writer, reader));
         out
     }
 
     fn check_pass(
+        _: Metered<'_>,
         reader: &IcebergSchema,
         writer: &IcebergSchema,
         _: &CheckOptions,

@@ -39,8 +39,15 @@ fn main() {
     let mut findings = 0;
     for _ in 0..11 {
         let start = Instant::now();
-        let report =
-            check_history::<JsonSchemaFormat>(Level::FullTransitive, &candidate, &prior, &options);
+        let report = covenant_engine::budget::unlimited(|m| {
+            check_history::<JsonSchemaFormat>(
+                m,
+                Level::FullTransitive,
+                &candidate,
+                &prior,
+                &options,
+            )
+        });
         times.push(start.elapsed());
         findings = report.findings.len();
     }

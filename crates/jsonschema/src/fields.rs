@@ -7,6 +7,7 @@
 //! a `oneOf`/`anyOf` with a `{"type": "null"}` branch count as a nullable `T`.
 
 use crate::JsonSchema;
+use covenant_engine::budget::Metered;
 use covenant_engine::{EnumValue, FieldTree, Node, NodeKind, TreeAllowance};
 use serde_json::Value;
 
@@ -82,17 +83,20 @@ const KEYWORDS: &[&str] = &[
 ];
 
 /// The `$ref`s being followed (a repeated one stops the descent) and the nodes left.
-#[derive(Default)]
 struct Walk {
     open: Vec<String>,
     nodes: TreeAllowance,
 }
 
-/// The schema as a neutral field tree.
-pub fn field_tree(schema: &JsonSchema) -> FieldTree {
+/// The schema as a neutral field tree, its nodes charged to the budget `m` proves installed
+/// (a `$ref` used in several places is expanded at each).
+pub fn field_tree(m: Metered<'_>, schema: &JsonSchema) -> FieldTree {
     let doc = schema.value();
     let mut root = Node::new(NodeKind::Record, "", "#", "");
-    let mut refs = Walk::default();
+    let mut refs = Walk {
+        open: Vec::new(),
+        nodes: TreeAllowance::new(m),
+    };
     describe(doc, doc, &mut root, "#", &mut refs, 0);
     if root.type_name != "object" {
         root.kind = NodeKind::Field;
@@ -302,7 +306,7 @@ mod tests {
 
     fn tree(text: &str) -> FieldTree {
         match crate::JsonSchemaFormat::parse(text, &[]) {
-            Ok(schema) => field_tree(&schema),
+            Ok(schema) => covenant_engine::budget::unlimited(|m| field_tree(m, &schema)),
             Err(e) => panic!("test schema does not parse: {e}"),
         }
     }

@@ -18,6 +18,7 @@ pub fn locate(text: &str, path: &str) -> Option<covenant_engine::Position> {
 }
 pub mod rules;
 
+use covenant_engine::budget::Metered;
 use covenant_engine::{
     CheckOptions, Finding, Format, Limits, Reference, RuleSpec, SchemaError, SchemaErrorKind,
 };
@@ -149,9 +150,10 @@ pub fn validate(schema: &JsonSchema, document: &serde_json::Value) -> Vec<Valida
 }
 
 /// The first validation error of `document` against `schema` and how many more there are,
-/// or `None` when it is valid. Every error is charged to the installed budget, and counting
-/// stops when that is spent: a document can hold as many errors as values.
+/// or `None` when it is valid. Every error is charged to the budget `_m` proves installed, and
+/// counting stops when that is spent: a document can hold as many errors as values.
 pub fn first_error(
+    _m: Metered<'_>,
     schema: &JsonSchema,
     document: &serde_json::Value,
 ) -> Option<(ValidationError, usize)> {
@@ -266,7 +268,12 @@ impl Format for JsonSchemaFormat {
         model::canonical(&schema.value)
     }
 
-    fn check(reader: &JsonSchema, writer: &JsonSchema, options: &CheckOptions) -> Vec<Finding> {
+    fn check(
+        m: Metered<'_>,
+        reader: &JsonSchema,
+        writer: &JsonSchema,
+        options: &CheckOptions,
+    ) -> Vec<Finding> {
         let policy = options.json_policy;
         let texts_decide = reader.dialect == writer.dialect
             && reader.references.is_empty()
@@ -275,7 +282,7 @@ impl Format for JsonSchemaFormat {
             // Starting a thread with a large stack cost more than comparing two small schemas.
             diff::compare(&writer.model, &reader.model, policy, texts_decide)
         } else {
-            compare_on_large_stack(reader, writer, policy, texts_decide)
+            compare_on_large_stack(m, reader, writer, policy, texts_decide)
         };
         diffs
             .into_iter()
@@ -332,17 +339,18 @@ pub fn rules() -> &'static [&'static RuleSpec] {
 /// schemas recurse deeply, and the caller's thread may be small. The walk charges the caller's
 /// budget from that thread.
 fn compare_on_large_stack(
+    m: Metered<'_>,
     reader: &JsonSchema,
     writer: &JsonSchema,
     policy: covenant_engine::JsonPolicy,
     texts_decide: bool,
 ) -> Vec<diff::Diff> {
-    let budget = covenant_engine::budget::inherit();
+    let budget = covenant_engine::budget::inherit(m);
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .stack_size(256 * 1024 * 1024)
             .spawn_scoped(scope, || {
-                budget.run(|| diff::compare(&writer.model, &reader.model, policy, texts_decide))
+                budget.run(|_| diff::compare(&writer.model, &reader.model, policy, texts_decide))
             })
             .ok()
             .and_then(|handle| handle.join().ok())
@@ -492,8 +500,18 @@ mod tests {
         let text = r##"{"definitions":{"node":{"type":"object","properties":{"next":{"$ref":"#/definitions/node"},"v":{"type":"string"}}}},"$ref":"#/definitions/node"}"##;
         let changed = r##"{"definitions":{"node":{"type":"object","properties":{"next":{"$ref":"#/definitions/node"},"v":{"type":"integer"}}}},"$ref":"#/definitions/node"}"##;
         let (a, b) = (parse(text), parse(changed));
-        assert!(JsonSchemaFormat::check(&a, &a, &CheckOptions::default()).is_empty());
-        let findings = JsonSchemaFormat::check(&b, &a, &CheckOptions::default());
+        assert!(
+            covenant_engine::budget::unlimited(|m| JsonSchemaFormat::check(
+                m,
+                &a,
+                &a,
+                &CheckOptions::default()
+            ))
+            .is_empty()
+        );
+        let findings = covenant_engine::budget::unlimited(|m| {
+            JsonSchemaFormat::check(m, &b, &a, &CheckOptions::default())
+        });
         assert!(
             findings
                 .iter()
@@ -508,7 +526,9 @@ mod tests {
         let r = parse(
             r#"{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}"#,
         );
-        let strict = JsonSchemaFormat::check(&r, &w, &CheckOptions::default());
+        let strict = covenant_engine::budget::unlimited(|m| {
+            JsonSchemaFormat::check(m, &r, &w, &CheckOptions::default())
+        });
         assert_eq!(
             strict[0].rule,
             "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
@@ -518,7 +538,8 @@ mod tests {
             json_policy: covenant_engine::JsonPolicy::Lenient,
             ..CheckOptions::default()
         };
-        let relaxed = JsonSchemaFormat::check(&r, &w, &lenient);
+        let relaxed =
+            covenant_engine::budget::unlimited(|m| JsonSchemaFormat::check(m, &r, &w, &lenient));
         assert_eq!(relaxed[0].severity, covenant_engine::Severity::Info);
     }
 }

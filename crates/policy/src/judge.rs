@@ -7,6 +7,7 @@ use crate::{
     PolicyContext, PolicySettings, RolloutPlan, evaluate_first_schema, evaluate_schemas_in_history,
     field_tree, plan_with_semantics,
 };
+use covenant_engine::budget::Metered;
 use covenant_engine::{CheckOptions, Finding, Level, Report, RuleSpec};
 use covenant_schema::ParsedSchema;
 
@@ -18,7 +19,12 @@ use covenant_schema::ParsedSchema;
 /// the candidate with the latest version, because they describe the change being made, except
 /// the rules about what history makes unusable, which see the whole lineage. At level `NONE`
 /// only the semantic rules run.
+///
+/// All of it runs under the budget `m` proves installed.
+// The budget's token and the seven parts of a [`Judgement`].
+#[allow(clippy::too_many_arguments)]
 pub fn judge(
+    m: Metered<'_>,
     level: Level,
     candidate: &ParsedSchema,
     history: &[(i64, &ParsedSchema)],
@@ -36,7 +42,7 @@ pub fn judge(
         context,
         settings,
     }
-    .judge()
+    .judge(m)
 }
 
 /// What one judgement is about, as [`judge`] takes it.
@@ -52,9 +58,9 @@ pub struct Judgement<'a> {
 
 impl Judgement<'_> {
     /// The verdict [`judge`] gives.
-    pub fn judge(&self) -> Report {
-        let mut findings = self.structural();
-        findings.extend(self.semantic());
+    pub fn judge(&self, m: Metered<'_>) -> Report {
+        let mut findings = self.structural(m);
+        findings.extend(self.semantic(m));
         Report::from_findings(findings)
     }
 
@@ -63,18 +69,19 @@ impl Judgement<'_> {
     /// milliseconds. The structural check runs beside the semantic side, whose new field tree
     /// is made while the lineage is lowered. The server judges many requests at once and uses
     /// one thread per request.
-    pub fn in_parallel(&self) -> Report {
+    pub fn in_parallel(&self, m: Metered<'_>) -> Report {
         let Some((&latest, earlier)) = self.lineage().split_last() else {
-            return self.judge();
+            return self.judge(m);
         };
-        let budget = &covenant_engine::budget::inherit();
+        let budget = &covenant_engine::budget::inherit(m);
         let (mut findings, semantic) = std::thread::scope(|scope| {
             use covenant_engine::parallel::spawn_beside;
-            let structural = spawn_beside(scope, || budget.run(|| self.structural()));
-            let candidate_tree = spawn_beside(scope, || budget.run(|| field_tree(self.candidate)));
-            let lowered = LoweredLineage::of(latest, earlier, self.candidate);
+            let structural = spawn_beside(scope, || budget.run(|m| self.structural(m)));
+            let candidate_tree =
+                spawn_beside(scope, || budget.run(|m| field_tree(m, self.candidate)));
+            let lowered = LoweredLineage::of(m, latest, earlier, self.candidate);
             let candidate_tree = joined(candidate_tree);
-            let semantic = lowered.evaluate(&candidate_tree, self.context, self.settings);
+            let semantic = lowered.evaluate(m, &candidate_tree, self.context, self.settings);
             // Freed while the structural check may still run, not after it.
             drop((candidate_tree, lowered));
             (joined(structural), semantic)
@@ -83,8 +90,8 @@ impl Judgement<'_> {
         Report::from_findings(findings)
     }
 
-    fn structural(&self) -> Vec<Finding> {
-        covenant_schema::check(self.level, self.candidate, self.history, self.options).findings
+    fn structural(&self, m: Metered<'_>) -> Vec<Finding> {
+        covenant_schema::check(m, self.level, self.candidate, self.history, self.options).findings
     }
 
     /// The lineage the semantic rules read: every earlier version when given, else the
@@ -97,12 +104,13 @@ impl Judgement<'_> {
         }
     }
 
-    fn semantic(&self) -> Vec<Finding> {
+    fn semantic(&self, m: Metered<'_>) -> Vec<Finding> {
         let lineage = self.lineage();
         if lineage.is_empty() {
-            return evaluate_first_schema(self.candidate, self.context, self.settings);
+            return evaluate_first_schema(m, self.candidate, self.context, self.settings);
         }
         self.stamped(evaluate_schemas_in_history(
+            m,
             lineage,
             self.candidate,
             self.context,
@@ -131,19 +139,22 @@ fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
 
 /// The rollout plan for `candidate` replacing the last of `history` (oldest first, every
 /// version whose producers, consumers or data may still meet the new one): the new schema must
-/// read every one of them and each of them must read it, structurally and semantically.
+/// read every one of them and each of them must read it, structurally and semantically, under
+/// the budget `m` proves installed.
 pub fn rollout(
+    m: Metered<'_>,
     candidate: &ParsedSchema,
     history: &[(i64, &ParsedSchema)],
     options: &CheckOptions,
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> RolloutPlan {
-    let backward = covenant_schema::check(Level::BackwardTransitive, candidate, history, options);
-    let forward = covenant_schema::check(Level::ForwardTransitive, candidate, history, options);
+    let backward =
+        covenant_schema::check(m, Level::BackwardTransitive, candidate, history, options);
+    let forward = covenant_schema::check(m, Level::ForwardTransitive, candidate, history, options);
     let semantic = match history.last() {
-        Some(_) => evaluate_schemas_in_history(history, candidate, context, settings),
-        None => evaluate_first_schema(candidate, context, settings),
+        Some(_) => evaluate_schemas_in_history(m, history, candidate, context, settings),
+        None => evaluate_first_schema(m, candidate, context, settings),
     };
     plan_with_semantics(&backward, &forward, &semantic)
 }
@@ -193,15 +204,18 @@ mod tests {
         let v2 = avro(
             r#"{"type":"record","name":"Case","fields":[{"name":"assignedOfficer","type":"string"}]}"#,
         );
-        let report = judge(
-            Level::Backward,
-            &v2,
-            &[(1, &v1)],
-            &[],
-            &CheckOptions::default(),
-            &PolicyContext::default(),
-            &PolicySettings::default(),
-        );
+        let report = covenant_engine::budget::unlimited(|m| {
+            judge(
+                m,
+                Level::Backward,
+                &v2,
+                &[(1, &v1)],
+                &[],
+                &CheckOptions::default(),
+                &PolicyContext::default(),
+                &PolicySettings::default(),
+            )
+        });
         let rules: Vec<&str> = report.findings.iter().map(|f| f.rule.as_ref()).collect();
         assert!(
             rules.contains(&"READER_FIELD_MISSING_DEFAULT_VALUE"),
@@ -220,15 +234,18 @@ mod tests {
         let v2 = avro(
             r#"{"type":"record","name":"Case","fields":[{"name":"status","type":{"type":"enum","name":"S","symbols":["OPEN","CLOSED","SUSPENDED"],"default":"OPEN"}}]}"#,
         );
-        let lenient = judge(
-            Level::Full,
-            &v2,
-            &[(1, &v1)],
-            &[],
-            &CheckOptions::default(),
-            &PolicyContext::default(),
-            &PolicySettings::default(),
-        );
+        let lenient = covenant_engine::budget::unlimited(|m| {
+            judge(
+                m,
+                Level::Full,
+                &v2,
+                &[(1, &v1)],
+                &[],
+                &CheckOptions::default(),
+                &PolicyContext::default(),
+                &PolicySettings::default(),
+            )
+        });
         assert!(lenient.compatible, "{:?}", lenient.findings);
         assert!(
             lenient
@@ -237,15 +254,18 @@ mod tests {
                 .any(|f| f.rule == "ENUM_VALUE_ADDED")
         );
         let strict = PolicySettings::default().with("ENUM_VALUE_ADDED", crate::RuleLevel::Error);
-        let blocked = judge(
-            Level::Full,
-            &v2,
-            &[(1, &v1)],
-            &[],
-            &CheckOptions::default(),
-            &PolicyContext::default(),
-            &strict,
-        );
+        let blocked = covenant_engine::budget::unlimited(|m| {
+            judge(
+                m,
+                Level::Full,
+                &v2,
+                &[(1, &v1)],
+                &[],
+                &CheckOptions::default(),
+                &PolicyContext::default(),
+                &strict,
+            )
+        });
         assert!(!blocked.compatible);
     }
 
@@ -277,7 +297,9 @@ mod tests {
                 context: &context,
                 settings: &settings,
             };
-            let (one, two) = (judgement.judge(), judgement.in_parallel());
+            let (one, two) = covenant_engine::budget::unlimited(|m| {
+                (judgement.judge(m), judgement.in_parallel(m))
+            });
             assert_eq!(format!("{:?}", one.findings), format!("{:?}", two.findings));
             assert_eq!(one.compatible, two.compatible);
             last = Some(two);

@@ -39,6 +39,7 @@ pub use schemas::{
 pub use scope::{CompatibilityScope, VersionFacts};
 pub use settings::{PolicySettings, RuleLevel, SettingsError};
 
+use covenant_engine::budget::Metered;
 use covenant_engine::{FieldTree, Finding, NodeKind, Numbering, Report};
 
 /// The semantic findings for replacing `old` with `new`, at the levels `settings` give.
@@ -46,7 +47,10 @@ use covenant_engine::{FieldTree, Finding, NodeKind, Numbering, Report};
 /// For a subject's first version pass [`FieldTree::empty`] as `old`: everything counts as
 /// added. Trees of different formats are not compared (the structural check already rejects
 /// a schema type change), except that an empty `old` tree is always accepted.
+///
+/// The rules draw on the budget `_m` proves installed, and stop when it is spent.
 pub fn evaluate(
+    _m: Metered<'_>,
     old: &FieldTree,
     new: &FieldTree,
     context: &PolicyContext,
@@ -59,6 +63,7 @@ pub fn evaluate(
 /// last one the version being replaced): most rules describe the change from the last one,
 /// while rules about what history makes unusable (Protobuf numbers and names) look at all.
 pub fn evaluate_in_history(
+    m: Metered<'_>,
     lineage: &[(i64, &FieldTree)],
     new: &FieldTree,
     context: &PolicyContext,
@@ -70,8 +75,9 @@ pub fn evaluate_in_history(
         .collect();
     let numbered: Vec<(i64, &Numbering)> = numberings.iter().map(|(v, n)| (*v, n)).collect();
     match lineage.last() {
-        Some((_, old)) => evaluate_against_lineage(old, &numbered, new, context, settings),
+        Some((_, old)) => evaluate_against_lineage(m, old, &numbered, new, context, settings),
         None => evaluate(
+            m,
             &FieldTree::empty(new.format.clone()),
             new,
             context,
@@ -84,6 +90,7 @@ pub fn evaluate_in_history(
 /// (`lineage`, oldest first, `old`'s among them): all the rules about history read, and what
 /// a registry keeps per schema instead of lowering every earlier version again.
 pub fn evaluate_against_lineage(
+    _m: Metered<'_>,
     old: &FieldTree,
     lineage: &[(i64, &Numbering)],
     new: &FieldTree,
@@ -162,12 +169,13 @@ fn name_consumers(pair: &pair::Pair<'_>, mut finding: Finding) -> Finding {
 
 /// [`evaluate`] as a report: incompatible when a rule set to `error` fired.
 pub fn evaluate_report(
+    m: Metered<'_>,
     old: &FieldTree,
     new: &FieldTree,
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Report {
-    Report::from_findings(evaluate(old, new, context, settings))
+    Report::from_findings(evaluate(m, old, new, context, settings))
 }
 
 #[cfg(test)]
@@ -183,29 +191,39 @@ mod tests {
         // Only the rename is looked at here; the removal has its own rule. Under the
         // confluent preset a rename is a warning; under covenant, the default, an error.
         assert!(
-            !evaluate_report(
+            !covenant_engine::budget::unlimited(|m| evaluate_report(
+                m,
                 &old,
                 &new,
                 &PolicyContext::default(),
                 &PolicySettings::default()
-            )
+            ))
             .compatible
         );
         let base = PolicySettings::default()
             .with_preset(Preset::Confluent)
             .with("FIELD_REMOVED_WITHOUT_DEPRECATION", RuleLevel::Off);
-        let default = evaluate(&old, &new, &context, &base);
+        let default =
+            covenant_engine::budget::unlimited(|m| evaluate(m, &old, &new, &context, &base));
         assert_eq!(default.len(), 1);
         assert_eq!(default[0].severity, covenant_engine::Severity::Warning);
-        assert!(evaluate_report(&old, &new, &context, &base).compatible);
+        assert!(
+            covenant_engine::budget::unlimited(|m| evaluate_report(m, &old, &new, &context, &base))
+                .compatible
+        );
 
         let strict = base.clone().with("LIKELY_RENAME", RuleLevel::Error);
-        let report = evaluate_report(&old, &new, &context, &strict);
+        let report = covenant_engine::budget::unlimited(|m| {
+            evaluate_report(m, &old, &new, &context, &strict)
+        });
         assert!(!report.compatible);
         assert_eq!(report.findings[0].rule, "LIKELY_RENAME");
 
         let off = base.with("LIKELY_RENAME", RuleLevel::Off);
-        assert!(evaluate(&old, &new, &context, &off).is_empty());
+        assert!(
+            covenant_engine::budget::unlimited(|m| evaluate(m, &old, &new, &context, &off))
+                .is_empty()
+        );
     }
 
     #[test]
@@ -223,7 +241,9 @@ mod tests {
             "updatedAt".into(),
             vec!["sla-monitor".into(), "warehouse".into(), "audit".into()],
         );
-        let findings = evaluate(&old, &new, &context, &PolicySettings::default());
+        let findings = covenant_engine::budget::unlimited(|m| {
+            evaluate(m, &old, &new, &context, &PolicySettings::default())
+        });
         assert_eq!(findings[0].rule, "MEANING_CHANGED");
         assert!(
             findings[0]
@@ -232,12 +252,15 @@ mod tests {
             "{}",
             findings[0].message
         );
-        let quiet = evaluate(
-            &old,
-            &new,
-            &PolicyContext::default(),
-            &PolicySettings::default(),
-        );
+        let quiet = covenant_engine::budget::unlimited(|m| {
+            evaluate(
+                m,
+                &old,
+                &new,
+                &PolicyContext::default(),
+                &PolicySettings::default(),
+            )
+        });
         assert!(!quiet[0].message.contains("Consumers reading it"));
     }
 
@@ -245,12 +268,15 @@ mod tests {
     fn format_specific_rules_only_run_on_their_format() {
         let mut new = avro("Case", vec![]);
         new.root.additional_properties = None;
-        let findings = evaluate(
-            &covenant_engine::FieldTree::empty("AVRO"),
-            &new,
-            &PolicyContext::default(),
-            &PolicySettings::default(),
-        );
+        let findings = covenant_engine::budget::unlimited(|m| {
+            evaluate(
+                m,
+                &covenant_engine::FieldTree::empty("AVRO"),
+                &new,
+                &PolicyContext::default(),
+                &PolicySettings::default(),
+            )
+        });
         assert!(findings.is_empty(), "{findings:?}");
     }
 
@@ -259,12 +285,13 @@ mod tests {
         let old = avro("Case", vec![field("caseOwner", "string")]);
         let new = json(vec![property("assignedOfficer", "string")]);
         assert!(
-            evaluate(
+            covenant_engine::budget::unlimited(|m| evaluate(
+                m,
                 &old,
                 &new,
                 &PolicyContext::default(),
                 &PolicySettings::default()
-            )
+            ))
             .is_empty()
         );
     }
@@ -280,12 +307,13 @@ mod tests {
             ],
         );
         assert!(
-            evaluate(
+            covenant_engine::budget::unlimited(|m| evaluate(
+                m,
                 &tree,
                 &tree,
                 &PolicyContext::default(),
                 &PolicySettings::default()
-            )
+            ))
             .is_empty()
         );
     }

@@ -23,7 +23,7 @@
 //! | `json` | JSON Schema | a UTF-8 JSON document |
 //! | `confluent` | all | Confluent wire format: magic byte 0, 4-byte big-endian schema id, then (Protobuf) the message indexes, then the payload |
 
-use covenant_engine::budget::{Budget, BudgetExceeded};
+use covenant_engine::budget::{Budget, BudgetExceeded, Metered};
 use covenant_engine::{Finding, RuleSpec, Severity};
 use covenant_schema::ParsedSchema;
 use std::time::{Duration, Instant};
@@ -133,16 +133,21 @@ pub fn split_confluent(bytes: &[u8]) -> Result<(i64, &[u8]), String> {
 }
 
 /// The value a Confluent-framed payload's body (after [`split_confluent`]) holds, decoded with
-/// the schema that wrote it, as JSON: Avro and Protobuf decoded, JSON Schema payloads parsed.
-pub fn decode_framed_body(writer: &ParsedSchema, body: &[u8]) -> Result<serde_json::Value, String> {
+/// the schema that wrote it, as JSON: Avro and Protobuf decoded, JSON Schema payloads parsed;
+/// charged to the budget `m` proves installed.
+pub fn decode_framed_body(
+    m: Metered<'_>,
+    writer: &ParsedSchema,
+    body: &[u8],
+) -> Result<serde_json::Value, String> {
     match writer {
-        ParsedSchema::Avro(w) => covenant_avro::decode_with(w, w, body),
+        ParsedSchema::Avro(w) => covenant_avro::decode_with(m, w, w, body),
         ParsedSchema::Protobuf(w) => {
             let (indexes, used) = covenant_protobuf::decode_message_indexes(body)?;
             let name = w.message_name(&indexes).ok_or_else(|| {
                 format!("Message indexes {indexes:?} name no message of the writer schema.")
             })?;
-            covenant_protobuf::decode_with(w, &name, body.get(used..).unwrap_or_default())
+            covenant_protobuf::decode_with(m, w, &name, body.get(used..).unwrap_or_default())
         }
         ParsedSchema::Json(_) => json_document(body),
         ParsedSchema::Iceberg(_) => Err(NO_ICEBERG_SAMPLES.into()),
@@ -208,9 +213,10 @@ fn schema_type(schema: &ParsedSchema) -> &'static str {
     }
 }
 
-/// Decodes `sample`, written with `writer`, using `reader`. The error is the decoder's, in one
-/// sentence.
+/// Decodes `sample`, written with `writer`, using `reader`, under the budget `m` proves
+/// installed. The error is the decoder's, in one sentence.
 pub fn decode_sample(
+    m: Metered<'_>,
     writer: &ParsedSchema,
     reader: &ParsedSchema,
     sample: &Sample<'_>,
@@ -223,7 +229,7 @@ pub fn decode_sample(
     };
     match (writer, reader) {
         (ParsedSchema::Avro(w), ParsedSchema::Avro(r)) => {
-            covenant_avro::decode_with(w, r, body).map(|_| ())
+            covenant_avro::decode_with(m, w, r, body).map(|_| ())
         }
         (ParsedSchema::Protobuf(w), ParsedSchema::Protobuf(r)) => {
             let (name, body) = if framed {
@@ -243,11 +249,11 @@ pub fn decode_sample(
                     .ok_or_else(|| "The sample names no message.".to_string())?;
                 (name, body)
             };
-            covenant_protobuf::decode_with(r, &name, body).map(|_| ())
+            covenant_protobuf::decode_with(m, r, &name, body).map(|_| ())
         }
         (ParsedSchema::Json(_), ParsedSchema::Json(r)) => {
             let document = json_document(body)?;
-            match covenant_jsonschema::first_error(r, &document) {
+            match covenant_jsonschema::first_error(m, r, &document) {
                 None => Ok(()),
                 Some((first, others)) => {
                     let at = if first.instance_path.is_empty() {
@@ -272,8 +278,10 @@ pub fn decode_sample(
 }
 
 /// Replays every sample (with the schema that wrote it) against `candidate`, oldest first,
-/// until `budget` is spent.
+/// until `budget` is spent, charging the check's budget (the one `m` proves installed) what
+/// each sample holds and running each under a budget of its own.
 pub fn replay(
+    m: Metered<'_>,
     candidate: &ParsedSchema,
     samples: &[(&ParsedSchema, Sample<'_>)],
     budget: Duration,
@@ -295,8 +303,10 @@ pub fn replay(
             findings.push(f);
             break;
         }
-        let outcome = within_sample_budget(sample, budget.saturating_sub(start.elapsed()), || {
+        let time = budget.saturating_sub(start.elapsed());
+        let outcome = within_sample_budget(m, sample, time, |m| {
             read_back(
+                m,
                 writer,
                 candidate,
                 sample,
@@ -350,9 +360,10 @@ enum SampleOutcome {
 /// units, stopped with the caller's budget when that is cancelled. The check's budget is
 /// charged the bytes the sample holds; what its decoding makes is dropped before the next.
 fn within_sample_budget(
+    _check: Metered<'_>,
     sample: &Sample<'_>,
     time: Duration,
-    read: impl FnOnce() -> Result<(), String>,
+    read: impl FnOnce(Metered<'_>) -> Result<(), String>,
 ) -> SampleOutcome {
     if covenant_engine::budget::charge(1 + sample.payload.len() as u64 / 64) {
         return SampleOutcome::Stopped;
@@ -373,13 +384,14 @@ fn within_sample_budget(
 /// Decodes `sample` (written with `writer`) with `reader` and, for Avro, compares the values
 /// each side reads.
 fn read_back(
+    m: Metered<'_>,
     writer: &ParsedSchema,
     reader: &ParsedSchema,
     sample: &Sample<'_>,
     names: (&str, &str),
 ) -> Result<(), String> {
-    decode_sample(writer, reader, sample)?;
-    match value_change(writer, reader, sample) {
+    decode_sample(m, writer, reader, sample)?;
+    match value_change(m, writer, reader, sample) {
         Some((at, a, b)) => Err(format!(
             "at '{at}' {} reads {a} and {} reads {b}",
             names.0, names.1
@@ -390,8 +402,9 @@ fn read_back(
 
 /// Replays the candidate's own samples (numbered by `id`, from 1 in the order submitted)
 /// through each earlier version in `readers` as reader, until `budget` is spent. The
-/// findings name the reader version.
+/// findings name the reader version. Budgeted as [`replay`].
 pub fn replay_forward(
+    m: Metered<'_>,
     candidate: &ParsedSchema,
     samples: &[Sample<'_>],
     readers: &[(i64, &ParsedSchema)],
@@ -418,8 +431,9 @@ pub fn replay_forward(
             break;
         }
         let names = ("the new schema", &*format!("version {version}"));
-        let outcome = within_sample_budget(sample, budget.saturating_sub(start.elapsed()), || {
-            read_back(candidate, reader, sample, names)
+        let time = budget.saturating_sub(start.elapsed());
+        let outcome = within_sample_budget(m, sample, time, |m| {
+            read_back(m, candidate, reader, sample, names)
         });
         let error = match outcome {
             SampleOutcome::Read => continue,
@@ -458,6 +472,7 @@ pub fn replay_forward(
 /// has are not compared (a reader default is not a changed value); numbers compare by value
 /// (`5` and `5.0`).
 fn value_change(
+    m: Metered<'_>,
     writer: &ParsedSchema,
     reader: &ParsedSchema,
     sample: &Sample<'_>,
@@ -470,8 +485,8 @@ fn value_change(
     } else {
         sample.payload
     };
-    let before = covenant_avro::decode_values_with(w, w, body).ok()?;
-    let after = covenant_avro::decode_values_with(w, r, body).ok()?;
+    let before = covenant_avro::decode_values_with(m, w, w, body).ok()?;
+    let after = covenant_avro::decode_values_with(m, w, r, body).ok()?;
     // Iterative: sample data may be deeply nested (recursive schemas).
     let mut stack = vec![(String::new(), &before, &after)];
     while let Some((path, a, b)) = stack.pop() {
@@ -567,8 +582,18 @@ mod tests {
                 },
             ),
         ];
-        assert!(replay(&v1, &samples, Duration::from_secs(5)).is_empty());
-        let findings = replay(&v4, &samples, Duration::from_secs(5));
+        assert!(
+            covenant_engine::budget::unlimited(|m| replay(
+                m,
+                &v1,
+                &samples,
+                Duration::from_secs(5)
+            ))
+            .is_empty()
+        );
+        let findings = covenant_engine::budget::unlimited(|m| {
+            replay(m, &v4, &samples, Duration::from_secs(5))
+        });
         assert_eq!(findings.len(), 2, "{findings:?}");
         assert_eq!(findings[0].rule, "SAMPLE_REPLAY_FAILED");
         assert_eq!(findings[0].path, "/samples/3");
@@ -599,10 +624,13 @@ mod tests {
             payload: &bytes,
         };
         assert!(
-            decode_sample(&text, &decimal, &sample).is_ok(),
+            covenant_engine::budget::unlimited(|m| decode_sample(m, &text, &decimal, &sample))
+                .is_ok(),
             "the bytes parse"
         );
-        let findings = replay(&decimal, &[(&text, sample)], Duration::from_secs(5));
+        let findings = covenant_engine::budget::unlimited(|m| {
+            replay(m, &decimal, &[(&text, sample)], Duration::from_secs(5))
+        });
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert_eq!(findings[0].rule, "SAMPLE_REPLAY_FAILED");
         assert!(
@@ -636,8 +664,18 @@ mod tests {
             message_name: None,
             payload: &bytes,
         };
-        assert!(replay(&v2, &[(&v1, sample)], Duration::from_secs(5)).is_empty());
-        let findings = replay(&micros, &[(&v1, sample)], Duration::from_secs(5));
+        assert!(
+            covenant_engine::budget::unlimited(|m| replay(
+                m,
+                &v2,
+                &[(&v1, sample)],
+                Duration::from_secs(5)
+            ))
+            .is_empty()
+        );
+        let findings = covenant_engine::budget::unlimited(|m| {
+            replay(m, &micros, &[(&v1, sample)], Duration::from_secs(5))
+        });
         assert!(findings[0].message.contains("at '/at'"), "{findings:?}");
     }
 
@@ -652,7 +690,9 @@ mod tests {
             message_name: None,
             payload: &bytes,
         };
-        let findings = replay(&v1, &[(&v1, sample), (&v1, sample)], Duration::ZERO);
+        let findings = covenant_engine::budget::unlimited(|m| {
+            replay(m, &v1, &[(&v1, sample), (&v1, sample)], Duration::ZERO)
+        });
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].rule, "SAMPLE_REPLAY_INCOMPLETE");
         assert_eq!(findings[0].severity, Severity::Warning);
@@ -678,13 +718,18 @@ mod tests {
                 message_name: None,
                 payload,
             };
-            let error = decode_sample(&bomb, &bomb, &sample).expect_err("refused");
+            let error =
+                covenant_engine::budget::unlimited(|m| decode_sample(m, &bomb, &bomb, &sample))
+                    .expect_err("refused");
             assert!(error.contains("take no bytes"), "{error}");
-            let findings = replay(&bomb, &[(&bomb, sample)], Duration::from_secs(5));
+            let findings = covenant_engine::budget::unlimited(|m| {
+                replay(m, &bomb, &[(&bomb, sample)], Duration::from_secs(5))
+            });
             assert_eq!(findings.len(), 1);
             assert_eq!(findings[0].rule, "SAMPLE_REPLAY_FAILED");
         }
-        let error = decode_framed_body(&bomb, &raw).expect_err("refused");
+        let error = covenant_engine::budget::unlimited(|m| decode_framed_body(m, &bomb, &raw))
+            .expect_err("refused");
         assert!(error.contains("take no bytes"), "{error}");
     }
 
@@ -701,11 +746,11 @@ mod tests {
         };
         let samples = vec![(&v1, sample); 100];
         // Each sample holds about 160 units of payload: a budget of 1,000 stops the replay.
-        let outcome =
-            Budget::new(None, Some(1_000)).run(|| replay(&v1, &samples, Duration::from_secs(5)));
+        let outcome = Budget::new(None, Some(1_000))
+            .run(|m| replay(m, &v1, &samples, Duration::from_secs(5)));
         assert_eq!(outcome, Err(BudgetExceeded::Work(1_000)));
         let findings = Budget::new(None, Some(1_000_000))
-            .run(|| replay(&v1, &samples, Duration::from_secs(5)))
+            .run(|m| replay(m, &v1, &samples, Duration::from_secs(5)))
             .expect("within budget");
         assert!(findings.is_empty(), "{findings:?}");
     }
@@ -726,9 +771,12 @@ mod tests {
             message_name: None,
             payload: &doc,
         };
-        let error = decode_sample(&schema, &schema, &sample).expect_err("invalid");
+        let error =
+            covenant_engine::budget::unlimited(|m| decode_sample(m, &schema, &schema, &sample))
+                .expect_err("invalid");
         assert!(error.contains("(19999 more)"), "{error}");
-        let spent = Budget::new(None, Some(5_000)).run(|| decode_sample(&schema, &schema, &sample));
+        let spent =
+            Budget::new(None, Some(5_000)).run(|m| decode_sample(m, &schema, &schema, &sample));
         assert_eq!(spent, Err(BudgetExceeded::Work(5_000)));
     }
 
@@ -754,8 +802,12 @@ mod tests {
             message_name: None,
             payload: doc,
         };
-        assert!(decode_sample(&wide, &wide, &sample).is_ok());
-        let error = decode_sample(&wide, &narrow, &sample).expect_err("too long");
+        assert!(
+            covenant_engine::budget::unlimited(|m| decode_sample(m, &wide, &wide, &sample)).is_ok()
+        );
+        let error =
+            covenant_engine::budget::unlimited(|m| decode_sample(m, &wide, &narrow, &sample))
+                .expect_err("too long");
         assert!(error.contains("/name"), "{error}");
         assert!(split_confluent(&[1, 0, 0, 0, 1]).is_err());
         assert!(split_confluent(&[0, 0]).is_err());
@@ -797,10 +849,12 @@ mod tests {
             message_name: None,
             payload: &framed,
         };
-        assert!(decode_sample(&v1, &v1, &named).is_ok());
-        assert!(decode_sample(&v1, &v1, &wire).is_ok());
-        assert!(decode_sample(&v1, &v2, &named).is_err());
-        assert!(decode_sample(&v1, &v2, &wire).is_err());
+        assert!(covenant_engine::budget::unlimited(|m| decode_sample(m, &v1, &v1, &named)).is_ok());
+        assert!(covenant_engine::budget::unlimited(|m| decode_sample(m, &v1, &v1, &wire)).is_ok());
+        assert!(
+            covenant_engine::budget::unlimited(|m| decode_sample(m, &v1, &v2, &named)).is_err()
+        );
+        assert!(covenant_engine::budget::unlimited(|m| decode_sample(m, &v1, &v2, &wire)).is_err());
     }
 
     #[test]
@@ -827,7 +881,9 @@ mod tests {
             payload,
         };
         let samples = [sample(1, &open[..]), sample(2, &held[..])];
-        let findings = replay_forward(&v2, &samples, &[(1, &v1)], Duration::from_secs(5));
+        let findings = covenant_engine::budget::unlimited(|m| {
+            replay_forward(m, &v2, &samples, &[(1, &v1)], Duration::from_secs(5))
+        });
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert_eq!(findings[0].rule, "SAMPLE_FORWARD_REPLAY_FAILED");
         assert_eq!(findings[0].path, "/samples/new/2");
@@ -839,7 +895,16 @@ mod tests {
             "{}",
             findings[0].message
         );
-        assert!(replay_forward(&v2, &samples, &[(2, &v2)], Duration::from_secs(5)).is_empty());
+        assert!(
+            covenant_engine::budget::unlimited(|m| replay_forward(
+                m,
+                &v2,
+                &samples,
+                &[(2, &v2)],
+                Duration::from_secs(5)
+            ))
+            .is_empty()
+        );
     }
 
     #[test]
@@ -857,7 +922,15 @@ mod tests {
             message_name: None,
             payload: &bytes,
         };
-        let findings = replay_forward(&decimal, &[sample], &[(1, &text)], Duration::from_secs(5));
+        let findings = covenant_engine::budget::unlimited(|m| {
+            replay_forward(
+                m,
+                &decimal,
+                &[sample],
+                &[(1, &text)],
+                Duration::from_secs(5),
+            )
+        });
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert!(findings[0].message.contains("at '/amount'"), "{findings:?}");
     }
@@ -884,10 +957,14 @@ mod tests {
             message_name: None,
             payload: doc,
         };
-        let findings = replay_forward(&v2, &[sample], &[(1, &v1)], Duration::from_secs(5));
+        let findings = covenant_engine::budget::unlimited(|m| {
+            replay_forward(m, &v2, &[sample], &[(1, &v1)], Duration::from_secs(5))
+        });
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert!(findings[0].message.contains("/status"), "{findings:?}");
-        let spent = replay_forward(&v2, &[sample], &[(1, &v1)], Duration::ZERO);
+        let spent = covenant_engine::budget::unlimited(|m| {
+            replay_forward(m, &v2, &[sample], &[(1, &v1)], Duration::ZERO)
+        });
         assert_eq!(spent[0].rule, "SAMPLE_REPLAY_INCOMPLETE");
     }
 }

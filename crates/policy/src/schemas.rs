@@ -2,39 +2,50 @@
 //! field trees (the registry, the command line).
 
 use crate::{PolicyContext, PolicySettings, evaluate, evaluate_against_lineage};
+use covenant_engine::budget::Metered;
 use covenant_engine::{FieldTree, Finding, Numbering};
 use covenant_schema::ParsedSchema;
 use std::borrow::Cow;
 
-/// The neutral field tree of a parsed schema, whatever its format.
-pub fn field_tree(schema: &ParsedSchema) -> FieldTree {
+/// The neutral field tree of a parsed schema, whatever its format, under the budget `m`
+/// proves installed (a type used in several places is expanded at each).
+pub fn field_tree(m: Metered<'_>, schema: &ParsedSchema) -> FieldTree {
     match schema {
-        ParsedSchema::Avro(s) => covenant_avro::field_tree(s),
-        ParsedSchema::Json(s) => covenant_jsonschema::field_tree(s),
+        ParsedSchema::Avro(s) => covenant_avro::field_tree(m, s),
+        ParsedSchema::Json(s) => covenant_jsonschema::field_tree(m, s),
         ParsedSchema::Protobuf(s) => covenant_protobuf::field_tree(s),
-        ParsedSchema::Iceberg(s) => covenant_iceberg::field_tree(s),
+        ParsedSchema::Iceberg(s) => covenant_iceberg::field_tree(m, s),
     }
 }
 
 /// [`evaluate`] over two parsed schemas. Schemas of different types are not compared (the
 /// structural check reports `SCHEMA_TYPE_CHANGED`).
 pub fn evaluate_schemas(
+    m: Metered<'_>,
     old: &ParsedSchema,
     new: &ParsedSchema,
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Vec<Finding> {
-    evaluate(&field_tree(old), &field_tree(new), context, settings)
+    evaluate(
+        m,
+        &field_tree(m, old),
+        &field_tree(m, new),
+        context,
+        settings,
+    )
 }
 
 /// [`evaluate`] for a subject's first version: everything in `new` counts as added.
 pub fn evaluate_first_schema(
+    m: Metered<'_>,
     new: &ParsedSchema,
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Vec<Finding> {
-    let new = field_tree(new);
+    let new = field_tree(m, new);
     evaluate(
+        m,
         &FieldTree::empty(new.format.clone()),
         &new,
         context,
@@ -45,19 +56,20 @@ pub fn evaluate_first_schema(
 /// [`crate::evaluate_in_history`] over parsed schemas: `lineage` is every earlier version, oldest
 /// first, the last one the version being replaced.
 pub fn evaluate_schemas_in_history(
+    m: Metered<'_>,
     lineage: &[(i64, &ParsedSchema)],
     new: &ParsedSchema,
     context: &PolicyContext,
     settings: &PolicySettings,
 ) -> Vec<Finding> {
-    let new_tree = field_tree(new);
+    let new_tree = field_tree(m, new);
     match lineage.split_last() {
         Some((&latest, earlier)) => {
-            LoweredLineage::of(latest, earlier, new).evaluate(&new_tree, context, settings)
+            LoweredLineage::of(m, latest, earlier, new).evaluate(m, &new_tree, context, settings)
         }
         None => {
             let empty = FieldTree::empty(new_tree.format.clone());
-            evaluate(&empty, &new_tree, context, settings)
+            evaluate(m, &empty, &new_tree, context, settings)
         }
     }
 }
@@ -76,6 +88,7 @@ impl<'a> LoweredLineage<'a> {
     /// ids), and only what each version numbered and named, which a Protobuf schema keeps
     /// once made; only the version being replaced is lowered into a field tree, once for both.
     pub(crate) fn of(
+        m: Metered<'_>,
         (latest_version, latest): (i64, &'a ParsedSchema),
         earlier: &[(i64, &'a ParsedSchema)],
         new: &ParsedSchema,
@@ -85,7 +98,7 @@ impl<'a> LoweredLineage<'a> {
                 let (tree, numbering) = s.field_tree_and_numbering();
                 (tree, Some(numbering))
             }
-            other => (field_tree(other), None),
+            other => (field_tree(m, other), None),
         };
         let numberings = match new {
             ParsedSchema::Protobuf(_) | ParsedSchema::Iceberg(_) => {
@@ -93,7 +106,7 @@ impl<'a> LoweredLineage<'a> {
                     Some(n) => Cow::Borrowed(n),
                     None => Cow::Owned(Numbering::of(&latest_tree)),
                 };
-                let earlier = earlier.iter().map(|&(v, s)| (v, numbering(s)));
+                let earlier = earlier.iter().map(|&(v, s)| (v, numbering(m, s)));
                 earlier
                     .chain([(latest_version, latest_numbering)])
                     .collect()
@@ -108,19 +121,20 @@ impl<'a> LoweredLineage<'a> {
 
     pub(crate) fn evaluate(
         &self,
+        m: Metered<'_>,
         new_tree: &FieldTree,
         context: &PolicyContext,
         settings: &PolicySettings,
     ) -> Vec<Finding> {
         let numbered: Vec<(i64, &Numbering)> =
             self.numberings.iter().map(|(v, n)| (*v, &**n)).collect();
-        evaluate_against_lineage(&self.latest, &numbered, new_tree, context, settings)
+        evaluate_against_lineage(m, &self.latest, &numbered, new_tree, context, settings)
     }
 }
 
-fn numbering(schema: &ParsedSchema) -> Cow<'_, Numbering> {
+fn numbering<'s>(m: Metered<'_>, schema: &'s ParsedSchema) -> Cow<'s, Numbering> {
     match schema {
         ParsedSchema::Protobuf(s) => Cow::Borrowed(s.numbering()),
-        other => Cow::Owned(Numbering::of(&field_tree(other))),
+        other => Cow::Owned(Numbering::of(&field_tree(m, other))),
     }
 }

@@ -57,8 +57,9 @@ fn main() {
     let mut findings = 0;
     for _ in 0..5 {
         let start = Instant::now();
-        let report =
-            check_history::<ProtobufFormat>(Level::FullTransitive, candidate, &prior, &options);
+        let report = covenant_engine::budget::unlimited(|m| {
+            check_history::<ProtobufFormat>(m, Level::FullTransitive, candidate, &prior, &options)
+        });
         runs.push(start.elapsed());
         findings = report.findings.len();
     }
@@ -76,7 +77,9 @@ fn main() {
     for _ in 0..5 {
         let start = Instant::now();
         for _ in 0..100 {
-            std::hint::black_box(ProtobufFormat::check(candidate, candidate, &options));
+            std::hint::black_box(covenant_engine::budget::unlimited(|m| {
+                ProtobufFormat::check(m, candidate, candidate, &options)
+            }));
         }
         same.push(start.elapsed() / 100);
     }

@@ -507,7 +507,9 @@ mod tests {
             version: 1,
             schema: &old,
         }];
-        covenant_engine::check_history::<ProtobufFormat>(level, &new, &prior, &options)
+        covenant_engine::budget::unlimited(|m| {
+            covenant_engine::check_history::<ProtobufFormat>(m, level, &new, &prior, &options)
+        })
     }
 
     #[test]

@@ -55,6 +55,7 @@ mod wire;
 pub use wire::{decode_message_indexes, encode_message_indexes};
 
 use base64::Engine;
+use covenant_engine::budget::Metered;
 use covenant_engine::{
     CheckOptions, Direction, FieldTree, Finding, Format, Limits, Numbering, Pass,
     ProtobufStrictness, Reference, RuleSpec, SchemaError, SchemaErrorKind,
@@ -331,8 +332,9 @@ impl ProtobufSchema {
 /// Decodes `bytes` (a Protobuf payload without the Confluent framing) as `message_full_name`
 /// and renders it as JSON, for replaying samples against a schema. What a payload makes the
 /// decoding hold is bounded by its size (every value takes at least one of its bytes; nesting
-/// stops at the decoder's recursion limit) and charged to the installed budget.
+/// stops at the decoder's recursion limit) and charged to the budget `_m` proves installed.
 pub fn decode_with(
+    _m: Metered<'_>,
     reader: &ProtobufSchema,
     message_full_name: &str,
     bytes: &[u8],
@@ -388,6 +390,7 @@ impl Format for ProtobufFormat {
     }
 
     fn check(
+        m: Metered<'_>,
         reader: &ProtobufSchema,
         writer: &ProtobufSchema,
         options: &CheckOptions,
@@ -396,13 +399,14 @@ impl Format for ProtobufFormat {
             direction: Direction::Backward,
             history: true,
         };
-        Self::check_pass(reader, writer, options, pass)
+        Self::check_pass(m, reader, writer, options, pass)
     }
 
     /// Rules about the history of the files ([`Concern::History`]: reservations kept,
     /// deletions reserved, files kept) run once per pair, from the earlier version to the
     /// later; every other rule runs for `reader` and `writer` as given.
     fn check_pass(
+        _m: Metered<'_>,
         reader: &ProtobufSchema,
         writer: &ProtobufSchema,
         options: &CheckOptions,
@@ -568,10 +572,23 @@ service S { rpc M(A) returns (stream A) { option deprecated = true; } }
         let mut msg = DynamicMessage::new(desc);
         msg.set_field_by_name("name", prost_reflect::Value::String("Ada".into()));
         let bytes = msg.encode_to_vec();
-        let json = decode_with(&s, "acme.Customer", &bytes).unwrap();
+        let json =
+            covenant_engine::budget::unlimited(|m| decode_with(m, &s, "acme.Customer", &bytes))
+                .unwrap();
         assert_eq!(json, serde_json::json!({"name": "Ada"}));
-        assert!(decode_with(&s, "acme.Nope", &bytes).is_err());
-        assert!(decode_with(&s, "acme.Customer", &[0xff, 0xff]).is_err());
+        assert!(
+            covenant_engine::budget::unlimited(|m| decode_with(m, &s, "acme.Nope", &bytes))
+                .is_err()
+        );
+        assert!(
+            covenant_engine::budget::unlimited(|m| decode_with(
+                m,
+                &s,
+                "acme.Customer",
+                &[0xff, 0xff]
+            ))
+            .is_err()
+        );
     }
 
     const NEST: &str = r#"syntax = "proto3";
@@ -600,15 +617,15 @@ message L {
         let payload: Vec<u8> = std::iter::repeat_n([0x1a, 0x00], 100_000)
             .flatten()
             .collect();
-        let spent = Budget::new(None, Some(10_000)).run(|| decode_with(&s, "t.L", &payload));
+        let spent = Budget::new(None, Some(10_000)).run(|m| decode_with(m, &s, "t.L", &payload));
         assert_eq!(spent, Err(BudgetExceeded::Work(10_000)));
         // Packed integers, one byte each: charged as they are rendered.
         let mut packed = vec![0x0a];
         varint(200_000, &mut packed);
         packed.extend(std::iter::repeat_n(1u8, 200_000));
-        let spent = Budget::new(None, Some(150_000)).run(|| decode_with(&s, "t.L", &packed));
+        let spent = Budget::new(None, Some(150_000)).run(|m| decode_with(m, &s, "t.L", &packed));
         assert_eq!(spent, Err(BudgetExceeded::Work(150_000)));
-        let within = Budget::new(None, Some(1_000_000)).run(|| decode_with(&s, "t.L", &packed));
+        let within = Budget::new(None, Some(1_000_000)).run(|m| decode_with(m, &s, "t.L", &packed));
         let json = within.expect("within budget").expect("decodes");
         assert_eq!(json["xs"].as_array().map(Vec::len), Some(200_000));
     }
@@ -624,12 +641,15 @@ message L {
             outer.extend(payload);
             payload = outer;
         }
-        let error = decode_with(&s, "t.L", &payload).expect_err("too deep");
+        let error = covenant_engine::budget::unlimited(|m| decode_with(m, &s, "t.L", &payload))
+            .expect_err("too deep");
         assert!(error.contains("recursion"), "{error}");
         // A packed length past the payload.
         let mut packed = vec![0x0a];
         varint(20_000_000, &mut packed);
         packed.push(0);
-        assert!(decode_with(&s, "t.L", &packed).is_err());
+        assert!(
+            covenant_engine::budget::unlimited(|m| decode_with(m, &s, "t.L", &packed)).is_err()
+        );
     }
 }

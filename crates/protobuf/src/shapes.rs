@@ -228,8 +228,9 @@ mod tests {
             crate::ProtobufFormat::parse(main, &[r]).expect("parses")
         };
         let (old, new) = (parse_with(dep("string")), parse_with(dep("double")));
-        let findings =
-            crate::ProtobufFormat::check(&new, &old, &covenant_engine::CheckOptions::default());
+        let findings = covenant_engine::budget::unlimited(|m| {
+            crate::ProtobufFormat::check(m, &new, &old, &covenant_engine::CheckOptions::default())
+        });
         assert!(
             findings
                 .iter()

@@ -1,10 +1,12 @@
 //! The bound on one check's judging: every verdict, plan and field diff the registry computes
 //! for a request runs through [`CheckBudget::run`], the one place where that work is bounded
 //! in time and size. A spent budget is [`RegistryError::CheckBudgetExceeded`] (422), never a
-//! partial verdict: the walks stop early and their result is discarded.
+//! partial verdict: the walks stop early and their result is discarded. `run` hands its work
+//! the [`Metered`] token that every budgeted entry point (`covenant_policy::judge`, field
+//! trees, sample decoding) takes: judging without a budget does not compile.
 
 use crate::{RegistryError, RegistryResult};
-use covenant_engine::budget::Budget;
+use covenant_engine::budget::{Budget, Metered};
 use std::time::Duration;
 
 /// CPU time and units of work one check may spend. A unit is about 64 bytes held by a walk:
@@ -28,8 +30,8 @@ impl Default for CheckBudget {
 }
 
 impl CheckBudget {
-    /// Runs `f` under this budget on the current thread.
-    pub fn run<T>(&self, f: impl FnOnce() -> T) -> RegistryResult<T> {
+    /// Runs `f` under this budget on the current thread, with the token that proves it.
+    pub fn run<T>(&self, f: impl FnOnce(Metered<'_>) -> T) -> RegistryResult<T> {
         Budget::new(Some(self.time), Some(self.max_work))
             .run(f)
             .map_err(RegistryError::CheckBudgetExceeded)
@@ -90,16 +92,15 @@ impl crate::Registry {
 
     /// Judges `work` once admitted, on this thread, under the check budget: for short walks
     /// over borrowed schemas (field diffs).
-    pub(crate) async fn judge_here<T>(&self, work: impl FnOnce() -> T) -> RegistryResult<T> {
+    pub(crate) async fn judge_here<T>(
+        &self,
+        work: impl FnOnce(Metered<'_>) -> T,
+    ) -> RegistryResult<T> {
         let admitted = self.admission.admit(self.check_budget.max_work).await?;
         Budget::default()
             .with_cancel(admitted.cancel.clone())
-            .run(|| self.run_check(work))
+            .run(|_| self.check_budget.run(work))
             .map_err(RegistryError::CheckBudgetExceeded)?
-    }
-
-    fn run_check<T>(&self, work: impl FnOnce() -> T) -> RegistryResult<T> {
-        self.check_budget.run(work)
     }
 
     /// Bounds the size and shape of every schema parsed (see [`covenant_engine::Limits`]).
@@ -128,8 +129,8 @@ mod tests {
             time: Duration::from_secs(5),
             max_work: 10,
         };
-        assert_eq!(small.run(|| charge(5)).ok(), Some(false));
-        match small.run(|| charge(11)) {
+        assert_eq!(small.run(|_| charge(5)).ok(), Some(false));
+        match small.run(|_| charge(11)) {
             Err(RegistryError::CheckBudgetExceeded(BudgetExceeded::Work(10))) => {}
             other => panic!("expected a spent work budget, got {other:?}"),
         }

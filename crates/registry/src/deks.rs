@@ -569,8 +569,8 @@ impl Registry {
             )),
             ..Default::default()
         };
-        self.judge_here(|| {
-            covenant_policy::protected_fields(&covenant_policy::field_tree(&parsed), &context)
+        self.judge_here(|m| {
+            covenant_policy::protected_fields(&covenant_policy::field_tree(m, &parsed), &context)
         })
         .await
     }

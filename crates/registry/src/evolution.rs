@@ -12,6 +12,7 @@
 use crate::compatibility::record_check_metrics;
 use crate::config::check_options;
 use crate::{CandidateSample, Registry, RegistryError, RegistryResult, SchemaRequest, VersionSpec};
+use covenant_engine::budget::Metered;
 use covenant_engine::{CheckOptions, Direction, Level, Report, Severity};
 use covenant_policy::replay::{Sample, SampleEncoding};
 use covenant_policy::scope::is_transitive;
@@ -170,9 +171,10 @@ fn now_millis() -> i64 {
 impl Evolution {
     /// The verdict for `candidate` against `priors` (live versions, oldest first) at `level`.
     /// With `only` set (a compatibility test against one version), scopes are not applied and
-    /// only that version's samples are replayed.
+    /// only that version's samples are replayed. Judged under the budget `m` proves installed.
     pub fn verdict(
         &self,
+        m: Metered<'_>,
         level: Level,
         candidate: &ParsedSchema,
         priors: &[Prior<'_>],
@@ -189,6 +191,7 @@ impl Evolution {
         let lineage: Vec<(i64, &ParsedSchema)> =
             priors.iter().map(|p| (p.version, p.schema)).collect();
         let report = covenant_policy::judge(
+            m,
             level,
             candidate,
             &history,
@@ -201,12 +204,13 @@ impl Evolution {
         let mut findings = report.findings;
         let started = std::time::Instant::now();
         findings.extend(covenant_policy::replay::replay(
+            m,
             candidate,
             &replayable,
             self.budget,
         ));
         let left = self.budget.saturating_sub(started.elapsed());
-        findings.extend(self.forward_replay(level, candidate, priors, &history, left));
+        findings.extend(self.forward_replay(m, level, candidate, priors, &history, left));
         if level == Level::None {
             // NONE skips checks: a registration at NONE judges nothing, so the dry run must
             // not refuse what it would accept. Its findings stay visible, as warnings.
@@ -283,6 +287,7 @@ impl Evolution {
     /// old consumers: the latest version's, or every version's in scope when transitive.
     fn forward_replay(
         &self,
+        m: Metered<'_>,
         level: Level,
         candidate: &ParsedSchema,
         priors: &[Prior<'_>],
@@ -302,6 +307,7 @@ impl Evolution {
                 .collect()
         };
         covenant_policy::replay::replay_forward(
+            m,
             candidate,
             &candidate_samples(&self.candidate_samples),
             &readers,
@@ -349,11 +355,12 @@ impl Registry {
             return Ok(());
         }
         self.check_budget
-            .run(|| self.decode_candidate_samples(candidate, samples))?
+            .run(|m| self.decode_candidate_samples(m, candidate, samples))?
     }
 
     fn decode_candidate_samples(
         &self,
+        m: Metered<'_>,
         candidate: &ParsedSchema,
         samples: &[CandidateSample],
     ) -> RegistryResult<()> {
@@ -388,11 +395,13 @@ impl Registry {
                 message_name: s.message_name.as_deref(),
                 payload: &s.payload,
             };
-            covenant_policy::replay::decode_sample(candidate, candidate, &sample).map_err(|e| {
-                invalid(format!(
-                    "the payload does not decode with the new schema: {e}"
-                ))
-            })?;
+            covenant_policy::replay::decode_sample(m, candidate, candidate, &sample).map_err(
+                |e| {
+                    invalid(format!(
+                        "the payload does not decode with the new schema: {e}"
+                    ))
+                },
+            )?;
         }
         Ok(())
     }
@@ -591,8 +600,8 @@ impl Registry {
         self.off_runtime(move || {
             let history: Vec<(i64, &ParsedSchema)> =
                 parsed.iter().map(|(v, p)| (*v, p.as_ref())).collect();
-            budget.run(|| {
-                covenant_policy::rollout(&candidate, &history, &options, &context, &settings)
+            budget.run(|m| {
+                covenant_policy::rollout(m, &candidate, &history, &options, &context, &settings)
             })
         })
         .await?
@@ -656,7 +665,7 @@ impl Registry {
             payload: &payload,
         };
         self.check_budget
-            .run(|| covenant_policy::replay::decode_sample(&schema, &schema, &sample))?
+            .run(|m| covenant_policy::replay::decode_sample(m, &schema, &schema, &sample))?
             .map_err(|e| {
                 RegistryError::InvalidSample(format!(
                     "The payload does not decode with version {} of subject '{subject}': {e}",
@@ -775,7 +784,7 @@ impl Registry {
     ) -> RegistryResult<Report> {
         let report = evolution
             .check_budget
-            .run(|| evolution.verdict(level, candidate, priors, only))?;
+            .run(|m| evolution.verdict(m, level, candidate, priors, only))?;
         record_check_metrics(&report);
         Ok(report)
     }

@@ -267,7 +267,9 @@ impl Registry {
             .ok_or_else(|| RegistryError::NoProfile(subject.to_string()))?;
         let profile = stored_profile(&record)?;
         let schema = self.parse_record(&latest.schema).await?;
-        let declared = declared_fields(&covenant_policy::field_tree(&schema));
+        let declared = self
+            .judge_here(|m| declared_fields(&covenant_policy::field_tree(m, &schema)))
+            .await?;
         let findings = covenant_profile::findings(&Evidence {
             profile: &profile,
             declared: Some(&declared),

@@ -11,6 +11,7 @@
 
 use crate::{Registry, RegistryError, RegistryResult};
 use covenant_engine::NodeKind;
+use covenant_engine::budget::Metered;
 use covenant_schema::ParsedSchema;
 use covenant_store::StoredVersion;
 use covenant_store::governance::normalize_field_path;
@@ -41,9 +42,9 @@ pub trait RemovalCheck: Send + Sync {
 }
 
 /// The field paths of a parsed schema, normalized to dotted names (`customer.id`; Protobuf
-/// fields keep their message: `acme.Order.amount`).
-pub fn field_paths(schema: &ParsedSchema) -> BTreeSet<String> {
-    covenant_policy::field_tree(schema)
+/// fields keep their message: `acme.Order.amount`), under the budget `m` proves installed.
+pub fn field_paths(m: Metered<'_>, schema: &ParsedSchema) -> BTreeSet<String> {
+    covenant_policy::field_tree(m, schema)
         .nodes()
         .into_iter()
         .filter(|n| n.kind == NodeKind::Field)
@@ -52,10 +53,11 @@ pub fn field_paths(schema: &ParsedSchema) -> BTreeSet<String> {
         .collect()
 }
 
-/// Fields `old` has and `new` does not, as normalized paths.
-pub fn removed_fields(old: &ParsedSchema, new: &ParsedSchema) -> Vec<String> {
-    let kept = field_paths(new);
-    field_paths(old)
+/// Fields `old` has and `new` does not, as normalized paths, under the budget `m` proves
+/// installed.
+pub fn removed_fields(m: Metered<'_>, old: &ParsedSchema, new: &ParsedSchema) -> Vec<String> {
+    let kept = field_paths(m, new);
+    field_paths(m, old)
         .into_iter()
         .filter(|p| !kept.contains(p))
         .collect()
@@ -78,7 +80,7 @@ impl Registry {
     pub async fn schema_field_paths(&self, id: i64) -> RegistryResult<Vec<String>> {
         let record = self.schema_by_id(id).await?;
         let parsed = self.parse_record(&record).await?;
-        self.judge_here(|| field_paths(&parsed).into_iter().collect())
+        self.judge_here(|m| field_paths(m, &parsed).into_iter().collect())
             .await
     }
 
@@ -96,7 +98,8 @@ impl Registry {
         };
         let (candidate, _) = self.prepare(subject, request, normalize, true).await?;
         let old = self.parse_record(&latest.schema).await?;
-        self.judge_here(|| removed_fields(&old, &candidate)).await
+        self.judge_here(|m| removed_fields(m, &old, &candidate))
+            .await
     }
 
     /// The verdict for a candidate, gathered before the write when it drops fields from the
@@ -115,7 +118,7 @@ impl Registry {
         };
         let old = self.parse_record(&latest.schema).await?;
         if self
-            .judge_here(|| removed_fields(&old, candidate))
+            .judge_here(|m| removed_fields(m, &old, candidate))
             .await?
             .is_empty()
         {
@@ -196,7 +199,9 @@ mod tests {
     fn nested_fields_have_dotted_paths() {
         let parsed =
             crate::parse_schema(covenant_schema::SchemaType::Avro, V1, &[]).expect("parse");
-        let paths: Vec<String> = field_paths(&parsed).into_iter().collect();
+        let paths: Vec<String> = covenant_engine::budget::unlimited(|m| field_paths(m, &parsed))
+            .into_iter()
+            .collect();
         assert_eq!(paths, vec!["id", "plan", "plan.code", "plan_name"]);
     }
 

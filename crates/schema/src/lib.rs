@@ -2,6 +2,7 @@
 //! (the registry, the CLI). Each format crate stays independent of the others.
 
 use covenant_avro::{AvroFormat, AvroSchema};
+use covenant_engine::budget::Metered;
 use covenant_engine::{
     CheckOptions, Finding, Format, Level, Limits, PriorVersion, Reference, Report, RuleSpec,
     SchemaError, Severity, check_history,
@@ -139,8 +140,10 @@ pub static SCHEMA_TYPE_CHANGED: RuleSpec = RuleSpec {
     peers: &[],
 };
 
-/// Judges `candidate` against `history` (oldest first) at `level`.
+/// Judges `candidate` against `history` (oldest first) at `level`, under the budget `m`
+/// proves installed.
 pub fn check(
+    m: Metered<'_>,
     level: Level,
     candidate: &ParsedSchema,
     history: &[(i64, &ParsedSchema)],
@@ -167,22 +170,22 @@ pub fn check(
             ParsedSchema::Avro(s) => Some(s),
             _ => None,
         })
-        .map(|h| check_history::<AvroFormat>(level, c, &h, options)),
+        .map(|h| check_history::<AvroFormat>(m, level, c, &h, options)),
         ParsedSchema::Json(c) => same(history, |s| match s {
             ParsedSchema::Json(s) => Some(s),
             _ => None,
         })
-        .map(|h| check_history::<JsonSchemaFormat>(level, c, &h, options)),
+        .map(|h| check_history::<JsonSchemaFormat>(m, level, c, &h, options)),
         ParsedSchema::Protobuf(c) => same(history, |s| match s {
             ParsedSchema::Protobuf(s) => Some(s),
             _ => None,
         })
-        .map(|h| check_history::<ProtobufFormat>(level, c, &h, options)),
+        .map(|h| check_history::<ProtobufFormat>(m, level, c, &h, options)),
         ParsedSchema::Iceberg(c) => same(history, |s| match s {
             ParsedSchema::Iceberg(s) => Some(s),
             _ => None,
         })
-        .map(|h| check_history::<IcebergFormat>(level, c, &h, options)),
+        .map(|h| check_history::<IcebergFormat>(m, level, c, &h, options)),
     };
     match result {
         Ok(report) => report,

@@ -46,7 +46,9 @@ fn judge(case: &Value) -> Result<(bool, Vec<String>), String> {
     let text = |k: &str| case[k].as_str().unwrap_or_default().to_string();
     let writer = AvroFormat::parse(&text("writer"), &wrefs).map_err(|e| format!("writer: {e}"))?;
     let reader = AvroFormat::parse(&text("reader"), &rrefs).map_err(|e| format!("reader: {e}"))?;
-    let findings = AvroFormat::check(&reader, &writer, &CheckOptions::default());
+    let findings = covenant_engine::budget::unlimited(|m| {
+        AvroFormat::check(m, &reader, &writer, &CheckOptions::default())
+    });
     let errors: Vec<String> = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)

@@ -6,6 +6,7 @@
 //! symbol or union branch never written, an array or map that happened to be empty).
 
 use covenant_avro::{AvroFormat, AvroSchema, decode_with, encode_with};
+use covenant_engine::budget::unlimited;
 use covenant_engine::{CheckOptions, Finding, Format, Severity};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -259,16 +260,17 @@ fn run_case(seed: u64) -> Result<(), TestCaseError> {
         AvroFormat::parse(&wt, &[]).map_err(|e| TestCaseError::fail(format!("{e}: {wt}")))?;
     let reader: AvroSchema =
         AvroFormat::parse(&rt, &[]).map_err(|e| TestCaseError::fail(format!("{e}: {rt}")))?;
-    let errors: Vec<Finding> = AvroFormat::check(&reader, &writer, &CheckOptions::default())
-        .into_iter()
-        .filter(|f| f.severity == Severity::Error)
-        .collect();
+    let errors: Vec<Finding> =
+        unlimited(|m| AvroFormat::check(m, &reader, &writer, &CheckOptions::default()))
+            .into_iter()
+            .filter(|f| f.severity == Severity::Error)
+            .collect();
     let mut failed = None;
     for _ in 0..48 {
         let d = datum(&mut rng, &writer_json);
         let bytes = encode_with(&writer, &d)
             .map_err(|e| TestCaseError::fail(format!("encode {d}: {e}")))?;
-        match decode_with(&writer, &reader, &bytes) {
+        match unlimited(|m| decode_with(m, &writer, &reader, &bytes)) {
             Err(e) => {
                 failed.get_or_insert(e);
             }

@@ -98,8 +98,10 @@ pub fn read(
         let at = |message: String| InvalidInput(format!("{name}: payload {index}: {message}"));
         let (id, body) = covenant_policy::replay::split_confluent(payload).map_err(at)?;
         let writer = schemas.schema(id)?;
-        let value = covenant_policy::replay::decode_framed_body(&writer, body)
-            .map_err(|e| at(format!("does not decode with schema {id}: {e}")))?;
+        let value = crate::check::without_limits(|m| {
+            covenant_policy::replay::decode_framed_body(m, &writer, body)
+        })?
+        .map_err(|e| at(format!("does not decode with schema {id}: {e}")))?;
         each(value);
         Ok(())
     };

@@ -208,7 +208,15 @@ pub(crate) mod testing {
     pub fn backward(old: &str, new: &str) -> Vec<Finding> {
         let old = IcebergFormat::parse(old, &[]).unwrap_or_else(|e| panic!("old: {e}"));
         let new = IcebergFormat::parse(new, &[]).unwrap_or_else(|e| panic!("new: {e}"));
-        check_pair::<IcebergFormat>(Direction::Backward, &new, &old, &CheckOptions::default())
+        covenant_engine::budget::unlimited(|m| {
+            check_pair::<IcebergFormat>(
+                m,
+                Direction::Backward,
+                &new,
+                &old,
+                &CheckOptions::default(),
+            )
+        })
     }
 
     pub fn of(rule: &RuleSpec, findings: &[Finding]) -> Vec<Finding> {

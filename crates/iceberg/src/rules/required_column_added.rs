@@ -55,8 +55,9 @@ mod tests {
         )
         .expect("old");
         let new = IcebergFormat::parse(&schema(&[(1, "a", true, "int")]), &[]).expect("new");
-        let f =
-            check_pair::<IcebergFormat>(Direction::Forward, &new, &old, &CheckOptions::default());
+        let f = covenant_engine::budget::unlimited(|m| {
+            check_pair::<IcebergFormat>(m, Direction::Forward, &new, &old, &CheckOptions::default())
+        });
         assert!(
             f.iter().any(|f| f.rule == RULE.id && f.path == "/fields/b"),
             "{f:#?}"

@@ -49,8 +49,9 @@ fn every_case_gets_its_expected_verdict_and_rules() {
             .zip(1..)
             .map(|(schema, version)| PriorVersion { version, schema })
             .collect();
-        let report =
-            check_history::<IcebergFormat>(level, &new, &history, &CheckOptions::default());
+        let report = covenant_engine::budget::unlimited(|m| {
+            check_history::<IcebergFormat>(m, level, &new, &history, &CheckOptions::default())
+        });
         let expected = case["compatible"].as_bool().expect("compatible");
         if report.compatible != expected {
             failures.push(format!(
@@ -102,12 +103,15 @@ fn matrix_case(id: &str, matrix: &Value, failures: &mut Vec<String>) -> usize {
                 version: 1,
                 schema: &old,
             }];
-            let report = check_history::<IcebergFormat>(
-                Level::Backward,
-                &new,
-                &history,
-                &CheckOptions::default(),
-            );
+            let report = covenant_engine::budget::unlimited(|m| {
+                check_history::<IcebergFormat>(
+                    m,
+                    Level::Backward,
+                    &new,
+                    &history,
+                    &CheckOptions::default(),
+                )
+            });
             let expected = from == to || allowed.contains(&(from.clone(), to.clone()));
             if report.compatible != expected {
                 failures.push(format!(

@@ -14,7 +14,7 @@ fn check(writer: &str, reader: &str, policy: JsonPolicy) -> Vec<Finding> {
         json_policy: policy,
         ..CheckOptions::default()
     };
-    JsonSchemaFormat::check(&r, &w, &options)
+    covenant_engine::budget::unlimited(|m| JsonSchemaFormat::check(m, &r, &w, &options))
 }
 
 /// The writer and reader of an example (`writer: …` and `reader: …` lines).

@@ -52,7 +52,9 @@ fn judge(case: &Value, policy: JsonPolicy) -> Result<(bool, BTreeSet<String>), S
         json_policy: policy,
         ..CheckOptions::default()
     };
-    let findings = JsonSchemaFormat::check(&reader, &writer, &options);
+    let findings = covenant_engine::budget::unlimited(|m| {
+        JsonSchemaFormat::check(m, &reader, &writer, &options)
+    });
     let compatible = !findings.iter().any(|f| f.is_error());
     let changes = findings
         .iter()

@@ -155,7 +155,9 @@ mod tests {
             "Field 'tickSize' was removed without a deprecation record."
         );
         let confluent = PolicySettings::default().with_preset(crate::Preset::Confluent);
-        let findings = crate::evaluate(&v1(), &v2(), &none(), &confluent);
+        let findings = covenant_engine::budget::unlimited(|m| {
+            crate::evaluate(m, &v1(), &v2(), &none(), &confluent)
+        });
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert_eq!(findings[0].severity, covenant_engine::Severity::Warning);
         // A deprecated field is the removal gate's to judge (it lets it go at 'removable').
@@ -212,7 +214,9 @@ mod tests {
         );
         let relaxed =
             PolicySettings::default().with("FIELD_REMOVED_WITHOUT_DEPRECATION", RuleLevel::Warning);
-        let findings = crate::evaluate(&v1(), &v2(), &context, &relaxed);
+        let findings = covenant_engine::budget::unlimited(|m| {
+            crate::evaluate(m, &v1(), &v2(), &context, &relaxed)
+        });
         assert!(findings.iter().all(|f| !f.is_error()), "{findings:?}");
     }
 
@@ -236,8 +240,8 @@ mod tests {
                 .insert(format!("d{i}"), vec!["reader".into()]);
         }
         covenant_engine::budget::Budget::default()
-            .run(|| {
-                let findings = run("FIELD_REMOVED_WITHOUT_DEPRECATION", &old, &new, &context);
+            .run(|m| {
+                let findings = run_in(m, "FIELD_REMOVED_WITHOUT_DEPRECATION", &old, &new, &context);
                 assert_eq!(findings.len(), n);
                 covenant_engine::budget::work_spent()
             })

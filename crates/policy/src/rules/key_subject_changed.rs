@@ -192,9 +192,12 @@ mod tests {
             let text = format!(
                 r#"{{"type":"record","name":"Key","namespace":"dbserver1.public.case_record","fields":[{fields}],"connect.name":"dbserver1.public.case_record.Key"}}"#
             );
-            crate::field_tree(
-                &ParsedSchema::parse(SchemaType::Avro, &text, &[]).expect("valid Avro"),
-            )
+            covenant_engine::budget::unlimited(|m| {
+                crate::field_tree(
+                    m,
+                    &ParsedSchema::parse(SchemaType::Avro, &text, &[]).expect("valid Avro"),
+                )
+            })
         };
         let old = key(r#"{"name":"case_id","type":"string"}"#);
         let new = key(r#"{"name":"case_id","type":"string"},{"name":"tenant_id","type":"string"}"#);

@@ -317,7 +317,9 @@ mod tests {
         );
         // Under the confluent preset the same findings never refuse.
         let confluent = crate::PolicySettings::default().with_preset(crate::Preset::Confluent);
-        let lenient = crate::evaluate(&old, &new, &none(), &confluent);
+        let lenient = covenant_engine::budget::unlimited(|m| {
+            crate::evaluate(m, &old, &new, &none(), &confluent)
+        });
         assert!(lenient.iter().all(|f| !f.is_error()), "{lenient:?}");
     }
 

@@ -226,12 +226,15 @@ mod tests {
             .enumerate()
             .map(|(i, t)| (i as i64 + 1, t))
             .collect();
-        crate::evaluate_in_history(
-            &numbered,
-            new,
-            &PolicyContext::default(),
-            &PolicySettings::default(),
-        )
+        covenant_engine::budget::unlimited(|m| {
+            crate::evaluate_in_history(
+                m,
+                &numbered,
+                new,
+                &PolicyContext::default(),
+                &PolicySettings::default(),
+            )
+        })
         .into_iter()
         .filter(|f| f.rule == "PROTOBUF_HISTORY_REUSED")
         .collect()
@@ -290,14 +293,22 @@ mod tests {
         );
         let (context, settings) = (PolicyContext::default(), PolicySettings::default());
         let lineage = [(1, &v1), (2, &v2)];
-        let parsed = crate::evaluate_schemas_in_history(&lineage, &v3, &context, &settings);
-        let trees = [crate::field_tree(&v1), crate::field_tree(&v2)];
-        let from_trees = crate::evaluate_in_history(
-            &[(1, &trees[0]), (2, &trees[1])],
-            &crate::field_tree(&v3),
-            &context,
-            &settings,
-        );
+        let parsed = covenant_engine::budget::unlimited(|m| {
+            crate::evaluate_schemas_in_history(m, &lineage, &v3, &context, &settings)
+        });
+        let trees = [
+            covenant_engine::budget::unlimited(|m| crate::field_tree(m, &v1)),
+            covenant_engine::budget::unlimited(|m| crate::field_tree(m, &v2)),
+        ];
+        let from_trees = covenant_engine::budget::unlimited(|m| {
+            crate::evaluate_in_history(
+                m,
+                &[(1, &trees[0]), (2, &trees[1])],
+                &covenant_engine::budget::unlimited(|m| crate::field_tree(m, &v3)),
+                &context,
+                &settings,
+            )
+        });
         assert_eq!(parsed, from_trees);
         let reused: Vec<&Finding> = parsed
             .iter()

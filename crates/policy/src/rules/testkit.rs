@@ -154,7 +154,18 @@ impl With for Node {
 
 /// Findings of one rule only, at its default level.
 pub fn run(rule: &str, old: &FieldTree, new: &FieldTree, context: &PolicyContext) -> Vec<Finding> {
-    crate::evaluate(old, new, context, &PolicySettings::default())
+    covenant_engine::budget::unlimited(|m| run_in(m, rule, old, new, context))
+}
+
+/// [`run`] under the caller's budget.
+pub fn run_in(
+    m: covenant_engine::budget::Metered<'_>,
+    rule: &str,
+    old: &FieldTree,
+    new: &FieldTree,
+    context: &PolicyContext,
+) -> Vec<Finding> {
+    crate::evaluate(m, old, new, context, &PolicySettings::default())
         .into_iter()
         .filter(|f| f.rule == rule)
         .collect()
@@ -167,10 +178,12 @@ pub fn run_in_history(
     new: &FieldTree,
     context: &PolicyContext,
 ) -> Vec<Finding> {
-    crate::evaluate_in_history(lineage, new, context, &PolicySettings::default())
-        .into_iter()
-        .filter(|f| f.rule == rule)
-        .collect()
+    covenant_engine::budget::unlimited(|m| {
+        crate::evaluate_in_history(m, lineage, new, context, &PolicySettings::default())
+    })
+    .into_iter()
+    .filter(|f| f.rule == rule)
+    .collect()
 }
 
 pub fn none() -> PolicyContext {

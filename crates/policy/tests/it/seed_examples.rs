@@ -39,11 +39,11 @@ impl Outcome {
 fn judge(schema_type: SchemaType, old: &str, new: &str, context: &PolicyContext) -> Outcome {
     let (old, new) = (parse(schema_type, old), parse(schema_type, new));
     let options = CheckOptions::default();
-    Outcome {
-        backward: check(Level::Backward, &new, &[(1, &old)], &options),
-        forward: check(Level::Forward, &new, &[(1, &old)], &options),
-        semantic: evaluate_schemas(&old, &new, context, &PolicySettings::default()),
-    }
+    covenant_engine::budget::unlimited(|m| Outcome {
+        backward: check(m, Level::Backward, &new, &[(1, &old)], &options),
+        forward: check(m, Level::Forward, &new, &[(1, &old)], &options),
+        semantic: evaluate_schemas(m, &old, &new, context, &PolicySettings::default()),
+    })
 }
 
 fn no_context() -> PolicyContext {

@@ -52,12 +52,15 @@ mod tests {
                 info_findings,
                 ..CheckOptions::default()
             };
-            let report = covenant_engine::check_history::<ProtobufFormat>(
-                Level::Full,
-                &new,
-                &prior,
-                &options,
-            );
+            let report = covenant_engine::budget::unlimited(|m| {
+                covenant_engine::check_history::<ProtobufFormat>(
+                    m,
+                    Level::Full,
+                    &new,
+                    &prior,
+                    &options,
+                )
+            });
             let mut ids: Vec<String> = report
                 .findings
                 .iter()

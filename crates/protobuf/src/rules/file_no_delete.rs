@@ -32,13 +32,17 @@ mod tests {
         );
         let old = ProtobufSchema::parse_file_set(&[a.clone(), b], &[]).unwrap();
         let new = ProtobufSchema::parse_file_set(&[a], &[]).unwrap();
-        let findings = crate::ProtobufFormat::check(&new, &old, &CheckOptions::default());
+        let findings = covenant_engine::budget::unlimited(|m| {
+            crate::ProtobufFormat::check(m, &new, &old, &CheckOptions::default())
+        });
         assert!(
             findings
                 .iter()
                 .any(|f| f.rule == RULE.id && f.path == "/files/b.proto")
         );
-        let same = crate::ProtobufFormat::check(&old, &old, &CheckOptions::default());
+        let same = covenant_engine::budget::unlimited(|m| {
+            crate::ProtobufFormat::check(m, &old, &old, &CheckOptions::default())
+        });
         assert!(!same.iter().any(|f| f.rule == RULE.id));
     }
 
@@ -62,11 +66,19 @@ mod tests {
                 version: 1,
                 schema: old,
             }];
-            check_history::<crate::ProtobufFormat>(level, new, &prior, &CheckOptions::default())
-                .findings
-                .iter()
-                .filter(|f| f.rule == RULE.id)
-                .count()
+            covenant_engine::budget::unlimited(|m| {
+                check_history::<crate::ProtobufFormat>(
+                    m,
+                    level,
+                    new,
+                    &prior,
+                    &CheckOptions::default(),
+                )
+            })
+            .findings
+            .iter()
+            .filter(|f| f.rule == RULE.id)
+            .count()
         };
         assert_eq!(count(&one, &both, Level::Full), 1);
         assert_eq!(count(&one, &both, Level::Forward), 1);

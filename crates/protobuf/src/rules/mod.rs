@@ -139,7 +139,7 @@ pub(crate) mod testing {
             protobuf_strictness: strictness,
             ..CheckOptions::default()
         };
-        ProtobufFormat::check(&new, &old, &options)
+        covenant_engine::budget::unlimited(|m| ProtobufFormat::check(m, &new, &old, &options))
     }
 
     fn count_at(
@@ -159,7 +159,9 @@ pub(crate) mod testing {
             version: 1,
             schema: &old,
         }];
-        let report = check_history::<ProtobufFormat>(level, &new, &prior, &options);
+        let report = covenant_engine::budget::unlimited(|m| {
+            check_history::<ProtobufFormat>(m, level, &new, &prior, &options)
+        });
         report.findings.iter().filter(|f| f.rule == rule.id).count()
     }
 

@@ -89,7 +89,9 @@ fn judge_jsonl_case(case: &Value) -> Option<String> {
             Ok(s) => s,
             Err(e) => return Some(format!("reader does not parse: {e}")),
         };
-    let findings = ProtobufFormat::check(&reader, &writer, &CheckOptions::default());
+    let findings = covenant_engine::budget::unlimited(|m| {
+        ProtobufFormat::check(m, &reader, &writer, &CheckOptions::default())
+    });
     let compatible = !findings.iter().any(Finding::is_error);
     let expected = case["reader_can_read_writer"].as_bool().unwrap_or(false);
     if compatible != expected {
@@ -291,7 +293,8 @@ fn judge_buf_case(
         protobuf_strictness: strictness,
         ..CheckOptions::default()
     };
-    let findings = ProtobufFormat::check(&new, &old, &options);
+    let findings =
+        covenant_engine::budget::unlimited(|m| ProtobufFormat::check(m, &new, &old, &options));
     let ours: Vec<(&Finding, &str)> = findings
         .iter()
         .filter(|f| f.is_error())

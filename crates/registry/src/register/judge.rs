@@ -147,7 +147,7 @@ impl Judged {
             .ok_or(GuardRefusal::Retry)?;
         let removed = self
             .check_budget
-            .run(|| removed_fields(old, &self.candidate))
+            .run(|m| removed_fields(m, old, &self.candidate))
             .map_err(GuardRefusal::Domain)?;
         if removed.is_empty() {
             return Ok(removed);
@@ -249,7 +249,9 @@ where
     let budget = Budget::default().with_cancel(cancel);
     let outcome = tokio::task::spawn_blocking(move || {
         let _admitted = admitted;
-        budget.run(work)
+        // This budget only carries the cancel flag; the work takes its token from the
+        // `CheckBudget::run` inside, which bounds its time and size.
+        budget.run(|_| work())
     })
     .await;
     // Finished: nothing left to cancel.

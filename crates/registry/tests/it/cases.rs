@@ -38,15 +38,18 @@ fn findings(schema_type: SchemaType, old: &str, new: &str, level: Level) -> Vec<
     on_worker_stack(|| {
         let old = ParsedSchema::parse(schema_type, old, &[]).expect("old parses");
         let new = ParsedSchema::parse(schema_type, new, &[]).expect("new parses");
-        covenant_policy::judge(
-            level,
-            &new,
-            &[(1, &old)],
-            &[(1, &old)],
-            &CheckOptions::default(),
-            &PolicyContext::default(),
-            &PolicySettings::default(),
-        )
+        covenant_engine::budget::unlimited(|m| {
+            covenant_policy::judge(
+                m,
+                level,
+                &new,
+                &[(1, &old)],
+                &[(1, &old)],
+                &CheckOptions::default(),
+                &PolicyContext::default(),
+                &PolicySettings::default(),
+            )
+        })
         .errors()
         .map(|f| (f.rule.to_string(), f.path.clone()))
         .collect()

@@ -67,11 +67,12 @@ pub fn drive(schema_type: SchemaType, old: &str, new: &str, limits: &Limits) -> 
     // One budget per judgement, as the registry gives one per request.
     let budget = CheckBudget::default();
     let judged = (|| -> Result<bool, covenant_registry::RegistryError> {
-        budget.run(|| (old.normalized(), new.normalized()))?;
+        budget.run(|_| (old.normalized(), new.normalized()))?;
         let mut compatible = true;
         for level in Level::ALL {
-            let report = budget.run(|| {
+            let report = budget.run(|m| {
                 covenant_policy::judge(
+                    m,
                     level,
                     &new,
                     &[(1, &old)],
@@ -84,8 +85,9 @@ pub fn drive(schema_type: SchemaType, old: &str, new: &str, limits: &Limits) -> 
             compatible &= report.compatible;
             let _ = covenant_engine::render_text(&report);
         }
-        let first = budget.run(|| {
+        let first = budget.run(|m| {
             covenant_policy::judge(
+                m,
                 Level::Backward,
                 &old,
                 &[],
@@ -96,10 +98,11 @@ pub fn drive(schema_type: SchemaType, old: &str, new: &str, limits: &Limits) -> 
             )
         })?;
         let _ = covenant_engine::render_json(&first);
-        let plan = budget
-            .run(|| covenant_policy::rollout(&new, &[(1, &old)], &options, &context, &settings))?;
+        let plan = budget.run(|m| {
+            covenant_policy::rollout(m, &new, &[(1, &old)], &options, &context, &settings)
+        })?;
         let _ = plan.render_text();
-        budget.run(|| removed_fields(&old, &new))?;
+        budget.run(|m| removed_fields(m, &old, &new))?;
         Ok(compatible)
     })();
     match judged {
