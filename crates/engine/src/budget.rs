@@ -15,13 +15,9 @@
 //! one as its first parameter, so a caller that has no budget installed does not compile:
 //!
 //! ```compile_fail,E0061
-//! use covenant_engine::budget::Metered;
-//! // A budgeted entry point (as `covenant_schema::check` or `covenant_policy::judge`).
-//! fn walk(_m: Metered<'_>, input: &str) -> usize {
-//!     input.len()
-//! }
-//! // No budget, no token: this call does not compile.
-//! walk("schema");
+//! // The lowering of a field tree charges the budget for every node: without a budget there
+//! // is no token to give it, and the call does not compile.
+//! let nodes = covenant_engine::TreeAllowance::new();
 //! ```
 //!
 //! Nor can a token be made outside this module, or carried to a thread where its budget is
