@@ -1,7 +1,8 @@
-//! Part 5: moving a registry. A source server holding many schemas (loaded with `covenant
-//! import` from a generated dump), `covenant migrate --from SOURCE --to DESTINATION` into a
-//! second running server, and the rate of plain `GET /schemas/ids/{id}` on the source beside it:
-//! every schema a migration moves is at least one such read, so that rate is its ceiling.
+//! Part 5: moving a registry. A source server holding many schemas (ten versions to a subject,
+//! some with references; loaded with `covenant import` from a generated dump), `covenant
+//! migrate --from SOURCE --to DESTINATION` into a second running server, and the rate of plain
+//! `GET /schemas/ids/{id}` on the source beside it: every schema a migration moves is at least
+//! one such read, so that rate is its ceiling.
 
 use crate::server::{Backend, Limits, Server, StartError, load, require_clean};
 use crate::table::{Row, human};
@@ -22,7 +23,7 @@ pub struct MigrateSizes {
 
 impl MigrateSizes {
     pub const FULL: MigrateSizes = MigrateSizes {
-        schemas: 100_000,
+        schemas: 20_000,
         read_seconds: 10.0,
     };
     pub const SMOKE: MigrateSizes = MigrateSizes {
@@ -31,19 +32,41 @@ impl MigrateSizes {
     };
 }
 
-/// A dump of `n` subjects with one small Avro record each, ids 1..=n.
+/// Versions per subject in the generated registry.
+const VERSIONS: u64 = 10;
+
+/// A dump of `n` schemas (ids 1..=n), `VERSIONS` versions to a subject, each version an Avro
+/// record with one more optional field than the one before; every tenth subject's versions
+/// also refer to version 1 of the subject before it (a field of its record type), so the
+/// migration has references to order.
 fn dump(n: u64) -> Value {
-    let schemas: Vec<Value> = (1..=n)
-        .map(|i| {
-            let schema = json!({"type": "record", "name": format!("M{i}"),
-                "fields": [{"name": "id", "type": "long"}, {"name": "note", "type": "string"}]})
+    let (mut schemas, mut subjects) = (Vec::new(), Vec::new());
+    for s in 0..n.div_ceil(VERSIONS) {
+        let name = |s: u64| format!("m{s:07}-value");
+        let refers = s % 10 == 9;
+        let mut versions = Vec::new();
+        for v in 1..=VERSIONS.min(n - s * VERSIONS) {
+            let id = s * VERSIONS + v;
+            let mut fields = vec![json!({"name": "id", "type": "long"})];
+            fields.extend((2..=v).map(|k| {
+                json!({"name": format!("f{k}"),
+                "type": ["null", "string"], "default": null})
+            }));
+            let mut references = Vec::new();
+            if refers {
+                fields.push(json!({"name": "prev", "type": format!("bench.M{}", s - 1)}));
+                references.push(json!({"name": format!("bench.M{}", s - 1),
+                    "subject": name(s - 1), "version": 1}));
+            }
+            let schema = json!({"type": "record", "name": format!("M{s}"),
+                "namespace": "bench", "fields": fields})
             .to_string();
-            json!({"id": i, "schemaType": "AVRO", "schema": schema, "contentKey": format!("m{i}")})
-        })
-        .collect();
-    let subjects: Vec<Value> = (1..=n)
-        .map(|i| json!({"name": format!("m{i:07}-value"), "versions": [{"version": 1, "id": i}]}))
-        .collect();
+            schemas.push(json!({"id": id, "schemaType": "AVRO", "schema": schema,
+                "references": references, "contentKey": format!("m{id}")}));
+            versions.push(json!({"version": v, "id": id}));
+        }
+        subjects.push(json!({"name": name(s), "versions": versions}));
+    }
     json!({"format": "covenant-export", "formatVersion": 3, "schemas": schemas,
         "subjects": subjects, "configs": [], "modes": []})
 }
@@ -139,7 +162,10 @@ pub async fn run(
     rows.push(
         Row::new(
             PART,
-            format!("{n} schemas, server to server (`covenant migrate --from --to`), verified"),
+            format!(
+                "{n} schemas in {} subjects, server to server (`covenant migrate --from --to`), verified",
+                n.div_ceil(VERSIONS)
+            ),
         )
         .covenant(format!("{} ({rate:.0} schemas/s)", human(took)))
         .peer(format!("{:.0} GET /schemas/ids/{{id}} per s", reads.rate()))

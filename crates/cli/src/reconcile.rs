@@ -29,6 +29,41 @@ pub fn write_order(dump: &Dump) -> Vec<(&str, &DumpVersion)> {
     order
 }
 
+/// [`write_order`] cut into levels that may each be written all at once: a version's level is
+/// one past those of the versions it must follow, its subject's previous version and the
+/// versions it refers to. Only versions earlier in the order count, so a cycle `write_order`
+/// broke stays broken. Writing level by level keeps every ordering a registry needs while the
+/// versions of different subjects go in parallel.
+pub fn write_levels(dump: &Dump) -> Vec<Vec<(&str, &DumpVersion)>> {
+    let schemas = schemas_by_key(dump);
+    let mut level_of: BTreeMap<(&str, i64), usize> = BTreeMap::new();
+    let mut subject_level: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut levels: Vec<Vec<(&str, &DumpVersion)>> = Vec::new();
+    for (subject, v) in write_order(dump) {
+        let after_subject = subject_level.get(subject).map_or(0, |l| l + 1);
+        let references = schemas
+            .get(&version_key(subject, v))
+            .map(|s| s.references.as_slice())
+            .unwrap_or(&[]);
+        let after_references = references
+            .iter()
+            .filter_map(|r| {
+                let target = qualify_with_parent(subject, &r.subject);
+                level_of.get(&(target.as_str(), r.version)).map(|l| l + 1)
+            })
+            .max()
+            .unwrap_or(0);
+        let level = after_subject.max(after_references);
+        level_of.insert((subject, v.version), level);
+        subject_level.insert(subject, level);
+        if levels.len() <= level {
+            levels.resize_with(level + 1, Vec::new);
+        }
+        levels[level].push((subject, v));
+    }
+    levels
+}
+
 /// Every version by (subject, version), with its subject's name borrowed from the dump.
 type VersionIndex<'a> = BTreeMap<(&'a str, i64), (&'a str, &'a DumpVersion)>;
 

@@ -5,7 +5,7 @@
 
 mod governance;
 
-use crate::reconcile::{identity, schema_identity, write_order};
+use crate::reconcile::{identity, schema_identity, write_levels};
 use anyhow::{Context, Result, bail};
 use covenant_store::context;
 use covenant_store::deks::{Dek, DekStore, Kek};
@@ -21,10 +21,13 @@ use covenant_store::{
 pub use governance::{DumpLiveMark, DumpSample};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::task::Poll;
 
 /// The `format` value of every dump.
 pub const FORMAT: &str = "covenant-export";
@@ -665,7 +668,7 @@ pub async fn import(stores: &Stores, dump: &Dump) -> Result<ImportCounts> {
     }
 }
 
-/// Writes `dump` into `store` in [`write_order`], then the soft deletes (referrers first, so a
+/// Writes `dump` into `store` in the order of [`write_levels`], then the soft deletes (referrers first, so a
 /// reference never names a version deleted before its referrer was written), then configs,
 /// modes and the audit trail. An identical (subject, version, id) already there is skipped; a
 /// conflicting one, or one the store refuses, is left alone and listed in
@@ -680,17 +683,41 @@ pub async fn apply(
     let mut counts = ImportCounts::default();
     let mut existing: BTreeMap<&str, Vec<StoredVersion>> = BTreeMap::new();
     let mut to_delete = Vec::new();
-    for (done, (subject, v)) in write_order(dump).into_iter().enumerate() {
-        if !existing.contains_key(subject) {
-            existing.insert(subject, store.subject_versions(subject).await?);
+    let mut done = 0;
+    // Level by level ([`write_levels`]), `APPLY_PARALLEL` versions of a level at once: the
+    // store's group commit then makes one flush durable for many of them, where one version at
+    // a time paid a flush each. `covenant import` of 20,000 versions in 2,000 subjects: 30.3 s
+    // before, 6.0 s after; `covenant migrate --data-dir` of the same: 28.6 s before, 8.9 s after
+    // (benches/RESULTS.md).
+    for level in write_levels(dump) {
+        for (subject, _) in &level {
+            if !existing.contains_key(subject) {
+                existing.insert(subject, store.subject_versions(subject).await?);
+            }
         }
-        let present = existing[subject].iter().find(|e| e.version == v.version);
-        let schema = schemas[&version_key(subject, v)];
-        let live = apply_version(store, subject, v, schema, present, &mut counts).await?;
-        if v.deleted && live {
-            to_delete.push((subject, v.version));
+        for chunk in level.chunks(APPLY_PARALLEL) {
+            let writes = chunk.iter().map(|&(subject, v)| {
+                let present = existing[subject].iter().find(|e| e.version == v.version);
+                let schema = schemas[&version_key(subject, v)];
+                Box::pin(async move {
+                    let mut counts = ImportCounts::default();
+                    let live = apply_version(store, subject, v, schema, present, &mut counts);
+                    live.await.map(|live| (live, counts))
+                })
+                    as Pin<Box<dyn Future<Output = Result<(bool, ImportCounts)>> + Send + '_>>
+            });
+            for (&(subject, v), applied) in chunk.iter().zip(join_all(writes.collect()).await) {
+                let (live, one) = applied?;
+                counts.versions_written += one.versions_written;
+                counts.versions_present += one.versions_present;
+                counts.conflicts.extend(one.conflicts);
+                if v.deleted && live {
+                    to_delete.push((subject, v.version));
+                }
+                done += 1;
+                progress(done);
+            }
         }
-        progress(done + 1);
     }
     for (subject, version) in to_delete.into_iter().rev() {
         store.soft_delete(subject, &[version]).await?;
@@ -699,6 +726,33 @@ pub async fn apply(
     apply_settings(store, dump, &mut counts).await?;
     counts.audit_entries = import_trail(store, &dump.audit).await?;
     Ok(counts)
+}
+
+/// Versions a store is asked to write at once.
+const APPLY_PARALLEL: usize = 32;
+
+/// Runs borrowed futures at once (they may borrow, so they are polled here rather than
+/// spawned) and answers their outputs in order.
+async fn join_all<T>(mut futures: Vec<Pin<Box<dyn Future<Output = T> + Send + '_>>>) -> Vec<T> {
+    let mut outputs: Vec<Option<T>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => *output = Some(value),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
 }
 
 async fn apply_settings(store: &dyn Store, dump: &Dump, counts: &mut ImportCounts) -> Result<()> {

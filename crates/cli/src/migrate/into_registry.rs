@@ -1,16 +1,21 @@
 //! Writing a [`Dump`] into a running registry over REST, in IMPORT mode.
 
 use super::Progress;
-use super::remote::{Remote, enc, message};
+use super::remote::{Remote, enc, in_parallel, message};
 use crate::reconcile;
 use crate::transfer::{Dump, DumpSchema, DumpVersion};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Writes into a running registry switched to IMPORT mode, restoring its mode afterwards even
 /// when a write fails. The source's global mode, when it is not READWRITE, takes its place.
-pub(super) async fn write(remote: &Remote, dump: &Dump) -> Result<Vec<String>> {
+pub(super) async fn write(
+    remote: &Arc<Remote>,
+    dump: &Dump,
+    parallel: usize,
+) -> Result<Vec<String>> {
     let before = remote
         .get("/mode")
         .await?
@@ -36,9 +41,9 @@ pub(super) async fn write(remote: &Remote, dump: &Dump) -> Result<Vec<String>> {
         let path = format!("/mode/{}?force=true", enc(key));
         remote.put(&path, json!({"mode": "IMPORT"})).await?;
     }
-    let written = write_versions(remote, dump).await;
+    let written = write_versions(remote, dump, parallel).await;
     let settings = match &written {
-        Ok(_) => write_settings(remote, dump).await,
+        Ok(_) => write_settings(remote, dump, parallel).await,
         Err(_) => Ok(()),
     };
     let mut restored = remote
@@ -84,21 +89,28 @@ async fn context_modes(remote: &Remote, dump: &Dump) -> Result<BTreeMap<String, 
 }
 
 /// What the destination holds of one subject: version to (id, soft-deleted).
-async fn held_versions(remote: &Remote, subject: &str) -> Result<BTreeMap<i64, (i64, bool)>> {
+type Held = BTreeMap<i64, (i64, bool)>;
+
+/// What the destination holds of one subject. A subject it lacks costs one request, not two.
+async fn held_versions(remote: &Remote, subject: &str) -> Result<Held> {
     let e = enc(subject);
     let mut held = BTreeMap::new();
     let numbers = |v: Option<Value>| -> Vec<i64> {
         v.and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default()
     };
-    let live: BTreeSet<i64> = numbers(remote.get(&format!("/subjects/{e}/versions")).await?)
-        .into_iter()
-        .collect();
-    for v in numbers(
+    let all = numbers(
         remote
             .get(&format!("/subjects/{e}/versions?deleted=true"))
             .await?,
-    ) {
+    );
+    if all.is_empty() {
+        return Ok(held);
+    }
+    let live: BTreeSet<i64> = numbers(remote.get(&format!("/subjects/{e}/versions")).await?)
+        .into_iter()
+        .collect();
+    for v in all {
         let path = format!("/subjects/{e}/versions/{v}?deleted=true");
         if let Some(id) = remote.get(&path).await?.and_then(|b| b.get("id")?.as_i64()) {
             held.insert(v, (id, !live.contains(&v)));
@@ -107,26 +119,64 @@ async fn held_versions(remote: &Remote, subject: &str) -> Result<BTreeMap<i64, (
     Ok(held)
 }
 
-/// Writes every version in [`reconcile::write_order`], then the soft deletes, referrers first
-/// (a registry refuses to delete a version a live one refers to).
-async fn write_versions(remote: &Remote, dump: &Dump) -> Result<Vec<String>> {
+/// What the destination holds of every subject of the dump, `parallel` subjects at a time.
+async fn held_by_subject(
+    remote: &Arc<Remote>,
+    dump: &Dump,
+    parallel: usize,
+) -> Result<BTreeMap<String, Held>> {
+    let names: Vec<String> = dump.subjects.iter().map(|s| s.name.clone()).collect();
+    let remote = remote.clone();
+    let held = in_parallel(names.clone(), parallel, move |name| {
+        let remote = remote.clone();
+        async move { held_versions(&remote, &name).await }
+    })
+    .await?;
+    Ok(names.into_iter().zip(held).collect())
+}
+
+/// Writes every version level by level ([`reconcile::write_levels`]: references and a
+/// subject's earlier versions first), the versions of one level `parallel` at once, then the
+/// soft deletes, referrers first (a registry refuses to delete a version a live one refers to).
+/// One write at a time left both servers idle between requests; in parallel the destination's
+/// group commit makes one disk flush durable for many writes. With the listed reads, the whole
+/// migration of 20,000 versions in 2,000 subjects went from 352 to 1,170 schemas/s
+/// (benches/RESULTS.md).
+async fn write_versions(remote: &Arc<Remote>, dump: &Dump, parallel: usize) -> Result<Vec<String>> {
     let schemas = crate::transfer::schemas_by_key(dump);
-    let order = reconcile::write_order(dump);
-    let progress = Progress::new("wrote versions", order.len());
-    let mut held: BTreeMap<&str, BTreeMap<i64, (i64, bool)>> = BTreeMap::new();
+    let levels = reconcile::write_levels(dump);
+    let progress = Arc::new(Progress::new(
+        "wrote versions",
+        levels.iter().map(Vec::len).sum(),
+    ));
+    let held = held_by_subject(remote, dump, parallel).await?;
     let mut tally = RemoteTally::default();
     let mut to_delete = Vec::new();
-    for (subject, v) in order {
-        if !held.contains_key(subject) {
-            held.insert(subject, held_versions(remote, subject).await?);
+    for level in levels {
+        let writes: Vec<VersionWrite> = level
+            .iter()
+            .map(|&(subject, v)| VersionWrite {
+                subject: subject.to_string(),
+                version: v.clone(),
+                body: register_body(schemas[&crate::transfer::version_key(subject, v)], v),
+                present: held.get(subject).and_then(|h| h.get(&v.version)).copied(),
+            })
+            .collect();
+        let (remote, progress) = (remote.clone(), progress.clone());
+        let outcomes = in_parallel(writes, parallel, move |write| {
+            let (remote, progress) = (remote.clone(), progress.clone());
+            async move {
+                let outcome = write.send(&remote).await;
+                progress.step();
+                outcome
+            }
+        })
+        .await?;
+        for (&(subject, v), outcome) in level.iter().zip(outcomes) {
+            if tally.count(outcome) && v.deleted {
+                to_delete.push((subject, v));
+            }
         }
-        let present = held[subject].get(&v.version).copied();
-        let schema = schemas[&crate::transfer::version_key(subject, v)];
-        let live = write_version(remote, subject, v, schema, present, &mut tally).await?;
-        if v.deleted && live {
-            to_delete.push((subject, v));
-        }
-        progress.step();
     }
     for (subject, v) in to_delete.into_iter().rev() {
         let path = format!("/subjects/{}/versions/{}", enc(subject), v.version);
@@ -152,47 +202,70 @@ struct RemoteTally {
     conflicts: Vec<String>,
 }
 
-/// Registers one version unless the destination holds it (`present`: its id and whether it is
-/// soft-deleted); answers whether the version is now held and live.
-async fn write_version(
-    remote: &Remote,
-    subject: &str,
-    v: &DumpVersion,
-    schema: &DumpSchema,
-    present: Option<(i64, bool)>,
-    tally: &mut RemoteTally,
-) -> Result<bool> {
-    let what = format!("version {} of subject '{subject}' (id {})", v.version, v.id);
-    match present {
-        Some((id, _)) if id != v.id => {
-            tally
-                .conflicts
-                .push(format!("{what} already exists with schema id {id}"));
-            return Ok(false);
+impl RemoteTally {
+    /// Counts one outcome; answers whether the version is now held and live.
+    fn count(&mut self, outcome: Outcome) -> bool {
+        match outcome {
+            Outcome::Written => {
+                self.written += 1;
+                true
+            }
+            Outcome::Present { live } => {
+                self.present += 1;
+                live
+            }
+            Outcome::Conflict(conflict) => {
+                self.conflicts.push(conflict);
+                false
+            }
         }
-        Some((_, deleted)) => {
-            tally.present += 1;
-            return Ok(!deleted);
-        }
-        None => {}
     }
-    let path = format!("/subjects/{}/versions", enc(subject));
-    let body = register_body(schema, v);
-    match remote
-        .send(reqwest::Method::POST, &path, Some(body))
-        .await?
-    {
-        (200, _) => {
-            tally.written += 1;
-            Ok(true)
+}
+
+/// What became of one version.
+enum Outcome {
+    Written,
+    Present { live: bool },
+    Conflict(String),
+}
+
+/// One version to register, unless the destination holds it (`present`: its id and whether
+/// it is soft-deleted).
+struct VersionWrite {
+    subject: String,
+    version: DumpVersion,
+    body: Value,
+    present: Option<(i64, bool)>,
+}
+
+impl VersionWrite {
+    async fn send(self, remote: &Remote) -> Result<Outcome> {
+        let v = &self.version;
+        let what = format!(
+            "version {} of subject '{}' (id {})",
+            v.version, self.subject, v.id
+        );
+        match self.present {
+            Some((id, _)) if id != v.id => {
+                return Ok(Outcome::Conflict(format!(
+                    "{what} already exists with schema id {id}"
+                )));
+            }
+            Some((_, deleted)) => return Ok(Outcome::Present { live: !deleted }),
+            None => {}
         }
-        (status, answer) => {
-            let why = message(&answer);
-            tally
-                .conflicts
-                .push(format!("{what} was refused: HTTP {status}: {why}"));
-            Ok(false)
-        }
+        let path = format!("/subjects/{}/versions", enc(&self.subject));
+        let answer = remote
+            .send(reqwest::Method::POST, &path, Some(self.body))
+            .await
+            .with_context(|| format!("writing {what}"))?;
+        Ok(match answer {
+            (200, _) => Outcome::Written,
+            (status, answer) => Outcome::Conflict(format!(
+                "{what} was refused: HTTP {status}: {}",
+                message(&answer)
+            )),
+        })
     }
 }
 
@@ -214,26 +287,40 @@ fn register_body(schema: &DumpSchema, v: &DumpVersion) -> Value {
     body
 }
 
-/// Configs, then subject modes (after the versions, so a READONLY subject still received them).
-async fn write_settings(remote: &Remote, dump: &Dump) -> Result<()> {
-    for c in &dump.configs {
-        let mut body = serde_json::Map::new();
-        if let Some(level) = &c.compatibility {
-            body.insert("compatibility".into(), json!(level));
-        }
-        body.extend(c.extra.clone());
-        let path = match &c.subject {
-            Some(s) => format!("/config/{}", enc(s)),
-            None => "/config".to_string(),
-        };
-        remote.put(&path, Value::Object(body)).await?;
-    }
-    for m in dump.modes.iter().filter(|m| m.subject.is_some()) {
-        let path = format!(
-            "/mode/{}?force=true",
-            enc(m.subject.as_deref().unwrap_or(""))
-        );
-        remote.put(&path, json!({"mode": m.mode})).await?;
+/// Configs, then subject modes (after the versions, so a READONLY subject still received them),
+/// `parallel` at once.
+async fn write_settings(remote: &Arc<Remote>, dump: &Dump, parallel: usize) -> Result<()> {
+    let configs: Vec<(String, Value)> = dump
+        .configs
+        .iter()
+        .map(|c| {
+            let mut body = serde_json::Map::new();
+            if let Some(level) = &c.compatibility {
+                body.insert("compatibility".into(), json!(level));
+            }
+            body.extend(c.extra.clone());
+            let path = match &c.subject {
+                Some(s) => format!("/config/{}", enc(s)),
+                None => "/config".to_string(),
+            };
+            (path, Value::Object(body))
+        })
+        .collect();
+    let modes: Vec<(String, Value)> = dump
+        .modes
+        .iter()
+        .filter_map(|m| {
+            let path = format!("/mode/{}?force=true", enc(m.subject.as_deref()?));
+            Some((path, json!({"mode": m.mode})))
+        })
+        .collect();
+    for puts in [configs, modes] {
+        let remote = remote.clone();
+        in_parallel(puts, parallel, move |(path, body)| {
+            let remote = remote.clone();
+            async move { remote.put(&path, body).await }
+        })
+        .await?;
     }
     Ok(())
 }
