@@ -248,17 +248,13 @@ pub(crate) const AUDIT_FILTER: &str = "WHERE (%1 IS NULL OR principal = %1) \
      AND (%4 IS NULL OR outcome = %4) AND (%5 IS NULL OR at >= %5) \
      AND (%6 IS NULL OR at < %6) AND seq > %7 ORDER BY seq LIMIT %8";
 
-/// [`AUDIT_FILTER`] with the backend's parameter marker (`?` or `$`).
-/// PostgreSQL gets explicit casts so that a parameter first met in `IS NULL` has a type.
-pub(crate) fn audit_filter(marker: char) -> String {
+/// [`AUDIT_FILTER`] in the portable spelling ([`crate::sql::dialect`]), each parameter cast
+/// so that PostgreSQL knows the type of one first met in `IS NULL`.
+pub(crate) fn audit_filter() -> String {
     let mut sql = AUDIT_FILTER.to_string();
     for n in 1..=8 {
-        let cast = match (marker, n) {
-            ('$', 1..=4) => "::TEXT",
-            ('$', _) => "::BIGINT",
-            _ => "",
-        };
-        sql = sql.replace(&format!("%{n}"), &format!("{marker}{n}{cast}"));
+        let ty = if n <= 4 { "TEXT" } else { "BIGINT" };
+        sql = sql.replace(&format!("%{n}"), &format!("CAST(?{n} AS {ty})"));
     }
     sql
 }

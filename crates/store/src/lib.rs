@@ -34,6 +34,7 @@ pub mod profiles;
 pub mod profiles_postgres;
 mod profiles_sql;
 pub mod profiles_sqlite;
+mod registry_sql;
 pub mod samples;
 pub mod samples_postgres;
 mod samples_sql;

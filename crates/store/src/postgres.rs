@@ -26,18 +26,17 @@
 //! Every write also sends `NOTIFY covenant_changes` inside its transaction, so listeners hear
 //! of exactly the committed writes; see [`PostgresStore::subscribe_changes`].
 
-use crate::audit::{AUDIT_COLUMNS, audit_filter};
 use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
 use crate::context;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
+use crate::registry_sql::{self as ops, GLOBAL_SCOPE, scope_key};
+use crate::sql::{args, postgres::Pg};
 use crate::{
     Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
-    Placement, Registered, SchemaRecord, Scope, Store, StoreError, StoreResult, StoredVersion,
-    context_target, delete_operation, delete_target, register_operation, registered_target,
-    scope_target,
+    Placement, Registered, Scope, StoreError, StoreResult, StoredVersion, context_target,
+    delete_operation, delete_target, register_operation, registered_target, scope_target,
 };
-use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Pool, PoolError};
+use deadpool_postgres::{GenericClient, Object, Pool, PoolError};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -132,9 +131,6 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
 ];
 
-/// The key under which global config and mode are kept; not a valid subject name.
-const GLOBAL_SCOPE: &str = "__GLOBAL";
-
 /// Advisory lock namespaces (the first key of the two-key form).
 const LOCK_MIGRATIONS: i32 = 0x436f_0001;
 const LOCK_SUBJECT: i32 = 0x436f_0002;
@@ -160,11 +156,6 @@ const FEED_BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// NOTIFY payloads must stay under 8000 bytes; longer ones are sent as a resync.
 const MAX_PAYLOAD: usize = 7900;
 const FEED_CAPACITY: usize = 4096;
-
-const VERSION_COLUMNS: &str = "v.subject, v.version, v.deleted, v.created_at, \
-     s.id, s.schema_type, s.schema, s.refs, s.metadata, s.rule_set, s.content_key";
-const SCHEMA_COLUMNS: &str =
-    "s.id, s.schema_type, s.schema, s.refs, s.metadata, s.rule_set, s.content_key";
 
 /// What a committed write changed, as carried by the change feed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -206,7 +197,12 @@ impl Change {
         }
     }
 
-    fn new(kind: ChangeKind, subject: Option<&str>, id: Option<i64>, version: Option<i64>) -> Self {
+    pub(crate) fn new(
+        kind: ChangeKind,
+        subject: Option<&str>,
+        id: Option<i64>,
+        version: Option<i64>,
+    ) -> Self {
         Change {
             kind,
             subject: subject.map(str::to_string),
@@ -215,7 +211,7 @@ impl Change {
         }
     }
 
-    fn scoped(kind: ChangeKind, scope: Scope<'_>) -> Change {
+    pub(crate) fn scoped(kind: ChangeKind, scope: Scope<'_>) -> Change {
         match scope {
             Scope::Global => Change::new(kind, None, None, None),
             Scope::Subject(s) => Change::new(kind, Some(s), None, None),
@@ -273,13 +269,6 @@ fn other_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
-fn scope_key<'a>(scope: Scope<'a>) -> &'a str {
-    match scope {
-        Scope::Global => GLOBAL_SCOPE,
-        Scope::Subject(s) => s,
-    }
-}
-
 fn now_millis() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
@@ -306,48 +295,6 @@ fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize) -> S
     row.try_get(idx).map_err(pg_err)
 }
 
-fn json_or_none(text: Option<String>) -> StoreResult<Option<serde_json::Value>> {
-    text.map(|t| serde_json::from_str(&t).map_err(other_err))
-        .transpose()
-}
-
-fn schema_record(row: &Row, at: usize) -> StoreResult<SchemaRecord> {
-    let refs: String = col(row, at + 3)?;
-    Ok(SchemaRecord {
-        id: col(row, at)?,
-        schema_type: col(row, at + 1)?,
-        schema: col(row, at + 2)?,
-        references: serde_json::from_str(&refs).map_err(other_err)?,
-        metadata: json_or_none(col(row, at + 4)?)?,
-        rule_set: json_or_none(col(row, at + 5)?)?,
-        content_key: col(row, at + 6)?,
-    })
-}
-
-fn stored_version(row: &Row) -> StoreResult<StoredVersion> {
-    Ok(StoredVersion {
-        subject: col(row, 0)?,
-        version: col(row, 1)?,
-        deleted: col(row, 2)?,
-        created_at: col(row, 3)?,
-        schema: schema_record(row, 4)?,
-    })
-}
-
-async fn query_versions(
-    client: &impl GenericClient,
-    where_clause: &str,
-    args: &[&(dyn ToSql + Sync)],
-) -> StoreResult<Vec<StoredVersion>> {
-    let sql = format!(
-        "SELECT {VERSION_COLUMNS} FROM subject_versions v JOIN schemas s ON s.id = v.schema_id \
-         {where_clause} ORDER BY v.subject, v.version"
-    );
-    let stmt = client.prepare_cached(&sql).await.map_err(pg_err)?;
-    let rows = client.query(&stmt, args).await.map_err(pg_err)?;
-    rows.iter().map(stored_version).collect()
-}
-
 async fn exec(
     client: &impl GenericClient,
     sql: &str,
@@ -355,15 +302,6 @@ async fn exec(
 ) -> StoreResult<u64> {
     let stmt = client.prepare_cached(sql).await.map_err(pg_err)?;
     client.execute(&stmt, args).await.map_err(pg_err)
-}
-
-async fn query(
-    client: &impl GenericClient,
-    sql: &str,
-    args: &[&(dyn ToSql + Sync)],
-) -> StoreResult<Vec<Row>> {
-    let stmt = client.prepare_cached(sql).await.map_err(pg_err)?;
-    client.query(&stmt, args).await.map_err(pg_err)
 }
 
 async fn query_opt(
@@ -417,17 +355,7 @@ async fn migrate(pool: &Pool, target: &str) -> StoreResult<()> {
 /// Gives rows written before guids existed their guid; a no-op once every row has one, and
 /// safe when several nodes run it at once (each writes the same derived value).
 async fn fill_missing_guids(client: &deadpool_postgres::Client) -> StoreResult<()> {
-    let sql = format!("SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.guid IS NULL");
-    for row in query(client, &sql, &[]).await? {
-        let record = schema_record(&row, 0)?;
-        exec(
-            client,
-            "UPDATE schemas SET guid = $1 WHERE id = $2",
-            &[&record.guid(), &record.id],
-        )
-        .await?;
-    }
-    Ok(())
+    ops::fill_missing_guids(&Pg(client)).await
 }
 
 fn pool_err(e: PoolError, target: &str) -> StoreError {
@@ -517,14 +445,8 @@ impl PostgresStore {
 
     /// The migration numbers applied so far.
     pub async fn applied_migrations(&self) -> StoreResult<Vec<i64>> {
-        let client = self.client().await?;
-        let rows = query(
-            &client,
-            "SELECT version FROM schema_migrations ORDER BY version",
-            &[],
-        )
-        .await?;
-        rows.iter().map(|r| col(r, 0)).collect()
+        self.read_short(async |tx| ops::applied_migrations(tx).await)
+            .await
     }
 
     /// Checks that the database answers: one pooled round trip.
@@ -552,6 +474,23 @@ impl PostgresStore {
     /// Whether the change feed currently holds a listening connection.
     pub fn is_listening(&self) -> bool {
         self.listening.load(Ordering::SeqCst)
+    }
+
+    /// Runs a registry operation on a pooled connection.
+    async fn read_short<T>(
+        &self,
+        work: impl AsyncFnOnce(&Pg<'_, Object>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        work(&Pg(&self.client().await?)).await
+    }
+
+    /// The same as [`read_short`](Self::read_short): a pooled connection waits without a
+    /// thread.
+    async fn read_long<T>(
+        &self,
+        work: impl AsyncFnOnce(&Pg<'_, Object>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.read_short(work).await
     }
 
     async fn client(&self) -> StoreResult<deadpool_postgres::Object> {
@@ -648,7 +587,7 @@ async fn register_in(
     for s in subjects {
         lock(tx, LOCK_SUBJECT, s).await?;
     }
-    let versions = query_versions(tx, "WHERE v.subject = $1", &[&subject]).await?;
+    let versions = ops::query_versions(&Pg(tx), "WHERE v.subject = ?1", args![subject]).await?;
     if let Some(existing) = placement.existing(&versions, candidate) {
         return Ok(existing);
     }
@@ -775,17 +714,7 @@ async fn slot_for_write(
 }
 
 async fn read_slot(client: &impl GenericClient, context: &str) -> StoreResult<Option<i64>> {
-    if context == context::DEFAULT_CONTEXT {
-        return Ok(Some(0));
-    }
-    query_opt(
-        client,
-        "SELECT slot FROM contexts WHERE name = $1",
-        &[&context],
-    )
-    .await?
-    .map(|r| col(&r, 0))
-    .transpose()
+    Ok(ops::read_slot(&Pg(client), context).await?)
 }
 
 /// Whether any subject (soft-deleted ones included) lives in `context`.
@@ -990,31 +919,12 @@ async fn hard_delete_in(
     Ok(())
 }
 
-/// Versions whose schema references `subject` at one of `versions`, each once.
 async fn referencing_in(
     client: &impl GenericClient,
     subject: &str,
     versions: &[i64],
 ) -> StoreResult<Vec<StoredVersion>> {
-    let mut out: Vec<StoredVersion> = Vec::new();
-    for version in versions {
-        for v in query_versions(
-            client,
-            "WHERE v.schema_id IN (SELECT schema_id FROM schema_references \
-             WHERE subject = $1 AND version = $2)",
-            &[&subject, version],
-        )
-        .await?
-        {
-            if !out
-                .iter()
-                .any(|o| o.subject == v.subject && o.version == v.version)
-            {
-                out.push(v);
-            }
-        }
-    }
-    Ok(out)
+    Ok(ops::referencing_in(&Pg(client), subject, versions).await?)
 }
 
 /// Every reference of a schema about to be written must name a live version; the referenced
@@ -1045,25 +955,11 @@ async fn check_references_live(
 }
 
 async fn read_config(client: &impl GenericClient, key: &str) -> StoreResult<Option<ConfigRecord>> {
-    let row = query_opt(
-        client,
-        "SELECT compatibility, extra FROM config WHERE scope = $1",
-        &[&key],
-    )
-    .await?;
-    row.map(|row| {
-        let extra: String = col(&row, 1)?;
-        Ok(ConfigRecord {
-            compatibility: col(&row, 0)?,
-            extra: serde_json::from_str(&extra).map_err(other_err)?,
-        })
-    })
-    .transpose()
+    Ok(ops::read_config(&Pg(client), key).await?)
 }
 
 async fn read_mode(client: &impl GenericClient, key: &str) -> StoreResult<Option<String>> {
-    let row = query_opt(client, "SELECT mode FROM modes WHERE scope = $1", &[&key]).await?;
-    row.map(|r| col(&r, 0)).transpose()
+    Ok(ops::read_mode(&Pg(client), key).await?)
 }
 
 /// Serializes changes to one config or mode scope with the subject's other writes.
@@ -1123,25 +1019,6 @@ async fn audit_in(
     }
 }
 
-fn audit_row(r: &Row) -> StoreResult<AuditEntry> {
-    Ok(AuditEntry {
-        seq: col(r, 0)?,
-        at: col(r, 1)?,
-        principal: col(r, 2)?,
-        source: col(r, 3)?,
-        operation: col(r, 4)?,
-        subject: col(r, 5)?,
-        version: col(r, 6)?,
-        schema_id: col(r, 7)?,
-        config_key: col(r, 8)?,
-        outcome: col(r, 9)?,
-        request_id: col(r, 10)?,
-        detail: col(r, 11)?,
-        count: col(r, 12)?,
-        last_at: col(r, 13)?,
-    })
-}
-
 /// Writes the counts of repeated refusals taken from `tally` onto their entries.
 async fn flush_denials(client: &impl GenericClient, tally: &DenialTally) -> StoreResult<()> {
     for b in tally.take() {
@@ -1167,8 +1044,7 @@ macro_rules! in_transaction {
     }};
 }
 
-#[async_trait]
-impl Store for PostgresStore {
+crate::registry_sql::registry_store!(PostgresStore, {
     async fn register(
         &self,
         subject: &str,
@@ -1191,102 +1067,6 @@ impl Store for PostgresStore {
             r
         });
         Ok(registered)
-    }
-
-    async fn schema_by_id(&self, id: i64) -> StoreResult<Option<SchemaRecord>> {
-        let client = self.client().await?;
-        let sql = format!(
-            "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.id = $1 \
-             AND EXISTS(SELECT 1 FROM subject_versions v WHERE v.schema_id = s.id)"
-        );
-        let row = query_opt(&client, &sql, &[&id]).await?;
-        row.map(|r| schema_record(&r, 0)).transpose()
-    }
-
-    async fn schema_by_key(&self, content_key: &str) -> StoreResult<Option<SchemaRecord>> {
-        let client = self.client().await?;
-        let sql = format!(
-            "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.content_key = $1 ORDER BY s.id LIMIT 1"
-        );
-        let row = query_opt(&client, &sql, &[&content_key]).await?;
-        row.map(|r| schema_record(&r, 0)).transpose()
-    }
-
-    async fn schema_ids_by_guid(&self, guid: &str) -> StoreResult<Vec<i64>> {
-        let client = self.client().await?;
-        let rows = query(
-            &client,
-            "SELECT id FROM schemas WHERE guid = $1 ORDER BY id",
-            &[&guid],
-        )
-        .await?;
-        rows.iter().map(|row| col(row, 0)).collect()
-    }
-
-    async fn max_schema_id(&self) -> StoreResult<i64> {
-        let client = self.client().await?;
-        let rows = query(
-            &client,
-            "SELECT COALESCE(MAX(id), 0) FROM schemas WHERE id <= $1",
-            &[&context::MAX_PUBLIC_ID],
-        )
-        .await?;
-        match rows.first() {
-            Some(row) => col(row, 0),
-            None => Ok(0),
-        }
-    }
-
-    async fn subject_versions(&self, subject: &str) -> StoreResult<Vec<StoredVersion>> {
-        let client = self.client().await?;
-        query_versions(&client, "WHERE v.subject = $1", &[&subject]).await
-    }
-
-    async fn subjects(&self) -> StoreResult<Vec<(String, bool)>> {
-        let client = self.client().await?;
-        let rows = query(
-            &client,
-            "SELECT subject, bool_or(NOT deleted) FROM subject_versions GROUP BY subject ORDER BY subject",
-            &[],
-        )
-        .await?;
-        rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
-    }
-
-    async fn all_versions(&self) -> StoreResult<Vec<StoredVersion>> {
-        let client = self.client().await?;
-        query_versions(&client, "", &[]).await
-    }
-
-    async fn schema_type_counts(&self) -> StoreResult<Vec<(String, u64)>> {
-        let client = self.client().await?;
-        let rows = query(&client, crate::sqlite::SCHEMA_TYPE_COUNTS, &[]).await?;
-        rows.iter()
-            .map(|r| Ok((col(r, 0)?, col::<i64>(r, 1)?.max(0) as u64)))
-            .collect()
-    }
-
-    async fn versions_with_id(&self, id: i64) -> StoreResult<Vec<(String, i64, bool)>> {
-        let client = self.client().await?;
-        let rows = query(
-            &client,
-            "SELECT subject, version, deleted FROM subject_versions WHERE schema_id = $1 \
-             ORDER BY subject, version",
-            &[&id],
-        )
-        .await?;
-        rows.iter()
-            .map(|r| Ok((col(r, 0)?, col(r, 1)?, col(r, 2)?)))
-            .collect()
-    }
-
-    async fn referencing_versions(
-        &self,
-        subject: &str,
-        version: i64,
-    ) -> StoreResult<Vec<StoredVersion>> {
-        let client = self.client().await?;
-        referencing_in(&client, subject, &[version]).await
     }
 
     async fn soft_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
@@ -1328,11 +1108,6 @@ impl Store for PostgresStore {
             audit_in(&tx, audit, delete_operation(permanent), target).await?;
         });
         Ok(())
-    }
-
-    async fn config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>> {
-        let client = self.client().await?;
-        read_config(&client, scope_key(scope)).await
     }
 
     async fn set_config(
@@ -1381,29 +1156,6 @@ impl Store for PostgresStore {
             old
         });
         Ok(old)
-    }
-
-    async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>> {
-        let client = self.client().await?;
-        read_mode(&client, scope_key(scope)).await
-    }
-
-    async fn contexts(&self) -> StoreResult<Vec<(String, i64)>> {
-        let client = self.client().await?;
-        query(
-            &client,
-            "SELECT name, slot FROM contexts ORDER BY name",
-            &[],
-        )
-        .await?
-        .iter()
-        .map(|r| Ok((col(r, 0)?, col(r, 1)?)))
-        .collect()
-    }
-
-    async fn context_slot(&self, context: &str) -> StoreResult<Option<i64>> {
-        let client = self.client().await?;
-        read_slot(&client, context).await
     }
 
     async fn delete_context(&self, context: &str, audit: Audit<'_>) -> StoreResult<bool> {
@@ -1524,26 +1276,9 @@ impl Store for PostgresStore {
         if self.denials.has_pending() {
             flush_denials(&client, &self.denials).await?;
         }
-        let sql = format!(
-            "SELECT {AUDIT_COLUMNS} FROM audit_log {}",
-            audit_filter('$')
-        );
-        let rows = query(
-            &client,
-            &sql,
-            &[
-                &wanted.principal,
-                &wanted.subject,
-                &wanted.operation,
-                &wanted.outcome,
-                &wanted.since,
-                &wanted.until,
-                &wanted.after,
-                &wanted.limit,
-            ],
-        )
-        .await?;
-        rows.iter().map(audit_row).collect()
+        drop(client);
+        self.read_long(async |tx| ops::audit_entries(tx, wanted).await)
+            .await
     }
 
     async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
@@ -1556,50 +1291,4 @@ impl Store for PostgresStore {
         )
         .await
     }
-
-    async fn last_audit_seq(&self) -> StoreResult<i64> {
-        let client = self.client().await?;
-        let rows = query(&client, "SELECT COALESCE(MAX(seq), 0) FROM audit_log", &[]).await?;
-        match rows.first() {
-            Some(row) => col(row, 0),
-            None => Ok(0),
-        }
-    }
-
-    async fn all_configs(&self) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
-        let client = self.client().await?;
-        let rows = query(
-            &client,
-            "SELECT scope, compatibility, extra FROM config ORDER BY scope <> $1, scope",
-            &[&GLOBAL_SCOPE],
-        )
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let scope: String = col(row, 0)?;
-                let extra: String = col(row, 2)?;
-                let record = ConfigRecord {
-                    compatibility: col(row, 1)?,
-                    extra: serde_json::from_str(&extra).map_err(other_err)?,
-                };
-                Ok(((scope != GLOBAL_SCOPE).then_some(scope), record))
-            })
-            .collect()
-    }
-
-    async fn all_modes(&self) -> StoreResult<Vec<(Option<String>, String)>> {
-        let client = self.client().await?;
-        let rows = query(
-            &client,
-            "SELECT scope, mode FROM modes ORDER BY scope <> $1, scope",
-            &[&GLOBAL_SCOPE],
-        )
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let scope: String = col(row, 0)?;
-                Ok(((scope != GLOBAL_SCOPE).then_some(scope), col(row, 1)?))
-            })
-            .collect()
-    }
-}
+});

@@ -3,27 +3,21 @@
 //! registration guard inside its transaction); a few reader connections serve lookups
 //! concurrently, which WAL allows.
 
-use crate::audit::{AUDIT_COLUMNS, audit_filter};
 use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
 use crate::context;
 use crate::group_commit::GroupCommit;
+use crate::registry_sql::{self as ops, scope_key};
+use crate::sql::{ready, sqlite::Lite};
 use crate::sqlite_conn::{self, Span};
 use crate::{
     Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
-    Placement, Registered, SchemaRecord, Scope, Store, StoreError, StoreResult, StoredVersion,
-    context_target, delete_operation, delete_target, register_operation, registered_target,
-    scope_target,
+    Placement, Registered, StoreError, StoreResult, StoredVersion, context_target,
+    delete_operation, delete_target, register_operation, registered_target, scope_target,
 };
-use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// Schemas of each type that some version carries, by the index on `schema_id`.
-pub(crate) const SCHEMA_TYPE_COUNTS: &str = "SELECT s.schema_type, COUNT(*) FROM schemas s \
-     WHERE EXISTS (SELECT 1 FROM subject_versions v WHERE v.schema_id = s.id) \
-     GROUP BY s.schema_type ORDER BY s.schema_type";
 
 /// Numbered migrations, applied in order at open; each runs once, recorded in
 /// `schema_migrations`.
@@ -107,14 +101,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
 ];
 
-/// The key under which global config and mode are kept; not a valid subject name.
-const GLOBAL_SCOPE: &str = "__GLOBAL";
 const READERS: usize = 4;
-
-const VERSION_COLUMNS: &str = "v.subject, v.version, v.deleted, v.created_at, \
-     s.id, s.schema_type, s.schema, s.refs, s.metadata, s.rule_set, s.content_key";
-const SCHEMA_COLUMNS: &str =
-    "s.id, s.schema_type, s.schema, s.refs, s.metadata, s.rule_set, s.content_key";
 
 pub struct SqliteStore {
     path: PathBuf,
@@ -131,13 +118,6 @@ pub struct SqliteStore {
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
-}
-
-fn scope_key<'a>(scope: Scope<'a>) -> &'a str {
-    match scope {
-        Scope::Global => GLOBAL_SCOPE,
-        Scope::Subject(s) => s,
-    }
 }
 
 fn now_millis() -> i64 {
@@ -177,110 +157,8 @@ fn migrate(conn: &mut Connection) -> StoreResult<()> {
 /// every row has one.
 fn fill_missing_guids(conn: &mut Connection) -> StoreResult<()> {
     let tx = conn.transaction().map_err(backend)?;
-    let rows = {
-        let mut stmt = tx
-            .prepare(&format!(
-                "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.guid IS NULL"
-            ))
-            .map_err(backend)?;
-        stmt.query_map([], |r| schema_row(r, 0))
-            .map_err(backend)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(backend)?
-    };
-    for row in rows {
-        let record = schema_record(row)?;
-        cached_execute(
-            &tx,
-            "UPDATE schemas SET guid = ?1 WHERE id = ?2",
-            params![record.guid(), record.id],
-        )
-        .map_err(backend)?;
-    }
+    ready(ops::fill_missing_guids(&Lite(&tx)))?;
     tx.commit().map_err(backend)
-}
-
-fn json_or_none(text: Option<String>) -> StoreResult<Option<serde_json::Value>> {
-    text.map(|t| serde_json::from_str(&t).map_err(backend))
-        .transpose()
-}
-
-/// Raw row fields, decoded into records outside rusqlite's row callback so that JSON
-/// decoding errors become store errors.
-type SchemaRow = (
-    i64,
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    String,
-);
-
-fn schema_row(r: &Row<'_>, at: usize) -> rusqlite::Result<SchemaRow> {
-    Ok((
-        r.get(at)?,
-        r.get(at + 1)?,
-        r.get(at + 2)?,
-        r.get(at + 3)?,
-        r.get(at + 4)?,
-        r.get(at + 5)?,
-        r.get(at + 6)?,
-    ))
-}
-
-fn schema_record(row: SchemaRow) -> StoreResult<SchemaRecord> {
-    let (id, schema_type, schema, refs, metadata, rule_set, content_key) = row;
-    Ok(SchemaRecord {
-        id,
-        schema_type,
-        schema,
-        references: serde_json::from_str(&refs).map_err(backend)?,
-        metadata: json_or_none(metadata)?,
-        rule_set: json_or_none(rule_set)?,
-        content_key,
-    })
-}
-
-type VersionRow = (String, i64, bool, i64, SchemaRow);
-
-fn version_row(r: &Row<'_>) -> rusqlite::Result<VersionRow> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        schema_row(r, 4)?,
-    ))
-}
-
-fn stored_version(row: VersionRow) -> StoreResult<StoredVersion> {
-    let (subject, version, deleted, created_at, schema) = row;
-    Ok(StoredVersion {
-        subject,
-        version,
-        deleted,
-        created_at,
-        schema: schema_record(schema)?,
-    })
-}
-
-fn query_versions(
-    conn: &Connection,
-    where_clause: &str,
-    args: impl rusqlite::Params,
-) -> StoreResult<Vec<StoredVersion>> {
-    let sql = format!(
-        "SELECT {VERSION_COLUMNS} FROM subject_versions v JOIN schemas s ON s.id = v.schema_id \
-         {where_clause} ORDER BY v.subject, v.version"
-    );
-    let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
-    let rows = stmt
-        .query_map(args, version_row)
-        .map_err(backend)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(backend)?;
-    rows.into_iter().map(stored_version).collect()
 }
 
 impl SqliteStore {
@@ -320,14 +198,9 @@ impl SqliteStore {
 
     /// The migration numbers applied so far.
     pub fn applied_migrations(&self) -> StoreResult<Vec<i64>> {
-        let conn = self.reader()?;
-        let mut stmt = conn
-            .prepare("SELECT version FROM schema_migrations ORDER BY version")
-            .map_err(backend)?;
-        stmt.query_map([], |r| r.get(0))
-            .map_err(backend)?
-            .collect::<rusqlite::Result<Vec<i64>>>()
-            .map_err(backend)
+        self.read(Span::Short, |conn| {
+            ready(ops::applied_migrations(&Lite(conn)))
+        })
     }
 
     fn reader(&self) -> StoreResult<MutexGuard<'_, Connection>> {
@@ -353,6 +226,22 @@ impl SqliteStore {
         })
     }
 
+    /// Runs a registry operation on a reader, on this thread.
+    async fn read_short<T>(
+        &self,
+        work: impl AsyncFnOnce(&Lite<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.read(Span::Short, |conn| ready(work(&Lite(conn))))
+    }
+
+    /// Runs a registry operation on a reader, off the async thread (a long listing).
+    async fn read_long<T>(
+        &self,
+        work: impl AsyncFnOnce(&Lite<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.read(Span::Long, |conn| ready(work(&Lite(conn))))
+    }
+
     async fn write<T>(
         &self,
         span: Span,
@@ -369,7 +258,7 @@ fn register_in(
     placement: Placement,
     guard: Guard<'_>,
 ) -> StoreResult<Registered> {
-    let versions = query_versions(tx, "WHERE v.subject = ?1", [subject])?;
+    let versions = ready(ops::subject_versions(&Lite(tx), subject))?;
     if let Some(existing) = placement.existing(&versions, candidate) {
         return Ok(existing);
     }
@@ -452,17 +341,7 @@ fn slot_for_write(tx: &Connection, context: &str) -> StoreResult<i64> {
 }
 
 fn read_slot(conn: &Connection, context: &str) -> StoreResult<Option<i64>> {
-    if context == context::DEFAULT_CONTEXT {
-        return Ok(Some(0));
-    }
-    cached_row(
-        conn,
-        "SELECT slot FROM contexts WHERE name = ?1",
-        [context],
-        |r| r.get(0),
-    )
-    .optional()
-    .map_err(backend)
+    Ok(ready(ops::read_slot(&Lite(conn), context))?)
 }
 
 /// Whether any subject (soft-deleted ones included) lives in `context`.
@@ -630,58 +509,20 @@ fn hard_delete_in(tx: &Connection, subject: &str, versions: &[i64]) -> StoreResu
     Ok(())
 }
 
-/// Versions whose schema references `subject` at one of `versions`.
 fn referencing_in(
     conn: &Connection,
     subject: &str,
     versions: &[i64],
 ) -> StoreResult<Vec<StoredVersion>> {
-    let mut out: Vec<StoredVersion> = Vec::new();
-    for &version in versions {
-        for v in query_versions(
-            conn,
-            "WHERE v.schema_id IN (SELECT schema_id FROM schema_references \
-             WHERE subject = ?1 AND version = ?2)",
-            params![subject, version],
-        )? {
-            if !out
-                .iter()
-                .any(|o| o.subject == v.subject && o.version == v.version)
-            {
-                out.push(v);
-            }
-        }
-    }
-    Ok(out)
+    Ok(ready(ops::referencing_in(&Lite(conn), subject, versions))?)
 }
 
 fn read_config(conn: &Connection, key: &str) -> StoreResult<Option<ConfigRecord>> {
-    let row: Option<(Option<String>, String)> = cached_row(
-        conn,
-        "SELECT compatibility, extra FROM config WHERE scope = ?1",
-        [key],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )
-    .optional()
-    .map_err(backend)?;
-    row.map(|(compatibility, extra)| {
-        Ok(ConfigRecord {
-            compatibility,
-            extra: serde_json::from_str(&extra).map_err(backend)?,
-        })
-    })
-    .transpose()
+    Ok(ready(ops::read_config(&Lite(conn), key))?)
 }
 
 fn read_mode(conn: &Connection, key: &str) -> StoreResult<Option<String>> {
-    cached_row(
-        conn,
-        "SELECT mode FROM modes WHERE scope = ?1",
-        [key],
-        |r| r.get(0),
-    )
-    .optional()
-    .map_err(backend)
+    Ok(ready(ops::read_mode(&Lite(conn), key))?)
 }
 
 /// Appends `entry` as stored ([`AuditEntry::for_storage`]: escaped and cut to size).
@@ -750,27 +591,7 @@ fn audit_in(
     }
 }
 
-fn audit_row(r: &Row<'_>) -> rusqlite::Result<AuditEntry> {
-    Ok(AuditEntry {
-        seq: r.get(0)?,
-        at: r.get(1)?,
-        principal: r.get(2)?,
-        source: r.get(3)?,
-        operation: r.get(4)?,
-        subject: r.get(5)?,
-        version: r.get(6)?,
-        schema_id: r.get(7)?,
-        config_key: r.get(8)?,
-        outcome: r.get(9)?,
-        request_id: r.get(10)?,
-        detail: r.get(11)?,
-        count: r.get(12)?,
-        last_at: r.get(13)?,
-    })
-}
-
-#[async_trait]
-impl Store for SqliteStore {
+crate::registry_sql::registry_store!(SqliteStore, {
     async fn settled(&self) -> StoreResult<()> {
         self.group.settled().await
     }
@@ -800,120 +621,6 @@ impl Store for SqliteStore {
             Ok(r)
         })
         .await
-    }
-
-    async fn schema_by_id(&self, id: i64) -> StoreResult<Option<SchemaRecord>> {
-        self.read(Span::Short, |conn| {
-            let sql = format!(
-                "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.id = ?1 \
-                 AND EXISTS(SELECT 1 FROM subject_versions v WHERE v.schema_id = s.id)"
-            );
-            let row = conn
-                .prepare_cached(&sql)
-                .map_err(backend)?
-                .query_row([id], |r| schema_row(r, 0))
-                .optional()
-                .map_err(backend)?;
-            row.map(schema_record).transpose()
-        })
-    }
-
-    async fn schema_by_key(&self, content_key: &str) -> StoreResult<Option<SchemaRecord>> {
-        self.read(Span::Short, |conn| {
-            let sql = format!(
-                "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.content_key = ?1 ORDER BY s.id LIMIT 1"
-            );
-            let row = conn
-                .prepare_cached(&sql)
-                .map_err(backend)?
-                .query_row([content_key], |r| schema_row(r, 0))
-                .optional()
-                .map_err(backend)?;
-            row.map(schema_record).transpose()
-        })
-    }
-
-    async fn schema_ids_by_guid(&self, guid: &str) -> StoreResult<Vec<i64>> {
-        self.read(Span::Short, |conn| {
-            let mut stmt = conn
-                .prepare_cached("SELECT id FROM schemas WHERE guid = ?1 ORDER BY id")
-                .map_err(backend)?;
-            stmt.query_map([guid], |r| r.get(0))
-                .map_err(backend)?
-                .collect::<rusqlite::Result<Vec<i64>>>()
-                .map_err(backend)
-        })
-    }
-
-    async fn max_schema_id(&self) -> StoreResult<i64> {
-        self.read(Span::Short, |conn| {
-            cached_row(
-                conn,
-                "SELECT COALESCE(MAX(id), 0) FROM schemas WHERE id <= ?1",
-                [context::MAX_PUBLIC_ID],
-                |r| r.get(0),
-            )
-            .map_err(backend)
-        })
-    }
-
-    async fn subject_versions(&self, subject: &str) -> StoreResult<Vec<StoredVersion>> {
-        self.read(Span::Short, |conn| {
-            query_versions(conn, "WHERE v.subject = ?1", [subject])
-        })
-    }
-
-    async fn subjects(&self) -> StoreResult<Vec<(String, bool)>> {
-        self.read(Span::Long, |conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT subject, MAX(deleted = 0) FROM subject_versions GROUP BY subject ORDER BY subject",
-                )
-                .map_err(backend)?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(backend)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(backend)
-        })
-    }
-
-    async fn all_versions(&self) -> StoreResult<Vec<StoredVersion>> {
-        self.read(Span::Long, |conn| query_versions(conn, "", []))
-    }
-
-    async fn schema_type_counts(&self) -> StoreResult<Vec<(String, u64)>> {
-        self.read(Span::Long, |conn| {
-            let mut stmt = conn.prepare_cached(SCHEMA_TYPE_COUNTS).map_err(backend)?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))
-                .map_err(backend)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(backend)
-        })
-    }
-
-    async fn versions_with_id(&self, id: i64) -> StoreResult<Vec<(String, i64, bool)>> {
-        self.read(Span::Short, |conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT subject, version, deleted FROM subject_versions WHERE schema_id = ?1 \
-                     ORDER BY subject, version",
-                )
-                .map_err(backend)?;
-            stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .map_err(backend)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(backend)
-        })
-    }
-
-    async fn referencing_versions(
-        &self,
-        subject: &str,
-        version: i64,
-    ) -> StoreResult<Vec<StoredVersion>> {
-        self.read(Span::Short, |conn| {
-            referencing_in(conn, subject, &[version])
-        })
     }
 
     async fn soft_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
@@ -950,10 +657,6 @@ impl Store for SqliteStore {
             )
         })
         .await
-    }
-
-    async fn config(&self, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>> {
-        self.read(Span::Short, |conn| read_config(conn, scope_key(scope)))
     }
 
     async fn set_config(
@@ -1001,10 +704,6 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>> {
-        self.read(Span::Short, |conn| read_mode(conn, scope_key(scope)))
-    }
-
     async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()> {
         self.write(Span::Short, |tx| {
             cached_execute(
@@ -1031,22 +730,6 @@ impl Store for SqliteStore {
             Ok(old)
         })
         .await
-    }
-
-    async fn contexts(&self) -> StoreResult<Vec<(String, i64)>> {
-        self.read(Span::Long, |conn| {
-            let mut stmt = conn
-                .prepare_cached("SELECT name, slot FROM contexts ORDER BY name")
-                .map_err(backend)?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(backend)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(backend)
-        })
-    }
-
-    async fn context_slot(&self, context: &str) -> StoreResult<Option<i64>> {
-        self.read(Span::Short, |conn| read_slot(conn, context))
     }
 
     async fn delete_context(&self, context: &str, audit: Audit<'_>) -> StoreResult<bool> {
@@ -1120,86 +803,8 @@ impl Store for SqliteStore {
         if self.denials.has_pending() {
             flush_denials(&self.writer, &self.group, &self.denials).await?;
         }
-        let sql = format!(
-            "SELECT {AUDIT_COLUMNS} FROM audit_log {}",
-            audit_filter('?')
-        );
-        self.read(Span::Long, |conn| {
-            let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
-            stmt.query_map(
-                params![
-                    query.principal,
-                    query.subject,
-                    query.operation,
-                    query.outcome,
-                    query.since,
-                    query.until,
-                    query.after,
-                    query.limit
-                ],
-                audit_row,
-            )
-            .map_err(backend)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(backend)
-        })
-    }
-
-    async fn all_configs(&self) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
-        self.read(Span::Long, |conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT scope, compatibility, extra FROM config ORDER BY scope <> ?1, scope",
-                )
-                .map_err(backend)?;
-            let rows = stmt
-                .query_map([GLOBAL_SCOPE], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, Option<String>>(1)?,
-                        r.get::<_, String>(2)?,
-                    ))
-                })
-                .map_err(backend)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(backend)?;
-            rows.into_iter()
-                .map(|(scope, compatibility, extra)| {
-                    let record = ConfigRecord {
-                        compatibility,
-                        extra: serde_json::from_str(&extra).map_err(backend)?,
-                    };
-                    Ok(((scope != GLOBAL_SCOPE).then_some(scope), record))
-                })
-                .collect()
-        })
-    }
-
-    async fn all_modes(&self) -> StoreResult<Vec<(Option<String>, String)>> {
-        self.read(Span::Long, |conn| {
-            let mut stmt = conn
-                .prepare_cached("SELECT scope, mode FROM modes ORDER BY scope <> ?1, scope")
-                .map_err(backend)?;
-            stmt.query_map([GLOBAL_SCOPE], |r| {
-                let scope: String = r.get(0)?;
-                Ok(((scope != GLOBAL_SCOPE).then_some(scope), r.get(1)?))
-            })
-            .map_err(backend)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(backend)
-        })
-    }
-
-    async fn last_audit_seq(&self) -> StoreResult<i64> {
-        self.read(Span::Short, |conn| {
-            cached_row(
-                conn,
-                "SELECT COALESCE(MAX(seq), 0) FROM audit_log",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(backend)
-        })
+        self.read_long(async |tx| ops::audit_entries(tx, query).await)
+            .await
     }
 
     async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
@@ -1215,4 +820,4 @@ impl Store for SqliteStore {
         })
         .await
     }
-}
+});

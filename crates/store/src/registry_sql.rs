@@ -1,0 +1,412 @@
+//! The registry store's operations, written once for SQLite and PostgreSQL over
+//! [`crate::sql`]: each runs its statements on a [`Tx`] and maps the rows it gets back. The
+//! backends ([`crate::sqlite`], [`crate::postgres`]) choose the connection or transaction an
+//! operation runs in, and keep what truly differs: SQLite's group commit, PostgreSQL's change
+//! feed and schema id sequence.
+
+use crate::audit::{AUDIT_COLUMNS, audit_filter};
+use crate::context;
+use crate::sql::{DbError, DbResult, Row, Tx, args};
+use crate::{
+    AuditEntry, AuditQuery, ConfigRecord, SchemaRecord, Scope, StoreResult, StoredVersion,
+};
+
+/// The key under which global config and mode are kept; not a valid subject name.
+pub(crate) const GLOBAL_SCOPE: &str = "__GLOBAL";
+
+const VERSION_COLUMNS: &str = "v.subject, v.version, v.deleted, v.created_at, \
+     s.id, s.schema_type, s.schema, s.refs, s.metadata, s.rule_set, s.content_key";
+pub(crate) const SCHEMA_COLUMNS: &str =
+    "s.id, s.schema_type, s.schema, s.refs, s.metadata, s.rule_set, s.content_key";
+
+pub(crate) fn scope_key<'a>(scope: Scope<'a>) -> &'a str {
+    match scope {
+        Scope::Global => GLOBAL_SCOPE,
+        Scope::Subject(s) => s,
+    }
+}
+
+fn json<T: serde::de::DeserializeOwned>(text: &str) -> DbResult<T> {
+    serde_json::from_str(text).map_err(DbError::new)
+}
+
+fn json_or_none(text: Option<String>) -> DbResult<Option<serde_json::Value>> {
+    text.map(|t| json(&t)).transpose()
+}
+
+/// The schema whose [`SCHEMA_COLUMNS`] start at column `at`.
+pub(crate) fn schema_record(row: &mut Row, at: usize) -> DbResult<SchemaRecord> {
+    let refs: String = row.get(at + 3)?;
+    Ok(SchemaRecord {
+        id: row.get(at)?,
+        schema_type: row.get(at + 1)?,
+        schema: row.get(at + 2)?,
+        references: json(&refs)?,
+        metadata: json_or_none(row.get(at + 4)?)?,
+        rule_set: json_or_none(row.get(at + 5)?)?,
+        content_key: row.get(at + 6)?,
+    })
+}
+
+fn stored_version(mut row: Row) -> DbResult<StoredVersion> {
+    Ok(StoredVersion {
+        subject: row.get(0)?,
+        version: row.get(1)?,
+        deleted: row.get(2)?,
+        created_at: row.get(3)?,
+        schema: schema_record(&mut row, 4)?,
+    })
+}
+
+/// Versions joined with their schemas, filtered by `where_clause`, by subject and version.
+pub(crate) async fn query_versions(
+    tx: &impl Tx,
+    where_clause: &str,
+    params: &[crate::sql::Value<'_>],
+) -> DbResult<Vec<StoredVersion>> {
+    let sql = format!(
+        "SELECT {VERSION_COLUMNS} FROM subject_versions v JOIN schemas s ON s.id = v.schema_id \
+         {where_clause} ORDER BY v.subject, v.version"
+    );
+    tx.query(&sql, params)
+        .await?
+        .into_iter()
+        .map(stored_version)
+        .collect()
+}
+
+fn pairs<A: crate::sql::FromValue, B: crate::sql::FromValue>(
+    rows: Vec<Row>,
+) -> DbResult<Vec<(A, B)>> {
+    rows.into_iter()
+        .map(|mut r| Ok((r.get(0)?, r.get(1)?)))
+        .collect()
+}
+
+pub(crate) async fn schema_by_id(tx: &impl Tx, id: i64) -> StoreResult<Option<SchemaRecord>> {
+    let sql = format!(
+        "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.id = ?1 \
+         AND EXISTS(SELECT 1 FROM subject_versions v WHERE v.schema_id = s.id)"
+    );
+    let row = tx.query_opt(&sql, args![id]).await?;
+    Ok(row.map(|mut r| schema_record(&mut r, 0)).transpose()?)
+}
+
+pub(crate) async fn schema_by_key(
+    tx: &impl Tx,
+    content_key: &str,
+) -> StoreResult<Option<SchemaRecord>> {
+    let sql = format!(
+        "SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.content_key = ?1 ORDER BY s.id LIMIT 1"
+    );
+    let row = tx.query_opt(&sql, args![content_key]).await?;
+    Ok(row.map(|mut r| schema_record(&mut r, 0)).transpose()?)
+}
+
+pub(crate) async fn schema_ids_by_guid(tx: &impl Tx, guid: &str) -> StoreResult<Vec<i64>> {
+    let rows = tx
+        .query(
+            "SELECT id FROM schemas WHERE guid = ?1 ORDER BY id",
+            args![guid],
+        )
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|mut r| r.get(0))
+        .collect::<DbResult<_>>()?)
+}
+
+pub(crate) async fn max_schema_id(tx: &impl Tx) -> StoreResult<i64> {
+    Ok(tx
+        .value(
+            "SELECT COALESCE(MAX(id), 0) FROM schemas WHERE id <= ?1",
+            args![context::MAX_PUBLIC_ID],
+        )
+        .await?)
+}
+
+pub(crate) async fn subject_versions(
+    tx: &impl Tx,
+    subject: &str,
+) -> StoreResult<Vec<StoredVersion>> {
+    Ok(query_versions(tx, "WHERE v.subject = ?1", args![subject]).await?)
+}
+
+pub(crate) async fn subjects(tx: &impl Tx) -> StoreResult<Vec<(String, bool)>> {
+    let rows = tx
+        .query(
+            "SELECT subject, MAX(CASE WHEN deleted THEN 0 ELSE 1 END) FROM subject_versions \
+             GROUP BY subject ORDER BY subject",
+            &[],
+        )
+        .await?;
+    Ok(pairs(rows)?)
+}
+
+pub(crate) async fn all_versions(tx: &impl Tx) -> StoreResult<Vec<StoredVersion>> {
+    Ok(query_versions(tx, "", &[]).await?)
+}
+
+/// Schemas of each type that some version carries, by the index on `schema_id`.
+pub(crate) async fn schema_type_counts(tx: &impl Tx) -> StoreResult<Vec<(String, u64)>> {
+    let rows = tx
+        .query(
+            "SELECT s.schema_type, COUNT(*) FROM schemas s \
+             WHERE EXISTS (SELECT 1 FROM subject_versions v WHERE v.schema_id = s.id) \
+             GROUP BY s.schema_type ORDER BY s.schema_type",
+            &[],
+        )
+        .await?;
+    Ok(pairs::<String, i64>(rows)?
+        .into_iter()
+        .map(|(t, n)| (t, n.max(0) as u64))
+        .collect())
+}
+
+pub(crate) async fn versions_with_id(
+    tx: &impl Tx,
+    id: i64,
+) -> StoreResult<Vec<(String, i64, bool)>> {
+    let rows = tx
+        .query(
+            "SELECT subject, version, deleted FROM subject_versions WHERE schema_id = ?1 \
+             ORDER BY subject, version",
+            args![id],
+        )
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|mut r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .collect::<DbResult<_>>()?)
+}
+
+/// Versions whose schema references `subject` at one of `versions`, each once.
+pub(crate) async fn referencing_in(
+    tx: &impl Tx,
+    subject: &str,
+    versions: &[i64],
+) -> DbResult<Vec<StoredVersion>> {
+    let mut out: Vec<StoredVersion> = Vec::new();
+    for version in versions {
+        for v in query_versions(
+            tx,
+            "WHERE v.schema_id IN (SELECT schema_id FROM schema_references \
+             WHERE subject = ?1 AND version = ?2)",
+            args![subject, version],
+        )
+        .await?
+        {
+            if !out
+                .iter()
+                .any(|o| o.subject == v.subject && o.version == v.version)
+            {
+                out.push(v);
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) async fn referencing_versions(
+    tx: &impl Tx,
+    subject: &str,
+    version: i64,
+) -> StoreResult<Vec<StoredVersion>> {
+    Ok(referencing_in(tx, subject, &[version]).await?)
+}
+
+pub(crate) async fn read_config(tx: &impl Tx, key: &str) -> DbResult<Option<ConfigRecord>> {
+    let row = tx
+        .query_opt(
+            "SELECT compatibility, extra FROM config WHERE scope = ?1",
+            args![key],
+        )
+        .await?;
+    row.map(|mut r| {
+        let extra: String = r.get(1)?;
+        Ok(ConfigRecord {
+            compatibility: r.get(0)?,
+            extra: json(&extra)?,
+        })
+    })
+    .transpose()
+}
+
+pub(crate) async fn read_mode(tx: &impl Tx, key: &str) -> DbResult<Option<String>> {
+    tx.value_opt("SELECT mode FROM modes WHERE scope = ?1", args![key])
+        .await
+}
+
+pub(crate) async fn config(tx: &impl Tx, scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>> {
+    Ok(read_config(tx, scope_key(scope)).await?)
+}
+
+pub(crate) async fn mode(tx: &impl Tx, scope: Scope<'_>) -> StoreResult<Option<String>> {
+    Ok(read_mode(tx, scope_key(scope)).await?)
+}
+
+pub(crate) async fn all_configs(tx: &impl Tx) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
+    let rows = tx
+        .query(
+            "SELECT scope, compatibility, extra FROM config ORDER BY scope <> ?1, scope",
+            args![GLOBAL_SCOPE],
+        )
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|mut r| {
+            let scope: String = r.get(0)?;
+            let extra: String = r.get(2)?;
+            let record = ConfigRecord {
+                compatibility: r.get(1)?,
+                extra: json(&extra)?,
+            };
+            Ok(((scope != GLOBAL_SCOPE).then_some(scope), record))
+        })
+        .collect::<DbResult<_>>()?)
+}
+
+pub(crate) async fn all_modes(tx: &impl Tx) -> StoreResult<Vec<(Option<String>, String)>> {
+    let rows = tx
+        .query(
+            "SELECT scope, mode FROM modes ORDER BY scope <> ?1, scope",
+            args![GLOBAL_SCOPE],
+        )
+        .await?;
+    Ok(pairs::<String, String>(rows)?
+        .into_iter()
+        .map(|(scope, mode)| ((scope != GLOBAL_SCOPE).then_some(scope), mode))
+        .collect())
+}
+
+pub(crate) async fn read_slot(tx: &impl Tx, context: &str) -> DbResult<Option<i64>> {
+    if context == context::DEFAULT_CONTEXT {
+        return Ok(Some(0));
+    }
+    tx.value_opt("SELECT slot FROM contexts WHERE name = ?1", args![context])
+        .await
+}
+
+pub(crate) async fn contexts(tx: &impl Tx) -> StoreResult<Vec<(String, i64)>> {
+    let rows = tx
+        .query("SELECT name, slot FROM contexts ORDER BY name", &[])
+        .await?;
+    Ok(pairs(rows)?)
+}
+
+pub(crate) async fn context_slot(tx: &impl Tx, context: &str) -> StoreResult<Option<i64>> {
+    Ok(read_slot(tx, context).await?)
+}
+
+fn audit_row(mut r: Row) -> DbResult<AuditEntry> {
+    Ok(AuditEntry {
+        seq: r.get(0)?,
+        at: r.get(1)?,
+        principal: r.get(2)?,
+        source: r.get(3)?,
+        operation: r.get(4)?,
+        subject: r.get(5)?,
+        version: r.get(6)?,
+        schema_id: r.get(7)?,
+        config_key: r.get(8)?,
+        outcome: r.get(9)?,
+        request_id: r.get(10)?,
+        detail: r.get(11)?,
+        count: r.get(12)?,
+        last_at: r.get(13)?,
+    })
+}
+
+/// The entries `query` asks for (the caller flushes pending refusal counts first).
+pub(crate) async fn audit_entries(
+    tx: &impl Tx,
+    query: &AuditQuery,
+) -> StoreResult<Vec<AuditEntry>> {
+    let sql = format!("SELECT {AUDIT_COLUMNS} FROM audit_log {}", audit_filter());
+    let rows = tx
+        .query(
+            &sql,
+            args![
+                &query.principal,
+                &query.subject,
+                &query.operation,
+                &query.outcome,
+                &query.since,
+                &query.until,
+                query.after,
+                query.limit
+            ],
+        )
+        .await?;
+    Ok(rows.into_iter().map(audit_row).collect::<DbResult<_>>()?)
+}
+
+pub(crate) async fn last_audit_seq(tx: &impl Tx) -> StoreResult<i64> {
+    Ok(tx
+        .value("SELECT COALESCE(MAX(seq), 0) FROM audit_log", &[])
+        .await?)
+}
+
+/// The migration numbers applied so far.
+pub(crate) async fn applied_migrations(tx: &impl Tx) -> StoreResult<Vec<i64>> {
+    let rows = tx
+        .query(
+            "SELECT version FROM schema_migrations ORDER BY version",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|mut r| r.get(0))
+        .collect::<DbResult<_>>()?)
+}
+
+/// Gives rows written before guids existed their guid; a no-op once every row has one, and
+/// safe when several PostgreSQL nodes run it at once (each writes the same derived value).
+pub(crate) async fn fill_missing_guids(tx: &impl Tx) -> StoreResult<()> {
+    let sql = format!("SELECT {SCHEMA_COLUMNS} FROM schemas s WHERE s.guid IS NULL");
+    for mut row in tx.query(&sql, &[]).await? {
+        let record = schema_record(&mut row, 0)?;
+        tx.execute(
+            "UPDATE schemas SET guid = ?1 WHERE id = ?2",
+            args![record.guid(), record.id],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// The registry store's reads, implemented for a backend whose `read_short` and `read_long`
+/// run an operation on a connection (the span tells SQLite whether to leave the async
+/// thread); the methods in braces follow.
+macro_rules! registry_store {
+    ($store:ty, { $($extra:item)* }) => {
+        const _: () = {
+            use $crate::registry_sql as ops;
+            use $crate::{ConfigRecord, SchemaRecord, Scope, Store, StoreResult, StoredVersion};
+
+            $crate::sql::store_impl! {
+                impl Store for $store, ops ops, self;
+                read_short fn schema_by_id(id: i64) -> StoreResult<Option<SchemaRecord>>;
+                read_short fn schema_by_key(content_key: &str) -> StoreResult<Option<SchemaRecord>>;
+                read_short fn schema_ids_by_guid(guid: &str) -> StoreResult<Vec<i64>>;
+                read_short fn max_schema_id() -> StoreResult<i64>;
+                read_short fn subject_versions(subject: &str) -> StoreResult<Vec<StoredVersion>>;
+                read_long fn subjects() -> StoreResult<Vec<(String, bool)>>;
+                read_long fn all_versions() -> StoreResult<Vec<StoredVersion>>;
+                read_long fn schema_type_counts() -> StoreResult<Vec<(String, u64)>>;
+                read_short fn versions_with_id(id: i64) -> StoreResult<Vec<(String, i64, bool)>>;
+                read_short fn referencing_versions(subject: &str, version: i64) -> StoreResult<Vec<StoredVersion>>;
+                read_short fn config(scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>>;
+                read_short fn mode(scope: Scope<'_>) -> StoreResult<Option<String>>;
+                read_long fn all_configs() -> StoreResult<Vec<(Option<String>, ConfigRecord)>>;
+                read_long fn all_modes() -> StoreResult<Vec<(Option<String>, String)>>;
+                read_long fn contexts() -> StoreResult<Vec<(String, i64)>>;
+                read_short fn context_slot(context: &str) -> StoreResult<Option<i64>>;
+                read_short fn last_audit_seq() -> StoreResult<i64>;
+                { $($extra)* }
+            }
+        };
+    };
+}
+pub(crate) use registry_store;
