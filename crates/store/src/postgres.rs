@@ -29,14 +29,16 @@
 use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
 use crate::context;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
-use crate::registry_sql::{self as ops, GLOBAL_SCOPE, scope_key};
-use crate::sql::{args, postgres::Pg};
-use crate::{
-    Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
-    Placement, Registered, Scope, StoreError, StoreResult, StoredVersion, context_target,
-    delete_operation, delete_target, register_operation, registered_target, scope_target,
+use crate::registry_sql::{
+    self as ops, LOCK_CONTENT, LOCK_CONTEXT, LOCK_ID, LOCK_SEQUENCE, LOCK_SUBJECT, RegistryTx,
 };
-use deadpool_postgres::{GenericClient, Object, Pool, PoolError};
+use crate::sql::postgres::in_transaction;
+use crate::sql::{DbError, DbResult, Tx, args, postgres::Pg};
+use crate::{
+    Audit, AuditQuery, AuditTarget, Guard, NewSchema, Placement, Registered, Scope, StoreError,
+    StoreResult, register_operation, registered_target,
+};
+use deadpool_postgres::{GenericClient, Object, Pool, PoolError, Transaction};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -133,12 +135,6 @@ const MIGRATIONS: &[(i64, &str)] = &[
 
 /// Advisory lock namespaces (the first key of the two-key form).
 const LOCK_MIGRATIONS: i32 = 0x436f_0001;
-const LOCK_SUBJECT: i32 = 0x436f_0002;
-const LOCK_CONTENT: i32 = 0x436f_0003;
-const LOCK_ID: i32 = 0x436f_0004;
-const LOCK_SEQUENCE: i32 = 0x436f_0005;
-const LOCK_SCOPE: i32 = 0x436f_0006;
-const LOCK_CONTEXT: i32 = 0x436f_0007;
 
 /// The channel every write notifies.
 pub const CHANGE_CHANNEL: &str = "covenant_changes";
@@ -326,17 +322,20 @@ async fn lock(client: &impl GenericClient, ns: i32, key: &str) -> StoreResult<()
 }
 
 async fn notify(client: &impl GenericClient, change: &Change) -> StoreResult<()> {
-    let mut payload = serde_json::to_string(change).map_err(other_err)?;
-    if payload.len() > MAX_PAYLOAD {
-        payload = serde_json::to_string(&Change::resync()).map_err(other_err)?;
+    Ok(Pg(client).changed(change.clone()).await?)
+}
+
+/// A write's change goes on the feed with its transaction: `NOTIFY` is delivered at commit.
+impl<C: GenericClient> RegistryTx for Pg<'_, C> {
+    async fn changed(&self, change: Change) -> DbResult<()> {
+        let mut payload = serde_json::to_string(&change).map_err(DbError::new)?;
+        if payload.len() > MAX_PAYLOAD {
+            payload = serde_json::to_string(&Change::resync()).map_err(DbError::new)?;
+        }
+        self.execute("SELECT pg_notify(?1, ?2)", args![CHANGE_CHANNEL, payload])
+            .await
+            .map(|_| ())
     }
-    exec(
-        client,
-        "SELECT pg_notify($1, $2)::text",
-        &[&CHANGE_CHANNEL, &payload],
-    )
-    .await
-    .map(|_| ())
 }
 
 async fn migrate(pool: &Pool, target: &str) -> StoreResult<()> {
@@ -487,6 +486,31 @@ impl PostgresStore {
     /// The same as [`read_short`](Self::read_short): a pooled connection waits without a
     /// thread.
     async fn read_long<T>(
+        &self,
+        work: impl AsyncFnOnce(&Pg<'_, Object>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.read_short(work).await
+    }
+
+    /// Runs a registry operation in a READ COMMITTED transaction that commits when it returns
+    /// `Ok`.
+    async fn write_short<T>(
+        &self,
+        work: impl AsyncFnOnce(&Pg<'_, Transaction<'_>>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        in_transaction(&mut self.client().await?, false, work).await
+    }
+
+    /// The same as [`write_short`](Self::write_short).
+    async fn write_long<T>(
+        &self,
+        work: impl AsyncFnOnce(&Pg<'_, Transaction<'_>>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.write_short(work).await
+    }
+
+    /// A single-statement write, on a pooled connection without a transaction around it.
+    async fn write_one<T>(
         &self,
         work: impl AsyncFnOnce(&Pg<'_, Object>) -> StoreResult<T>,
     ) -> StoreResult<T> {
@@ -717,27 +741,6 @@ async fn read_slot(client: &impl GenericClient, context: &str) -> StoreResult<Op
     Ok(ops::read_slot(&Pg(client), context).await?)
 }
 
-/// Whether any subject (soft-deleted ones included) lives in `context`.
-async fn context_in_use(client: &impl GenericClient, context: &str) -> StoreResult<bool> {
-    let row = if context == context::DEFAULT_CONTEXT {
-        query_opt(
-            client,
-            "SELECT 1 FROM subject_versions WHERE subject NOT LIKE ':.%' LIMIT 1",
-            &[],
-        )
-        .await?
-    } else {
-        let prefix = context::context_key(context);
-        query_opt(
-            client,
-            "SELECT 1 FROM subject_versions WHERE left(subject, length($1)) = $1 LIMIT 1",
-            &[&prefix],
-        )
-        .await?
-    };
-    Ok(row.is_some())
-}
-
 /// The id a new schema of `subject`'s context takes: the default context draws from the
 /// sequence, the others take one more than their highest (under a per-context lock).
 async fn next_context_id(
@@ -833,100 +836,6 @@ async fn insert_schema(
     Ok(Some(id))
 }
 
-async fn check_versions_exist(
-    tx: &deadpool_postgres::Transaction<'_>,
-    subject: &str,
-    versions: &[i64],
-) -> StoreResult<Vec<(i64, i64)>> {
-    let mut found = Vec::with_capacity(versions.len());
-    for &version in versions {
-        let row = query_opt(
-            tx,
-            "SELECT schema_id FROM subject_versions WHERE subject = $1 AND version = $2",
-            &[&subject, &version],
-        )
-        .await?;
-        match row {
-            Some(row) => found.push((version, col::<i64>(&row, 0)?)),
-            None => {
-                return Err(StoreError::NoSuchVersion {
-                    subject: subject.to_string(),
-                    version,
-                });
-            }
-        }
-    }
-    Ok(found)
-}
-
-async fn soft_delete_in(
-    tx: &deadpool_postgres::Transaction<'_>,
-    subject: &str,
-    versions: &[i64],
-) -> StoreResult<()> {
-    let found = check_versions_exist(tx, subject, versions).await?;
-    let now = now_millis();
-    for (version, id) in found {
-        exec(
-            tx,
-            "UPDATE subject_versions SET deleted = TRUE, updated_at = $3 \
-             WHERE subject = $1 AND version = $2",
-            &[&subject, &version, &now],
-        )
-        .await?;
-        notify(
-            tx,
-            &Change::new(ChangeKind::Subject, Some(subject), Some(id), Some(version)),
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-async fn hard_delete_in(
-    tx: &deadpool_postgres::Transaction<'_>,
-    subject: &str,
-    versions: &[i64],
-) -> StoreResult<()> {
-    let found = check_versions_exist(tx, subject, versions).await?;
-    for (version, id) in found {
-        exec(
-            tx,
-            "DELETE FROM subject_versions WHERE subject = $1 AND version = $2",
-            &[&subject, &version],
-        )
-        .await?;
-        notify(
-            tx,
-            &Change::new(ChangeKind::Subject, Some(subject), Some(id), Some(version)),
-        )
-        .await?;
-    }
-    let left = query_opt(
-        tx,
-        "SELECT 1 FROM subject_versions WHERE subject = $1 LIMIT 1",
-        &[&subject],
-    )
-    .await?
-    .is_some();
-    if !left {
-        exec(tx, "DELETE FROM config WHERE scope = $1", &[&subject]).await?;
-        exec(tx, "DELETE FROM modes WHERE scope = $1", &[&subject]).await?;
-        let scope = Scope::Subject(subject);
-        notify(tx, &Change::scoped(ChangeKind::Config, scope)).await?;
-        notify(tx, &Change::scoped(ChangeKind::Mode, scope)).await?;
-    }
-    Ok(())
-}
-
-async fn referencing_in(
-    client: &impl GenericClient,
-    subject: &str,
-    versions: &[i64],
-) -> StoreResult<Vec<StoredVersion>> {
-    Ok(ops::referencing_in(&Pg(client), subject, versions).await?)
-}
-
 /// Every reference of a schema about to be written must name a live version; the referenced
 /// subjects are locked, so a concurrent delete waits for this registration (and its guard then
 /// sees the new reference).
@@ -954,56 +863,6 @@ async fn check_references_live(
     Ok(())
 }
 
-async fn read_config(client: &impl GenericClient, key: &str) -> StoreResult<Option<ConfigRecord>> {
-    Ok(ops::read_config(&Pg(client), key).await?)
-}
-
-async fn read_mode(client: &impl GenericClient, key: &str) -> StoreResult<Option<String>> {
-    Ok(ops::read_mode(&Pg(client), key).await?)
-}
-
-/// Serializes changes to one config or mode scope with the subject's other writes.
-async fn lock_scope(client: &impl GenericClient, scope: Scope<'_>) -> StoreResult<()> {
-    match scope {
-        Scope::Global => lock(client, LOCK_SCOPE, GLOBAL_SCOPE).await,
-        Scope::Subject(s) => lock(client, LOCK_SUBJECT, s).await,
-    }
-}
-
-/// Appends `entry` as stored ([`AuditEntry::for_storage`]: escaped and cut to size).
-pub(crate) async fn insert_audit(
-    client: &impl GenericClient,
-    entry: &AuditEntry,
-) -> StoreResult<i64> {
-    let entry = &entry.for_storage();
-    let row = query_opt(
-        client,
-        "INSERT INTO audit_log(at, principal, source, operation, subject, version, schema_id, \
-         config_key, outcome, request_id, detail, count, last_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING seq",
-        &[
-            &entry.at,
-            &entry.principal,
-            &entry.source,
-            &entry.operation,
-            &entry.subject,
-            &entry.version,
-            &entry.schema_id,
-            &entry.config_key,
-            &entry.outcome,
-            &entry.request_id,
-            &entry.detail,
-            &entry.count,
-            &entry.last_at,
-        ],
-    )
-    .await?;
-    match row {
-        Some(r) => col(&r, 0),
-        None => Err(other_err("the audit insert returned no sequence number")),
-    }
-}
-
 /// Records `operation` on `target` for `audit`, inside the caller's transaction.
 async fn audit_in(
     client: &impl GenericClient,
@@ -1011,26 +870,12 @@ async fn audit_in(
     operation: &str,
     target: AuditTarget,
 ) -> StoreResult<()> {
-    match audit {
-        Some(context) => insert_audit(client, &context.entry(operation, target))
-            .await
-            .map(|_| ()),
-        None => Ok(()),
-    }
+    Ok(ops::audit_in(&Pg(client), audit, operation, target).await?)
 }
 
 /// Writes the counts of repeated refusals taken from `tally` onto their entries.
 async fn flush_denials(client: &impl GenericClient, tally: &DenialTally) -> StoreResult<()> {
-    for b in tally.take() {
-        exec(
-            client,
-            "UPDATE audit_log SET count = count + $1, \
-             last_at = GREATEST(COALESCE(last_at, at), $2) WHERE seq = $3",
-            &[&b.add, &b.last_at, &b.seq],
-        )
-        .await?;
-    }
-    Ok(())
+    Ok(ops::bump_denials(&Pg(client), &tally.take()).await?)
 }
 
 /// Runs `work` in one READ COMMITTED transaction on a pooled connection and commits it.
@@ -1069,168 +914,8 @@ crate::registry_sql::registry_store!(PostgresStore, {
         Ok(registered)
     }
 
-    async fn soft_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
-        in_transaction!(self, |tx| {
-            lock(&tx, LOCK_SUBJECT, subject).await?;
-            soft_delete_in(&tx, subject, versions).await?;
-        });
-        Ok(())
-    }
-
-    async fn hard_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
-        in_transaction!(self, |tx| {
-            lock(&tx, LOCK_SUBJECT, subject).await?;
-            hard_delete_in(&tx, subject, versions).await?;
-        });
-        Ok(())
-    }
-
-    async fn delete_guarded(
-        &self,
-        subject: &str,
-        versions: &[i64],
-        permanent: bool,
-        guard: DeleteGuard<'_>,
-        audit: Audit<'_>,
-    ) -> StoreResult<()> {
-        in_transaction!(self, |tx| {
-            // A registration referencing this subject locks it too, so no reference can
-            // appear between the guard's look and the delete.
-            lock(&tx, LOCK_SUBJECT, subject).await?;
-            let referencing = referencing_in(&tx, subject, versions).await?;
-            guard(&referencing).map_err(StoreError::Rejected)?;
-            if permanent {
-                hard_delete_in(&tx, subject, versions).await?;
-            } else {
-                soft_delete_in(&tx, subject, versions).await?;
-            }
-            let target = delete_target(subject, versions);
-            audit_in(&tx, audit, delete_operation(permanent), target).await?;
-        });
-        Ok(())
-    }
-
-    async fn set_config(
-        &self,
-        scope: Scope<'_>,
-        config: &ConfigRecord,
-        audit: Audit<'_>,
-    ) -> StoreResult<()> {
-        let extra = serde_json::to_string(&config.extra).map_err(other_err)?;
-        in_transaction!(self, |tx| {
-            lock_scope(&tx, scope).await?;
-            exec(
-                &tx,
-                "INSERT INTO config(scope, compatibility, extra) VALUES ($1, $2, $3) \
-                 ON CONFLICT (scope) DO UPDATE SET compatibility = excluded.compatibility, \
-                 extra = excluded.extra",
-                &[&scope_key(scope), &config.compatibility, &extra],
-            )
-            .await?;
-            let target = scope_target(scope, "config", config.compatibility.clone());
-            audit_in(&tx, audit, "config.set", target).await?;
-            notify(&tx, &Change::scoped(ChangeKind::Config, scope)).await?;
-        });
-        Ok(())
-    }
-
-    async fn delete_config(
-        &self,
-        scope: Scope<'_>,
-        audit: Audit<'_>,
-    ) -> StoreResult<Option<ConfigRecord>> {
-        let old = in_transaction!(self, |tx| {
-            lock_scope(&tx, scope).await?;
-            let old = read_config(&tx, scope_key(scope)).await?;
-            if old.is_some() {
-                exec(
-                    &tx,
-                    "DELETE FROM config WHERE scope = $1",
-                    &[&scope_key(scope)],
-                )
-                .await?;
-                let target = scope_target(scope, "config", None);
-                audit_in(&tx, audit, "config.delete", target).await?;
-                notify(&tx, &Change::scoped(ChangeKind::Config, scope)).await?;
-            }
-            old
-        });
-        Ok(old)
-    }
-
-    async fn delete_context(&self, context: &str, audit: Audit<'_>) -> StoreResult<bool> {
-        let removed = in_transaction!(self, |tx| {
-            lock(&tx, LOCK_CONTEXT, "").await?;
-            if context_in_use(&tx, context).await? {
-                return Err(StoreError::ContextNotEmpty(context.to_string()));
-            }
-            let slot = read_slot(&tx, context).await?.filter(|slot| *slot != 0);
-            if let Some(slot) = slot {
-                let (lowest, highest) = context::slot_range(slot);
-                exec(
-                    &tx,
-                    "DELETE FROM schema_references WHERE schema_id BETWEEN $1 AND $2",
-                    &[&lowest, &highest],
-                )
-                .await?;
-                exec(
-                    &tx,
-                    "DELETE FROM schemas WHERE id BETWEEN $1 AND $2",
-                    &[&lowest, &highest],
-                )
-                .await?;
-                exec(&tx, "DELETE FROM contexts WHERE name = $1", &[&context]).await?;
-                audit_in(&tx, audit, "context.delete", context_target(context)).await?;
-            }
-            slot.is_some()
-        });
-        Ok(removed)
-    }
-
-    async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()> {
-        in_transaction!(self, |tx| {
-            lock_scope(&tx, scope).await?;
-            exec(
-                &tx,
-                "INSERT INTO modes(scope, mode) VALUES ($1, $2) \
-                 ON CONFLICT (scope) DO UPDATE SET mode = excluded.mode",
-                &[&scope_key(scope), &mode],
-            )
-            .await?;
-            let target = scope_target(scope, "mode", Some(mode.to_string()));
-            audit_in(&tx, audit, "mode.set", target).await?;
-            notify(&tx, &Change::scoped(ChangeKind::Mode, scope)).await?;
-        });
-        Ok(())
-    }
-
-    async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>> {
-        let old = in_transaction!(self, |tx| {
-            lock_scope(&tx, scope).await?;
-            let old = read_mode(&tx, scope_key(scope)).await?;
-            if old.is_some() {
-                exec(
-                    &tx,
-                    "DELETE FROM modes WHERE scope = $1",
-                    &[&scope_key(scope)],
-                )
-                .await?;
-                let target = scope_target(scope, "mode", None);
-                audit_in(&tx, audit, "mode.delete", target).await?;
-                notify(&tx, &Change::scoped(ChangeKind::Mode, scope)).await?;
-            }
-            old
-        });
-        Ok(old)
-    }
-
     async fn ping(&self) -> StoreResult<()> {
         PostgresStore::ping(self).await
-    }
-
-    async fn record_audit(&self, entry: &AuditEntry) -> StoreResult<i64> {
-        let client = self.client().await?;
-        insert_audit(&client, entry).await
     }
 
     async fn record_denied(&self, entry: &AuditEntry, key: &DenialKey) -> StoreResult<()> {
@@ -1238,10 +923,9 @@ crate::registry_sql::registry_store!(PostgresStore, {
             Admission::Counted { schedule_flush } => schedule_flush,
             Admission::Append(first) => {
                 let (entry, key) = *first;
-                let appended = match self.client().await {
-                    Ok(client) => insert_audit(&client, &entry).await,
-                    Err(e) => Err(e),
-                };
+                let appended = self
+                    .write_one(async |tx| ops::record_audit(tx, &entry).await)
+                    .await;
                 match appended {
                     Ok(seq) => self.denials.opened(&key, seq),
                     Err(e) => {
@@ -1284,11 +968,6 @@ crate::registry_sql::registry_store!(PostgresStore, {
     async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
         let client = self.client().await?;
         flush_denials(&client, &self.denials).await?;
-        exec(
-            &client,
-            "DELETE FROM audit_log WHERE COALESCE(last_at, at) < $1",
-            &[&before],
-        )
-        .await
+        ops::prune_audit(&Pg(&client), before).await
     }
 });

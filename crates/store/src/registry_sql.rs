@@ -5,11 +5,16 @@
 //! feed and schema id sequence.
 
 use crate::audit::{AUDIT_COLUMNS, audit_filter};
+use crate::audit_denials::Bump as DenialBump;
 use crate::context;
-use crate::sql::{DbError, DbResult, Row, Tx, args};
+use crate::postgres::{Change, ChangeKind};
+use crate::sql::{DbError, DbResult, Lock, Row, Tx, args};
 use crate::{
-    AuditEntry, AuditQuery, ConfigRecord, SchemaRecord, Scope, StoreResult, StoredVersion,
+    Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, SchemaRecord, Scope,
+    StoreError, StoreResult, StoredVersion, context_target, delete_operation, delete_target,
+    scope_target,
 };
+use std::future::Future;
 
 /// The key under which global config and mode are kept; not a valid subject name.
 pub(crate) const GLOBAL_SCOPE: &str = "__GLOBAL";
@@ -376,14 +381,18 @@ pub(crate) async fn fill_missing_guids(tx: &impl Tx) -> StoreResult<()> {
     Ok(())
 }
 
-/// The registry store's reads, implemented for a backend whose `read_short` and `read_long`
-/// run an operation on a connection (the span tells SQLite whether to leave the async
-/// thread); the methods in braces follow.
+/// The registry store's operations, implemented for a backend whose `read_short` and
+/// `read_long` run an operation on a connection, `write_short` and `write_long` in a write
+/// transaction (the span tells SQLite whether to leave the async thread), and `write_one` a
+/// single-statement write; the methods in braces follow.
 macro_rules! registry_store {
     ($store:ty, { $($extra:item)* }) => {
         const _: () = {
             use $crate::registry_sql as ops;
-            use $crate::{ConfigRecord, SchemaRecord, Scope, Store, StoreResult, StoredVersion};
+            use $crate::{
+                Audit, AuditEntry, ConfigRecord, DeleteGuard, SchemaRecord, Scope, Store,
+                StoreResult, StoredVersion,
+            };
 
             $crate::sql::store_impl! {
                 impl Store for $store, ops ops, self;
@@ -404,9 +413,339 @@ macro_rules! registry_store {
                 read_long fn contexts() -> StoreResult<Vec<(String, i64)>>;
                 read_short fn context_slot(context: &str) -> StoreResult<Option<i64>>;
                 read_short fn last_audit_seq() -> StoreResult<i64>;
+                write_long fn soft_delete(subject: &str, versions: &[i64]) -> StoreResult<()>;
+                write_long fn hard_delete(subject: &str, versions: &[i64]) -> StoreResult<()>;
+                write_short fn delete_guarded(subject: &str, versions: &[i64], permanent: bool, guard: DeleteGuard<'_>, audit: Audit<'_>) -> StoreResult<()>;
+                write_short fn set_config(scope: Scope<'_>, config: &ConfigRecord, audit: Audit<'_>) -> StoreResult<()>;
+                write_short fn delete_config(scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<ConfigRecord>>;
+                write_short fn set_mode(scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()>;
+                write_short fn delete_mode(scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>>;
+                write_long fn delete_context(context: &str, audit: Audit<'_>) -> StoreResult<bool>;
+                write_one fn record_audit(entry: &AuditEntry) -> StoreResult<i64>;
                 { $($extra)* }
             }
         };
     };
 }
 pub(crate) use registry_store;
+
+/// Advisory lock namespaces on PostgreSQL (the first key of the two-key form); the order in
+/// which a write takes them is explained in [`crate::postgres`].
+pub(crate) const LOCK_SUBJECT: i32 = 0x436f_0002;
+pub(crate) const LOCK_CONTENT: i32 = 0x436f_0003;
+pub(crate) const LOCK_ID: i32 = 0x436f_0004;
+pub(crate) const LOCK_SEQUENCE: i32 = 0x436f_0005;
+pub(crate) const LOCK_SCOPE: i32 = 0x436f_0006;
+pub(crate) const LOCK_CONTEXT: i32 = 0x436f_0007;
+
+/// A transaction of the registry store: a [`Tx`] that also tells the backend what a write
+/// changed. PostgreSQL sends it on its change feed when the transaction commits; SQLite, the
+/// only writer of its file, has no one to tell.
+pub(crate) trait RegistryTx: Tx {
+    fn changed(&self, change: Change) -> impl Future<Output = DbResult<()>>;
+}
+
+impl RegistryTx for crate::sql::sqlite::Lite<'_> {
+    async fn changed(&self, _change: Change) -> DbResult<()> {
+        Ok(())
+    }
+}
+
+fn now_millis() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Records `operation` on `target` for `audit`, inside the caller's transaction.
+pub(crate) async fn audit_in(
+    tx: &impl Tx,
+    audit: Audit<'_>,
+    operation: &str,
+    target: AuditTarget,
+) -> DbResult<()> {
+    match audit {
+        Some(context) => crate::sql::audit::insert(tx, &context.entry(operation, target))
+            .await
+            .map(|_| ()),
+        None => Ok(()),
+    }
+}
+
+/// Serializes changes to one config or mode scope with the subject's other writes.
+async fn lock_scope(tx: &impl Tx, scope: Scope<'_>) -> DbResult<()> {
+    match scope {
+        Scope::Global => tx.lock(Lock::Named(LOCK_SCOPE, GLOBAL_SCOPE)).await,
+        Scope::Subject(s) => tx.lock(Lock::Named(LOCK_SUBJECT, s)).await,
+    }
+}
+
+pub(crate) async fn set_config(
+    tx: &impl RegistryTx,
+    scope: Scope<'_>,
+    config: &ConfigRecord,
+    audit: Audit<'_>,
+) -> StoreResult<()> {
+    let extra = serde_json::to_string(&config.extra).map_err(DbError::new)?;
+    lock_scope(tx, scope).await?;
+    tx.execute(
+        "INSERT INTO config(scope, compatibility, extra) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (scope) DO UPDATE SET compatibility = excluded.compatibility, \
+         extra = excluded.extra",
+        args![scope_key(scope), &config.compatibility, extra],
+    )
+    .await?;
+    let target = scope_target(scope, "config", config.compatibility.clone());
+    audit_in(tx, audit, "config.set", target).await?;
+    tx.changed(Change::scoped(ChangeKind::Config, scope))
+        .await?;
+    Ok(())
+}
+
+pub(crate) async fn delete_config(
+    tx: &impl RegistryTx,
+    scope: Scope<'_>,
+    audit: Audit<'_>,
+) -> StoreResult<Option<ConfigRecord>> {
+    lock_scope(tx, scope).await?;
+    let old = read_config(tx, scope_key(scope)).await?;
+    if old.is_some() {
+        tx.execute(
+            "DELETE FROM config WHERE scope = ?1",
+            args![scope_key(scope)],
+        )
+        .await?;
+        let target = scope_target(scope, "config", None);
+        audit_in(tx, audit, "config.delete", target).await?;
+        tx.changed(Change::scoped(ChangeKind::Config, scope))
+            .await?;
+    }
+    Ok(old)
+}
+
+pub(crate) async fn set_mode(
+    tx: &impl RegistryTx,
+    scope: Scope<'_>,
+    mode: &str,
+    audit: Audit<'_>,
+) -> StoreResult<()> {
+    lock_scope(tx, scope).await?;
+    tx.execute(
+        "INSERT INTO modes(scope, mode) VALUES (?1, ?2) \
+         ON CONFLICT (scope) DO UPDATE SET mode = excluded.mode",
+        args![scope_key(scope), mode],
+    )
+    .await?;
+    let target = scope_target(scope, "mode", Some(mode.to_string()));
+    audit_in(tx, audit, "mode.set", target).await?;
+    tx.changed(Change::scoped(ChangeKind::Mode, scope)).await?;
+    Ok(())
+}
+
+pub(crate) async fn delete_mode(
+    tx: &impl RegistryTx,
+    scope: Scope<'_>,
+    audit: Audit<'_>,
+) -> StoreResult<Option<String>> {
+    lock_scope(tx, scope).await?;
+    let old = read_mode(tx, scope_key(scope)).await?;
+    if old.is_some() {
+        tx.execute(
+            "DELETE FROM modes WHERE scope = ?1",
+            args![scope_key(scope)],
+        )
+        .await?;
+        let target = scope_target(scope, "mode", None);
+        audit_in(tx, audit, "mode.delete", target).await?;
+        tx.changed(Change::scoped(ChangeKind::Mode, scope)).await?;
+    }
+    Ok(old)
+}
+
+/// Whether any subject (soft-deleted ones included) lives in `context`.
+async fn context_in_use(tx: &impl Tx, context: &str) -> DbResult<bool> {
+    let row = if context == context::DEFAULT_CONTEXT {
+        tx.query_opt(
+            "SELECT 1 FROM subject_versions WHERE subject NOT LIKE ':.%' LIMIT 1",
+            &[],
+        )
+        .await?
+    } else {
+        tx.query_opt(
+            "SELECT 1 FROM subject_versions \
+             WHERE substr(subject, 1, length(CAST(?1 AS TEXT))) = CAST(?1 AS TEXT) LIMIT 1",
+            args![context::context_key(context)],
+        )
+        .await?
+    };
+    Ok(row.is_some())
+}
+
+pub(crate) async fn delete_context(
+    tx: &impl RegistryTx,
+    context: &str,
+    audit: Audit<'_>,
+) -> StoreResult<bool> {
+    tx.lock(Lock::Named(LOCK_CONTEXT, "")).await?;
+    if context_in_use(tx, context).await? {
+        return Err(StoreError::ContextNotEmpty(context.to_string()));
+    }
+    let Some(slot) = read_slot(tx, context).await?.filter(|slot| *slot != 0) else {
+        return Ok(false);
+    };
+    let (lowest, highest) = context::slot_range(slot);
+    tx.execute(
+        "DELETE FROM schema_references WHERE schema_id BETWEEN ?1 AND ?2",
+        args![lowest, highest],
+    )
+    .await?;
+    tx.execute(
+        "DELETE FROM schemas WHERE id BETWEEN ?1 AND ?2",
+        args![lowest, highest],
+    )
+    .await?;
+    tx.execute("DELETE FROM contexts WHERE name = ?1", args![context])
+        .await?;
+    audit_in(tx, audit, "context.delete", context_target(context)).await?;
+    Ok(true)
+}
+
+/// The schema id of each of `versions` of `subject`, which must all exist.
+async fn existing_versions(
+    tx: &impl Tx,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<Vec<(i64, i64)>> {
+    let mut found = Vec::with_capacity(versions.len());
+    for &version in versions {
+        let id = tx
+            .value_opt(
+                "SELECT schema_id FROM subject_versions WHERE subject = ?1 AND version = ?2",
+                args![subject, version],
+            )
+            .await?;
+        match id {
+            Some(id) => found.push((version, id)),
+            None => {
+                return Err(StoreError::NoSuchVersion {
+                    subject: subject.to_string(),
+                    version,
+                });
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn version_changed(subject: &str, id: i64, version: i64) -> Change {
+    Change::new(ChangeKind::Subject, Some(subject), Some(id), Some(version))
+}
+
+async fn soft_delete_in(tx: &impl RegistryTx, subject: &str, versions: &[i64]) -> StoreResult<()> {
+    let found = existing_versions(tx, subject, versions).await?;
+    let now = now_millis();
+    for (version, id) in found {
+        tx.execute(
+            "UPDATE subject_versions SET deleted = TRUE, updated_at = ?3 \
+             WHERE subject = ?1 AND version = ?2",
+            args![subject, version, now],
+        )
+        .await?;
+        tx.changed(version_changed(subject, id, version)).await?;
+    }
+    Ok(())
+}
+
+async fn hard_delete_in(tx: &impl RegistryTx, subject: &str, versions: &[i64]) -> StoreResult<()> {
+    let found = existing_versions(tx, subject, versions).await?;
+    for (version, id) in found {
+        tx.execute(
+            "DELETE FROM subject_versions WHERE subject = ?1 AND version = ?2",
+            args![subject, version],
+        )
+        .await?;
+        tx.changed(version_changed(subject, id, version)).await?;
+    }
+    let left = tx
+        .query_opt(
+            "SELECT 1 FROM subject_versions WHERE subject = ?1 LIMIT 1",
+            args![subject],
+        )
+        .await?;
+    if left.is_none() {
+        tx.execute("DELETE FROM config WHERE scope = ?1", args![subject])
+            .await?;
+        tx.execute("DELETE FROM modes WHERE scope = ?1", args![subject])
+            .await?;
+        let scope = Scope::Subject(subject);
+        tx.changed(Change::scoped(ChangeKind::Config, scope))
+            .await?;
+        tx.changed(Change::scoped(ChangeKind::Mode, scope)).await?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn soft_delete(
+    tx: &impl RegistryTx,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<()> {
+    tx.lock(Lock::Named(LOCK_SUBJECT, subject)).await?;
+    soft_delete_in(tx, subject, versions).await
+}
+
+pub(crate) async fn hard_delete(
+    tx: &impl RegistryTx,
+    subject: &str,
+    versions: &[i64],
+) -> StoreResult<()> {
+    tx.lock(Lock::Named(LOCK_SUBJECT, subject)).await?;
+    hard_delete_in(tx, subject, versions).await
+}
+
+pub(crate) async fn delete_guarded(
+    tx: &impl RegistryTx,
+    subject: &str,
+    versions: &[i64],
+    permanent: bool,
+    guard: DeleteGuard<'_>,
+    audit: Audit<'_>,
+) -> StoreResult<()> {
+    // A registration referencing this subject locks it too, so no reference can appear
+    // between the guard's look and the delete.
+    tx.lock(Lock::Named(LOCK_SUBJECT, subject)).await?;
+    let referencing = referencing_in(tx, subject, versions).await?;
+    guard(&referencing).map_err(StoreError::Rejected)?;
+    if permanent {
+        hard_delete_in(tx, subject, versions).await?;
+    } else {
+        soft_delete_in(tx, subject, versions).await?;
+    }
+    let target = delete_target(subject, versions);
+    audit_in(tx, audit, delete_operation(permanent), target).await?;
+    Ok(())
+}
+
+pub(crate) async fn record_audit(tx: &impl Tx, entry: &AuditEntry) -> StoreResult<i64> {
+    Ok(crate::sql::audit::insert(tx, entry).await?)
+}
+
+/// Writes the counts of repeated refusals `bumps` onto their entries.
+pub(crate) async fn bump_denials(tx: &impl Tx, bumps: &[DenialBump]) -> DbResult<()> {
+    for b in bumps {
+        tx.execute(
+            "UPDATE audit_log SET count = count + ?1, \
+             last_at = GREATEST(COALESCE(last_at, at), ?2) WHERE seq = ?3",
+            args![b.add, b.last_at, b.seq],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn prune_audit(tx: &impl Tx, before: i64) -> StoreResult<u64> {
+    Ok(tx
+        .execute(
+            "DELETE FROM audit_log WHERE COALESCE(last_at, at) < ?1",
+            args![before],
+        )
+        .await?)
+}

@@ -6,13 +6,12 @@
 use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
 use crate::context;
 use crate::group_commit::GroupCommit;
-use crate::registry_sql::{self as ops, scope_key};
+use crate::registry_sql as ops;
 use crate::sql::{ready, sqlite::Lite};
 use crate::sqlite_conn::{self, Span};
 use crate::{
-    Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
-    Placement, Registered, StoreError, StoreResult, StoredVersion, context_target,
-    delete_operation, delete_target, register_operation, registered_target, scope_target,
+    Audit, AuditQuery, AuditTarget, Guard, NewSchema, Placement, Registered, StoreError,
+    StoreResult, register_operation, registered_target,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::{Path, PathBuf};
@@ -242,6 +241,30 @@ impl SqliteStore {
         self.read(Span::Long, |conn| ready(work(&Lite(conn))))
     }
 
+    /// Runs a registry operation in the writer's (shared) transaction, on this thread.
+    async fn write_short<T>(
+        &self,
+        work: impl AsyncFnOnce(&Lite<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.write(Span::Short, |tx| ready(work(&Lite(tx)))).await
+    }
+
+    /// Runs a registry operation in the writer's (shared) transaction, off the async thread.
+    async fn write_long<T>(
+        &self,
+        work: impl AsyncFnOnce(&Lite<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.write(Span::Long, |tx| ready(work(&Lite(tx)))).await
+    }
+
+    /// A single-statement write: the same as [`write_short`](Self::write_short).
+    async fn write_one<T>(
+        &self,
+        work: impl AsyncFnOnce(&Lite<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.write_short(work).await
+    }
+
     async fn write<T>(
         &self,
         span: Span,
@@ -344,23 +367,6 @@ fn read_slot(conn: &Connection, context: &str) -> StoreResult<Option<i64>> {
     Ok(ready(ops::read_slot(&Lite(conn), context))?)
 }
 
-/// Whether any subject (soft-deleted ones included) lives in `context`.
-fn context_in_use(conn: &Connection, context: &str) -> StoreResult<bool> {
-    let sql = if context == context::DEFAULT_CONTEXT {
-        "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject NOT LIKE ':.%')"
-    } else {
-        "SELECT EXISTS(SELECT 1 FROM subject_versions \
-         WHERE substr(subject, 1, length(?1)) = ?1)"
-    };
-    let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
-    let found = if context == context::DEFAULT_CONTEXT {
-        stmt.query_row([], |r| r.get(0))
-    } else {
-        stmt.query_row([context::context_key(context)], |r| r.get(0))
-    };
-    found.map_err(backend)
-}
-
 fn insert_schema(
     tx: &Connection,
     subject: &str,
@@ -429,25 +435,6 @@ fn insert_schema(
     Ok(id)
 }
 
-fn check_versions_exist(tx: &Connection, subject: &str, versions: &[i64]) -> StoreResult<()> {
-    for &version in versions {
-        let exists: bool = cached_row(
-            tx,
-            "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject = ?1 AND version = ?2)",
-            params![subject, version],
-            |r| r.get(0),
-        )
-        .map_err(backend)?;
-        if !exists {
-            return Err(StoreError::NoSuchVersion {
-                subject: subject.to_string(),
-                version,
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Every reference of a schema about to be written must name a live version (an unqualified
 /// reference names a subject of the referring subject's context).
 fn check_references_live(tx: &Connection, subject: &str, candidate: &NewSchema) -> StoreResult<()> {
@@ -470,89 +457,6 @@ fn check_references_live(tx: &Connection, subject: &str, candidate: &NewSchema) 
     Ok(())
 }
 
-fn soft_delete_in(tx: &Connection, subject: &str, versions: &[i64]) -> StoreResult<()> {
-    check_versions_exist(tx, subject, versions)?;
-    let now = now_millis();
-    for version in versions {
-        cached_execute(
-            tx,
-            "UPDATE subject_versions SET deleted = 1, updated_at = ?3 \
-             WHERE subject = ?1 AND version = ?2",
-            params![subject, version, now],
-        )
-        .map_err(backend)?;
-    }
-    Ok(())
-}
-
-fn hard_delete_in(tx: &Connection, subject: &str, versions: &[i64]) -> StoreResult<()> {
-    check_versions_exist(tx, subject, versions)?;
-    for version in versions {
-        cached_execute(
-            tx,
-            "DELETE FROM subject_versions WHERE subject = ?1 AND version = ?2",
-            params![subject, version],
-        )
-        .map_err(backend)?;
-    }
-    let left: bool = cached_row(
-        tx,
-        "SELECT EXISTS(SELECT 1 FROM subject_versions WHERE subject = ?1)",
-        [subject],
-        |r| r.get(0),
-    )
-    .map_err(backend)?;
-    if !left {
-        cached_execute(tx, "DELETE FROM config WHERE scope = ?1", [subject]).map_err(backend)?;
-        cached_execute(tx, "DELETE FROM modes WHERE scope = ?1", [subject]).map_err(backend)?;
-    }
-    Ok(())
-}
-
-fn referencing_in(
-    conn: &Connection,
-    subject: &str,
-    versions: &[i64],
-) -> StoreResult<Vec<StoredVersion>> {
-    Ok(ready(ops::referencing_in(&Lite(conn), subject, versions))?)
-}
-
-fn read_config(conn: &Connection, key: &str) -> StoreResult<Option<ConfigRecord>> {
-    Ok(ready(ops::read_config(&Lite(conn), key))?)
-}
-
-fn read_mode(conn: &Connection, key: &str) -> StoreResult<Option<String>> {
-    Ok(ready(ops::read_mode(&Lite(conn), key))?)
-}
-
-/// Appends `entry` as stored ([`AuditEntry::for_storage`]: escaped and cut to size).
-pub(crate) fn insert_audit(conn: &Connection, entry: &AuditEntry) -> StoreResult<i64> {
-    let entry = &entry.for_storage();
-    conn.prepare_cached(
-        "INSERT INTO audit_log(at, principal, source, operation, subject, version, schema_id, \
-         config_key, outcome, request_id, detail, count, last_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-    )
-    .map_err(backend)?
-    .execute(params![
-        entry.at,
-        entry.principal,
-        entry.source,
-        entry.operation,
-        entry.subject,
-        entry.version,
-        entry.schema_id,
-        entry.config_key,
-        entry.outcome,
-        entry.request_id,
-        entry.detail,
-        entry.count,
-        entry.last_at
-    ])
-    .map_err(backend)?;
-    Ok(conn.last_insert_rowid())
-}
-
 /// Writes the counts of repeated refusals taken from `tally` onto their entries.
 async fn flush_denials(
     writer: &Arc<sqlite_conn::WriteTurn>,
@@ -564,16 +468,7 @@ async fn flush_denials(
         return Ok(());
     }
     sqlite_conn::write_tx_grouped(writer, Span::Short, group, |tx| {
-        for b in &bumps {
-            cached_execute(
-                tx,
-                "UPDATE audit_log SET count = count + ?1, \
-                 last_at = MAX(COALESCE(last_at, at), ?2) WHERE seq = ?3",
-                params![b.add, b.last_at, b.seq],
-            )
-            .map_err(backend)?;
-        }
-        Ok(())
+        Ok(ready(ops::bump_denials(&Lite(tx), &bumps))?)
     })
     .await
 }
@@ -585,10 +480,7 @@ fn audit_in(
     operation: &str,
     target: AuditTarget,
 ) -> StoreResult<()> {
-    match audit {
-        Some(context) => insert_audit(conn, &context.entry(operation, target)).map(|_| ()),
-        None => Ok(()),
-    }
+    Ok(ready(ops::audit_in(&Lite(conn), audit, operation, target))?)
 }
 
 crate::registry_sql::registry_store!(SqliteStore, {
@@ -623,154 +515,15 @@ crate::registry_sql::registry_store!(SqliteStore, {
         .await
     }
 
-    async fn soft_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
-        self.write(Span::Long, |tx| soft_delete_in(tx, subject, versions))
-            .await
-    }
-
-    async fn hard_delete(&self, subject: &str, versions: &[i64]) -> StoreResult<()> {
-        self.write(Span::Long, |tx| hard_delete_in(tx, subject, versions))
-            .await
-    }
-
-    async fn delete_guarded(
-        &self,
-        subject: &str,
-        versions: &[i64],
-        permanent: bool,
-        guard: DeleteGuard<'_>,
-        audit: Audit<'_>,
-    ) -> StoreResult<()> {
-        self.write(Span::Short, |tx| {
-            let referencing = referencing_in(tx, subject, versions)?;
-            guard(&referencing).map_err(StoreError::Rejected)?;
-            if permanent {
-                hard_delete_in(tx, subject, versions)?;
-            } else {
-                soft_delete_in(tx, subject, versions)?;
-            }
-            audit_in(
-                tx,
-                audit,
-                delete_operation(permanent),
-                delete_target(subject, versions),
-            )
-        })
-        .await
-    }
-
-    async fn set_config(
-        &self,
-        scope: Scope<'_>,
-        config: &ConfigRecord,
-        audit: Audit<'_>,
-    ) -> StoreResult<()> {
-        let extra = serde_json::to_string(&config.extra).map_err(backend)?;
-        self.write(Span::Short, |tx| {
-            cached_execute(tx,
-                "INSERT INTO config(scope, compatibility, extra) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT(scope) DO UPDATE SET compatibility = excluded.compatibility, extra = excluded.extra",
-                params![scope_key(scope), config.compatibility, extra],
-            )
-            .map_err(backend)?;
-            let detail = config.compatibility.clone();
-            audit_in(tx, audit, "config.set", scope_target(scope, "config", detail))
-        }).await
-    }
-
-    async fn delete_config(
-        &self,
-        scope: Scope<'_>,
-        audit: Audit<'_>,
-    ) -> StoreResult<Option<ConfigRecord>> {
-        self.write(Span::Short, |tx| {
-            let old = read_config(tx, scope_key(scope))?;
-            cached_execute(
-                tx,
-                "DELETE FROM config WHERE scope = ?1",
-                [scope_key(scope)],
-            )
-            .map_err(backend)?;
-            if old.is_some() {
-                audit_in(
-                    tx,
-                    audit,
-                    "config.delete",
-                    scope_target(scope, "config", None),
-                )?;
-            }
-            Ok(old)
-        })
-        .await
-    }
-
-    async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()> {
-        self.write(Span::Short, |tx| {
-            cached_execute(
-                tx,
-                "INSERT INTO modes(scope, mode) VALUES (?1, ?2) \
-                 ON CONFLICT(scope) DO UPDATE SET mode = excluded.mode",
-                params![scope_key(scope), mode],
-            )
-            .map_err(backend)?;
-            let detail = Some(mode.to_string());
-            audit_in(tx, audit, "mode.set", scope_target(scope, "mode", detail))
-        })
-        .await
-    }
-
-    async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>> {
-        self.write(Span::Short, |tx| {
-            let old = read_mode(tx, scope_key(scope))?;
-            cached_execute(tx, "DELETE FROM modes WHERE scope = ?1", [scope_key(scope)])
-                .map_err(backend)?;
-            if old.is_some() {
-                audit_in(tx, audit, "mode.delete", scope_target(scope, "mode", None))?;
-            }
-            Ok(old)
-        })
-        .await
-    }
-
-    async fn delete_context(&self, context: &str, audit: Audit<'_>) -> StoreResult<bool> {
-        self.write(Span::Long, |tx| {
-            if context_in_use(tx, context)? {
-                return Err(StoreError::ContextNotEmpty(context.to_string()));
-            }
-            let Some(slot) = read_slot(tx, context)?.filter(|slot| *slot != 0) else {
-                return Ok(false);
-            };
-            let (lowest, highest) = context::slot_range(slot);
-            cached_execute(
-                tx,
-                "DELETE FROM schema_references WHERE schema_id BETWEEN ?1 AND ?2",
-                params![lowest, highest],
-            )
-            .map_err(backend)?;
-            cached_execute(
-                tx,
-                "DELETE FROM schemas WHERE id BETWEEN ?1 AND ?2",
-                params![lowest, highest],
-            )
-            .map_err(backend)?;
-            cached_execute(tx, "DELETE FROM contexts WHERE name = ?1", [context])
-                .map_err(backend)?;
-            audit_in(tx, audit, "context.delete", context_target(context))?;
-            Ok(true)
-        })
-        .await
-    }
-
-    async fn record_audit(&self, entry: &AuditEntry) -> StoreResult<i64> {
-        self.write(Span::Short, |tx| insert_audit(tx, entry)).await
-    }
-
     async fn record_denied(&self, entry: &AuditEntry, key: &DenialKey) -> StoreResult<()> {
         let schedule_flush = match self.denials.admit(entry, key) {
             Admission::Counted { schedule_flush } => schedule_flush,
             Admission::Append(first) => {
                 let (entry, key) = *first;
-                match self.write(Span::Short, |tx| insert_audit(tx, &entry)).await {
+                match self
+                    .write_one(async |tx| ops::record_audit(tx, &entry).await)
+                    .await
+                {
                     Ok(seq) => self.denials.opened(&key, seq),
                     Err(e) => {
                         self.denials.abandoned(&key);
@@ -809,15 +562,7 @@ crate::registry_sql::registry_store!(SqliteStore, {
 
     async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
         flush_denials(&self.writer, &self.group, &self.denials).await?;
-        self.write(Span::Long, |tx| {
-            let n = cached_execute(
-                tx,
-                "DELETE FROM audit_log WHERE COALESCE(last_at, at) < ?1",
-                [before],
-            )
-            .map_err(backend)?;
-            Ok(n as u64)
-        })
-        .await
+        self.write_long(async |tx| ops::prune_audit(tx, before).await)
+            .await
     }
 });
