@@ -27,17 +27,11 @@
 //! of exactly the committed writes; see [`PostgresStore::subscribe_changes`].
 
 use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
-use crate::context;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
-use crate::registry_sql::{
-    self as ops, LOCK_CONTENT, LOCK_CONTEXT, LOCK_ID, LOCK_SEQUENCE, LOCK_SUBJECT, RegistryTx,
-};
+use crate::registry_sql::{self as ops, LOCK_SEQUENCE, RegistryTx};
 use crate::sql::postgres::in_transaction;
-use crate::sql::{DbError, DbResult, Tx, args, postgres::Pg};
-use crate::{
-    Audit, AuditQuery, AuditTarget, Guard, NewSchema, Placement, Registered, Scope, StoreError,
-    StoreResult, register_operation, registered_target,
-};
+use crate::sql::{DbError, DbResult, Lock, Tx, args, postgres::Pg};
+use crate::{AuditQuery, Scope, StoreError, StoreResult};
 use deadpool_postgres::{GenericClient, Object, Pool, PoolError, Transaction};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
@@ -45,8 +39,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::{OnceCell, broadcast};
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{AsyncMessage, NoTls, Row};
+use tokio_postgres::{AsyncMessage, NoTls};
 
 /// Numbered migrations, applied in order under an advisory lock; each runs once, recorded in
 /// `schema_migrations`. Same data model as the SQLite backend. Names compare byte-wise
@@ -265,10 +258,6 @@ fn other_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
-fn now_millis() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
 /// A readable `host:port/dbname` for messages; never includes the password.
 fn describe_target(config: &tokio_postgres::Config) -> String {
     let host = config
@@ -287,46 +276,10 @@ fn describe_target(config: &tokio_postgres::Config) -> String {
     format!("{host}:{port}/{db}")
 }
 
-fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize) -> StoreResult<T> {
-    row.try_get(idx).map_err(pg_err)
-}
-
-async fn exec(
-    client: &impl GenericClient,
-    sql: &str,
-    args: &[&(dyn ToSql + Sync)],
-) -> StoreResult<u64> {
-    let stmt = client.prepare_cached(sql).await.map_err(pg_err)?;
-    client.execute(&stmt, args).await.map_err(pg_err)
-}
-
-async fn query_opt(
-    client: &impl GenericClient,
-    sql: &str,
-    args: &[&(dyn ToSql + Sync)],
-) -> StoreResult<Option<Row>> {
-    let stmt = client.prepare_cached(sql).await.map_err(pg_err)?;
-    client.query_opt(&stmt, args).await.map_err(pg_err)
-}
-
-/// Takes a transaction-scoped advisory lock on `key` within namespace `ns`; it is released at
-/// commit or rollback.
-async fn lock(client: &impl GenericClient, ns: i32, key: &str) -> StoreResult<()> {
-    exec(
-        client,
-        "SELECT pg_advisory_xact_lock($1, hashtext($2))::text",
-        &[&ns, &key],
-    )
-    .await
-    .map(|_| ())
-}
-
-async fn notify(client: &impl GenericClient, change: &Change) -> StoreResult<()> {
-    Ok(Pg(client).changed(change.clone()).await?)
-}
-
 /// A write's change goes on the feed with its transaction: `NOTIFY` is delivered at commit.
 impl<C: GenericClient> RegistryTx for Pg<'_, C> {
+    const SEQUENCE: bool = true;
+
     async fn changed(&self, change: Change) -> DbResult<()> {
         let mut payload = serde_json::to_string(&change).map_err(DbError::new)?;
         if payload.len() > MAX_PAYLOAD {
@@ -335,6 +288,19 @@ impl<C: GenericClient> RegistryTx for Pg<'_, C> {
         self.execute("SELECT pg_notify(?1, ?2)", args![CHANGE_CHANNEL, payload])
             .await
             .map(|_| ())
+    }
+
+    /// Moves the sequence past `id`, never back; serialized so that two imports cannot move
+    /// it backwards.
+    async fn schema_id_taken(&self, id: i64) -> DbResult<()> {
+        self.lock(Lock::Named(LOCK_SEQUENCE, "")).await?;
+        self.execute(
+            "SELECT setval('schema_ids', GREATEST(?1, \
+             (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM schema_ids)))",
+            args![id],
+        )
+        .await
+        .map(|_| ())
     }
 }
 
@@ -594,326 +560,12 @@ async fn listen(
     }
 }
 
-async fn register_in(
-    tx: &deadpool_postgres::Transaction<'_>,
-    subject: &str,
-    candidate: &NewSchema,
-    placement: Placement,
-    guard: Guard<'_>,
-) -> StoreResult<Registered> {
-    // The subject and every subject it references, in name order so that two registrations
-    // referencing each other's subjects cannot deadlock.
-    let mut subjects: Vec<&str> = std::iter::once(subject)
-        .chain(candidate.references.iter().map(|r| r.subject.as_str()))
-        .collect();
-    subjects.sort_unstable();
-    subjects.dedup();
-    for s in subjects {
-        lock(tx, LOCK_SUBJECT, s).await?;
-    }
-    let versions = ops::query_versions(&Pg(tx), "WHERE v.subject = ?1", args![subject]).await?;
-    if let Some(existing) = placement.existing(&versions, candidate) {
-        return Ok(existing);
-    }
-    guard(&versions).map_err(StoreError::Rejected)?;
-    check_references_live(tx, subject, candidate).await?;
-
-    let version = placement.next_version(subject, &versions)?;
-    let slot = slot_for_write(tx, context::context_of(subject)).await?;
-    let (lowest, highest) = context::slot_range(slot);
-
-    let (id, new_schema) = match placement.id.map(|id| context::stored_id(slot, id)) {
-        Some(id) => explicit_id(tx, subject, id, candidate).await?,
-        None => {
-            lock(tx, LOCK_CONTENT, &candidate.content_key).await?;
-            let found = query_opt(
-                tx,
-                "SELECT MIN(id) FROM schemas WHERE content_key = $1 AND id BETWEEN $2 AND $3",
-                &[&candidate.content_key, &lowest, &highest],
-            )
-            .await?;
-            match found
-                .map(|r| col::<Option<i64>>(&r, 0))
-                .transpose()?
-                .flatten()
-            {
-                Some(id) => (id, false),
-                None => match insert_schema(tx, subject, None, candidate).await? {
-                    Some(id) => (id, true),
-                    None => return Err(other_err("no schema id could be allocated")),
-                },
-            }
-        }
-    };
-    let now = now_millis();
-    exec(
-        tx,
-        "INSERT INTO subject_versions(subject, version, schema_id, deleted, created_at, updated_at) \
-         VALUES ($1, $2, $3, FALSE, $4, $4)",
-        &[&subject, &version, &id, &now],
-    )
-    .await?;
-    let kind = if new_schema {
-        ChangeKind::Schema
-    } else {
-        ChangeKind::Subject
-    };
-    notify(
-        tx,
-        &Change::new(kind, Some(subject), Some(id), Some(version)),
-    )
-    .await?;
-    Ok(Registered {
-        id,
-        version,
-        created: true,
-        schema_created: new_schema,
-    })
-}
-
-/// Binds an imported id: reused when it already carries this content, refused when it carries
-/// other content, created otherwise (moving the sequence past it).
-async fn explicit_id(
-    tx: &deadpool_postgres::Transaction<'_>,
-    subject: &str,
-    id: i64,
-    candidate: &NewSchema,
-) -> StoreResult<(i64, bool)> {
-    lock(tx, LOCK_ID, &id.to_string()).await?;
-    let bound = query_opt(tx, "SELECT content_key FROM schemas WHERE id = $1", &[&id]).await?;
-    match bound.map(|r| col::<String>(&r, 0)).transpose()? {
-        Some(key) if key != candidate.content_key => Err(StoreError::IdConflict { id }),
-        Some(_) => Ok((id, false)),
-        None => {
-            if insert_schema(tx, subject, Some(id), candidate)
-                .await?
-                .is_none()
-            {
-                // Taken meanwhile by a new id allocated from the sequence.
-                return Err(StoreError::IdConflict { id });
-            }
-            if id > 0 && context::slot_of(id) == 0 {
-                // Serialized so that two imports cannot move the sequence backwards.
-                lock(tx, LOCK_SEQUENCE, "").await?;
-                exec(
-                    tx,
-                    "SELECT setval('schema_ids', GREATEST($1, \
-                     (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM schema_ids)))::text",
-                    &[&id],
-                )
-                .await?;
-            }
-            Ok((id, true))
-        }
-    }
-}
-
-/// The slot of `context`, created with the next free slot on its first registration (slot
-/// creation is serialized across nodes).
-async fn slot_for_write(
-    tx: &deadpool_postgres::Transaction<'_>,
-    context: &str,
-) -> StoreResult<i64> {
-    if context == context::DEFAULT_CONTEXT {
-        return Ok(0);
-    }
-    if let Some(slot) = read_slot(tx, context).await? {
-        return Ok(slot);
-    }
-    lock(tx, LOCK_CONTEXT, "").await?;
-    if let Some(slot) = read_slot(tx, context).await? {
-        return Ok(slot);
-    }
-    let row = query_opt(
-        tx,
-        "INSERT INTO contexts(name, slot) \
-         SELECT $1, COALESCE(MAX(slot), 0) + 1 FROM contexts RETURNING slot",
-        &[&context],
-    )
-    .await?;
-    match row {
-        Some(row) => col(&row, 0),
-        None => Err(other_err("no context slot could be allocated")),
-    }
-}
-
-async fn read_slot(client: &impl GenericClient, context: &str) -> StoreResult<Option<i64>> {
-    Ok(ops::read_slot(&Pg(client), context).await?)
-}
-
-/// The id a new schema of `subject`'s context takes: the default context draws from the
-/// sequence, the others take one more than their highest (under a per-context lock).
-async fn next_context_id(
-    tx: &deadpool_postgres::Transaction<'_>,
-    subject: &str,
-) -> StoreResult<Option<i64>> {
-    let context = context::context_of(subject);
-    let slot = read_slot(tx, context).await?.unwrap_or(0);
-    if slot == 0 {
-        return Ok(None);
-    }
-    lock(tx, LOCK_CONTEXT, context).await?;
-    let (lowest, highest) = context::slot_range(slot);
-    let row = query_opt(
-        tx,
-        "SELECT COALESCE(MAX(id), $1::BIGINT - 1) + 1 FROM schemas WHERE id BETWEEN $1 AND $2",
-        &[&lowest, &highest],
-    )
-    .await?;
-    row.map(|r| col(&r, 0)).transpose()
-}
-
-/// Inserts the schema row and its references; returns the id used, or `None` when the explicit
-/// `id` is already taken. With `id: None` the context's next id is taken (in the default
-/// context the next sequence value, skipping values an import already holds).
-async fn insert_schema(
-    tx: &deadpool_postgres::Transaction<'_>,
-    subject: &str,
-    id: Option<i64>,
-    candidate: &NewSchema,
-) -> StoreResult<Option<i64>> {
-    let explicit = id.is_some();
-    let id = match id {
-        Some(id) => Some(id),
-        None => next_context_id(tx, subject).await?,
-    };
-    let refs = serde_json::to_string(&candidate.references).map_err(other_err)?;
-    let metadata = candidate
-        .metadata
-        .as_ref()
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(other_err)?;
-    let rule_set = candidate
-        .rule_set
-        .as_ref()
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(other_err)?;
-    let guid = candidate.guid();
-    let args: [&(dyn ToSql + Sync); 8] = [
-        &id,
-        &candidate.schema_type,
-        &candidate.schema,
-        &refs,
-        &metadata,
-        &rule_set,
-        &candidate.content_key,
-        &guid,
-    ];
-    let id = loop {
-        let row = query_opt(
-            tx,
-            "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, content_key, guid) \
-             VALUES (COALESCE($1, nextval('schema_ids')), $2, $3, $4, $5, $6, $7, $8) \
-             ON CONFLICT (id) DO NOTHING RETURNING id",
-            &args,
-        )
-        .await?;
-        match row {
-            Some(row) => break col::<i64>(&row, 0)?,
-            None if explicit => return Ok(None),
-            None if id.is_some() => return Err(other_err("a context id was taken meanwhile")),
-            None => continue,
-        }
-    };
-    for (ordinal, r) in candidate.references.iter().enumerate() {
-        let ordinal = i32::try_from(ordinal).map_err(other_err)?;
-        exec(
-            tx,
-            "INSERT INTO schema_references(schema_id, ordinal, name, subject, version) \
-             VALUES ($1, $2, $3, $4, $5)",
-            &[
-                &id,
-                &ordinal,
-                &r.name,
-                &context::qualify_with_parent(subject, &r.subject),
-                &r.version,
-            ],
-        )
-        .await?;
-    }
-    Ok(Some(id))
-}
-
-/// Every reference of a schema about to be written must name a live version; the referenced
-/// subjects are locked, so a concurrent delete waits for this registration (and its guard then
-/// sees the new reference).
-async fn check_references_live(
-    tx: &deadpool_postgres::Transaction<'_>,
-    subject: &str,
-    candidate: &NewSchema,
-) -> StoreResult<()> {
-    for r in &candidate.references {
-        let target = context::qualify_with_parent(subject, &r.subject);
-        let live = query_opt(
-            tx,
-            "SELECT 1 FROM subject_versions WHERE subject = $1 AND version = $2 AND NOT deleted",
-            &[&target, &r.version],
-        )
-        .await?
-        .is_some();
-        if !live {
-            return Err(StoreError::NoSuchVersion {
-                subject: r.subject.clone(),
-                version: r.version,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Records `operation` on `target` for `audit`, inside the caller's transaction.
-async fn audit_in(
-    client: &impl GenericClient,
-    audit: Audit<'_>,
-    operation: &str,
-    target: AuditTarget,
-) -> StoreResult<()> {
-    Ok(ops::audit_in(&Pg(client), audit, operation, target).await?)
-}
-
 /// Writes the counts of repeated refusals taken from `tally` onto their entries.
 async fn flush_denials(client: &impl GenericClient, tally: &DenialTally) -> StoreResult<()> {
     Ok(ops::bump_denials(&Pg(client), &tally.take()).await?)
 }
 
-/// Runs `work` in one READ COMMITTED transaction on a pooled connection and commits it.
-macro_rules! in_transaction {
-    ($store:expr, |$tx:ident| $body:expr) => {{
-        let mut client = $store.client().await?;
-        let $tx = client.transaction().await.map_err(pg_err)?;
-        let out = $body;
-        $tx.commit().await.map_err(pg_err)?;
-        out
-    }};
-}
-
 crate::registry_sql::registry_store!(PostgresStore, {
-    async fn register(
-        &self,
-        subject: &str,
-        candidate: &NewSchema,
-        placement: Placement,
-        guard: Guard<'_>,
-        audit: Audit<'_>,
-    ) -> StoreResult<Registered> {
-        let registered = in_transaction!(self, |tx| {
-            let r = register_in(&tx, subject, candidate, placement, guard).await?;
-            if r.created {
-                audit_in(
-                    &tx,
-                    audit,
-                    register_operation(&placement),
-                    registered_target(subject, &r),
-                )
-                .await?;
-            }
-            r
-        });
-        Ok(registered)
-    }
-
     async fn ping(&self) -> StoreResult<()> {
         PostgresStore::ping(self).await
     }

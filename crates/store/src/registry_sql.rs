@@ -10,8 +10,9 @@ use crate::context;
 use crate::postgres::{Change, ChangeKind};
 use crate::sql::{DbError, DbResult, Lock, Row, Tx, args};
 use crate::{
-    Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, SchemaRecord, Scope,
-    StoreError, StoreResult, StoredVersion, context_target, delete_operation, delete_target,
+    Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
+    Placement, Registered, SchemaRecord, Scope, StoreError, StoreResult, StoredVersion,
+    context_target, delete_operation, delete_target, register_operation, registered_target,
     scope_target,
 };
 use std::future::Future;
@@ -390,8 +391,8 @@ macro_rules! registry_store {
         const _: () = {
             use $crate::registry_sql as ops;
             use $crate::{
-                Audit, AuditEntry, ConfigRecord, DeleteGuard, SchemaRecord, Scope, Store,
-                StoreResult, StoredVersion,
+                Audit, AuditEntry, ConfigRecord, DeleteGuard, Guard, NewSchema, Placement,
+                Registered, SchemaRecord, Scope, Store, StoreResult, StoredVersion,
             };
 
             $crate::sql::store_impl! {
@@ -413,6 +414,7 @@ macro_rules! registry_store {
                 read_long fn contexts() -> StoreResult<Vec<(String, i64)>>;
                 read_short fn context_slot(context: &str) -> StoreResult<Option<i64>>;
                 read_short fn last_audit_seq() -> StoreResult<i64>;
+                write_short fn register(subject: &str, candidate: &NewSchema, placement: Placement, guard: Guard<'_>, audit: Audit<'_>) -> StoreResult<Registered>;
                 write_long fn soft_delete(subject: &str, versions: &[i64]) -> StoreResult<()>;
                 write_long fn hard_delete(subject: &str, versions: &[i64]) -> StoreResult<()>;
                 write_short fn delete_guarded(subject: &str, versions: &[i64], permanent: bool, guard: DeleteGuard<'_>, audit: Audit<'_>) -> StoreResult<()>;
@@ -442,11 +444,27 @@ pub(crate) const LOCK_CONTEXT: i32 = 0x436f_0007;
 /// changed. PostgreSQL sends it on its change feed when the transaction commits; SQLite, the
 /// only writer of its file, has no one to tell.
 pub(crate) trait RegistryTx: Tx {
+    /// Whether new ids of the default context come from the `schema_ids` sequence
+    /// (PostgreSQL, whose nodes must not pick the same one) rather than one more than the
+    /// highest (SQLite, whose writer is alone).
+    const SEQUENCE: bool;
+
     fn changed(&self, change: Change) -> impl Future<Output = DbResult<()>>;
+
+    /// After an imported id was inserted into the default context: makes the ids drawn later
+    /// pass it.
+    fn schema_id_taken(&self, id: i64) -> impl Future<Output = DbResult<()>>;
 }
 
 impl RegistryTx for crate::sql::sqlite::Lite<'_> {
+    const SEQUENCE: bool = false;
+
     async fn changed(&self, _change: Change) -> DbResult<()> {
+        Ok(())
+    }
+
+    /// The next id is the highest plus one: nothing to move.
+    async fn schema_id_taken(&self, _id: i64) -> DbResult<()> {
         Ok(())
     }
 }
@@ -748,4 +766,264 @@ pub(crate) async fn prune_audit(tx: &impl Tx, before: i64) -> StoreResult<u64> {
             args![before],
         )
         .await?)
+}
+
+/// A new schema's row; `?1` is its id.
+const INSERT_SCHEMA: &str = "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, \
+     content_key, guid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO NOTHING RETURNING id";
+/// The same, its id drawn from PostgreSQL's `schema_ids` sequence when `?1` is NULL.
+const INSERT_SCHEMA_FROM_SEQUENCE: &str = "INSERT INTO schemas(id, schema_type, schema, refs, \
+     metadata, rule_set, content_key, guid) VALUES (COALESCE(?1, nextval('schema_ids')), ?2, ?3, \
+     ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO NOTHING RETURNING id";
+
+/// Registers `candidate` under `subject` (see [`crate::Store::register`]).
+pub(crate) async fn register(
+    tx: &impl RegistryTx,
+    subject: &str,
+    candidate: &NewSchema,
+    placement: Placement,
+    guard: Guard<'_>,
+    audit: Audit<'_>,
+) -> StoreResult<Registered> {
+    let r = register_in(tx, subject, candidate, placement, guard).await?;
+    if r.created {
+        let target = registered_target(subject, &r);
+        audit_in(tx, audit, register_operation(&placement), target).await?;
+    }
+    Ok(r)
+}
+
+async fn register_in(
+    tx: &impl RegistryTx,
+    subject: &str,
+    candidate: &NewSchema,
+    placement: Placement,
+    guard: Guard<'_>,
+) -> StoreResult<Registered> {
+    // The subject and every subject it references, in name order so that two registrations
+    // referencing each other's subjects cannot deadlock.
+    let mut subjects: Vec<&str> = std::iter::once(subject)
+        .chain(candidate.references.iter().map(|r| r.subject.as_str()))
+        .collect();
+    subjects.sort_unstable();
+    subjects.dedup();
+    for s in subjects {
+        tx.lock(Lock::Named(LOCK_SUBJECT, s)).await?;
+    }
+    let versions = query_versions(tx, "WHERE v.subject = ?1", args![subject]).await?;
+    if let Some(existing) = placement.existing(&versions, candidate) {
+        return Ok(existing);
+    }
+    guard(&versions).map_err(StoreError::Rejected)?;
+    check_references_live(tx, subject, candidate).await?;
+
+    let version = placement.next_version(subject, &versions)?;
+    let slot = slot_for_write(tx, context::context_of(subject)).await?;
+    let (id, schema_created) = match placement.id.map(|id| context::stored_id(slot, id)) {
+        Some(id) => explicit_id(tx, subject, id, candidate).await?,
+        None => content_id(tx, subject, slot, candidate).await?,
+    };
+    tx.execute(
+        "INSERT INTO subject_versions(subject, version, schema_id, deleted, created_at, \
+         updated_at) VALUES (?1, ?2, ?3, FALSE, ?4, ?4)",
+        args![subject, version, id, now_millis()],
+    )
+    .await?;
+    let kind = if schema_created {
+        ChangeKind::Schema
+    } else {
+        ChangeKind::Subject
+    };
+    tx.changed(Change::new(kind, Some(subject), Some(id), Some(version)))
+        .await?;
+    Ok(Registered {
+        id,
+        version,
+        created: true,
+        schema_created,
+    })
+}
+
+/// The id the content takes in `slot`'s context: the lowest it already has there, or a new
+/// one.
+async fn content_id(
+    tx: &impl RegistryTx,
+    subject: &str,
+    slot: i64,
+    candidate: &NewSchema,
+) -> StoreResult<(i64, bool)> {
+    tx.lock(Lock::Named(LOCK_CONTENT, &candidate.content_key))
+        .await?;
+    let (lowest, highest) = context::slot_range(slot);
+    let found: Option<i64> = tx
+        .value(
+            "SELECT MIN(id) FROM schemas WHERE content_key = ?1 AND id BETWEEN ?2 AND ?3",
+            args![&candidate.content_key, lowest, highest],
+        )
+        .await?;
+    match found {
+        Some(id) => Ok((id, false)),
+        None => match insert_schema(tx, subject, None, candidate).await? {
+            Some(id) => Ok((id, true)),
+            None => Err(DbError("no schema id could be allocated".into()).into()),
+        },
+    }
+}
+
+/// Binds an imported id: reused when it already carries this content, refused when it carries
+/// other content, created otherwise (moving PostgreSQL's sequence past it).
+async fn explicit_id(
+    tx: &impl RegistryTx,
+    subject: &str,
+    id: i64,
+    candidate: &NewSchema,
+) -> StoreResult<(i64, bool)> {
+    tx.lock(Lock::Named(LOCK_ID, &id.to_string())).await?;
+    let bound: Option<String> = tx
+        .value_opt("SELECT content_key FROM schemas WHERE id = ?1", args![id])
+        .await?;
+    match bound {
+        Some(key) if key != candidate.content_key => Err(StoreError::IdConflict { id }),
+        Some(_) => Ok((id, false)),
+        None => {
+            if insert_schema(tx, subject, Some(id), candidate)
+                .await?
+                .is_none()
+            {
+                // Taken meanwhile by a new id allocated from the sequence.
+                return Err(StoreError::IdConflict { id });
+            }
+            if id > 0 && context::slot_of(id) == 0 {
+                tx.schema_id_taken(id).await?;
+            }
+            Ok((id, true))
+        }
+    }
+}
+
+/// The slot of `context`, created with the next free slot on its first registration (slot
+/// creation is serialized across PostgreSQL nodes).
+async fn slot_for_write(tx: &impl Tx, context: &str) -> DbResult<i64> {
+    if let Some(slot) = read_slot(tx, context).await? {
+        return Ok(slot);
+    }
+    tx.lock(Lock::Named(LOCK_CONTEXT, "")).await?;
+    if let Some(slot) = read_slot(tx, context).await? {
+        return Ok(slot);
+    }
+    tx.value(
+        "INSERT INTO contexts(name, slot) \
+         SELECT ?1, COALESCE(MAX(slot), 0) + 1 FROM contexts RETURNING slot",
+        args![context],
+    )
+    .await
+}
+
+/// The id a new schema of `subject`'s context takes, where the store picks it: one more than
+/// the context's highest (under a per-context lock), or `None` for PostgreSQL's default
+/// context, which draws from its sequence.
+async fn next_context_id<T: RegistryTx>(tx: &T, subject: &str) -> DbResult<Option<i64>> {
+    let context = context::context_of(subject);
+    let slot = read_slot(tx, context).await?.unwrap_or(0);
+    if slot == 0 && T::SEQUENCE {
+        return Ok(None);
+    }
+    tx.lock(Lock::Named(LOCK_CONTEXT, context)).await?;
+    let (lowest, highest) = context::slot_range(slot);
+    tx.value(
+        "SELECT COALESCE(MAX(id), CAST(?1 AS BIGINT) - 1) + 1 FROM schemas WHERE id BETWEEN ?1 AND ?2",
+        args![lowest, highest],
+    )
+    .await
+    .map(Some)
+}
+
+fn json_text<T: serde::Serialize>(value: &T) -> DbResult<String> {
+    serde_json::to_string(value).map_err(DbError::new)
+}
+
+/// Inserts the schema row and its references; returns the id used, or `None` when the explicit
+/// `id` is already taken. With `id: None` the context's next id is taken (in PostgreSQL's
+/// default context the next sequence value, skipping values an import already holds).
+async fn insert_schema<T: RegistryTx>(
+    tx: &T,
+    subject: &str,
+    id: Option<i64>,
+    candidate: &NewSchema,
+) -> DbResult<Option<i64>> {
+    let explicit = id.is_some();
+    let id = match id {
+        Some(id) => Some(id),
+        None => next_context_id(tx, subject).await?,
+    };
+    let refs = json_text(&candidate.references)?;
+    let metadata = candidate.metadata.as_ref().map(json_text).transpose()?;
+    let rule_set = candidate.rule_set.as_ref().map(json_text).transpose()?;
+    let guid = candidate.guid();
+    let sql = if id.is_none() {
+        INSERT_SCHEMA_FROM_SEQUENCE
+    } else {
+        INSERT_SCHEMA
+    };
+    let params = args![
+        id,
+        &candidate.schema_type,
+        &candidate.schema,
+        &refs,
+        &metadata,
+        &rule_set,
+        &candidate.content_key,
+        &guid
+    ];
+    let id: i64 = loop {
+        match tx.value_opt(sql, params).await? {
+            Some(id) => break id,
+            None if explicit => return Ok(None),
+            None if id.is_some() => return Err(DbError("a context id was taken meanwhile".into())),
+            None => continue,
+        }
+    };
+    for (ordinal, r) in candidate.references.iter().enumerate() {
+        tx.execute(
+            "INSERT INTO schema_references(schema_id, ordinal, name, subject, version) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            args![
+                id,
+                ordinal as i64,
+                &r.name,
+                context::qualify_with_parent(subject, &r.subject),
+                r.version
+            ],
+        )
+        .await?;
+    }
+    Ok(Some(id))
+}
+
+/// Every reference of a schema about to be written must name a live version (an unqualified
+/// reference names a subject of the referring subject's context); on PostgreSQL the
+/// referenced subjects are locked, so a concurrent delete waits for this registration (and
+/// its guard then sees the new reference).
+async fn check_references_live(
+    tx: &impl Tx,
+    subject: &str,
+    candidate: &NewSchema,
+) -> StoreResult<()> {
+    for r in &candidate.references {
+        let target = context::qualify_with_parent(subject, &r.subject);
+        let live = tx
+            .query_opt(
+                "SELECT 1 FROM subject_versions \
+                 WHERE subject = ?1 AND version = ?2 AND NOT deleted LIMIT 1",
+                args![target, r.version],
+            )
+            .await?;
+        if live.is_none() {
+            return Err(StoreError::NoSuchVersion {
+                subject: r.subject.clone(),
+                version: r.version,
+            });
+        }
+    }
+    Ok(())
 }

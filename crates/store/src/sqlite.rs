@@ -4,16 +4,12 @@
 //! concurrently, which WAL allows.
 
 use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
-use crate::context;
 use crate::group_commit::GroupCommit;
 use crate::registry_sql as ops;
 use crate::sql::{ready, sqlite::Lite};
 use crate::sqlite_conn::{self, Span};
-use crate::{
-    Audit, AuditQuery, AuditTarget, Guard, NewSchema, Placement, Registered, StoreError,
-    StoreResult, register_operation, registered_target,
-};
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::{AuditQuery, StoreError, StoreResult};
+use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -117,30 +113,6 @@ pub struct SqliteStore {
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
-}
-
-fn now_millis() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-/// `query_row` through the connection's statement cache: nearly every statement here runs
-/// once per request, and preparing it again each time cost more than running it.
-fn cached_row<T, P: rusqlite::Params>(
-    conn: &Connection,
-    sql: &str,
-    params: P,
-    f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
-    conn.prepare_cached(sql)?.query_row(params, f)
-}
-
-/// `execute` through the connection's statement cache (see [`cached_row`]).
-fn cached_execute<P: rusqlite::Params>(
-    conn: &Connection,
-    sql: &str,
-    params: P,
-) -> rusqlite::Result<usize> {
-    conn.prepare_cached(sql)?.execute(params)
 }
 
 fn open_connection(path: &Path) -> StoreResult<Connection> {
@@ -274,189 +246,6 @@ impl SqliteStore {
     }
 }
 
-fn register_in(
-    tx: &Connection,
-    subject: &str,
-    candidate: &NewSchema,
-    placement: Placement,
-    guard: Guard<'_>,
-) -> StoreResult<Registered> {
-    let versions = ready(ops::subject_versions(&Lite(tx), subject))?;
-    if let Some(existing) = placement.existing(&versions, candidate) {
-        return Ok(existing);
-    }
-    guard(&versions).map_err(StoreError::Rejected)?;
-    check_references_live(tx, subject, candidate)?;
-
-    let version = placement.next_version(subject, &versions)?;
-    let slot = slot_for_write(tx, context::context_of(subject))?;
-    let (lowest, highest) = context::slot_range(slot);
-
-    let (id, schema_created) = match placement.id.map(|id| context::stored_id(slot, id)) {
-        Some(id) => {
-            let bound: Option<String> = cached_row(
-                tx,
-                "SELECT content_key FROM schemas WHERE id = ?1",
-                [id],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(backend)?;
-            match bound {
-                Some(key) if key != candidate.content_key => {
-                    return Err(StoreError::IdConflict { id });
-                }
-                Some(_) => (id, false),
-                None => (insert_schema(tx, subject, Some(id), candidate)?, true),
-            }
-        }
-        None => {
-            let found: Option<i64> = cached_row(
-                tx,
-                "SELECT MIN(id) FROM schemas WHERE content_key = ?1 AND id BETWEEN ?2 AND ?3",
-                params![&candidate.content_key, lowest, highest],
-                |r| r.get(0),
-            )
-            .map_err(backend)?;
-            match found {
-                Some(id) => (id, false),
-                None => (insert_schema(tx, subject, None, candidate)?, true),
-            }
-        }
-    };
-    let now = now_millis();
-    cached_execute(tx,
-        "INSERT INTO subject_versions(subject, version, schema_id, deleted, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, 0, ?4, ?4)",
-        params![subject, version, id, now],
-    )
-    .map_err(backend)?;
-    Ok(Registered {
-        id,
-        version,
-        created: true,
-        schema_created,
-    })
-}
-
-/// The slot of `context`, created with the next free slot on its first registration.
-fn slot_for_write(tx: &Connection, context: &str) -> StoreResult<i64> {
-    if context == context::DEFAULT_CONTEXT {
-        return Ok(0);
-    }
-    if let Some(slot) = read_slot(tx, context)? {
-        return Ok(slot);
-    }
-    let slot: i64 = cached_row(
-        tx,
-        "SELECT COALESCE(MAX(slot), 0) + 1 FROM contexts",
-        [],
-        |r| r.get(0),
-    )
-    .map_err(backend)?;
-    cached_execute(
-        tx,
-        "INSERT INTO contexts(name, slot) VALUES (?1, ?2)",
-        params![context, slot],
-    )
-    .map_err(backend)?;
-    Ok(slot)
-}
-
-fn read_slot(conn: &Connection, context: &str) -> StoreResult<Option<i64>> {
-    Ok(ready(ops::read_slot(&Lite(conn), context))?)
-}
-
-fn insert_schema(
-    tx: &Connection,
-    subject: &str,
-    id: Option<i64>,
-    candidate: &NewSchema,
-) -> StoreResult<i64> {
-    let id = match id {
-        Some(id) => id,
-        None => {
-            let slot = read_slot(tx, context::context_of(subject))?.unwrap_or(0);
-            let (lowest, highest) = context::slot_range(slot);
-            let max: i64 = cached_row(
-                tx,
-                "SELECT COALESCE(MAX(id), ?1 - 1) FROM schemas WHERE id BETWEEN ?1 AND ?2",
-                params![lowest, highest],
-                |r| r.get(0),
-            )
-            .map_err(backend)?;
-            max + 1
-        }
-    };
-    let refs = serde_json::to_string(&candidate.references).map_err(backend)?;
-    let metadata = candidate
-        .metadata
-        .as_ref()
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(backend)?;
-    let rule_set = candidate
-        .rule_set
-        .as_ref()
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(backend)?;
-    cached_execute(
-        tx,
-        "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, content_key, guid) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
-            id,
-            candidate.schema_type,
-            candidate.schema,
-            refs,
-            metadata,
-            rule_set,
-            candidate.content_key,
-            candidate.guid()
-        ],
-    )
-    .map_err(backend)?;
-    for (ordinal, r) in candidate.references.iter().enumerate() {
-        cached_execute(
-            tx,
-            "INSERT INTO schema_references(schema_id, ordinal, name, subject, version) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                id,
-                ordinal as i64,
-                r.name,
-                context::qualify_with_parent(subject, &r.subject),
-                r.version
-            ],
-        )
-        .map_err(backend)?;
-    }
-    Ok(id)
-}
-
-/// Every reference of a schema about to be written must name a live version (an unqualified
-/// reference names a subject of the referring subject's context).
-fn check_references_live(tx: &Connection, subject: &str, candidate: &NewSchema) -> StoreResult<()> {
-    for r in &candidate.references {
-        let live: bool = cached_row(
-            tx,
-            "SELECT EXISTS(SELECT 1 FROM subject_versions \
-                 WHERE subject = ?1 AND version = ?2 AND deleted = 0)",
-            params![context::qualify_with_parent(subject, &r.subject), r.version],
-            |row| row.get(0),
-        )
-        .map_err(backend)?;
-        if !live {
-            return Err(StoreError::NoSuchVersion {
-                subject: r.subject.clone(),
-                version: r.version,
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Writes the counts of repeated refusals taken from `tally` onto their entries.
 async fn flush_denials(
     writer: &Arc<sqlite_conn::WriteTurn>,
@@ -473,16 +262,6 @@ async fn flush_denials(
     .await
 }
 
-/// Records `operation` on `target` for `audit`, inside the caller's transaction.
-fn audit_in(
-    conn: &Connection,
-    audit: Audit<'_>,
-    operation: &str,
-    target: AuditTarget,
-) -> StoreResult<()> {
-    Ok(ready(ops::audit_in(&Lite(conn), audit, operation, target))?)
-}
-
 crate::registry_sql::registry_store!(SqliteStore, {
     async fn settled(&self) -> StoreResult<()> {
         self.group.settled().await
@@ -490,29 +269,6 @@ crate::registry_sql::registry_store!(SqliteStore, {
 
     fn only_writer(&self) -> bool {
         true
-    }
-
-    async fn register(
-        &self,
-        subject: &str,
-        candidate: &NewSchema,
-        placement: Placement,
-        guard: Guard<'_>,
-        audit: Audit<'_>,
-    ) -> StoreResult<Registered> {
-        self.write(Span::Short, |tx| {
-            let r = register_in(tx, subject, candidate, placement, guard)?;
-            if r.created {
-                audit_in(
-                    tx,
-                    audit,
-                    register_operation(&placement),
-                    registered_target(subject, &r),
-                )?;
-            }
-            Ok(r)
-        })
-        .await
     }
 
     async fn record_denied(&self, entry: &AuditEntry, key: &DenialKey) -> StoreResult<()> {
