@@ -120,6 +120,16 @@ async fn finish(tx: &impl Tx, outcome: KeyWrite, audit: AuditLine<'_>) -> StoreR
     Ok(outcome)
 }
 
+/// [`finish`] for a statement on one key: `Done` when it changed a row, else `Missing`.
+async fn finish_changed(tx: &impl Tx, changed: u64, audit: AuditLine<'_>) -> StoreResult<KeyWrite> {
+    let outcome = if changed > 0 {
+        KeyWrite::Done
+    } else {
+        KeyWrite::Missing
+    };
+    finish(tx, outcome, audit).await
+}
+
 /// Whether the KEK is soft-deleted, its row locked until the transaction ends; `None` when
 /// it does not exist.
 async fn lock_kek(tx: &impl Tx, name: &str) -> StoreResult<Option<bool>> {
@@ -188,12 +198,7 @@ pub(crate) async fn update_kek(
             &kek_params(kek),
         )
         .await?;
-    let outcome = if n == 1 {
-        KeyWrite::Done
-    } else {
-        KeyWrite::Missing
-    };
-    finish(tx, outcome, audit).await
+    finish_changed(tx, n, audit).await
 }
 
 pub(crate) async fn delete_kek(
@@ -242,12 +247,7 @@ pub(crate) async fn undelete_kek(
             args![name, now_millis()],
         )
         .await?;
-    let outcome = if n == 1 {
-        KeyWrite::Done
-    } else {
-        KeyWrite::Missing
-    };
-    finish(tx, outcome, audit).await
+    finish_changed(tx, n, audit).await
 }
 
 pub(crate) async fn dek(
@@ -348,12 +348,7 @@ pub(crate) async fn rewrap_dek(
             ],
         )
         .await?;
-    let outcome = if n == 1 {
-        KeyWrite::Done
-    } else {
-        KeyWrite::Missing
-    };
-    finish(tx, outcome, audit).await
+    finish_changed(tx, n, audit).await
 }
 
 pub(crate) async fn delete_deks(
@@ -409,12 +404,7 @@ pub(crate) async fn undelete_deks(
             &[k, s, a, v, Value::from(now_millis())],
         )
         .await?;
-    let outcome = if n > 0 {
-        KeyWrite::Done
-    } else {
-        KeyWrite::Missing
-    };
-    finish(tx, outcome, audit).await
+    finish_changed(tx, n, audit).await
 }
 
 /// Inserts the keys not held (KEKs by name, DEKs by their key); a key held with other content
