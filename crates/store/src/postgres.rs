@@ -30,7 +30,7 @@ use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::registry_sql::{self as ops, LOCK_SEQUENCE, RegistryTx};
 use crate::sql::postgres::in_transaction;
-use crate::sql::{DbError, DbResult, Lock, Tx, args, postgres::Pg};
+use crate::sql::{DbError, DbResult, Lock, Tx, args, dialect, postgres::Pg};
 use crate::{AuditQuery, Scope, StoreError, StoreResult};
 use deadpool_postgres::{GenericClient, Object, Pool, PoolError, Transaction};
 use serde::{Deserialize, Serialize};
@@ -40,91 +40,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::{OnceCell, broadcast};
 use tokio_postgres::{AsyncMessage, NoTls};
-
-/// Numbered migrations, applied in order under an advisory lock; each runs once, recorded in
-/// `schema_migrations`. Same data model as the SQLite backend. Names compare byte-wise
-/// (`COLLATE "C"`) so listings sort as they do in SQLite. The content key has a hash index
-/// because keys may be longer than a btree entry allows.
-const MIGRATIONS: &[(i64, &str)] = &[
-    (
-        1,
-        r#"CREATE SEQUENCE schema_ids AS BIGINT MINVALUE 1;
-    CREATE TABLE schemas (
-        id BIGINT PRIMARY KEY,
-        schema_type TEXT NOT NULL,
-        schema TEXT NOT NULL,
-        refs TEXT NOT NULL,
-        metadata TEXT,
-        rule_set TEXT,
-        content_key TEXT NOT NULL
-    );
-    CREATE INDEX schemas_content_key ON schemas USING hash (content_key);
-    CREATE TABLE subject_versions (
-        subject TEXT COLLATE "C" NOT NULL,
-        version BIGINT NOT NULL,
-        schema_id BIGINT NOT NULL REFERENCES schemas(id),
-        deleted BOOLEAN NOT NULL DEFAULT FALSE,
-        created_at BIGINT NOT NULL,
-        updated_at BIGINT NOT NULL,
-        PRIMARY KEY (subject, version)
-    );
-    CREATE INDEX subject_versions_schema_id ON subject_versions(schema_id);
-    CREATE TABLE schema_references (
-        schema_id BIGINT NOT NULL REFERENCES schemas(id),
-        ordinal INTEGER NOT NULL,
-        name TEXT NOT NULL,
-        subject TEXT COLLATE "C" NOT NULL,
-        version BIGINT NOT NULL,
-        PRIMARY KEY (schema_id, ordinal)
-    );
-    CREATE INDEX schema_references_target ON schema_references(subject, version);
-    CREATE TABLE config (
-        scope TEXT COLLATE "C" PRIMARY KEY,
-        compatibility TEXT,
-        extra TEXT NOT NULL
-    );
-    CREATE TABLE modes (
-        scope TEXT COLLATE "C" PRIMARY KEY,
-        mode TEXT NOT NULL
-    );"#,
-    ),
-    (
-        2,
-        r#"CREATE TABLE audit_log (
-        seq BIGSERIAL PRIMARY KEY,
-        at BIGINT NOT NULL,
-        principal TEXT NOT NULL,
-        source TEXT,
-        operation TEXT NOT NULL,
-        subject TEXT COLLATE "C",
-        version BIGINT,
-        schema_id BIGINT,
-        config_key TEXT,
-        outcome TEXT NOT NULL,
-        request_id TEXT,
-        detail TEXT
-    );
-    CREATE INDEX audit_log_at ON audit_log(at);
-    CREATE INDEX audit_log_subject ON audit_log(subject, seq);"#,
-    ),
-    (
-        3,
-        r#"ALTER TABLE schemas ADD COLUMN guid TEXT;
-    CREATE INDEX schemas_guid ON schemas(guid);"#,
-    ),
-    (
-        4,
-        r#"CREATE TABLE contexts (
-        name TEXT COLLATE "C" PRIMARY KEY,
-        slot BIGINT NOT NULL UNIQUE
-    );"#,
-    ),
-    (
-        5,
-        r#"ALTER TABLE audit_log ADD COLUMN count BIGINT NOT NULL DEFAULT 1;
-    ALTER TABLE audit_log ADD COLUMN last_at BIGINT;"#,
-    ),
-];
 
 /// Advisory lock namespaces (the first key of the two-key form).
 const LOCK_MIGRATIONS: i32 = 0x436f_0001;
@@ -310,7 +225,7 @@ async fn migrate(pool: &Pool, target: &str) -> StoreResult<()> {
         &mut client,
         "schema_migrations",
         MigrationLock::Pair(LOCK_MIGRATIONS),
-        MIGRATIONS,
+        &dialect::migrations(ops::MIGRATIONS, dialect::postgres),
     )
     .await
     .map_err(pg_err)?;

@@ -17,6 +17,93 @@ use crate::{
 };
 use std::future::Future;
 
+/// The registry's numbered migrations in the portable spelling ([`crate::sql::dialect`]),
+/// applied in order, each once, recorded in `schema_migrations`: at open on SQLite, under an
+/// advisory lock on PostgreSQL. Names compare byte-wise (`COLLATE "C"`) so listings sort the
+/// same on both. On PostgreSQL new ids come from the `schema_ids` sequence (distinct across
+/// nodes) and the content key has a hash index, because keys may be longer than a btree entry
+/// allows; SQLite numbers ids from the rowid and indexes the key with its btree.
+pub(crate) const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        r#"CREATE SEQUENCE schema_ids AS BIGINT MINVALUE 1;
+    CREATE TABLE schemas (
+        id BIGINT PRIMARY KEY,
+        schema_type TEXT NOT NULL,
+        schema TEXT NOT NULL,
+        refs TEXT NOT NULL,
+        metadata TEXT,
+        rule_set TEXT,
+        content_key TEXT NOT NULL
+    );
+    CREATE INDEX schemas_content_key ON schemas USING hash (content_key);
+    CREATE TABLE subject_versions (
+        subject TEXT COLLATE "C" NOT NULL,
+        version BIGINT NOT NULL,
+        schema_id BIGINT NOT NULL REFERENCES schemas(id),
+        deleted BOOLEAN NOT NULL DEFAULT FALSE,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (subject, version)
+    );
+    CREATE INDEX subject_versions_schema_id ON subject_versions(schema_id);
+    CREATE TABLE schema_references (
+        schema_id BIGINT NOT NULL REFERENCES schemas(id),
+        ordinal INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        subject TEXT COLLATE "C" NOT NULL,
+        version BIGINT NOT NULL,
+        PRIMARY KEY (schema_id, ordinal)
+    );
+    CREATE INDEX schema_references_target ON schema_references(subject, version);
+    CREATE TABLE config (
+        scope TEXT COLLATE "C" PRIMARY KEY,
+        compatibility TEXT,
+        extra TEXT NOT NULL
+    );
+    CREATE TABLE modes (
+        scope TEXT COLLATE "C" PRIMARY KEY,
+        mode TEXT NOT NULL
+    );"#,
+    ),
+    (
+        2,
+        r#"CREATE TABLE audit_log (
+        seq BIGSERIAL PRIMARY KEY,
+        at BIGINT NOT NULL,
+        principal TEXT NOT NULL,
+        source TEXT,
+        operation TEXT NOT NULL,
+        subject TEXT COLLATE "C",
+        version BIGINT,
+        schema_id BIGINT,
+        config_key TEXT,
+        outcome TEXT NOT NULL,
+        request_id TEXT,
+        detail TEXT
+    );
+    CREATE INDEX audit_log_at ON audit_log(at);
+    CREATE INDEX audit_log_subject ON audit_log(subject, seq);"#,
+    ),
+    (
+        3,
+        r#"ALTER TABLE schemas ADD COLUMN guid TEXT;
+    CREATE INDEX schemas_guid ON schemas(guid);"#,
+    ),
+    (
+        4,
+        r#"CREATE TABLE contexts (
+        name TEXT COLLATE "C" PRIMARY KEY,
+        slot BIGINT NOT NULL UNIQUE
+    );"#,
+    ),
+    (
+        5,
+        r#"ALTER TABLE audit_log ADD COLUMN count BIGINT NOT NULL DEFAULT 1;
+    ALTER TABLE audit_log ADD COLUMN last_at BIGINT;"#,
+    ),
+];
+
 /// The key under which global config and mode are kept; not a valid subject name.
 pub(crate) const GLOBAL_SCOPE: &str = "__GLOBAL";
 

@@ -6,95 +6,13 @@
 use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
 use crate::group_commit::GroupCommit;
 use crate::registry_sql as ops;
-use crate::sql::{ready, sqlite::Lite};
+use crate::sql::{dialect, ready, sqlite::Lite};
 use crate::sqlite_conn::{self, Span};
 use crate::{AuditQuery, StoreError, StoreResult};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// Numbered migrations, applied in order at open; each runs once, recorded in
-/// `schema_migrations`.
-const MIGRATIONS: &[(i64, &str)] = &[
-    (
-        1,
-        "CREATE TABLE schemas (
-        id INTEGER PRIMARY KEY,
-        schema_type TEXT NOT NULL,
-        schema TEXT NOT NULL,
-        refs TEXT NOT NULL,
-        metadata TEXT,
-        rule_set TEXT,
-        content_key TEXT NOT NULL
-    );
-    CREATE INDEX schemas_content_key ON schemas(content_key);
-    CREATE TABLE subject_versions (
-        subject TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        schema_id INTEGER NOT NULL REFERENCES schemas(id),
-        deleted INTEGER NOT NULL DEFAULT 0,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL,
-        PRIMARY KEY (subject, version)
-    );
-    CREATE INDEX subject_versions_schema_id ON subject_versions(schema_id);
-    CREATE TABLE schema_references (
-        schema_id INTEGER NOT NULL REFERENCES schemas(id),
-        ordinal INTEGER NOT NULL,
-        name TEXT NOT NULL,
-        subject TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        PRIMARY KEY (schema_id, ordinal)
-    );
-    CREATE INDEX schema_references_target ON schema_references(subject, version);
-    CREATE TABLE config (
-        scope TEXT PRIMARY KEY,
-        compatibility TEXT,
-        extra TEXT NOT NULL
-    );
-    CREATE TABLE modes (
-        scope TEXT PRIMARY KEY,
-        mode TEXT NOT NULL
-    );",
-    ),
-    (
-        2,
-        "CREATE TABLE audit_log (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        at INTEGER NOT NULL,
-        principal TEXT NOT NULL,
-        source TEXT,
-        operation TEXT NOT NULL,
-        subject TEXT,
-        version INTEGER,
-        schema_id INTEGER,
-        config_key TEXT,
-        outcome TEXT NOT NULL,
-        request_id TEXT,
-        detail TEXT
-    );
-    CREATE INDEX audit_log_at ON audit_log(at);
-    CREATE INDEX audit_log_subject ON audit_log(subject, seq);",
-    ),
-    (
-        3,
-        "ALTER TABLE schemas ADD COLUMN guid TEXT;
-    CREATE INDEX schemas_guid ON schemas(guid);",
-    ),
-    (
-        4,
-        "CREATE TABLE contexts (
-        name TEXT PRIMARY KEY,
-        slot INTEGER NOT NULL UNIQUE
-    );",
-    ),
-    (
-        5,
-        "ALTER TABLE audit_log ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
-    ALTER TABLE audit_log ADD COLUMN last_at INTEGER;",
-    ),
-];
 
 const READERS: usize = 4;
 
@@ -120,7 +38,8 @@ fn open_connection(path: &Path) -> StoreResult<Connection> {
 }
 
 fn migrate(conn: &mut Connection) -> StoreResult<()> {
-    sqlite_conn::migrate(conn, "schema_migrations", MIGRATIONS).map_err(backend)?;
+    let migrations = dialect::migrations(ops::MIGRATIONS, dialect::sqlite);
+    sqlite_conn::migrate(conn, "schema_migrations", &migrations).map_err(backend)?;
     fill_missing_guids(conn)
 }
 

@@ -12,6 +12,8 @@
 //! | `LEAST(`, `GREATEST(`    | `MIN(`, `MAX(` (the scalar forms)   |
 //! | ` COLLATE "C"`           | nothing: SQLite compares bytes      |
 //! | ` FOR UPDATE`            | nothing: its writer holds the file  |
+//! | `CREATE SEQUENCE schema_ids …;` | nothing: ids come from the rowid |
+//! | ` USING hash`            | nothing: its btree takes long keys  |
 //!
 //! The table is data: adding a difference is adding a row.
 
@@ -19,6 +21,7 @@ use std::borrow::Cow;
 
 /// Portable spelling → SQLite's, applied in order.
 const SQLITE: &[(&str, &str)] = &[
+    ("CREATE SEQUENCE schema_ids AS BIGINT MINVALUE 1;", ""),
     ("BIGSERIAL PRIMARY KEY", "INTEGER PRIMARY KEY AUTOINCREMENT"),
     ("BIGINT", "INTEGER"),
     ("BOOLEAN", "INTEGER"),
@@ -27,6 +30,7 @@ const SQLITE: &[(&str, &str)] = &[
     ("GREATEST(", "MAX("),
     (" COLLATE \"C\"", ""),
     (" FOR UPDATE", ""),
+    (" USING hash", ""),
 ];
 
 /// `sql` as SQLite reads it.
@@ -90,8 +94,24 @@ mod tests {
             "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, s TEXT NOT NULL, n INTEGER, b INTEGER, p BLOB)"
         );
         assert_eq!(
+            sqlite(
+                "CREATE SEQUENCE schema_ids AS BIGINT MINVALUE 1;\nCREATE INDEX k ON t USING hash (k);"
+            ),
+            "\nCREATE INDEX k ON t (k);"
+        );
+        assert_eq!(
             sqlite("SELECT LEAST(a, ?1), GREATEST(b, ?2) FROM t WHERE id = ?3 FOR UPDATE"),
             "SELECT MIN(a, ?1), MAX(b, ?2) FROM t WHERE id = ?3"
+        );
+    }
+
+    #[test]
+    fn registry_ids_stay_sqlite_rowids() {
+        let first = sqlite(crate::registry_sql::MIGRATIONS[0].1);
+        assert!(first.contains("id INTEGER PRIMARY KEY,"), "{first}");
+        assert!(
+            !first.contains("SEQUENCE") && !first.contains("hash"),
+            "{first}"
         );
     }
 }
