@@ -4,8 +4,8 @@
 //! store. Failures panic with a message naming the broken expectation, as test code should.
 
 use crate::{
-    AuditContext, AuditEntry, AuditQuery, ConfigRecord, Dedupe, NewSchema, Placement, Rejection,
-    SchemaRef, Scope, Store, StoreError, StoredVersion,
+    AuditContext, AuditEntry, AuditQuery, ConfigRecord, Dedupe, NewSchema, Placement, Registration,
+    Rejection, SchemaRef, Scope, Store, StoreError, StoredVersion,
 };
 
 fn schema(text: &str) -> NewSchema {
@@ -39,6 +39,7 @@ pub async fn run_all(store: &dyn Store) {
     guard_sees_versions_and_can_refuse(store).await;
     soft_and_permanent_deletes(store).await;
     explicit_ids_and_versions(store).await;
+    batches_register_all_or_nothing(store).await;
     references_are_indexed(store).await;
     references_must_be_live(store).await;
     guarded_deletes_see_references(store).await;
@@ -407,6 +408,64 @@ pub async fn explicit_ids_and_versions(store: &dyn Store) {
         (id + 1, 8),
         "allocation continues after the highest id and version"
     );
+}
+
+/// [`Store::register_all`]: a batch is written in order, as one registration after another
+/// (a later member sees an earlier one's version and id), or not at all.
+pub async fn batches_register_all_or_nothing(store: &dyn Store) {
+    let id = store.max_schema_id().await.expect("max id") + 200;
+    let (one, two) = (schema("batch-1"), schema("batch-2"));
+    let at = |id, version| Placement {
+        id: Some(id),
+        version: Some(version),
+        dedupe: Dedupe::Never,
+    };
+    let member = |subject, candidate, placement| Registration {
+        subject,
+        candidate,
+        placement,
+        audit: None,
+    };
+    let written = store
+        .register_all(&[
+            member("conf-batch-a", &one, at(id, 1)),
+            member("conf-batch-a", &two, at(id + 1, 2)),
+            member("conf-batch-b", &one, at(id, 1)),
+        ])
+        .await
+        .expect("batch");
+    let placed: Vec<_> = written
+        .iter()
+        .map(|r| (r.id, r.version, r.schema_created))
+        .collect();
+    assert_eq!(placed, [(id, 1, true), (id + 1, 2, true), (id, 1, false)]);
+    let versions = store
+        .subject_versions("conf-batch-a")
+        .await
+        .expect("versions");
+    assert_eq!(versions.len(), 2, "both versions of the batch are there");
+
+    let before = store.max_schema_id().await.expect("max id");
+    let refused = store
+        .register_all(&[
+            member("conf-batch-c", &schema("batch-3"), at(id + 2, 1)),
+            member("conf-batch-a", &schema("batch-4"), at(id + 3, 2)),
+        ])
+        .await;
+    match refused {
+        Err(StoreError::VersionExists { version: 2, .. }) => {}
+        other => panic!("expected VersionExists for the second member, got {other:?}"),
+    }
+    let c = store
+        .subject_versions("conf-batch-c")
+        .await
+        .expect("versions");
+    assert!(
+        c.is_empty(),
+        "the first member is rolled back with the batch: {c:?}"
+    );
+    assert_eq!(store.max_schema_id().await.expect("max id"), before);
+    assert!(store.register_all(&[]).await.expect("empty").is_empty());
 }
 
 pub async fn references_are_indexed(store: &dyn Store) {

@@ -225,6 +225,15 @@ pub struct Registered {
     pub schema_created: bool,
 }
 
+/// One registration of a [`Store::register_all`] batch.
+#[derive(Debug, Clone, Copy)]
+pub struct Registration<'a> {
+    pub subject: &'a str,
+    pub candidate: &'a NewSchema,
+    pub placement: Placement,
+    pub audit: Audit<'a>,
+}
+
 /// Why a guard refused a registration; the registry puts its own error inside and takes it
 /// back out with [`Rejection::into_inner`].
 pub struct Rejection(pub Box<dyn std::error::Error + Send + Sync>);
@@ -380,6 +389,12 @@ pub trait Store: Send + Sync {
         guard: Guard<'_>,
         audit: Audit<'_>,
     ) -> StoreResult<Registered>;
+
+    /// Registers every one of `batch` in one write transaction, in order, as [`Store::register`]
+    /// would one by one with a guard that allows all: all of them or, when any fails, none
+    /// (the error is the first failure's). Made for imports and migrations, where a
+    /// transaction per version paid a commit, a turn of the writer and a round trip each.
+    async fn register_all(&self, batch: &[Registration<'_>]) -> StoreResult<Vec<Registered>>;
 
     /// The schema with this id, if any version (even soft-deleted) still carries it.
     async fn schema_by_id(&self, id: i64) -> StoreResult<Option<SchemaRecord>>;

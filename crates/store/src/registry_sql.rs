@@ -11,9 +11,9 @@ use crate::postgres::{Change, ChangeKind};
 use crate::sql::{DbError, DbResult, Lock, Row, Tx, args};
 use crate::{
     Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
-    Placement, Registered, SchemaRecord, Scope, StoreError, StoreResult, StoredVersion,
-    context_target, delete_operation, delete_target, register_operation, registered_target,
-    scope_target,
+    Placement, Registered, Registration, SchemaRecord, Scope, StoreError, StoreResult,
+    StoredVersion, context_target, delete_operation, delete_target, register_operation,
+    registered_target, scope_target,
 };
 use std::future::Future;
 
@@ -479,7 +479,7 @@ macro_rules! registry_store {
             use $crate::registry_sql as ops;
             use $crate::{
                 Audit, AuditEntry, ConfigRecord, DeleteGuard, Guard, NewSchema, Placement,
-                Registered, SchemaRecord, Scope, Store, StoreResult, StoredVersion,
+                Registered, Registration, SchemaRecord, Scope, Store, StoreResult, StoredVersion,
             };
 
             $crate::sql::store_impl! {
@@ -502,6 +502,7 @@ macro_rules! registry_store {
                 read_short fn context_slot(context: &str) -> StoreResult<Option<i64>>;
                 read_short fn last_audit_seq() -> StoreResult<i64>;
                 write_short fn register(subject: &str, candidate: &NewSchema, placement: Placement, guard: Guard<'_>, audit: Audit<'_>) -> StoreResult<Registered>;
+                write_long fn register_all(batch: &[Registration<'_>]) -> StoreResult<Vec<Registered>>;
                 write_long fn soft_delete(subject: &str, versions: &[i64]) -> StoreResult<()>;
                 write_long fn hard_delete(subject: &str, versions: &[i64]) -> StoreResult<()>;
                 write_short fn delete_guarded(subject: &str, versions: &[i64], permanent: bool, guard: DeleteGuard<'_>, audit: Audit<'_>) -> StoreResult<()>;
@@ -878,6 +879,20 @@ pub(crate) async fn register(
         audit_in(tx, audit, register_operation(&placement), target).await?;
     }
     Ok(r)
+}
+
+/// Every registration of `batch` in this transaction, in order; the first failure fails them
+/// all (the backend rolls the transaction, or SQLite's savepoint, back).
+pub(crate) async fn register_all(
+    tx: &impl RegistryTx,
+    batch: &[Registration<'_>],
+) -> StoreResult<Vec<Registered>> {
+    let allow_all = |_: &[StoredVersion]| Ok(());
+    let mut out = Vec::with_capacity(batch.len());
+    for r in batch {
+        out.push(register(tx, r.subject, r.candidate, r.placement, &allow_all, r.audit).await?);
+    }
+    Ok(out)
 }
 
 async fn register_in(

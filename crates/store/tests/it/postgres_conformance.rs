@@ -121,6 +121,10 @@ conformance_test!(
     conformance_explicit_ids,
     conformance::explicit_ids_and_versions
 );
+conformance_test!(
+    conformance_batches,
+    conformance::batches_register_all_or_nothing
+);
 conformance_test!(conformance_references, conformance::references_are_indexed);
 conformance_test!(
     conformance_references_must_be_live,
