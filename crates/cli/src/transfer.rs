@@ -22,10 +22,13 @@ use covenant_store::{
 pub use governance::{DumpLiveMark, DumpSample};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::task::Poll;
 
 /// The `format` value of every dump.
 pub const FORMAT: &str = "covenant-export";
@@ -682,31 +685,48 @@ pub async fn apply(
     let mut existing: BTreeMap<&str, Vec<StoredVersion>> = BTreeMap::new();
     let mut to_delete = Vec::new();
     let mut done = 0;
-    // Level by level ([`write_levels`]), up to `APPLY_BATCH` versions of a level in one
-    // transaction ([`Store::register_all`]). One version at a time paid a commit each; 32 at
-    // once through group commit still paid a transaction and a turn of the writer each.
-    // Figures in benches/RESULTS.md.
+    // Level by level ([`write_levels`]), `APPLY_CHUNK` versions of a level at a time: their
+    // reads at once, then their writes in batches of `APPLY_BATCH`, each batch one transaction
+    // ([`Store::register_all`]), the batches at once. One version a transaction paid a commit
+    // and a turn of the writer each; one transaction for the whole chunk made PostgreSQL run
+    // every statement one after another on one connection. Figures in benches/RESULTS.md.
     for level in write_levels(dump) {
         for (subject, _) in &level {
             if !existing.contains_key(subject) {
                 existing.insert(subject, store.subject_versions(subject).await?);
             }
         }
-        for chunk in level.chunks(APPLY_BATCH) {
-            let mut prepared = Vec::with_capacity(chunk.len());
-            for &(subject, v) in chunk {
+        for chunk in level.chunks(APPLY_CHUNK) {
+            let reads = chunk.iter().map(|&(subject, v)| {
                 let present = existing[subject].iter().find(|e| e.version == v.version);
                 let schema = schemas[&version_key(subject, v)];
-                prepared
-                    .push(prepare_version(store, subject, v, schema, present, &mut counts).await?);
+                Box::pin(prepare_version(store, subject, v, schema, present))
+                    as Pending<'_, (Prepared, Option<String>)>
+            });
+            let mut prepared = Vec::with_capacity(chunk.len());
+            for read in join_all(reads.collect()).await {
+                let (p, conflict) = read?;
+                counts.absorb(conflict, &p);
+                prepared.push(p);
             }
-            let live = write_prepared(store, chunk, prepared, &mut counts).await?;
-            for (&(subject, v), live) in chunk.iter().zip(live) {
-                if v.deleted && live {
-                    to_delete.push((subject, v.version));
+            let mut prepared = prepared.into_iter();
+            let writes = chunk.chunks(APPLY_BATCH).map(|batch| {
+                let mine: Vec<Prepared> = prepared.by_ref().take(batch.len()).collect();
+                Box::pin(write_prepared(store, batch, mine))
+                    as Pending<'_, (Vec<bool>, ImportCounts)>
+            });
+            let written = join_all(writes.collect()).await;
+            for (batch, outcome) in chunk.chunks(APPLY_BATCH).zip(written) {
+                let (live, one) = outcome?;
+                counts.versions_written += one.versions_written;
+                counts.conflicts.extend(one.conflicts);
+                for (&(subject, v), live) in batch.iter().zip(live) {
+                    if v.deleted && live {
+                        to_delete.push((subject, v.version));
+                    }
+                    done += 1;
+                    progress(done);
                 }
-                done += 1;
-                progress(done);
             }
         }
     }
@@ -719,8 +739,37 @@ pub async fn apply(
     Ok(counts)
 }
 
+/// Versions of a level read and written at a time.
+const APPLY_CHUNK: usize = 512;
 /// Versions written in one transaction.
-const APPLY_BATCH: usize = 500;
+const APPLY_BATCH: usize = 32;
+
+/// A borrowed future to run with others by [`join_all`].
+type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// Runs borrowed futures at once (they may borrow, so they are polled here rather than
+/// spawned) and answers their outputs in order.
+async fn join_all<T>(mut futures: Vec<Pending<'_, T>>) -> Vec<Result<T>> {
+    let mut outputs: Vec<Option<Result<T>>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => *output = Some(value),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}
 
 async fn apply_settings(store: &dyn Store, dump: &Dump, counts: &mut ImportCounts) -> Result<()> {
     fn scope(subject: &Option<String>) -> Scope<'_> {
@@ -744,7 +793,9 @@ async fn apply_settings(store: &dyn Store, dump: &Dump, counts: &mut ImportCount
 /// One version of a batch: already settled (held, or a conflict listed in the counts), or to
 /// be written with this candidate at its id and version.
 enum Prepared {
-    /// Whether the version is held and live (so a soft delete is still due).
+    /// Already held; whether it is live (so a soft delete is still due).
+    Present(bool),
+    /// Not to be written: whether the version is held and live.
     Settled(bool),
     Write(Box<NewSchema>, Placement),
 }
@@ -758,19 +809,16 @@ async fn prepare_version(
     v: &DumpVersion,
     schema: &DumpSchema,
     present: Option<&StoredVersion>,
-    counts: &mut ImportCounts,
-) -> Result<Prepared> {
+) -> Result<(Prepared, Option<String>)> {
     let what = || format!("version {} of subject '{subject}' (id {})", v.version, v.id);
     match present {
         Some(e) if context::public_id(e.schema.id) == v.id => {
-            counts.versions_present += 1;
-            return Ok(Prepared::Settled(!e.deleted));
+            return Ok((Prepared::Present(!e.deleted), None));
         }
         Some(e) => {
             let id = context::public_id(e.schema.id);
             let conflict = format!("{} already exists with schema id {id}", what());
-            counts.conflicts.push(conflict);
-            return Ok(Prepared::Settled(false));
+            return Ok((Prepared::Settled(false), Some(conflict)));
         }
         None => {}
     }
@@ -797,8 +845,7 @@ async fn prepare_version(
         ) == schema_identity(schema);
         if !same {
             let conflict = format!("{}: schema id {} holds other content", what(), v.id);
-            counts.conflicts.push(conflict);
-            return Ok(Prepared::Settled(false));
+            return Ok((Prepared::Settled(false), Some(conflict)));
         }
         candidate.schema = held.schema;
         candidate.content_key = held.content_key;
@@ -808,19 +855,20 @@ async fn prepare_version(
         version: Some(v.version),
         dedupe: Dedupe::Never,
     };
-    Ok(Prepared::Write(Box::new(candidate), placement))
+    Ok((Prepared::Write(Box::new(candidate), placement), None))
 }
 
-/// Writes the versions of `chunk` that `prepared` says to write, in one transaction; when the
+/// Writes the versions of `batch` that `prepared` says to write, in one transaction; when the
 /// store refuses any of them, one by one, so that each refusal is listed as its own conflict
-/// and the others are still written. Answers, per version, whether it is held and live.
+/// and the others are still written. Answers, per version, whether it is held and live, with
+/// what was written and refused.
 async fn write_prepared(
     store: &dyn Store,
-    chunk: &[(&str, &DumpVersion)],
+    batch: &[(&str, &DumpVersion)],
     prepared: Vec<Prepared>,
-    counts: &mut ImportCounts,
-) -> Result<Vec<bool>> {
-    let batch: Vec<Registration<'_>> = chunk
+) -> Result<(Vec<bool>, ImportCounts)> {
+    let mut counts = ImportCounts::default();
+    let members: Vec<Registration<'_>> = batch
         .iter()
         .zip(&prepared)
         .filter_map(|(&(subject, _), p)| match p {
@@ -830,27 +878,43 @@ async fn write_prepared(
                 placement: *placement,
                 audit: None,
             }),
-            Prepared::Settled(_) => None,
+            Prepared::Present(_) | Prepared::Settled(_) => None,
         })
         .collect();
-    if batch.is_empty() || store.register_all(&batch).await.is_ok() {
-        counts.versions_written += batch.len();
-        let live = prepared.iter().map(|p| match p {
-            Prepared::Settled(live) => *live,
-            Prepared::Write(..) => true,
-        });
-        return Ok(live.collect());
+    if members.is_empty() || store.register_all(&members).await.is_ok() {
+        counts.versions_written += members.len();
+        return Ok((prepared.iter().map(Prepared::live).collect(), counts));
     }
-    let mut live = Vec::with_capacity(chunk.len());
-    for (&(subject, v), p) in chunk.iter().zip(prepared) {
+    let mut live = Vec::with_capacity(batch.len());
+    for (&(subject, v), p) in batch.iter().zip(prepared) {
         live.push(match p {
-            Prepared::Settled(live) => live,
             Prepared::Write(candidate, placement) => {
-                write_one(store, subject, v, &candidate, placement, counts).await?
+                write_one(store, subject, v, &candidate, placement, &mut counts).await?
             }
+            settled => settled.live(),
         });
     }
-    Ok(live)
+    Ok((live, counts))
+}
+
+impl Prepared {
+    /// Whether the version is held and live once a write of it succeeded.
+    fn live(&self) -> bool {
+        match self {
+            Prepared::Present(live) | Prepared::Settled(live) => *live,
+            Prepared::Write(..) => true,
+        }
+    }
+}
+
+impl ImportCounts {
+    /// Counts what reading one version found.
+    fn absorb(&mut self, conflict: Option<String>, prepared: &Prepared) {
+        if let Prepared::Present(_) = prepared {
+            self.versions_present += 1;
+        }
+        self.conflicts.extend(conflict);
+    }
 }
 
 /// Writes one version; a refusal is listed as a conflict. Answers whether it was written.

@@ -444,12 +444,23 @@ pub async fn batches_register_all_or_nothing(store: &dyn Store) {
         .await
         .expect("versions");
     assert_eq!(versions.len(), 2, "both versions of the batch are there");
+    let next = store
+        .register(
+            "conf-batch-d",
+            &schema("batch-5"),
+            Placement::default(),
+            &allow,
+            None,
+        )
+        .await
+        .expect("register after the batch");
+    assert_eq!(next.id, id + 2, "new ids continue past the batch's highest");
 
     let before = store.max_schema_id().await.expect("max id");
     let refused = store
         .register_all(&[
-            member("conf-batch-c", &schema("batch-3"), at(id + 2, 1)),
-            member("conf-batch-a", &schema("batch-4"), at(id + 3, 2)),
+            member("conf-batch-c", &schema("batch-3"), at(id + 3, 1)),
+            member("conf-batch-a", &schema("batch-4"), at(id + 4, 2)),
         ])
         .await;
     match refused {
