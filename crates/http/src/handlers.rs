@@ -17,6 +17,7 @@ use covenant_registry::{
     Answer, ConfigUpdate, Ref, RegisterOptions, Registration, RegistryError, Schema, SchemaRequest,
     TextFormat, Version, VersionSpec, finding_text,
 };
+use covenant_store::StoredVersion;
 use covenant_store::context::public_id;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -334,6 +335,13 @@ fn names_subject(f: &str, subject: &str) -> bool {
 }
 
 fn page<T>(items: Vec<T>, params: &Params, max: Option<usize>) -> Vec<T> {
+    let (offset, limit) = page_bounds(params, max);
+    items.into_iter().skip(offset).take(limit).collect()
+}
+
+/// `offset` and `limit` of a listing: a missing or non-positive limit, or one above `max`,
+/// is `max` (no bound without one).
+fn page_bounds(params: &Params, max: Option<usize>) -> (usize, usize) {
     let offset = params.int("offset").unwrap_or(0).max(0) as usize;
     let limit = params.int("limit").unwrap_or(-1);
     let limit = match (limit, max) {
@@ -341,7 +349,7 @@ fn page<T>(items: Vec<T>, params: &Params, max: Option<usize>) -> Vec<T> {
         (l, None) if l <= 0 => usize::MAX,
         (l, _) => l as usize,
     };
-    items.into_iter().skip(offset).take(limit).collect()
+    (offset, limit)
 }
 
 // ----- root ------------------------------------------------------------------------------
@@ -428,20 +436,30 @@ pub async fn schemas(State(state): State<AppState>, access: Access, params: Para
     // Confluent's default prefix here is the default context's empty one; `:*:` lists all.
     let prefix = Some(params.get("subjectPrefix").unwrap_or(""));
     let (deleted, latest) = (params.flag("deleted"), params.flag("latestOnly"));
-    let mut versions = if params.flag("aliases") {
-        state
-            .registry
-            .list_schemas_with_aliases(prefix, deleted, latest)
-            .await?
+    let rule_type = params.get("ruleType").filter(|t| !t.is_empty());
+    let keep = |v: &StoredVersion| {
+        access.can_read(&v.subject) && rule_type.is_none_or(|t| v.schema.has_rules_of_type(t))
+    };
+    let versions = if params.flag("aliases") || latest {
+        let mut versions = if params.flag("aliases") {
+            state
+                .registry
+                .list_schemas_with_aliases(prefix, deleted, latest)
+                .await?
+        } else {
+            let listed = state.registry.list_schemas(prefix, deleted, latest).await?;
+            listed.into_iter().map(|v| (v, Vec::new())).collect()
+        };
+        versions.retain(|(v, _)| keep(v));
+        page(versions, &params, Some(1000))
     } else {
-        let listed = state.registry.list_schemas(prefix, deleted, latest).await?;
+        let (offset, limit) = page_bounds(&params, Some(1000));
+        let listed = state
+            .registry
+            .list_schemas_page(prefix, deleted, &keep, offset, limit)
+            .await?;
         listed.into_iter().map(|v| (v, Vec::new())).collect()
     };
-    versions.retain(|(v, _)| access.can_read(&v.subject));
-    if let Some(rule_type) = params.get("ruleType").filter(|t| !t.is_empty()) {
-        versions.retain(|(v, _)| v.schema.has_rules_of_type(rule_type));
-    }
-    let versions = page(versions, &params, Some(1000));
     let mut out = Vec::with_capacity(versions.len());
     for (v, mut aliases) in versions {
         let mut view = version_view(&v, v.schema.schema.clone());

@@ -218,6 +218,29 @@ impl Registry {
         })
     }
 
+    /// One page of [`Registry::list_schemas`] (without `latestOnly`): the versions under
+    /// `subject_prefix` that `keep` keeps, `offset` of them skipped and at most `limit`
+    /// answered. The store is read a chunk at a time from where the prefix starts, and the
+    /// read stops at the page's end or where the prefix's subjects end, so that a page of a
+    /// large registry does not hold all of it in memory.
+    pub async fn list_schemas_page(
+        &self,
+        subject_prefix: Option<&str>,
+        deleted: bool,
+        keep: &(dyn Fn(&StoredVersion) -> bool + Sync),
+        offset: usize,
+        limit: usize,
+    ) -> RegistryResult<Vec<StoredVersion>> {
+        let wanted = Page {
+            prefix: subject_prefix,
+            deleted,
+            keep,
+            offset,
+            limit,
+        };
+        page_of_versions(self.store.as_ref(), &wanted, LISTING_CHUNK).await
+    }
+
     /// `GET /schemas?aliases=true`: [`Registry::list_schemas`] plus the versions of subjects
     /// that a subject under the prefix is an alias of, each version with the subjects aliasing
     /// its own (as Confluent's `ExtendedSchema` carries them).
@@ -266,5 +289,149 @@ impl Registry {
     /// Count of distinct schemas by type, for metrics.
     pub async fn schema_counts(&self) -> RegistryResult<Vec<(String, u64)>> {
         Ok(self.store.schema_type_counts().await?)
+    }
+}
+
+/// Versions read from the store at a time by [`Registry::list_schemas_page`].
+const LISTING_CHUNK: i64 = 1000;
+
+/// What [`page_of_versions`] answers.
+pub(crate) struct Page<'a> {
+    pub(crate) prefix: Option<&'a str>,
+    pub(crate) deleted: bool,
+    pub(crate) keep: &'a (dyn Fn(&StoredVersion) -> bool + Sync),
+    pub(crate) offset: usize,
+    pub(crate) limit: usize,
+}
+
+/// Where the subjects `prefix` selects start in the store's order, and whether they all
+/// share it (so the read may stop where they end): a context's or the default context's
+/// prefix names the start of the subjects it selects; `:*:` (a name in any context) and no
+/// prefix select subjects all through the order.
+fn prefix_range(prefix: Option<&str>) -> (&str, bool) {
+    match prefix {
+        None => ("", false),
+        Some(p) if p.starts_with(":*:") => ("", false),
+        Some(p) => (p, !p.is_empty()),
+    }
+}
+
+/// The page `wanted` describes, reading `chunk` versions of the store at a time.
+pub(crate) async fn page_of_versions(
+    store: &dyn covenant_store::Store,
+    wanted: &Page<'_>,
+    chunk: i64,
+) -> RegistryResult<Vec<StoredVersion>> {
+    let (start, bounded) = prefix_range(wanted.prefix);
+    let (mut after, mut version) = (start.to_string(), 0);
+    let (mut skipped, mut out) = (0, Vec::new());
+    while out.len() < wanted.limit {
+        let read = store.versions_after(&after, version, chunk).await?;
+        let full = read.len() as i64 == chunk;
+        if let Some(last) = read.last() {
+            (after, version) = (last.subject.clone(), last.version);
+        }
+        for v in read {
+            if bounded && !v.subject.starts_with(start) {
+                return Ok(out);
+            }
+            let listed =
+                prefix_matches(wanted.prefix, &v.subject) && (wanted.deleted || !v.deleted);
+            if !listed || !(wanted.keep)(&v) {
+                continue;
+            }
+            if skipped < wanted.offset {
+                skipped += 1;
+            } else if out.len() < wanted.limit {
+                out.push(v);
+            }
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use covenant_store::{NewSchema, Placement, SqliteStore, Store};
+
+    fn avro(text: &str) -> NewSchema {
+        NewSchema {
+            schema_type: "AVRO".into(),
+            schema: text.into(),
+            references: Vec::new(),
+            metadata: None,
+            rule_set: None,
+            content_key: format!("key:{text}"),
+        }
+    }
+
+    /// Every page read a few versions at a time equals the same page cut from the whole
+    /// listing, for prefixes of the default context, of a context, of every context, for
+    /// soft-deleted versions and a filter, at every offset and limit.
+    #[tokio::test]
+    async fn a_page_read_in_chunks_is_the_page_of_the_whole_listing() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = SqliteStore::open(dir.path()).expect("open");
+        let allow = |_: &[StoredVersion]| Ok(());
+        let subjects = ["a1", "a2", "b1", ":.ctx:a1", ":.ctx:b1", "a10", "c"];
+        for (i, subject) in subjects.iter().cycle().take(20).enumerate() {
+            let text = format!("s{i}");
+            let placed = Placement::default();
+            store
+                .register(subject, &avro(&text), placed, &allow, None)
+                .await
+                .expect("register");
+        }
+        store.soft_delete("a2", &[1]).await.expect("delete");
+        let all = store.all_versions().await.expect("all");
+        let odd = |v: &StoredVersion| v.schema.id % 2 == 1;
+        let every = |_: &StoredVersion| true;
+        let prefixes = [
+            None,
+            Some(""),
+            Some("a"),
+            Some("a1"),
+            Some(":.ctx:"),
+            Some(":*:a"),
+            Some("z"),
+        ];
+        for prefix in prefixes {
+            for deleted in [false, true] {
+                for keep in [&odd as &(dyn Fn(&StoredVersion) -> bool + Sync), &every] {
+                    let whole: Vec<_> = all
+                        .iter()
+                        .filter(|v| prefix_matches(prefix, &v.subject) && (deleted || !v.deleted))
+                        .filter(|v| keep(v))
+                        .map(|v| (v.subject.clone(), v.version))
+                        .collect();
+                    for offset in 0..whole.len() + 2 {
+                        for limit in [1, 2, 3, 7, usize::MAX] {
+                            let wanted = Page {
+                                prefix,
+                                deleted,
+                                keep,
+                                offset,
+                                limit,
+                            };
+                            let page = page_of_versions(&store, &wanted, 3).await.expect("page");
+                            let got: Vec<_> = page
+                                .iter()
+                                .map(|v| (v.subject.clone(), v.version))
+                                .collect();
+                            let expected: Vec<_> =
+                                whole.iter().skip(offset).take(limit).cloned().collect();
+                            assert_eq!(
+                                got, expected,
+                                "{prefix:?} deleted={deleted} {offset}+{limit}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -40,6 +40,7 @@ pub async fn run_all(store: &dyn Store) {
     soft_and_permanent_deletes(store).await;
     explicit_ids_and_versions(store).await;
     batches_register_all_or_nothing(store).await;
+    versions_page_by_subject_and_version(store).await;
     references_are_indexed(store).await;
     references_must_be_live(store).await;
     guarded_deletes_see_references(store).await;
@@ -477,6 +478,61 @@ pub async fn batches_register_all_or_nothing(store: &dyn Store) {
     );
     assert_eq!(store.max_schema_id().await.expect("max id"), before);
     assert!(store.register_all(&[]).await.expect("empty").is_empty());
+}
+
+/// [`Store::versions_after`] pages through [`Store::all_versions`]: the same versions in the
+/// same order, a page starting after the key it is given.
+pub async fn versions_page_by_subject_and_version(store: &dyn Store) {
+    for (subject, text) in [
+        ("conf-page-b", "p1"),
+        ("conf-page-a", "p2"),
+        ("conf-page-b", "p3"),
+    ] {
+        store
+            .register(subject, &schema(text), Placement::default(), &allow, None)
+            .await
+            .expect("register");
+    }
+    let key = |v: &StoredVersion| (v.subject.clone(), v.version);
+    let all: Vec<_> = store
+        .all_versions()
+        .await
+        .expect("all")
+        .iter()
+        .map(key)
+        .collect();
+    let mut paged = Vec::new();
+    let mut after = (String::new(), 0);
+    loop {
+        let page = store
+            .versions_after(&after.0, after.1, 2)
+            .await
+            .expect("page");
+        assert!(page.len() <= 2, "a page holds at most its limit");
+        paged.extend(page.iter().map(key));
+        match page.last() {
+            Some(last) if page.len() == 2 => after = key(last),
+            _ => break,
+        }
+    }
+    assert_eq!(paged, all, "pages of two give every version in order");
+    let b: Vec<_> = store
+        .versions_after("conf-page-b", 1, 10)
+        .await
+        .expect("page")
+        .iter()
+        .map(key)
+        .take_while(|(s, _)| s == "conf-page-b")
+        .collect();
+    assert_eq!(b, [("conf-page-b".to_string(), 2)]);
+    let from_a = store
+        .versions_after("conf-page-a", 0, 1)
+        .await
+        .expect("page");
+    assert_eq!(
+        from_a.iter().map(key).collect::<Vec<_>>(),
+        [("conf-page-a".to_string(), 1)]
+    );
 }
 
 pub async fn references_are_indexed(store: &dyn Store) {

@@ -427,6 +427,16 @@ pub trait Store: Send + Sync {
     /// Every version of every subject (for `GET /schemas`), by subject then version.
     async fn all_versions(&self) -> StoreResult<Vec<StoredVersion>>;
 
+    /// Up to `limit` versions after version `version` of `subject` (every version of a later
+    /// subject, and the later versions of this one), by subject then version: a page of
+    /// [`Store::all_versions`] read without the rest.
+    async fn versions_after(
+        &self,
+        subject: &str,
+        version: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<StoredVersion>>;
+
     /// How many schemas of each type some version (deleted ones included) carries, by type.
     /// Counted by the database: `/metrics` asks on every scrape, and reading every version of
     /// a store of a million schemas took over a gigabyte.

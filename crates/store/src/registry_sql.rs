@@ -240,6 +240,25 @@ pub(crate) async fn all_versions(tx: &impl Tx) -> StoreResult<Vec<StoredVersion>
     Ok(query_versions(tx, "", &[]).await?)
 }
 
+/// Up to `limit` versions after `(subject, version)`, by subject then version: the primary
+/// key's order, so each page is a range read of the index rather than the whole table.
+pub(crate) async fn versions_after(
+    tx: &impl Tx,
+    subject: &str,
+    version: i64,
+    limit: i64,
+) -> StoreResult<Vec<StoredVersion>> {
+    let sql = format!(
+        "SELECT {VERSION_COLUMNS} FROM subject_versions v JOIN schemas s ON s.id = v.schema_id \
+         WHERE (v.subject, v.version) > (?1, ?2) ORDER BY v.subject, v.version LIMIT ?3"
+    );
+    let rows = tx.query(&sql, args![subject, version, limit]).await?;
+    Ok(rows
+        .into_iter()
+        .map(stored_version)
+        .collect::<DbResult<_>>()?)
+}
+
 /// Schemas of each type that some version carries, by the index on `schema_id`.
 pub(crate) async fn schema_type_counts(tx: &impl Tx) -> StoreResult<Vec<(String, u64)>> {
     let rows = tx
@@ -491,6 +510,7 @@ macro_rules! registry_store {
                 read_short fn subject_versions(subject: &str) -> StoreResult<Vec<StoredVersion>>;
                 read_long fn subjects() -> StoreResult<Vec<(String, bool)>>;
                 read_long fn all_versions() -> StoreResult<Vec<StoredVersion>>;
+                read_long fn versions_after(subject: &str, version: i64, limit: i64) -> StoreResult<Vec<StoredVersion>>;
                 read_long fn schema_type_counts() -> StoreResult<Vec<(String, u64)>>;
                 read_short fn versions_with_id(id: i64) -> StoreResult<Vec<(String, i64, bool)>>;
                 read_short fn referencing_versions(subject: &str, version: i64) -> StoreResult<Vec<StoredVersion>>;

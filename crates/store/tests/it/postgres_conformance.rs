@@ -125,6 +125,10 @@ conformance_test!(
     conformance_batches,
     conformance::batches_register_all_or_nothing
 );
+conformance_test!(
+    conformance_versions_page,
+    conformance::versions_page_by_subject_and_version
+);
 conformance_test!(conformance_references, conformance::references_are_indexed);
 conformance_test!(
     conformance_references_must_be_live,
