@@ -196,15 +196,12 @@ impl DekRegistry {
     }
 
     /// 40972 when the registry holds its most KEKs (`deks: false`) or DEKs already. Keys
-    /// are created once per subject and key rotation, so counting the stored keys here costs
-    /// less than keeping a counter consistent across nodes.
+    /// are created once per subject and key rotation, so counting the stored keys here (one
+    /// `COUNT` each) costs less than keeping a counter consistent across nodes.
     async fn room_for_one_more(&self, deks: bool) -> DekResult<()> {
-        let held = if deks {
-            self.store.all_keys().await?.1.len()
-        } else {
-            self.store.kek_names(true).await?.len()
-        };
-        if held >= self.max_keys {
+        let (keks, all_deks) = self.store.key_counts().await?;
+        let held = if deks { all_deks } else { keks };
+        if held >= self.max_keys as u64 {
             return Err(DekError::TooManyKeys(self.max_keys));
         }
         Ok(())
@@ -219,13 +216,10 @@ impl DekRegistry {
         deleted: bool,
         visible: impl Fn(&str) -> bool,
     ) -> DekResult<Vec<String>> {
-        let mut out = Vec::new();
-        for kek in self.store.kek_names(deleted).await? {
-            let subjects = self.store.dek_subjects(&kek, deleted).await?;
-            if subjects
-                .iter()
-                .any(|s| prefixes.iter().any(|p| s.starts_with(p)) && visible(s))
-            {
+        let mut out: Vec<String> = Vec::new();
+        for (kek, subject) in self.store.kek_subjects(deleted).await? {
+            let listed = out.last() == Some(&kek);
+            if !listed && prefixes.iter().any(|p| subject.starts_with(p)) && visible(&subject) {
                 out.push(kek);
             }
         }

@@ -154,6 +154,13 @@ pub trait DekStore: Send + Sync {
     /// Every KEK and DEK, deleted or not, by name (for export).
     async fn all_keys(&self) -> StoreResult<(Vec<Kek>, Vec<Dek>)>;
 
+    /// How many KEKs and DEKs (every version) are held, soft-deleted ones included.
+    async fn key_counts(&self) -> StoreResult<(u64, u64)>;
+
+    /// Each KEK with each subject it has DEKs for, by KEK then subject; soft-deleted KEKs and
+    /// DEKs only with `deleted`.
+    async fn kek_subjects(&self, deleted: bool) -> StoreResult<Vec<(String, String)>>;
+
     /// Writes keys as they are (times and deletion kept), in one transaction and without
     /// audit entries, for import. A key already held is left as it is: skipped when equal,
     /// listed in the answer when it differs; so a second import of the same dump writes
@@ -348,6 +355,12 @@ pub mod suite {
             store.dek_subjects("k1", false).await.expect("subjects"),
             ["alpha-value", "orders-value"]
         );
+        assert_eq!(store.key_counts().await.expect("counts"), (2, 4));
+        let pair = |k: &str, s: &str| (k.to_string(), s.to_string());
+        assert_eq!(
+            store.kek_subjects(false).await.expect("kek subjects"),
+            [pair("k1", "alpha-value"), pair("k1", "orders-value")]
+        );
 
         // Soft deletes hide, permanent deletes need a soft one first.
         assert_eq!(
@@ -407,6 +420,16 @@ pub mod suite {
             Done
         );
         assert_eq!(
+            store.kek_subjects(false).await.expect("kek subjects"),
+            [pair("k1", "alpha-value"), pair("k1", "orders-value")],
+            "the subject's live DEK in another algorithm keeps it listed"
+        );
+        assert_eq!(
+            store.key_counts().await.expect("counts"),
+            (2, 4),
+            "soft-deleted keys count"
+        );
+        assert_eq!(
             store
                 .dek_versions("k1", "orders-value", "AES256_GCM", false)
                 .await
@@ -451,6 +474,15 @@ pub mod suite {
                 Done
             );
         }
+        assert_eq!(
+            store.kek_subjects(false).await.expect("kek subjects"),
+            [],
+            "subjects whose DEKs are all soft-deleted are left out"
+        );
+        assert_eq!(
+            store.kek_subjects(true).await.expect("kek subjects"),
+            [pair("k1", "alpha-value"), pair("k1", "orders-value")]
+        );
         assert_eq!(
             store.delete_kek("k1", true, None).await.expect("delete"),
             NotSoftDeleted

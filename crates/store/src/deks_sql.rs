@@ -443,6 +443,38 @@ pub(crate) async fn restore_keys(
     Ok(restored)
 }
 
+/// How many KEKs and DEKs (every version) are held, soft-deleted ones included.
+pub(crate) async fn key_counts(tx: &impl Tx) -> StoreResult<(u64, u64)> {
+    let mut row = tx
+        .query_one(
+            "SELECT (SELECT COUNT(*) FROM dek_keks), (SELECT COUNT(*) FROM dek_deks)",
+            &[],
+        )
+        .await?;
+    let (keks, deks): (i64, i64) = (row.get(0)?, row.get(1)?);
+    Ok((keks.max(0) as u64, deks.max(0) as u64))
+}
+
+/// Each KEK with each subject it has DEKs for, by KEK then subject; soft-deleted KEKs and
+/// DEKs only with `deleted`.
+pub(crate) async fn kek_subjects(
+    tx: &impl Tx,
+    deleted: bool,
+) -> StoreResult<Vec<(String, String)>> {
+    let mut rows = tx
+        .query(
+            "SELECT DISTINCT d.kek_name, d.subject FROM dek_deks d \
+             JOIN dek_keks k ON k.name = d.kek_name \
+             WHERE ?1 OR (NOT d.deleted AND NOT k.deleted) ORDER BY d.kek_name, d.subject",
+            args![deleted],
+        )
+        .await?;
+    Ok(rows
+        .iter_mut()
+        .map(|r| Ok((r.get(0)?, r.get(1)?)))
+        .collect::<DbResult<_>>()?)
+}
+
 pub(crate) async fn all_keys(tx: &impl Tx) -> StoreResult<(Vec<Kek>, Vec<Dek>)> {
     let mut keks = tx
         .query(
@@ -490,6 +522,8 @@ macro_rules! dek_store {
                 write fn delete_deks(scope: DekScope<'_>, permanent: bool, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
                 write fn undelete_deks(scope: DekScope<'_>, audit: AuditLine<'_>) -> StoreResult<KeyWrite>;
                 read_consistent fn all_keys() -> StoreResult<(Vec<Kek>, Vec<Dek>)>;
+                read fn key_counts() -> StoreResult<(u64, u64)>;
+                read fn kek_subjects(deleted: bool) -> StoreResult<Vec<(String, String)>>;
                 write fn restore_keys(keks: &[Kek], deks: &[Dek]) -> StoreResult<RestoredKeys>;
                 {}
             }
