@@ -24,7 +24,7 @@ type ApiResult = Result<Response, ApiError>;
 
 const KEKS: &str = "/dek-registry/v1/keks";
 
-/// `(method, path, summary)` of every route here, for `ROUTES` and the OpenAPI document.
+/// `(method, path, summary)` of every route here: the routes served (`ROUTES`) and the OpenAPI document.
 pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "GET",

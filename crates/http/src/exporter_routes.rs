@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 type ApiResult = Result<Response, ApiError>;
 
-/// `(method, path, summary)` of every route here, for `ROUTES` and the OpenAPI document.
+/// `(method, path, summary)` of every route here: the routes served (`ROUTES`) and the OpenAPI document.
 pub const OPERATIONS: &[(&str, &str, &str)] = &[
     ("GET", "/exporters", "The exporters' names."),
     (

@@ -39,7 +39,7 @@ use covenant_registry::Registry;
 use error::ApiError;
 use extract::BodyLimit;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::Instant;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -116,160 +116,12 @@ impl Default for HttpConfig {
     }
 }
 
-/// Every route served, as `(method, path template)`; the OpenAPI document must list exactly
-/// these (a test checks both directions and that each one is really served).
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/"),
-    ("POST", "/"),
-    ("GET", "/v1/metadata/id"),
-    ("GET", "/v1/metadata/version"),
-    ("GET", "/contexts"),
-    ("DELETE", "/contexts/{context}"),
-    ("GET", "/schemas"),
-    ("GET", "/schemas/types"),
-    ("GET", "/schemas/ids/{id}"),
-    ("GET", "/schemas/ids/{id}/schema"),
-    ("GET", "/schemas/ids/{id}/subjects"),
-    ("GET", "/schemas/ids/{id}/versions"),
-    ("GET", "/schemas/guids/{guid}"),
-    ("GET", "/schemas/guids/{guid}/ids"),
-    ("GET", "/subjects"),
-    ("POST", "/subjects/{subject}"),
-    ("DELETE", "/subjects/{subject}"),
-    ("GET", "/subjects/{subject}/metadata"),
-    ("GET", "/subjects/{subject}/versions"),
-    ("POST", "/subjects/{subject}/versions"),
-    ("GET", "/subjects/{subject}/versions/{version}"),
-    ("DELETE", "/subjects/{subject}/versions/{version}"),
-    ("GET", "/subjects/{subject}/versions/{version}/schema"),
-    ("GET", "/subjects/{subject}/versions/{version}/referencedby"),
-    ("GET", "/config"),
-    ("PUT", "/config"),
-    ("DELETE", "/config"),
-    ("GET", "/config/{subject}"),
-    ("PUT", "/config/{subject}"),
-    ("DELETE", "/config/{subject}"),
-    ("GET", "/mode"),
-    ("PUT", "/mode"),
-    ("DELETE", "/mode"),
-    ("GET", "/mode/{subject}"),
-    ("PUT", "/mode/{subject}"),
-    ("DELETE", "/mode/{subject}"),
-    ("POST", "/compatibility/subjects/{subject}/versions"),
-    (
-        "POST",
-        "/compatibility/subjects/{subject}/versions/{version}",
-    ),
-    ("GET", "/metrics"),
-    ("GET", "/health/live"),
-    ("GET", "/health/ready"),
-    ("GET", "/openapi.json"),
-    ("GET", "/covenant/v1/audit"),
-    ("GET", "/covenant/v1/consumers"),
-    ("POST", "/covenant/v1/consumers"),
-    ("GET", "/covenant/v1/consumers/{consumer}"),
-    ("PUT", "/covenant/v1/consumers/{consumer}"),
-    ("POST", "/covenant/v1/consumers/{consumer}/retire"),
-    ("POST", "/covenant/v1/usage"),
-    ("GET", "/covenant/v1/usage"),
-    ("GET", "/covenant/v1/usage/readers"),
-    ("GET", "/covenant/v1/usage/counts"),
-    ("GET", "/covenant/v1/findings"),
-    ("GET", "/covenant/v1/deprecations"),
-    ("POST", "/covenant/v1/deprecations"),
-    ("GET", "/covenant/v1/deprecations/{id}"),
-    ("PATCH", "/covenant/v1/deprecations/{id}"),
-    ("GET", "/covenant/v1/deprecations/{id}/record"),
-    ("POST", "/covenant/v1/deprecations/{id}/stage"),
-    ("POST", "/covenant/v1/deprecations/{id}/evidence"),
-    ("POST", "/covenant/v1/deprecations/{id}/exceptions"),
-    ("POST", "/covenant/v1/subjects/{subject}/removal-gate"),
-    ("GET", "/covenant/v1/subjects/{subject}/readers"),
-    ("GET", "/covenant/v1/subjects/{subject}/approvals"),
-    ("POST", "/covenant/v1/subjects/{subject}/approvals"),
-    (
-        "POST",
-        "/covenant/v1/subjects/{subject}/approvals/{id}/revoke",
-    ),
-    ("POST", "/covenant/v1/subjects/{subject}/plan"),
-    ("POST", "/covenant/v1/subjects/{subject}/check"),
-    ("GET", "/covenant/v1/subjects/{subject}/samples"),
-    (
-        "GET",
-        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
-    ),
-    (
-        "POST",
-        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
-    ),
-    (
-        "DELETE",
-        "/covenant/v1/subjects/{subject}/versions/{version}/samples",
-    ),
-    (
-        "DELETE",
-        "/covenant/v1/subjects/{subject}/versions/{version}/samples/{sampleId}",
-    ),
-    (
-        "POST",
-        "/covenant/v1/subjects/{subject}/versions/{version}/live",
-    ),
-    (
-        "DELETE",
-        "/covenant/v1/subjects/{subject}/versions/{version}/live",
-    ),
-    ("GET", "/exporters"),
-    ("POST", "/exporters"),
-    ("GET", "/exporters/{name}"),
-    ("PUT", "/exporters/{name}"),
-    ("DELETE", "/exporters/{name}"),
-    ("GET", "/exporters/{name}/config"),
-    ("PUT", "/exporters/{name}/config"),
-    ("PUT", "/exporters/{name}/pause"),
-    ("PUT", "/exporters/{name}/resume"),
-    ("PUT", "/exporters/{name}/reset"),
-    ("GET", "/exporters/{name}/status"),
-    ("POST", "/covenant/v1/subjects/{subject}/profiles"),
-    ("GET", "/covenant/v1/subjects/{subject}/profiles"),
-    ("GET", "/covenant/v1/subjects/{subject}/profiles/trend"),
-    ("GET", "/covenant/v1/subjects/{subject}/profiles/findings"),
-    (
-        "GET",
-        "/covenant/v1/subjects/{subject}/profiles/{profileId}",
-    ),
-    ("GET", "/dek-registry/v1/keks"),
-    ("POST", "/dek-registry/v1/keks"),
-    ("GET", "/dek-registry/v1/keks/{name}"),
-    ("PUT", "/dek-registry/v1/keks/{name}"),
-    ("DELETE", "/dek-registry/v1/keks/{name}"),
-    ("POST", "/dek-registry/v1/keks/{name}/undelete"),
-    ("POST", "/dek-registry/v1/keks/{name}/test"),
-    ("GET", "/dek-registry/v1/keks/{name}/deks"),
-    ("POST", "/dek-registry/v1/keks/{name}/deks"),
-    ("GET", "/dek-registry/v1/keks/{name}/deks/{subject}"),
-    ("POST", "/dek-registry/v1/keks/{name}/deks/{subject}"),
-    ("DELETE", "/dek-registry/v1/keks/{name}/deks/{subject}"),
-    (
-        "POST",
-        "/dek-registry/v1/keks/{name}/deks/{subject}/undelete",
-    ),
-    (
-        "GET",
-        "/dek-registry/v1/keks/{name}/deks/{subject}/versions",
-    ),
-    (
-        "GET",
-        "/dek-registry/v1/keks/{name}/deks/{subject}/versions/{version}",
-    ),
-    (
-        "DELETE",
-        "/dek-registry/v1/keks/{name}/deks/{subject}/versions/{version}",
-    ),
-    (
-        "POST",
-        "/dek-registry/v1/keks/{name}/deks/{subject}/versions/{version}/undelete",
-    ),
-];
+/// Every route served, as `(method, path template)`: the routes of the OpenAPI operations
+/// ([`operations`]), so that a route is listed once, with its summary, where its handlers
+/// live. A test checks that each one is really served, and the authorization table
+/// ([`auth::routes`]) must give each one its rule.
+pub static ROUTES: LazyLock<Vec<(&'static str, &'static str)>> =
+    LazyLock::new(|| operations().map(|(m, p, _)| (*m, *p)).collect());
 
 /// The OpenAPI operations of every route, Confluent's and Covenant's own.
 pub fn operations() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {

@@ -1,5 +1,5 @@
-//! The OpenAPI 3 description of the API, written as data. A test checks that its operations
-//! are exactly the routes served.
+//! The OpenAPI 3 description of the API, written as data: its operations, with those of the
+//! route modules, are the routes served ([`crate::ROUTES`]); a test checks each one is.
 
 use serde_json::{Map, Value, json};
 

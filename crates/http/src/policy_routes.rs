@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 type ApiResult = Result<Response, ApiError>;
 
-/// `(method, path, summary)` of every route here, for `ROUTES` and the OpenAPI document.
+/// `(method, path, summary)` of every route here: the routes served (`ROUTES`) and the OpenAPI document.
 pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "POST",

@@ -22,7 +22,7 @@ const MAX_PAGE: i64 = 1000;
 /// Series per subject on `/metrics`: top-level paths and escape-hatch keys, in path order.
 pub const MAX_GAUGE_PATHS: usize = 100;
 
-/// `(method, path, summary)` of every route here, for `ROUTES` and the OpenAPI document.
+/// `(method, path, summary)` of every route here: the routes served (`ROUTES`) and the OpenAPI document.
 pub const OPERATIONS: &[(&str, &str, &str)] = &[
     (
         "POST",

@@ -432,7 +432,7 @@ mod tests {
 
     #[test]
     fn every_route_has_exactly_one_entry() {
-        for (method, template) in crate::ROUTES {
+        for (method, template) in crate::ROUTES.iter() {
             let n = ROUTE_ACCESS
                 .iter()
                 .filter(|(m, t, _, _)| m == method && t == template)

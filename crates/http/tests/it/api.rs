@@ -259,7 +259,7 @@ async fn openapi_lists_exactly_the_routes_served() {
             }
         }
     }
-    for (method, path) in covenant_http::ROUTES {
+    for (method, path) in covenant_http::ROUTES.iter() {
         let uri = path
             .replace("{id}", "1")
             .replace("{subject}", "s")
