@@ -1040,20 +1040,10 @@ pub fn run_import(args: ImportArgs) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use covenant_store::conformance::schema as avro;
 
     fn allow(_: &[StoredVersion]) -> Result<(), covenant_store::Rejection> {
         Ok(())
-    }
-
-    fn avro(text: &str) -> NewSchema {
-        NewSchema {
-            schema_type: "AVRO".into(),
-            schema: text.into(),
-            references: Vec::new(),
-            metadata: None,
-            rule_set: None,
-            content_key: format!("key:{text}"),
-        }
     }
 
     #[test]

@@ -356,18 +356,8 @@ pub(crate) async fn page_of_versions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use covenant_store::{NewSchema, Placement, SqliteStore, Store};
-
-    fn avro(text: &str) -> NewSchema {
-        NewSchema {
-            schema_type: "AVRO".into(),
-            schema: text.into(),
-            references: Vec::new(),
-            metadata: None,
-            rule_set: None,
-            content_key: format!("key:{text}"),
-        }
-    }
+    use covenant_store::conformance::schema as avro;
+    use covenant_store::{Placement, SqliteStore, Store};
 
     /// Every page read a few versions at a time equals the same page cut from the whole
     /// listing, for prefixes of the default context, of a context, of every context, for

@@ -8,7 +8,9 @@ use crate::{
     Rejection, SchemaRef, Scope, Store, StoreError, StoredVersion,
 };
 
-fn schema(text: &str) -> NewSchema {
+/// An Avro candidate whose content key is made from its text, for tests of stores and of what
+/// is built on them.
+pub fn schema(text: &str) -> NewSchema {
     NewSchema {
         schema_type: "AVRO".into(),
         schema: text.into(),
@@ -19,7 +21,8 @@ fn schema(text: &str) -> NewSchema {
     }
 }
 
-fn allow(_: &[StoredVersion]) -> Result<(), Rejection> {
+/// A guard that allows every registration.
+pub fn allow(_: &[StoredVersion]) -> Result<(), Rejection> {
     Ok(())
 }
 

@@ -3,10 +3,10 @@
 //! The PostgreSQL hops run when `COVENANT_TEST_POSTGRES` holds an admin URL.
 
 use crate::support;
+use covenant_store::conformance::schema as avro;
 
 use covenant_store::{
-    ConfigRecord, NewSchema, Placement, Rejection, SchemaRef, Scope, SqliteStore, Store,
-    StoredVersion,
+    ConfigRecord, Placement, Rejection, SchemaRef, Scope, SqliteStore, Store, StoredVersion,
 };
 use serde_json::json;
 use std::path::Path;
@@ -15,17 +15,6 @@ use support::TestDb;
 
 fn allow(_: &[StoredVersion]) -> Result<(), Rejection> {
     Ok(())
-}
-
-fn avro(text: &str) -> NewSchema {
-    NewSchema {
-        schema_type: "AVRO".into(),
-        schema: text.into(),
-        references: Vec::new(),
-        metadata: None,
-        rule_set: None,
-        content_key: format!("key:{text}"),
-    }
 }
 
 async fn populate(store: &dyn Store) {

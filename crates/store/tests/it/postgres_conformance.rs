@@ -3,10 +3,11 @@
 //! the change feed. Runs when `COVENANT_TEST_POSTGRES` holds an admin URL (see
 //! `scripts/with-postgres.sh`); every test creates its own database there.
 
+use covenant_store::conformance::schema as avro;
 use covenant_store::postgres::{Change, ChangeKind};
 use covenant_store::{
-    ConfigRecord, NewSchema, Placement, PostgresStore, Rejection, Scope, Store, StoreError,
-    StoredVersion, conformance,
+    ConfigRecord, Placement, PostgresStore, Rejection, Scope, Store, StoreError, StoredVersion,
+    conformance,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -233,17 +234,6 @@ async fn wait_listening(store: &PostgresStore) {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("the change feed did not start listening");
-}
-
-fn avro(text: &str) -> NewSchema {
-    NewSchema {
-        schema_type: "AVRO".into(),
-        schema: text.into(),
-        references: Vec::new(),
-        metadata: None,
-        rule_set: None,
-        content_key: format!("key:{text}"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
