@@ -697,10 +697,12 @@ pub async fn apply(
             }
         }
         for chunk in level.chunks(APPLY_CHUNK) {
+            let slots = context_slots(store, chunk).await?;
             let reads = chunk.iter().map(|&(subject, v)| {
                 let present = existing[subject].iter().find(|e| e.version == v.version);
                 let schema = schemas[&version_key(subject, v)];
-                Box::pin(prepare_version(store, subject, v, schema, present))
+                let slot = slots[context::context_of(subject)];
+                Box::pin(prepare_version(store, subject, v, schema, present, slot))
                     as Pending<'_, (Prepared, Option<String>)>
             });
             let mut prepared = Vec::with_capacity(chunk.len());
@@ -800,7 +802,23 @@ enum Prepared {
     Write(Box<NewSchema>, Placement),
 }
 
-/// What writing `v` takes: nothing when `present` already holds it, a conflict when it holds
+/// The slot of each context the versions of `chunk` live in (`None` for a context the store
+/// does not hold yet), read once per context rather than once per version.
+async fn context_slots<'a>(
+    store: &dyn Store,
+    chunk: &[(&'a str, &DumpVersion)],
+) -> Result<BTreeMap<&'a str, Option<i64>>> {
+    let mut slots = BTreeMap::new();
+    for &(subject, _) in chunk {
+        let context = context::context_of(subject);
+        if !slots.contains_key(context) {
+            slots.insert(context, store.context_slot(context).await?);
+        }
+    }
+    Ok(slots)
+}
+
+/// What writing `v` takes, its context being in `slot`: nothing when `present` already holds it, a conflict when it holds
 /// another id or the id holds other content, else the candidate (bound to the id's content
 /// as the destination spells it, when it holds the same schema spelled differently).
 async fn prepare_version(
@@ -809,6 +827,7 @@ async fn prepare_version(
     v: &DumpVersion,
     schema: &DumpSchema,
     present: Option<&StoredVersion>,
+    slot: Option<i64>,
 ) -> Result<(Prepared, Option<String>)> {
     let what = || format!("version {} of subject '{subject}' (id {})", v.version, v.id);
     match present {
@@ -830,7 +849,6 @@ async fn prepare_version(
         rule_set: schema.rule_set.clone(),
         content_key: schema.content_key.clone(),
     };
-    let slot = store.context_slot(context::context_of(subject)).await?;
     let held = match slot {
         Some(slot) => store.schema_by_id(context::stored_id(slot, v.id)).await?,
         None => None,
