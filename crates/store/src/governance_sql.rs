@@ -804,27 +804,55 @@ pub(crate) async fn modify_deprecation(
     edit: DeprecationEdit<'_>,
     audit: AuditLine<'_>,
 ) -> GovernanceResult<Deprecation> {
-    let mut record: Deprecation =
-        by_id(tx, "gov_deprecations", id, true)
-            .await?
-            .ok_or_else(|| GovernanceError::NotFound {
-                what: "deprecation",
-                key: id.to_string(),
-            })?;
-    let target = record.target.clone();
-    edit(&mut record)?;
-    if record.id != id || record.target != target {
-        return Err(GovernanceError::Invalid(
-            "a deprecation's id and target cannot change".to_string(),
-        ));
-    }
+    let kept = |before: &Deprecation, after: &Deprecation| {
+        if after.id != before.id || after.target != before.target {
+            return Err(GovernanceError::Invalid(
+                "a deprecation's id and target cannot change".to_string(),
+            ));
+        }
+        Ok(())
+    };
+    edit_document(
+        tx,
+        ("gov_deprecations", "deprecation"),
+        id,
+        edit,
+        kept,
+        audit,
+    )
+    .await
+}
+
+/// Edits the document `id` of `table` (a `what` when it is missing) under its row lock:
+/// `edit` changes it, `kept` checks the change against the document as it was, and the result
+/// is written with its audit line.
+async fn edit_document<T>(
+    tx: &impl Tx,
+    (table, what): (&str, &'static str),
+    id: i64,
+    edit: &(dyn Fn(&mut T) -> GovernanceResult<()> + Send + Sync),
+    kept: impl Fn(&T, &T) -> GovernanceResult<()>,
+    audit: AuditLine<'_>,
+) -> GovernanceResult<T>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize + Clone,
+{
+    let before: T = by_id(tx, table, id, true)
+        .await?
+        .ok_or_else(|| GovernanceError::NotFound {
+            what,
+            key: id.to_string(),
+        })?;
+    let mut after = before.clone();
+    edit(&mut after)?;
+    kept(&before, &after)?;
     tx.execute(
-        "UPDATE gov_deprecations SET body = ?2 WHERE id = ?1",
-        args![id, to_json(&record)?],
+        &format!("UPDATE {table} SET body = ?2 WHERE id = ?1"),
+        args![id, to_json(&after)?],
     )
     .await?;
     crate::sql::audit::append(tx, audit).await?;
-    Ok(record)
+    Ok(after)
 }
 
 pub(crate) async fn create_approval(
@@ -853,23 +881,8 @@ pub(crate) async fn modify_approval(
     edit: ApprovalEdit<'_>,
     audit: AuditLine<'_>,
 ) -> GovernanceResult<Approval> {
-    let before: Approval =
-        by_id(tx, "gov_approvals", id, true)
-            .await?
-            .ok_or_else(|| GovernanceError::NotFound {
-                what: "approval",
-                key: id.to_string(),
-            })?;
-    let mut approval = before.clone();
-    edit(&mut approval)?;
-    approval.check_edit(&before)?;
-    tx.execute(
-        "UPDATE gov_approvals SET body = ?2 WHERE id = ?1",
-        args![id, to_json(&approval)?],
-    )
-    .await?;
-    crate::sql::audit::append(tx, audit).await?;
-    Ok(approval)
+    let kept = |before: &Approval, after: &Approval| after.check_edit(before);
+    edit_document(tx, ("gov_approvals", "approval"), id, edit, kept, audit).await
 }
 
 // Snapshot and restore.
