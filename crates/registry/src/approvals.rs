@@ -120,11 +120,7 @@ impl Registry {
         request: &SchemaRequest,
     ) -> RegistryResult<(String, String)> {
         let config = self.effective_config(subject).await?;
-        let normalize = config
-            .extra
-            .get("normalize")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false);
+        let normalize = config.normalizes(false);
         let (_, schema) = self.prepare(subject, request, normalize, false).await?;
         Ok((approval_fingerprint(&schema), schema.schema_type))
     }

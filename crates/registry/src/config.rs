@@ -21,6 +21,14 @@ pub struct ConfigView {
     pub extra: Map<String, Value>,
 }
 
+impl ConfigView {
+    /// Whether schema text is normalized: when the request asks (`requested`) or the config's
+    /// `normalize` setting says so.
+    pub fn normalizes(&self, requested: bool) -> bool {
+        requested || self.extra.get("normalize").and_then(Value::as_bool) == Some(true)
+    }
+}
+
 /// A partial config update: absent keys keep their value, `Some(Value::Null)` clears one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConfigUpdate {

@@ -4,7 +4,6 @@ use crate::answers::{Answer, RequestKey, Route};
 use crate::identity::same_identity;
 use crate::{Registry, RegistryError, RegistryResult, SchemaRequest};
 use covenant_store::StoredVersion;
-use serde_json::Value;
 use std::sync::Arc;
 
 impl Registry {
@@ -32,12 +31,7 @@ impl Registry {
             return Err(RegistryError::SchemaNotFound);
         }
         let config = self.effective_config(subject).await?;
-        let normalize = normalize
-            || config
-                .extra
-                .get("normalize")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+        let normalize = config.normalizes(normalize);
         let (parsed, candidate) = self.prepare(subject, request, normalize, true).await?;
         let same_text = |v: &&&StoredVersion| {
             v.schema.schema_type == candidate.schema_type

@@ -5,7 +5,6 @@
 
 use crate::{ConfigView, Mode, Registry, RegistryResult};
 use covenant_store::StoredVersion;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// The subject as a registration round read it.
@@ -36,12 +35,7 @@ impl Registry {
     ) -> RegistryResult<Snapshot> {
         let epoch = self.answers.epoch();
         let config = self.effective_config(subject).await?;
-        let normalize = normalize
-            || config
-                .extra
-                .get("normalize")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+        let normalize = config.normalizes(normalize);
         let mode = self.effective_mode(subject).await?;
         let versions = Arc::new(self.store.subject_versions(subject).await?);
         Ok(Snapshot {
