@@ -1,5 +1,6 @@
 //! Micro-timing of the registry store's hot paths on both backends: `Store::register` (one
-//! writer, then 32 at once), `schema_by_id` and `subject_versions`.
+//! writer, then 32 at once), `schema_by_id` and `subject_versions`; on PostgreSQL also 32
+//! writers spread over two stores on one database, as two nodes hold them.
 //!
 //! ```sh
 //! cargo run --release -p covenant-store --example store_timing -- [postgres://user@host:port/admin-db]
@@ -128,7 +129,31 @@ async fn main() -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?,
         );
-        time(pg).await?;
+        time(pg.clone()).await?;
+        let other = PostgresStore::connect(&url)
+            .await
+            .map_err(|e| e.to_string())?;
+        two_nodes([pg, Arc::new(other)]).await?;
     }
+    Ok(())
+}
+
+/// 32 writers, half of them on each of two stores of one database.
+async fn two_nodes(stores: [Arc<dyn Store>; 2]) -> Result<(), String> {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for t in 0..TASKS {
+        let store = stores[t % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            for n in (t..CONCURRENT).step_by(TASKS) {
+                register(store.as_ref(), "n", n).await?;
+            }
+            Ok::<_, String>(())
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    report("register, 32 writers, 2 nodes", CONCURRENT, started);
     Ok(())
 }
