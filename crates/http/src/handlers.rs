@@ -599,12 +599,23 @@ pub async fn versions_by_id(
 
 pub async fn subjects(State(state): State<AppState>, access: Access, params: Params) -> ApiResult {
     let prefix = params.get("subjectPrefix");
-    let mut list = state
+    let deleted = (params.flag("deleted"), params.flag("deletedOnly"));
+    let (offset, limit) = page_bounds(&params, None);
+    if limit == usize::MAX {
+        // No limit: every name, as Confluent answers.
+        let mut list = state
+            .registry
+            .subjects(prefix, deleted.0, deleted.1)
+            .await?;
+        list.retain(|s| access.can_read(s));
+        return Ok(ok(json!(page(list, &params, None))));
+    }
+    let keep = |s: &str| access.can_read(s);
+    let list = state
         .registry
-        .subjects(prefix, params.flag("deleted"), params.flag("deletedOnly"))
+        .subjects_page(prefix, deleted, &keep, offset, limit)
         .await?;
-    list.retain(|s| access.can_read(s));
-    Ok(ok(json!(page(list, &params, None))))
+    Ok(ok(json!(list)))
 }
 
 pub async fn versions(

@@ -123,6 +123,29 @@ impl Registry {
             .collect())
     }
 
+    /// One page of [`Registry::subjects`]: the names `keep` keeps, `offset` of them skipped
+    /// and at most `limit` answered, read from the store a chunk at a time from where the
+    /// prefix starts (see [`Registry::list_schemas_page`]).
+    pub async fn subjects_page(
+        &self,
+        prefix: Option<&str>,
+        (deleted, deleted_only): (bool, bool),
+        keep: &(dyn Fn(&str) -> bool + Sync),
+        offset: usize,
+        limit: usize,
+    ) -> RegistryResult<Vec<String>> {
+        let keep = |s: &(String, bool)| keep(&s.0);
+        let wanted = Page {
+            prefix,
+            deleted,
+            keep: &keep,
+            offset,
+            limit,
+        };
+        let page = page_of_subjects(self.store.as_ref(), &wanted, deleted_only, LISTING_CHUNK);
+        Ok(page.await?.into_iter().map(|(name, _)| name).collect())
+    }
+
     /// Version numbers of a subject, ascending.
     pub async fn versions(
         &self,
@@ -295,11 +318,11 @@ impl Registry {
 /// Versions read from the store at a time by [`Registry::list_schemas_page`].
 const LISTING_CHUNK: i64 = 1000;
 
-/// What [`page_of_versions`] answers.
-pub(crate) struct Page<'a> {
+/// What a page of a listing holds ([`page_of_versions`], [`page_of_subjects`]).
+pub(crate) struct Page<'a, T> {
     pub(crate) prefix: Option<&'a str>,
     pub(crate) deleted: bool,
-    pub(crate) keep: &'a (dyn Fn(&StoredVersion) -> bool + Sync),
+    pub(crate) keep: &'a (dyn Fn(&T) -> bool + Sync),
     pub(crate) offset: usize,
     pub(crate) limit: usize,
 }
@@ -319,38 +342,123 @@ fn prefix_range(prefix: Option<&str>) -> (&str, bool) {
 /// The page `wanted` describes, reading `chunk` versions of the store at a time.
 pub(crate) async fn page_of_versions(
     store: &dyn covenant_store::Store,
-    wanted: &Page<'_>,
+    wanted: &Page<'_, StoredVersion>,
     chunk: i64,
 ) -> RegistryResult<Vec<StoredVersion>> {
     let (start, bounded) = prefix_range(wanted.prefix);
-    let (mut after, mut version) = (start.to_string(), 0);
-    let (mut skipped, mut out) = (0, Vec::new());
-    while out.len() < wanted.limit {
-        let read = store.versions_after(&after, version, chunk).await?;
-        let full = read.len() as i64 == chunk;
-        if let Some(last) = read.last() {
-            (after, version) = (last.subject.clone(), last.version);
-        }
-        for v in read {
-            if bounded && !v.subject.starts_with(start) {
-                return Ok(out);
-            }
-            let listed =
-                prefix_matches(wanted.prefix, &v.subject) && (wanted.deleted || !v.deleted);
-            if !listed || !(wanted.keep)(&v) {
-                continue;
-            }
-            if skipped < wanted.offset {
-                skipped += 1;
-            } else if out.len() < wanted.limit {
-                out.push(v);
-            }
-        }
-        if !full {
-            break;
-        }
+    let read = |(subject, version): (String, i64)| async move {
+        store.versions_after(&subject, version, chunk).await
+    };
+    fn key(v: &StoredVersion) -> (String, i64) {
+        (v.subject.clone(), v.version)
     }
-    Ok(out)
+    fn name(v: &StoredVersion) -> &str {
+        &v.subject
+    }
+    let listed = |v: &StoredVersion| wanted.deleted || !v.deleted;
+    let pager = Pager {
+        start: (start.to_string(), 0i64),
+        bounded,
+        chunk,
+        read,
+        key,
+        name,
+        listed,
+    };
+    pager.page(wanted).await
+}
+
+/// The page `wanted` describes of the subjects (each with whether a version is live; a
+/// soft-deleted subject is listed with `deleted`, and only those with `deleted_only`),
+/// reading `chunk` subjects of the store at a time.
+pub(crate) async fn page_of_subjects(
+    store: &dyn covenant_store::Store,
+    wanted: &Page<'_, (String, bool)>,
+    deleted_only: bool,
+    chunk: i64,
+) -> RegistryResult<Vec<(String, bool)>> {
+    let (start, bounded) = prefix_range(wanted.prefix);
+    // Read after `start` less its last character, which sorts before `start` and every name
+    // beginning with it (`start` itself may be a subject).
+    let before = |s: &str| s.strip_suffix(|_| true).unwrap_or("").to_string();
+    let read = |after: String| async move { store.subjects_after(&after, chunk).await };
+    fn key(s: &(String, bool)) -> String {
+        s.0.clone()
+    }
+    fn name(s: &(String, bool)) -> &str {
+        &s.0
+    }
+    let listed = |s: &(String, bool)| {
+        if deleted_only {
+            !s.1
+        } else {
+            wanted.deleted || s.1
+        }
+    };
+    let pager = Pager {
+        start: before(start),
+        bounded,
+        chunk,
+        read,
+        key,
+        name,
+        listed,
+    };
+    pager.page(wanted).await
+}
+
+/// Reads a listing from the store a chunk at a time, in the store's order of names.
+struct Pager<K, R, Key, Name, Listed> {
+    /// The key the first chunk is read after.
+    start: K,
+    /// Whether every name the prefix selects starts with it, so the read stops past them.
+    bounded: bool,
+    chunk: i64,
+    read: R,
+    key: Key,
+    name: Name,
+    listed: Listed,
+}
+
+impl<K, R, Fut, T, Key, Name, Listed> Pager<K, R, Key, Name, Listed>
+where
+    R: Fn(K) -> Fut,
+    Fut: std::future::Future<Output = covenant_store::StoreResult<Vec<T>>>,
+    Key: Fn(&T) -> K,
+    Name: Fn(&T) -> &str,
+    Listed: Fn(&T) -> bool,
+{
+    /// The items of the page: those under the prefix that are listed and kept, `offset` of
+    /// them skipped and at most `limit` answered.
+    async fn page(self, wanted: &Page<'_, T>) -> RegistryResult<Vec<T>> {
+        let (start, _) = prefix_range(wanted.prefix);
+        let (mut after, mut skipped, mut out) = (self.start, 0, Vec::new());
+        while out.len() < wanted.limit {
+            let read = (self.read)(after).await?;
+            let full = read.len() as i64 == self.chunk;
+            let Some(last) = read.last() else { break };
+            after = (self.key)(last);
+            for item in read {
+                let name = (self.name)(&item);
+                if self.bounded && name >= start && !name.starts_with(start) {
+                    return Ok(out);
+                }
+                let chosen = prefix_matches(wanted.prefix, name) && (self.listed)(&item);
+                if !chosen || !(wanted.keep)(&item) {
+                    continue;
+                }
+                if skipped < wanted.offset {
+                    skipped += 1;
+                } else if out.len() < wanted.limit {
+                    out.push(item);
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
@@ -377,6 +485,7 @@ mod tests {
                 .expect("register");
         }
         store.soft_delete("a2", &[1]).await.expect("delete");
+        store.soft_delete("b1", &[1, 2, 3]).await.expect("delete");
         let all = store.all_versions().await.expect("all");
         let odd = |v: &StoredVersion| v.schema.id % 2 == 1;
         let every = |_: &StoredVersion| true;
@@ -417,6 +526,76 @@ mod tests {
                             assert_eq!(
                                 got, expected,
                                 "{prefix:?} deleted={deleted} {offset}+{limit}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The same for subject names: every page read two names at a time equals the page cut
+    /// from the whole list, for live, all and only soft-deleted subjects.
+    #[tokio::test]
+    async fn a_page_of_subjects_read_in_chunks_is_the_page_of_the_whole_list() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = SqliteStore::open(dir.path()).expect("open");
+        let allow = |_: &[StoredVersion]| Ok(());
+        let subjects = [
+            "a1", "a2", "b1", ":.ctx:a1", ":.ctx:b1", "a10", "a", "c", "a0",
+        ];
+        for (i, subject) in subjects.iter().enumerate() {
+            let text = format!("n{i}");
+            let placed = Placement::default();
+            store
+                .register(subject, &avro(&text), placed, &allow, None)
+                .await
+                .expect("register");
+        }
+        for gone in ["a2", ":.ctx:b1"] {
+            store.soft_delete(gone, &[1]).await.expect("delete");
+        }
+        let all = store.subjects().await.expect("all");
+        let short = |s: &(String, bool)| s.0.len() <= 2;
+        let every = |_: &(String, bool)| true;
+        let prefixes = [
+            None,
+            Some(""),
+            Some("a"),
+            Some("a1"),
+            Some(":.ctx:"),
+            Some(":*:a"),
+        ];
+        for prefix in prefixes {
+            for (deleted, only) in [(false, false), (true, false), (false, true)] {
+                for keep in [&short as &(dyn Fn(&(String, bool)) -> bool + Sync), &every] {
+                    let whole: Vec<_> = all
+                        .iter()
+                        .filter(|(name, live)| {
+                            prefix_matches(prefix, name)
+                                && if only { !live } else { deleted || *live }
+                        })
+                        .filter(|s| keep(s))
+                        .map(|(name, _)| name.clone())
+                        .collect();
+                    for offset in 0..whole.len() + 2 {
+                        for limit in [1, 2, 3, usize::MAX] {
+                            let wanted = Page {
+                                prefix,
+                                deleted,
+                                keep,
+                                offset,
+                                limit,
+                            };
+                            let page = page_of_subjects(&store, &wanted, only, 2)
+                                .await
+                                .expect("page");
+                            let got: Vec<_> = page.into_iter().map(|(name, _)| name).collect();
+                            let expected: Vec<_> =
+                                whole.iter().skip(offset).take(limit).cloned().collect();
+                            assert_eq!(
+                                got, expected,
+                                "{prefix:?} {deleted}/{only} {offset}+{limit}"
                             );
                         }
                     }

@@ -519,6 +519,19 @@ pub async fn versions_page_by_subject_and_version(store: &dyn Store) {
         }
     }
     assert_eq!(paged, all, "pages of two give every version in order");
+    let subjects = store.subjects().await.expect("subjects");
+    let mut paged = Vec::new();
+    let mut after = String::new();
+    loop {
+        let page = store.subjects_after(&after, 2).await.expect("page");
+        assert!(page.len() <= 2, "a page holds at most its limit");
+        paged.extend(page.iter().cloned());
+        match page.last() {
+            Some((last, _)) if page.len() == 2 => after = last.clone(),
+            _ => break,
+        }
+    }
+    assert_eq!(paged, subjects, "pages of two give every subject in order");
     let b: Vec<_> = store
         .versions_after("conf-page-b", 1, 10)
         .await

@@ -424,6 +424,10 @@ pub trait Store: Send + Sync {
     /// Every subject name with whether it has at least one non-deleted version, sorted.
     async fn subjects(&self) -> StoreResult<Vec<(String, bool)>>;
 
+    /// Up to `limit` subjects named after `subject`, by name, each with whether any of its
+    /// versions is live: a page of [`Store::subjects`] read without the rest.
+    async fn subjects_after(&self, subject: &str, limit: i64) -> StoreResult<Vec<(String, bool)>>;
+
     /// Every version of every subject (for `GET /schemas`), by subject then version.
     async fn all_versions(&self) -> StoreResult<Vec<StoredVersion>>;
 

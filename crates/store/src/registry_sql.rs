@@ -236,6 +236,23 @@ pub(crate) async fn subjects(tx: &impl Tx) -> StoreResult<Vec<(String, bool)>> {
     Ok(pairs(rows)?)
 }
 
+/// Up to `limit` subjects after `subject`, by name, each with whether any version is live: a
+/// page of [`subjects`], a range of the primary key.
+pub(crate) async fn subjects_after(
+    tx: &impl Tx,
+    subject: &str,
+    limit: i64,
+) -> StoreResult<Vec<(String, bool)>> {
+    let rows = tx
+        .query(
+            "SELECT subject, MAX(CASE WHEN deleted THEN 0 ELSE 1 END) FROM subject_versions \
+             WHERE subject > ?1 GROUP BY subject ORDER BY subject LIMIT ?2",
+            args![subject, limit],
+        )
+        .await?;
+    Ok(pairs(rows)?)
+}
+
 pub(crate) async fn all_versions(tx: &impl Tx) -> StoreResult<Vec<StoredVersion>> {
     Ok(query_versions(tx, "", &[]).await?)
 }
@@ -509,6 +526,7 @@ macro_rules! registry_store {
                 read_short fn max_schema_id() -> StoreResult<i64>;
                 read_short fn subject_versions(subject: &str) -> StoreResult<Vec<StoredVersion>>;
                 read_long fn subjects() -> StoreResult<Vec<(String, bool)>>;
+                read_short fn subjects_after(subject: &str, limit: i64) -> StoreResult<Vec<(String, bool)>>;
                 read_long fn all_versions() -> StoreResult<Vec<StoredVersion>>;
                 read_long fn versions_after(subject: &str, version: i64, limit: i64) -> StoreResult<Vec<StoredVersion>>;
                 read_long fn schema_type_counts() -> StoreResult<Vec<(String, u64)>>;

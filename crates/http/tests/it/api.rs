@@ -300,3 +300,54 @@ async fn metrics_are_exposed_in_prometheus_text() {
         r.text
     );
 }
+
+/// `GET /subjects` with `limit` is read a page at a time from the store; its answers are the
+/// slices of the whole list (no `limit`) for prefixes, offsets and soft-deleted subjects.
+#[tokio::test]
+async fn subject_pages_are_slices_of_the_whole_list() {
+    let app = app();
+    for (i, subject) in ["b", "a1", "a10", "a2", ":.ctx:a1", "c"].iter().enumerate() {
+        let body = json!({"schema": format!("{{\"type\":\"fixed\",\"name\":\"F{i}\",\"size\":{}}}", i + 1)});
+        let r = app
+            .send(
+                "POST",
+                &format!("/subjects/{subject}/versions"),
+                Some(&body.to_string()),
+            )
+            .await;
+        assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    }
+    assert_eq!(
+        app.send("DELETE", "/subjects/a2", None)
+            .await
+            .status
+            .as_u16(),
+        200
+    );
+    let list = |query: String| {
+        let app = &app;
+        async move {
+            let r = app.get(&format!("/subjects{query}")).await;
+            serde_json::from_str::<Vec<String>>(&r.text).expect(&r.text)
+        }
+    };
+    for filter in [
+        "",
+        "subjectPrefix=a&",
+        "subjectPrefix=a1&",
+        "deleted=true&",
+        "deletedOnly=true&",
+        "subjectPrefix=:*:a&",
+    ] {
+        let whole = list(format!("?{filter}")).await;
+        for offset in 0..whole.len() + 1 {
+            for limit in 1..4 {
+                let page = list(format!("?{filter}offset={offset}&limit={limit}")).await;
+                let expected: Vec<String> =
+                    whole.iter().skip(offset).take(limit).cloned().collect();
+                assert_eq!(page, expected, "{filter} {offset}+{limit}");
+            }
+        }
+    }
+    assert_eq!(list("?deletedOnly=true".into()).await, ["a2"]);
+}
