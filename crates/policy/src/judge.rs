@@ -196,6 +196,28 @@ mod tests {
         ParsedSchema::parse(SchemaType::Avro, text, &[]).expect("valid Avro")
     }
 
+    /// `new` judged over version 1, `old`, at `level` under `settings`, without limits.
+    fn judged(
+        level: Level,
+        new: &ParsedSchema,
+        old: &ParsedSchema,
+        settings: &PolicySettings,
+    ) -> Report {
+        covenant_engine::budget::unlimited(|m| {
+            let (options, context) = (CheckOptions::default(), PolicyContext::default());
+            judge(
+                m,
+                level,
+                new,
+                &[(1, old)],
+                &[],
+                &options,
+                &context,
+                settings,
+            )
+        })
+    }
+
     #[test]
     fn structural_and_semantic_findings_share_one_report() {
         let v1 = avro(
@@ -204,18 +226,7 @@ mod tests {
         let v2 = avro(
             r#"{"type":"record","name":"Case","fields":[{"name":"assignedOfficer","type":"string"}]}"#,
         );
-        let report = covenant_engine::budget::unlimited(|m| {
-            judge(
-                m,
-                Level::Backward,
-                &v2,
-                &[(1, &v1)],
-                &[],
-                &CheckOptions::default(),
-                &PolicyContext::default(),
-                &PolicySettings::default(),
-            )
-        });
+        let report = judged(Level::Backward, &v2, &v1, &PolicySettings::default());
         let rules: Vec<&str> = report.findings.iter().map(|f| f.rule.as_ref()).collect();
         assert!(
             rules.contains(&"READER_FIELD_MISSING_DEFAULT_VALUE"),
@@ -234,18 +245,7 @@ mod tests {
         let v2 = avro(
             r#"{"type":"record","name":"Case","fields":[{"name":"status","type":{"type":"enum","name":"S","symbols":["OPEN","CLOSED","SUSPENDED"],"default":"OPEN"}}]}"#,
         );
-        let lenient = covenant_engine::budget::unlimited(|m| {
-            judge(
-                m,
-                Level::Full,
-                &v2,
-                &[(1, &v1)],
-                &[],
-                &CheckOptions::default(),
-                &PolicyContext::default(),
-                &PolicySettings::default(),
-            )
-        });
+        let lenient = judged(Level::Full, &v2, &v1, &PolicySettings::default());
         assert!(lenient.compatible, "{:?}", lenient.findings);
         assert!(
             lenient
@@ -254,18 +254,7 @@ mod tests {
                 .any(|f| f.rule == "ENUM_VALUE_ADDED")
         );
         let strict = PolicySettings::default().with("ENUM_VALUE_ADDED", crate::RuleLevel::Error);
-        let blocked = covenant_engine::budget::unlimited(|m| {
-            judge(
-                m,
-                Level::Full,
-                &v2,
-                &[(1, &v1)],
-                &[],
-                &CheckOptions::default(),
-                &PolicyContext::default(),
-                &strict,
-            )
-        });
+        let blocked = judged(Level::Full, &v2, &v1, &strict);
         assert!(!blocked.compatible);
     }
 

@@ -345,24 +345,17 @@ pub(crate) async fn page_of_versions(
     wanted: &Page<'_, StoredVersion>,
     chunk: i64,
 ) -> RegistryResult<Vec<StoredVersion>> {
-    let (start, bounded) = prefix_range(wanted.prefix);
+    let (from, bounded) = prefix_range(wanted.prefix);
+    let start = (from.to_string(), 0);
     let read = |(subject, version): (String, i64)| async move {
         store.versions_after(&subject, version, chunk).await
     };
-    fn key(v: &StoredVersion) -> (String, i64) {
-        (v.subject.clone(), v.version)
-    }
-    fn name(v: &StoredVersion) -> &str {
-        &v.subject
-    }
     let listed = |v: &StoredVersion| wanted.deleted || !v.deleted;
     let pager = Pager {
-        start: (start.to_string(), 0i64),
+        start,
         bounded,
         chunk,
         read,
-        key,
-        name,
         listed,
     };
     pager.page(wanted).await
@@ -377,17 +370,11 @@ pub(crate) async fn page_of_subjects(
     deleted_only: bool,
     chunk: i64,
 ) -> RegistryResult<Vec<(String, bool)>> {
-    let (start, bounded) = prefix_range(wanted.prefix);
-    // Read after `start` less its last character, which sorts before `start` and every name
-    // beginning with it (`start` itself may be a subject).
-    let before = |s: &str| s.strip_suffix(|_| true).unwrap_or("").to_string();
+    let (from, bounded) = prefix_range(wanted.prefix);
+    // Read after `from` less its last character, which sorts before `from` and every name
+    // beginning with it (`from` itself may be a subject).
+    let start = from.strip_suffix(|_| true).unwrap_or("").to_string();
     let read = |after: String| async move { store.subjects_after(&after, chunk).await };
-    fn key(s: &(String, bool)) -> String {
-        s.0.clone()
-    }
-    fn name(s: &(String, bool)) -> &str {
-        &s.0
-    }
     let listed = |s: &(String, bool)| {
         if deleted_only {
             !s.1
@@ -396,51 +383,74 @@ pub(crate) async fn page_of_subjects(
         }
     };
     let pager = Pager {
-        start: before(start),
+        start,
         bounded,
         chunk,
         read,
-        key,
-        name,
         listed,
     };
     pager.page(wanted).await
 }
 
+/// An item of a listing: its subject's name, and the key the next chunk is read after.
+trait Listing {
+    type Key;
+    fn key(&self) -> Self::Key;
+    fn name(&self) -> &str;
+}
+
+impl Listing for StoredVersion {
+    type Key = (String, i64);
+    fn key(&self) -> Self::Key {
+        (self.subject.clone(), self.version)
+    }
+    fn name(&self) -> &str {
+        &self.subject
+    }
+}
+
+/// A subject with whether any version of it is live.
+impl Listing for (String, bool) {
+    type Key = String;
+    fn key(&self) -> Self::Key {
+        self.0.clone()
+    }
+    fn name(&self) -> &str {
+        &self.0
+    }
+}
+
 /// Reads a listing from the store a chunk at a time, in the store's order of names.
-struct Pager<K, R, Key, Name, Listed> {
+struct Pager<K, R, Listed> {
     /// The key the first chunk is read after.
     start: K,
     /// Whether every name the prefix selects starts with it, so the read stops past them.
     bounded: bool,
     chunk: i64,
     read: R,
-    key: Key,
-    name: Name,
     listed: Listed,
 }
 
-impl<K, R, Fut, T, Key, Name, Listed> Pager<K, R, Key, Name, Listed>
-where
-    R: Fn(K) -> Fut,
-    Fut: std::future::Future<Output = covenant_store::StoreResult<Vec<T>>>,
-    Key: Fn(&T) -> K,
-    Name: Fn(&T) -> &str,
-    Listed: Fn(&T) -> bool,
-{
+impl<K, R, Listed> Pager<K, R, Listed> {
     /// The items of the page: those under the prefix that are listed and kept, `offset` of
     /// them skipped and at most `limit` answered.
-    async fn page(self, wanted: &Page<'_, T>) -> RegistryResult<Vec<T>> {
-        let (start, _) = prefix_range(wanted.prefix);
+    async fn page<T, Fut>(self, wanted: &Page<'_, T>) -> RegistryResult<Vec<T>>
+    where
+        T: Listing<Key = K>,
+        R: Fn(K) -> Fut,
+        Fut: std::future::Future<Output = covenant_store::StoreResult<Vec<T>>>,
+        Listed: Fn(&T) -> bool,
+    {
+        let (from, _) = prefix_range(wanted.prefix);
         let (mut after, mut skipped, mut out) = (self.start, 0, Vec::new());
         while out.len() < wanted.limit {
             let read = (self.read)(after).await?;
             let full = read.len() as i64 == self.chunk;
             let Some(last) = read.last() else { break };
-            after = (self.key)(last);
+            after = last.key();
             for item in read {
-                let name = (self.name)(&item);
-                if self.bounded && name >= start && !name.starts_with(start) {
+                let name = item.name();
+                if self.bounded && name >= from && !name.starts_with(from) {
                     return Ok(out);
                 }
                 let chosen = prefix_matches(wanted.prefix, name) && (self.listed)(&item);
