@@ -98,6 +98,9 @@ struct Args {
     /// Seconds each HTTP route is driven.
     #[arg(long)]
     http_seconds: Option<f64>,
+    /// HTTP routes to drive (default: all): any of live, id, lookup, idempotent, new.
+    #[arg(long)]
+    http_routes: Option<String>,
     /// Also write the table to this file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -258,6 +261,9 @@ fn run(args: Args) -> Result<bool> {
         };
         if let Some(s) = args.http_seconds {
             sizes.duration = std::time::Duration::from_secs_f64(s);
+        }
+        if let Some(list) = &args.http_routes {
+            sizes.routes = http::route_bits(list)?;
         }
         let embedded = server::Backend::Embedded(scratch.path().join("http-data"));
         part(&mut rows, &mut failed, "2 HTTP, embedded SQLite", |rows| {

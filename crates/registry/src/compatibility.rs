@@ -45,7 +45,8 @@ impl Registry {
         request: &SchemaRequest,
         normalize: bool,
     ) -> RegistryResult<Report> {
-        let config = self.effective_config(subject).await?;
+        let settings = self.chain_settings(Some(subject)).await?;
+        let config = settings.config(self.default_level);
         let versions = self.store.subject_versions(subject).await?;
         let live: Vec<&StoredVersion> = versions.iter().filter(|v| !v.deleted).collect();
         let only = match against {
@@ -64,7 +65,7 @@ impl Registry {
             .metadata
             .as_ref()
             .or_else(|| live.last().and_then(|v| v.schema.metadata.as_ref()));
-        let mut evolution = self.evolution(subject, &config.extra, metadata).await?;
+        let mut evolution = self.evolution(subject, &settings, metadata).await?;
         evolution.candidate_samples = request.samples.clone();
         // The rule set the version would be registered with: its own or the latest's, under
         // the subject's default and override rule sets.

@@ -2,14 +2,15 @@
 //! the effective config a registration is judged under, the config routes, aliases, and the
 //! config and mode rows kept in memory when this process is the store's only writer.
 
-use crate::contexts::{self, scope_for};
+use crate::contexts::{self, ScopeKey, scope_for};
 use crate::contract::validate_rule_set;
+use crate::mode::Mode;
 use crate::{
     Registry, RegistryError, RegistryResult, SubjectUse, answers, evolution, profiles,
     validate_subject,
 };
 use covenant_engine::{CheckOptions, JsonPolicy, Level, ProtobufStrictness};
-use covenant_store::{Audit, ConfigRecord, Scope};
+use covenant_store::{Audit, ConfigRecord, Scope, Settings};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
@@ -26,6 +27,71 @@ impl ConfigView {
     /// `normalize` setting says so.
     pub fn normalizes(&self, requested: bool) -> bool {
         requested || self.extra.get("normalize").and_then(Value::as_bool) == Some(true)
+    }
+}
+
+/// The config and mode rows a request is judged by, read together (a registration reads them
+/// for its snapshot and again just before its commit): those along a subject's scope chain
+/// (see [`contexts`]), the global scope's and the subject's own.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ChainSettings {
+    /// The chain's scopes, nearest first.
+    chain: Vec<ScopeKey>,
+    rows: HashMap<ScopeKey, Settings>,
+}
+
+impl ChainSettings {
+    fn row(&self, key: &ScopeKey) -> Option<&Settings> {
+        self.rows.get(key)
+    }
+
+    /// The config rows along the chain, nearest first.
+    fn chain_configs(&self) -> impl Iterator<Item = &ConfigRecord> {
+        self.chain
+            .iter()
+            .filter_map(|k| self.row(k)?.config.as_ref())
+    }
+
+    /// The config merged along the chain: the level of the nearest scope that sets one (else
+    /// `default_level`), the extra settings of all, nearer ones winning.
+    pub(crate) fn config(&self, default_level: Level) -> ConfigView {
+        let records: Vec<&ConfigRecord> = self.chain_configs().collect();
+        let mut extra = Map::new();
+        for record in records.iter().rev() {
+            for (k, v) in &record.extra {
+                extra.insert(k.clone(), v.clone());
+            }
+        }
+        let level = records
+            .iter()
+            .find_map(|c| c.compatibility.as_deref())
+            .and_then(|l| Level::from_str(l).ok())
+            .unwrap_or(default_level);
+        ConfigView { level, extra }
+    }
+
+    /// The mode of the nearest scope that sets one; the default context's global
+    /// READONLY_OVERRIDE stops every context.
+    pub(crate) fn mode(&self) -> RegistryResult<Mode> {
+        let global = self.row(&None).and_then(|r| r.mode.as_deref());
+        if let Some(Mode::ReadOnlyOverride) = global.and_then(|m| Mode::parse(m).ok()) {
+            return Ok(Mode::ReadOnlyOverride);
+        }
+        match self.chain.iter().find_map(|k| self.row(k)?.mode.as_deref()) {
+            Some(mode) => Mode::parse(mode),
+            None => Ok(Mode::ReadWrite),
+        }
+    }
+
+    /// The config row of the global scope (`None`) or of one subject.
+    pub(crate) fn own_config(&self, key: &ScopeKey) -> Option<&ConfigRecord> {
+        self.row(key)?.config.as_ref()
+    }
+
+    /// The configs along the chain, nearest first, for settings taken from the nearest scope
+    /// that sets them.
+    pub(crate) fn nearest<T>(&self, take: impl Fn(&ConfigRecord) -> Option<T>) -> Option<T> {
+        self.chain_configs().find_map(take)
     }
 }
 
@@ -70,26 +136,46 @@ pub(crate) fn group_value<'a>(metadata: &'a Option<Value>, group: &str) -> Optio
 }
 
 impl Registry {
-    /// The subject's config merged along its scope chain (see [`contexts`]): the level of the
-    /// most specific scope that sets one, the extra settings of all, nearer ones winning.
+    /// The subject's config merged along its scope chain (see [`ChainSettings::config`]).
     pub(crate) async fn effective_config(&self, subject: &str) -> RegistryResult<ConfigView> {
-        let mut records = Vec::new();
-        for key in contexts::scope_chain(Some(subject)) {
-            records.push(self.config_row(contexts::scope(&key)).await?);
-        }
-        let mut extra = Map::new();
-        for record in records.iter().rev().flatten() {
-            for (k, v) in &record.extra {
-                extra.insert(k.clone(), v.clone());
+        Ok(self
+            .chain_settings(Some(subject))
+            .await?
+            .config(self.default_level))
+    }
+
+    /// The config and mode rows along `subject`'s scope chain (the global scope's for
+    /// `None`), with the global scope's and the subject's own: from memory when this process is
+    /// the store's only writer, else in one read of the store.
+    pub(crate) async fn chain_settings(
+        &self,
+        subject: Option<&str>,
+    ) -> RegistryResult<ChainSettings> {
+        let chain = contexts::scope_chain(subject);
+        let mut keys = chain.clone();
+        for key in [None, subject.map(str::to_string)] {
+            if !keys.contains(&key) {
+                keys.push(key);
             }
         }
-        let level = records
-            .iter()
-            .flatten()
-            .find_map(|c| c.compatibility.as_deref())
-            .and_then(|l| Level::from_str(l).ok())
-            .unwrap_or(self.default_level);
-        Ok(ConfigView { level, extra })
+        let scopes: Vec<Scope<'_>> = keys.iter().map(contexts::scope).collect();
+        let rows = if self.store.only_writer() {
+            let mut rows = Vec::with_capacity(scopes.len());
+            for scope in &scopes {
+                rows.push(Settings {
+                    config: self.config_row(*scope).await?,
+                    mode: self.mode_row(*scope).await?,
+                });
+            }
+            rows
+        } else {
+            self.store.settings(&scopes).await?
+        };
+        drop(scopes);
+        Ok(ChainSettings {
+            chain,
+            rows: keys.into_iter().zip(rows).collect(),
+        })
     }
 
     /// The config row of `scope`, from memory when this process is the store's only writer
@@ -129,8 +215,12 @@ impl Registry {
         let epoch = self.answers.epoch();
         let key = scope_cache_key(scope);
         if self.answers.rows_loaded() {
-            let config = self.store.config(scope).await?;
-            let mode = self.store.mode(scope).await?;
+            let Settings { config, mode } = self
+                .store
+                .settings(&[scope])
+                .await?
+                .pop()
+                .unwrap_or_default();
             self.answers
                 .known_again(epoch, key, config.clone(), mode.clone());
             return Ok((config, mode));

@@ -10,7 +10,8 @@
 //! and sample replay cover).
 
 use crate::compatibility::record_check_metrics;
-use crate::config::check_options;
+use crate::config::{ChainSettings, check_options};
+use crate::contexts::ScopeKey;
 use crate::{CandidateSample, Registry, RegistryError, RegistryResult, SchemaRequest, VersionSpec};
 use covenant_engine::budget::Metered;
 use covenant_engine::{CheckOptions, Direction, Level, Report, Severity};
@@ -138,6 +139,17 @@ fn settings_from(extra: &Map<String, Value>) -> PolicySettings {
 pub const POLICY_PRESET: &str = "policyPreset";
 
 /// The preset a config's extra keys name, if a valid one.
+/// The `semanticRules` of the global config with `subject`'s laid over them.
+pub(crate) fn rule_levels(settings: &ChainSettings, subject: &str) -> PolicySettings {
+    let levels = |key: &ScopeKey| {
+        settings
+            .own_config(key)
+            .map(|c| settings_from(&c.extra))
+            .unwrap_or_default()
+    };
+    levels(&None).overridden_by(&levels(&Some(subject.to_string())))
+}
+
 fn preset_from(extra: &Map<String, Value>) -> Option<Preset> {
     extra
         .get(POLICY_PRESET)
@@ -448,44 +460,30 @@ impl Registry {
     /// Semantic rule levels for a subject: the global ones with the subject's laid over them,
     /// under the preset of the nearest scope that sets one.
     pub async fn policy_settings(&self, subject: &str) -> RegistryResult<PolicySettings> {
-        let mut settings = self.rule_levels(subject).await?;
-        settings.policy_preset = Some(self.policy_preset(Some(subject)).await?);
+        let chain = self.chain_settings(Some(subject)).await?;
+        let mut settings = rule_levels(&chain, subject);
+        settings.policy_preset = Some(chain.nearest(|c| preset_from(&c.extra)).unwrap_or_default());
         Ok(settings)
-    }
-
-    /// The `semanticRules` of the global config with the subject's laid over them.
-    async fn rule_levels(&self, subject: &str) -> RegistryResult<PolicySettings> {
-        let global = self.config_row(Scope::Global).await?;
-        let own = self.config_row(Scope::Subject(subject)).await?;
-        let global = global.map(|c| settings_from(&c.extra)).unwrap_or_default();
-        let own = own.map(|c| settings_from(&c.extra)).unwrap_or_default();
-        Ok(global.overridden_by(&own))
     }
 
     /// The policy preset in force for `subject` (the global one for `None`): that of the
     /// nearest scope along its chain (subject, context, `:.__GLOBAL:`) that sets one, else
     /// `covenant`.
     pub async fn policy_preset(&self, subject: Option<&str>) -> RegistryResult<Preset> {
-        for key in crate::contexts::scope_chain(subject) {
-            if let Some(preset) = self
-                .config_row(crate::contexts::scope(&key))
-                .await?
-                .and_then(|c| preset_from(&c.extra))
-            {
-                return Ok(preset);
-            }
-        }
-        Ok(Preset::default())
+        let settings = self.chain_settings(subject).await?;
+        Ok(settings
+            .nearest(|c| preset_from(&c.extra))
+            .unwrap_or_default())
     }
 
     /// The inputs of a verdict for `subject`, with `metadata` the candidate's.
     pub(crate) async fn evolution(
         &self,
         subject: &str,
-        extra: &Map<String, Value>,
+        settings: &ChainSettings,
         metadata: Option<&Value>,
     ) -> RegistryResult<Evolution> {
-        self.evolution_with(subject, extra, metadata, Evidence::Read)
+        self.evolution_with(subject, settings, metadata, Evidence::Read)
             .await
     }
 
@@ -495,10 +493,11 @@ impl Registry {
     pub(crate) async fn evolution_with(
         &self,
         subject: &str,
-        extra: &Map<String, Value>,
+        chain: &ChainSettings,
         metadata: Option<&Value>,
         evidence: Evidence,
     ) -> RegistryResult<Evolution> {
+        let extra = &chain.config(self.default_level).extra;
         let scope = extra
             .get("compatibilityScope")
             .filter(|v| !v.is_null())
@@ -527,7 +526,7 @@ impl Registry {
         };
         // `extra` is the config merged along the subject's chain, nearer scopes winning: its
         // preset is the one in force.
-        let mut settings = self.rule_levels(subject).await?;
+        let mut settings = rule_levels(chain, subject);
         settings.policy_preset = Some(preset_from(extra).unwrap_or_default());
         Ok(Evolution {
             settings,
@@ -565,13 +564,13 @@ impl Registry {
         let Some(latest) = live.last() else {
             return Err(RegistryError::SubjectNotFound(subject.to_string()));
         };
-        let config = self.effective_config(subject).await?;
+        let settings = self.chain_settings(Some(subject)).await?;
         let (candidate, _) = self.prepare(subject, request, normalize, true).await?;
         let metadata = request
             .metadata
             .as_ref()
             .or(latest.schema.metadata.as_ref());
-        let evolution = self.evolution(subject, &config.extra, metadata).await?;
+        let evolution = self.evolution(subject, &settings, metadata).await?;
         let facts: Vec<VersionFacts> = live
             .iter()
             .map(|v| VersionFacts {

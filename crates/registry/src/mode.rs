@@ -51,16 +51,7 @@ impl Registry {
     /// The subject's mode along its scope chain; the default context's global
     /// READONLY_OVERRIDE stops every context.
     pub(crate) async fn effective_mode(&self, subject: &str) -> RegistryResult<Mode> {
-        let global = self.mode_row(Scope::Global).await?;
-        if let Some(Mode::ReadOnlyOverride) = global.as_deref().and_then(|m| Mode::parse(m).ok()) {
-            return Ok(Mode::ReadOnlyOverride);
-        }
-        for key in contexts::scope_chain(Some(subject)) {
-            if let Some(mode) = self.mode_row(contexts::scope(&key)).await? {
-                return Mode::parse(&mode);
-            }
-        }
-        Ok(Mode::ReadWrite)
+        self.chain_settings(Some(subject)).await?.mode()
     }
 
     pub(crate) async fn global_mode(&self) -> RegistryResult<Mode> {

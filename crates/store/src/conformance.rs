@@ -5,7 +5,7 @@
 
 use crate::{
     AuditContext, AuditEntry, AuditQuery, ConfigRecord, Dedupe, NewSchema, Placement, Registration,
-    Rejection, SchemaRef, Scope, Store, StoreError, StoredVersion,
+    Rejection, SchemaRef, Scope, Settings, Store, StoreError, StoredVersion,
 };
 
 /// An Avro candidate whose content key is made from its text, for tests of stores and of what
@@ -48,6 +48,7 @@ pub async fn run_all(store: &dyn Store) {
     references_must_be_live(store).await;
     guarded_deletes_see_references(store).await;
     config_and_mode(store).await;
+    settings_read_together(store).await;
     audit_entries_commit_with_their_change(store).await;
     contexts_have_their_own_ids(store).await;
     schema_type_counts_count_each_schema_once(store).await;
@@ -649,6 +650,74 @@ pub async fn config_and_mode(store: &dyn Store) {
         store.mode(Scope::Global).await.expect("mode").as_deref(),
         Some("READWRITE")
     );
+    store
+        .delete_mode(Scope::Global, None)
+        .await
+        .expect("delete global mode");
+}
+
+/// `settings` reads the config and mode rows of several scopes at once, each in its place,
+/// and agrees with `config` and `mode` read one by one.
+pub async fn settings_read_together(store: &dyn Store) {
+    let (a, b, none) = (
+        Scope::Subject("conf-settings-a"),
+        Scope::Subject("conf-settings-b"),
+        Scope::Subject("conf-settings-none"),
+    );
+    let mut extra = serde_json::Map::new();
+    extra.insert("compatibilityGroup".into(), "app".into());
+    let config_a = ConfigRecord {
+        compatibility: Some("FULL".into()),
+        extra,
+    };
+    let global = ConfigRecord {
+        compatibility: None,
+        extra: serde_json::Map::from_iter([("normalize".to_string(), true.into())]),
+    };
+    store
+        .set_config(a, &config_a, None)
+        .await
+        .expect("config a");
+    store.set_mode(b, "READONLY", None).await.expect("mode b");
+    store
+        .set_config(Scope::Global, &global, None)
+        .await
+        .expect("global");
+    store
+        .set_mode(Scope::Global, "IMPORT", None)
+        .await
+        .expect("global mode");
+
+    let read = store
+        .settings(&[none, a, Scope::Global, b, a])
+        .await
+        .expect("settings");
+    let settings = |config: Option<&ConfigRecord>, mode: Option<&str>| Settings {
+        config: config.cloned(),
+        mode: mode.map(str::to_string),
+    };
+    assert_eq!(
+        read,
+        vec![
+            Settings::default(),
+            settings(Some(&config_a), None),
+            settings(Some(&global), Some("IMPORT")),
+            settings(None, Some("READONLY")),
+            settings(Some(&config_a), None),
+        ]
+    );
+    for (scope, got) in [none, a, Scope::Global, b].into_iter().zip(&read) {
+        assert_eq!(store.config(scope).await.expect("config"), got.config);
+        assert_eq!(store.mode(scope).await.expect("mode"), got.mode);
+    }
+    assert!(store.settings(&[]).await.expect("no scopes").is_empty());
+
+    store.delete_config(a, None).await.expect("delete a");
+    store.delete_mode(b, None).await.expect("delete b");
+    store
+        .delete_config(Scope::Global, None)
+        .await
+        .expect("delete global");
     store
         .delete_mode(Scope::Global, None)
         .await

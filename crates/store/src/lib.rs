@@ -271,6 +271,13 @@ pub struct ConfigRecord {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+/// The config and mode rows of one scope, either absent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    pub config: Option<ConfigRecord>,
+    pub mode: Option<String>,
+}
+
 /// The audit target of a config or mode write on `scope`; `key` is `config` or `mode`.
 pub fn scope_target(scope: Scope<'_>, key: &str, detail: Option<String>) -> AuditTarget {
     AuditTarget {
@@ -490,6 +497,10 @@ pub trait Store: Send + Sync {
     ) -> StoreResult<Option<ConfigRecord>>;
 
     async fn mode(&self, scope: Scope<'_>) -> StoreResult<Option<String>>;
+
+    /// The config and mode rows of each of `scopes`, in their order, read together: what a
+    /// request judged along a subject's scope chain reads, in one round trip.
+    async fn settings(&self, scopes: &[Scope<'_>]) -> StoreResult<Vec<Settings>>;
     async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()>;
     async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>>;
 

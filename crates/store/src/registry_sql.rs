@@ -8,10 +8,10 @@ use crate::audit::{AUDIT_COLUMNS, audit_filter};
 use crate::audit_denials::Bump as DenialBump;
 use crate::context;
 use crate::postgres::{Change, ChangeKind};
-use crate::sql::{DbError, DbResult, Lock, Row, Tx, args};
+use crate::sql::{DbError, DbResult, Lock, Row, Tx, Value, args};
 use crate::{
     Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
-    Placement, Registered, Registration, SchemaRecord, Scope, StoreError, StoreResult,
+    Placement, Registered, Registration, SchemaRecord, Scope, Settings, StoreError, StoreResult,
     StoredVersion, context_target, delete_operation, delete_target, register_operation,
     registered_target, scope_target,
 };
@@ -374,6 +374,44 @@ pub(crate) async fn mode(tx: &impl Tx, scope: Scope<'_>) -> StoreResult<Option<S
     Ok(read_mode(tx, scope_key(scope)).await?)
 }
 
+/// The config and mode rows of each of `scopes`, in their order, read by one statement. A
+/// registration reads a subject's whole scope chain twice (for its snapshot and just before
+/// its commit); on PostgreSQL a statement per row made 16 of a registration's 29 round trips.
+pub(crate) async fn settings(tx: &impl Tx, scopes: &[Scope<'_>]) -> StoreResult<Vec<Settings>> {
+    let keys: Vec<&str> = scopes.iter().map(|s| scope_key(*s)).collect();
+    let mut out = vec![Settings::default(); keys.len()];
+    if keys.is_empty() {
+        return Ok(out);
+    }
+    let list = (1..=keys.len())
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "SELECT 'c', scope, compatibility, extra FROM config WHERE scope IN ({list}) \
+         UNION ALL SELECT 'm', scope, mode, NULL FROM modes WHERE scope IN ({list})"
+    );
+    let values: Vec<Value<'_>> = keys.iter().map(|k| Value::from(*k)).collect();
+    for mut row in tx.query(&sql, &values).await? {
+        let (kind, scope): (String, String) = (row.get(0)?, row.get(1)?);
+        let value: Option<String> = row.get(2)?;
+        let config = match kind.as_str() {
+            "c" => Some(ConfigRecord {
+                compatibility: value.clone(),
+                extra: json(&row.get::<String>(3)?)?,
+            }),
+            _ => None,
+        };
+        for (at, _) in keys.iter().enumerate().filter(|(_, k)| **k == scope) {
+            match &config {
+                Some(c) => out[at].config = Some(c.clone()),
+                None => out[at].mode = value.clone(),
+            }
+        }
+    }
+    Ok(out)
+}
+
 pub(crate) async fn all_configs(tx: &impl Tx) -> StoreResult<Vec<(Option<String>, ConfigRecord)>> {
     let rows = tx
         .query(
@@ -515,7 +553,8 @@ macro_rules! registry_store {
             use $crate::registry_sql as ops;
             use $crate::{
                 Audit, AuditEntry, ConfigRecord, DeleteGuard, Guard, NewSchema, Placement,
-                Registered, Registration, SchemaRecord, Scope, Store, StoreResult, StoredVersion,
+                Registered, Registration, SchemaRecord, Scope, Settings, Store, StoreResult,
+                StoredVersion,
             };
 
             $crate::sql::store_impl! {
@@ -534,6 +573,7 @@ macro_rules! registry_store {
                 read_short fn referencing_versions(subject: &str, version: i64) -> StoreResult<Vec<StoredVersion>>;
                 read_short fn config(scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>>;
                 read_short fn mode(scope: Scope<'_>) -> StoreResult<Option<String>>;
+                read_short fn settings(scopes: &[Scope<'_>]) -> StoreResult<Vec<Settings>>;
                 read_long fn all_configs() -> StoreResult<Vec<(Option<String>, ConfigRecord)>>;
                 read_long fn all_modes() -> StoreResult<Vec<(Option<String>, String)>>;
                 read_long fn contexts() -> StoreResult<Vec<(String, i64)>>;

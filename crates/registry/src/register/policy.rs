@@ -98,7 +98,7 @@ impl Registry {
         };
         let metadata = candidate.schema.metadata.as_ref();
         let mut evolution = self
-            .evolution_with(subject, &snapshot.config.extra, metadata, evidence)
+            .evolution_with(subject, &snapshot.settings, metadata, evidence)
             .await?;
         evolution.candidate_samples = candidate.request.samples.clone();
         evolution.context.encryption = Some(covenant_policy::Encryption::of_rule_set(

@@ -3,6 +3,7 @@
 //! [`crate::mode`]) and its versions. The write step commits only if the subject is still
 //! this snapshot.
 
+use crate::config::ChainSettings;
 use crate::{ConfigView, Mode, Registry, RegistryResult};
 use covenant_store::StoredVersion;
 use std::sync::Arc;
@@ -12,6 +13,8 @@ pub(crate) struct Snapshot {
     /// The answers cache's epoch before anything was read: an answer found from this snapshot
     /// is kept only if nothing was invalidated since.
     pub epoch: u64,
+    /// The config and mode rows read, which `config` and `mode` come from.
+    pub settings: ChainSettings,
     pub config: ConfigView,
     /// Whether the text is stored normalized: asked by the request or set in config.
     pub normalize: bool,
@@ -34,12 +37,14 @@ impl Registry {
         normalize: bool,
     ) -> RegistryResult<Snapshot> {
         let epoch = self.answers.epoch();
-        let config = self.effective_config(subject).await?;
+        let settings = self.chain_settings(Some(subject)).await?;
+        let config = settings.config(self.default_level);
         let normalize = config.normalizes(normalize);
-        let mode = self.effective_mode(subject).await?;
+        let mode = settings.mode()?;
         let versions = Arc::new(self.store.subject_versions(subject).await?);
         Ok(Snapshot {
             epoch,
+            settings,
             config,
             normalize,
             mode,

@@ -33,9 +33,8 @@ impl Registry {
         audit: Audit<'_>,
         approvals: &[AcceptedRisk],
     ) -> RegistryResult<Option<Written>> {
-        if self.effective_config(subject).await? != snapshot.config
-            || self.effective_mode(subject).await? != snapshot.mode
-        {
+        let now = self.chain_settings(Some(subject)).await?;
+        if now.config(self.default_level) != snapshot.config || now.mode()? != snapshot.mode {
             return Ok(None);
         }
         let unchanged = |now: &[StoredVersion]| -> Result<(), Rejection> {

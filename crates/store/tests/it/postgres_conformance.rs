@@ -140,6 +140,7 @@ conformance_test!(
     conformance::guarded_deletes_see_references
 );
 conformance_test!(conformance_config_and_mode, conformance::config_and_mode);
+conformance_test!(conformance_settings, conformance::settings_read_together);
 conformance_test!(
     conformance_schema_type_counts,
     conformance::schema_type_counts_count_each_schema_once
