@@ -5,8 +5,11 @@
 
 use crate::{
     AuditContext, AuditEntry, AuditQuery, ConfigRecord, Dedupe, NewSchema, Placement, Registration,
-    Rejection, SchemaRef, Scope, Settings, Store, StoreError, StoredVersion,
+    Rejection, SchemaRef, Scope, Settings, SharedGuard, Store, StoreError, StoredVersion,
 };
+use futures_util::future::join_all;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// An Avro candidate whose content key is made from its text, for tests of stores and of what
 /// is built on them.
@@ -49,6 +52,7 @@ pub async fn run_all(store: &dyn Store) {
     guarded_deletes_see_references(store).await;
     config_and_mode(store).await;
     settings_read_together(store).await;
+    shared_registrations_are_each_whole(store).await;
     audit_entries_commit_with_their_change(store).await;
     contexts_have_their_own_ids(store).await;
     schema_type_counts_count_each_schema_once(store).await;
@@ -722,6 +726,80 @@ pub async fn settings_read_together(store: &dyn Store) {
         .delete_mode(Scope::Global, None)
         .await
         .expect("delete global mode");
+}
+
+/// Registrations made at once through [`Store::register_shared`] (which PostgreSQL writes in
+/// groups) are each answered as if alone: a new subject gets version 1, one content gets one
+/// id whatever subjects it is registered under and is created once, a refused registration
+/// writes nothing and fails only itself, and a second registration of the same content under
+/// a subject finds the first.
+pub async fn shared_registrations_are_each_whole(store: &dyn Store) {
+    let allow: SharedGuard = Arc::new(allow);
+    let refuse: SharedGuard = Arc::new(|_: &[StoredVersion]| Err(Rejection::new(Refused)));
+    let n = 48;
+    let subjects: Vec<String> = (0..n).map(|i| format!("conf-shared-{i}")).collect();
+    // Four subjects share each content.
+    let content = |i: usize| schema(&format!("{{\"type\":\"conf-shared-{}\"}}", i / 4));
+    let candidates: Vec<NewSchema> = (0..n).map(content).collect();
+    let refused = |i: usize| i % 12 == 5;
+    let results = join_all((0..n).map(|i| {
+        let guard = if refused(i) { &refuse } else { &allow };
+        store.register_shared(
+            &subjects[i],
+            &candidates[i],
+            Placement::default(),
+            Arc::clone(guard),
+            None,
+        )
+    }))
+    .await;
+    let mut ids: HashMap<String, (i64, usize)> = HashMap::new();
+    for (i, result) in results.into_iter().enumerate() {
+        let versions = store
+            .subject_versions(&subjects[i])
+            .await
+            .expect("versions");
+        if refused(i) {
+            assert!(
+                matches!(result, Err(StoreError::Rejected(_))),
+                "{i}: {result:?}"
+            );
+            assert!(
+                versions.is_empty(),
+                "a refused registration wrote {versions:?}"
+            );
+            continue;
+        }
+        let r = result.unwrap_or_else(|e| panic!("registration {i} failed: {e}"));
+        assert_eq!((r.version, r.created), (1, true), "{i}");
+        assert_eq!(versions.len(), 1);
+        assert_eq!(versions[0].schema.id, r.id);
+        let (id, created) = ids
+            .entry(candidates[i].content_key.clone())
+            .or_insert((r.id, 0));
+        assert_eq!(*id, r.id, "one content, one id");
+        *created += usize::from(r.schema_created);
+    }
+    assert_eq!(ids.len(), n / 4);
+    assert!(ids.values().all(|(_, created)| *created == 1), "{ids:?}");
+    let distinct: std::collections::HashSet<i64> = ids.values().map(|(id, _)| *id).collect();
+    assert_eq!(distinct.len(), n / 4, "distinct contents share an id");
+
+    // Again, at once: every one finds its version.
+    let again = join_all((0..n).filter(|i| !refused(*i)).map(|i| {
+        store.register_shared(
+            &subjects[i],
+            &candidates[i],
+            Placement::default(),
+            Arc::clone(&allow),
+            None,
+        )
+    }))
+    .await;
+    for r in again {
+        let r = r.expect("registered again");
+        assert_eq!((r.version, r.created), (1, false));
+    }
 }
 
 /// A new version may only reference live versions; the check runs inside the write.

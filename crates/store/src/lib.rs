@@ -28,6 +28,7 @@ mod governance_sql;
 pub mod governance_sqlite;
 pub mod group_commit;
 pub mod guid;
+pub mod pg_group;
 mod pg_pool;
 pub mod postgres;
 pub mod profiles;
@@ -257,6 +258,10 @@ impl fmt::Debug for Rejection {
 /// included, oldest first).
 pub type Guard<'a> = &'a (dyn Fn(&[StoredVersion]) -> Result<(), Rejection> + Send + Sync);
 
+/// A [`Guard`] the store may keep and run on another task ([`Store::register_shared`]).
+pub type SharedGuard =
+    std::sync::Arc<dyn Fn(&[StoredVersion]) -> Result<(), Rejection> + Send + Sync>;
+
 /// The check run inside a delete's write transaction with every version (of any subject,
 /// deleted ones included) whose schema references one of the versions being deleted. Because
 /// it runs inside the write, no registration can add a reference between check and delete.
@@ -396,6 +401,22 @@ pub trait Store: Send + Sync {
         guard: Guard<'_>,
         audit: Audit<'_>,
     ) -> StoreResult<Registered>;
+
+    /// [`Store::register`] with a guard the store may keep: a backend may write the
+    /// registration together with concurrent ones in one transaction (PostgreSQL's group
+    /// commit, see [`crate::pg_group`]). Each is still acknowledged only once its transaction
+    /// committed, and a group fails or commits whole, so a registration is never half-written.
+    async fn register_shared(
+        &self,
+        subject: &str,
+        candidate: &NewSchema,
+        placement: Placement,
+        guard: SharedGuard,
+        audit: Audit<'_>,
+    ) -> StoreResult<Registered> {
+        self.register(subject, candidate, placement, &*guard, audit)
+            .await
+    }
 
     /// Registers every one of `batch` in one write transaction, in order, as [`Store::register`]
     /// would one by one with a guard that allows all: all of them or, when any fails, none

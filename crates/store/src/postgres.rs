@@ -23,10 +23,14 @@
 //! without a global lock); an insert that meets an id taken by an import retries with the next
 //! value.
 //!
+//! Registrations arriving together are written in one transaction ([`crate::pg_group`]), with
+//! the same locks in the same order.
+//!
 //! Every write also sends `NOTIFY covenant_changes` inside its transaction, so listeners hear
 //! of exactly the committed writes; see [`PostgresStore::subscribe_changes`].
 
 use crate::audit_denials::{Admission, DenialKey, DenialTally, FLUSH_INTERVAL};
+use crate::pg_group::Groups;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::registry_sql::{self as ops, LOCK_SEQUENCE, RegistryTx};
 use crate::sql::postgres::in_transaction;
@@ -134,6 +138,8 @@ pub struct PostgresStore {
     listener: tokio::task::JoinHandle<()>,
     /// Repeated refusals being counted ([`crate::audit_denials`]).
     denials: Arc<DenialTally>,
+    /// Registrations written in groups ([`crate::pg_group`]).
+    groups: Groups,
 }
 
 impl Drop for PostgresStore {
@@ -238,7 +244,7 @@ async fn fill_missing_guids(client: &deadpool_postgres::Client) -> StoreResult<(
     ops::fill_missing_guids(&Pg(client)).await
 }
 
-fn pool_err(e: PoolError, target: &str) -> StoreError {
+pub(crate) fn pool_err(e: PoolError, target: &str) -> StoreError {
     match e {
         PoolError::Backend(e) => match e.as_db_error() {
             Some(_) => pg_err(e),
@@ -300,6 +306,7 @@ impl PostgresStore {
             listening.clone(),
         ));
         Ok(PostgresStore {
+            groups: Groups::start(pool.clone(), target.clone()),
             pool,
             target,
             migrated: OnceCell::new(),
@@ -316,6 +323,11 @@ impl PostgresStore {
             .get_or_try_init(|| migrate(&self.pool, &self.target))
             .await
             .map(|_| ())
+    }
+
+    /// Registrations written in groups of more than one so far ([`crate::pg_group`]).
+    pub fn grouped_registrations(&self) -> u64 {
+        self.groups.grouped()
     }
 
     /// `host:port/dbname` of the database, for logs.
@@ -483,6 +495,35 @@ async fn flush_denials(client: &impl GenericClient, tally: &DenialTally) -> Stor
 crate::registry_sql::registry_store!(PostgresStore, {
     async fn ping(&self) -> StoreResult<()> {
         PostgresStore::ping(self).await
+    }
+
+    /// Written with the registrations queued with it, in one transaction
+    /// ([`crate::pg_group`]); alone when it cannot be grouped.
+    async fn register_shared(
+        &self,
+        subject: &str,
+        candidate: &NewSchema,
+        placement: Placement,
+        guard: crate::SharedGuard,
+        audit: Audit<'_>,
+    ) -> StoreResult<Registered> {
+        let member = ops::Member {
+            subject: subject.to_string(),
+            candidate: candidate.clone(),
+            placement,
+            guard,
+            audit: audit.cloned(),
+        };
+        if !member.groupable() {
+            let guard = &*member.guard;
+            return self
+                .write_short(async |tx| {
+                    ops::register(tx, subject, candidate, placement, guard, audit).await
+                })
+                .await;
+        }
+        self.ensure_schema().await?;
+        self.groups.register(member).await
     }
 
     async fn record_denied(&self, entry: &AuditEntry, key: &DenialKey) -> StoreResult<()> {

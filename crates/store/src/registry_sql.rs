@@ -10,11 +10,13 @@ use crate::context;
 use crate::postgres::{Change, ChangeKind};
 use crate::sql::{DbError, DbResult, Lock, Row, Tx, Value, args};
 use crate::{
-    Audit, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard, NewSchema,
-    Placement, Registered, Registration, SchemaRecord, Scope, Settings, StoreError, StoreResult,
-    StoredVersion, context_target, delete_operation, delete_target, register_operation,
-    registered_target, scope_target,
+    Audit, AuditContext, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard,
+    NewSchema, Placement, Registered, Registration, SchemaRecord, Scope, Settings, SharedGuard,
+    StoreError, StoreResult, StoredVersion, context_target, delete_operation, delete_target,
+    register_operation, registered_target, scope_target,
 };
+use futures_util::future::try_join_all;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 
 /// The registry's numbered migrations in the portable spelling ([`crate::sql::dialect`]),
@@ -1047,6 +1049,17 @@ async fn register_in(
         Some(id) => explicit_id(tx, subject, id, candidate, sequence).await?,
         None => content_id(tx, subject, slot, candidate).await?,
     };
+    Ok(write_version(tx, subject, version, id, schema_created).await?)
+}
+
+/// Inserts `subject`'s new `version` of schema `id` and tells the change feed.
+async fn write_version(
+    tx: &impl RegistryTx,
+    subject: &str,
+    version: i64,
+    id: i64,
+    schema_created: bool,
+) -> DbResult<Registered> {
     tx.execute(
         "INSERT INTO subject_versions(subject, version, schema_id, deleted, created_at, \
          updated_at) VALUES (?1, ?2, ?3, FALSE, ?4, ?4)",
@@ -1066,6 +1079,162 @@ async fn register_in(
         created: true,
         schema_created,
     })
+}
+
+/// One registration of a group ([`register_group`]), owned so that the store may write it on
+/// another task than its caller's.
+pub(crate) struct Member {
+    pub subject: String,
+    pub candidate: NewSchema,
+    pub placement: Placement,
+    pub guard: SharedGuard,
+    pub audit: Option<AuditContext>,
+}
+
+impl Member {
+    /// Whether it may be written in a group: in the default context (whose new ids come from
+    /// PostgreSQL's sequence, no context lock), without an explicit id (whose import moves the
+    /// sequence) and without references (whose subjects it locks and checks). Others are
+    /// written alone by [`register`].
+    pub(crate) fn groupable(&self) -> bool {
+        self.placement.id.is_none()
+            && self.candidate.references.is_empty()
+            && context::context_of(&self.subject) == context::DEFAULT_CONTEXT
+    }
+}
+
+/// Registers `members` (of distinct subjects, each [`Member::groupable`]) in the one
+/// transaction `tx`, each step's statements sent for every member at once: on PostgreSQL a
+/// group takes the round trips of one registration, and a registration's round trips
+/// (statements sent one after another, each a wake-up of both processes) were most of its
+/// cost (29 statements, 0.7 ms of Covenant's and 0.85 ms of PostgreSQL's processor time).
+///
+/// The locks are those of [`register`], in the same order (subjects by name, then content
+/// keys), so groups and single writes on any node cannot deadlock; each step reads only after
+/// the previous step's locks are held. A member that its guard refuses, or that finds its
+/// schema already registered, gets its answer and writes nothing; the others are written, each
+/// content once (the first member with it creates the schema). A database error fails the
+/// whole group: the caller rolls it back and writes the members one by one.
+pub(crate) async fn register_group<T: RegistryTx>(
+    tx: &T,
+    members: &[Member],
+) -> DbResult<Vec<StoreResult<Registered>>> {
+    let mut subjects: Vec<&str> = members.iter().map(|m| m.subject.as_str()).collect();
+    subjects.sort_unstable();
+    subjects.dedup();
+    try_join_all(
+        subjects
+            .iter()
+            .map(|s| tx.lock(Lock::Named(LOCK_SUBJECT, s))),
+    )
+    .await?;
+    let versions = try_join_all(members.iter().map(|m| async move {
+        query_versions(tx, "WHERE v.subject = ?1", args![m.subject.as_str()]).await
+    }))
+    .await?;
+    let mut answers: Vec<Option<StoreResult<Registered>>> = Vec::with_capacity(members.len());
+    let mut writes: Vec<(&Member, i64)> = Vec::new();
+    for (m, versions) in members.iter().zip(&versions) {
+        answers.push(match judge_member(m, versions) {
+            Ok(Some(existing)) => Some(Ok(existing)),
+            Ok(None) => match m.placement.next_version(&m.subject, versions) {
+                Ok(version) => {
+                    writes.push((m, version));
+                    None
+                }
+                Err(e) => Some(Err(e)),
+            },
+            Err(e) => Some(Err(e)),
+        });
+    }
+    let ids = group_content_ids(tx, &writes).await?;
+    let mut created: HashSet<i64> = HashSet::new();
+    let written = try_join_all(writes.iter().map(|(m, version)| {
+        let (id, new) = ids[m.candidate.content_key.as_str()];
+        // The first member with a new content created its schema.
+        let schema_created = new && created.insert(id);
+        async move {
+            let r = write_version(tx, &m.subject, *version, id, schema_created).await?;
+            let target = registered_target(&m.subject, &r);
+            audit_in(
+                tx,
+                m.audit.as_ref(),
+                register_operation(&m.placement),
+                target,
+            )
+            .await?;
+            Ok::<_, DbError>(r)
+        }
+    }))
+    .await?;
+    let mut written = written.into_iter();
+    Ok(answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| written.next().ok_or_else(group_lost)))
+        .collect())
+}
+
+fn group_lost() -> StoreError {
+    StoreError::Backend("a registration of a group lost its result".into())
+}
+
+/// What a group member's subject already says: its existing version (nothing to write), a
+/// refusal of its guard, or `None` (write it).
+fn judge_member(m: &Member, versions: &[StoredVersion]) -> StoreResult<Option<Registered>> {
+    if let Some(existing) = m.placement.existing(versions, &m.candidate) {
+        return Ok(Some(existing));
+    }
+    (m.guard)(versions).map_err(StoreError::Rejected)?;
+    Ok(None)
+}
+
+/// The id of each content key the group writes (the lowest it has in the default context, or
+/// a new one), with whether it is new: the keys locked in order, then read, then the missing
+/// ones inserted, each step for all keys at once.
+async fn group_content_ids<'m, T: RegistryTx>(
+    tx: &T,
+    writes: &[(&'m Member, i64)],
+) -> DbResult<HashMap<&'m str, (i64, bool)>> {
+    let mut firsts: Vec<&Member> = Vec::new();
+    for (m, _) in writes {
+        if !firsts
+            .iter()
+            .any(|f| f.candidate.content_key == m.candidate.content_key)
+        {
+            firsts.push(m);
+        }
+    }
+    firsts.sort_unstable_by(|a, b| a.candidate.content_key.cmp(&b.candidate.content_key));
+    try_join_all(
+        firsts
+            .iter()
+            .map(|m| tx.lock(Lock::Named(LOCK_CONTENT, &m.candidate.content_key))),
+    )
+    .await?;
+    let (lowest, highest) = context::slot_range(0);
+    let found = try_join_all(firsts.iter().map(|m| async move {
+        tx.value::<Option<i64>>(
+            "SELECT MIN(id) FROM schemas WHERE content_key = ?1 AND id BETWEEN ?2 AND ?3",
+            args![&m.candidate.content_key, lowest, highest],
+        )
+        .await
+    }))
+    .await?;
+    let inserted = try_join_all(firsts.iter().zip(&found).map(|(m, found)| async move {
+        match found {
+            Some(id) => Ok((*id, false)),
+            None => match insert_schema(tx, &m.subject, None, &m.candidate).await? {
+                Some(id) => Ok((id, true)),
+                None => Err(DbError("no schema id could be allocated".into())),
+            },
+        }
+    }))
+    .await?;
+    Ok(firsts
+        .iter()
+        .map(|m| m.candidate.content_key.as_str())
+        .zip(inserted)
+        .collect())
 }
 
 /// The id the content takes in `slot`'s context: the lowest it already has there, or a new

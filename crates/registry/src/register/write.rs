@@ -11,8 +11,9 @@ use crate::error::GuardRefusal;
 use crate::{AcceptedRisk, AuditContext, Registry, RegistryError, RegistryResult};
 use covenant_store::context::{context_of, public_id};
 use covenant_store::{
-    Audit, NewSchema, Placement, Registered, Rejection, StoreError, StoredVersion,
+    Audit, NewSchema, Placement, Registered, Rejection, SharedGuard, StoreError, StoredVersion,
 };
+use std::sync::Arc;
 
 /// A committed registration.
 pub(crate) struct Written {
@@ -37,19 +38,20 @@ impl Registry {
         if now.config(self.default_level) != snapshot.config || now.mode()? != snapshot.mode {
             return Ok(None);
         }
-        let unchanged = |now: &[StoredVersion]| -> Result<(), Rejection> {
-            if same_versions(now, &snapshot.versions) {
+        let judged = Arc::clone(&snapshot.versions);
+        let unchanged: SharedGuard = Arc::new(move |now: &[StoredVersion]| {
+            if same_versions(now, &judged) {
                 Ok(())
             } else {
                 Err(Rejection::new(GuardRefusal::Retry))
             }
-        };
+        });
         let before_commit = self.answers.epoch();
         let approved_audit = naming_approvals(audit, approvals);
         let audit = approved_audit.as_ref().or(audit);
         match self
             .store
-            .register(subject, schema, placement, &unchanged, audit)
+            .register_shared(subject, schema, placement, unchanged, audit)
             .await
         {
             Ok(outcome) => Ok(Some(Written {

@@ -141,6 +141,54 @@ conformance_test!(
 );
 conformance_test!(conformance_config_and_mode, conformance::config_and_mode);
 conformance_test!(conformance_settings, conformance::settings_read_together);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registrations_at_once_are_written_in_groups_each_whole() {
+    let Some(db) = fresh_db("groups").await else {
+        return;
+    };
+    let store = store_for(&db).await;
+    conformance::shared_registrations_are_each_whole(&store).await;
+    assert!(
+        store.grouped_registrations() > 0,
+        "48 registrations at once were written one by one"
+    );
+
+    // A member the database refuses (PostgreSQL's text cannot hold NUL) fails its group, whose
+    // members are then written one by one: it fails alone.
+    let allow: covenant_store::SharedGuard = Arc::new(conformance::allow);
+    let candidates: Vec<_> = (0..12)
+        .map(|i| match i {
+            7 => avro("{\"type\":\"bad\u{0}\"}"),
+            _ => avro(&format!("{{\"type\":\"group-fail-{i}\"}}")),
+        })
+        .collect();
+    let node = &store;
+    let results = futures_util::future::join_all(candidates.iter().enumerate().map(|(i, c)| {
+        let subject = format!("group-fail-{i}");
+        let guard = Arc::clone(&allow);
+        async move {
+            let store = node;
+            store
+                .register_shared(&subject, c, Placement::default(), guard, None)
+                .await
+        }
+    }))
+    .await;
+    for (i, r) in results.iter().enumerate() {
+        match i {
+            7 => assert!(matches!(r, Err(StoreError::Backend(_))), "{r:?}"),
+            _ => assert_eq!(r.as_ref().map(|r| r.version).ok(), Some(1), "{i}: {r:?}"),
+        }
+        let versions = store
+            .subject_versions(&format!("group-fail-{i}"))
+            .await
+            .expect("versions");
+        assert_eq!(versions.len(), usize::from(i != 7), "{i}");
+    }
+    drop(store);
+    db.drop_db().await;
+}
 conformance_test!(
     conformance_schema_type_counts,
     conformance::schema_type_counts_count_each_schema_once
@@ -386,10 +434,20 @@ async fn two_nodes_racing_keep_every_invariant() {
                         Ok(())
                     }
                 };
-                match store
-                    .register(subject, &avro(content), Placement::default(), &guard, None)
-                    .await
-                {
+                // Half the tasks register through the group writer, half alone.
+                let candidate = avro(content);
+                let registered = if t % 2 == 0 {
+                    let guard = Arc::new(guard);
+                    let placement = Placement::default();
+                    store
+                        .register_shared(subject, &candidate, placement, guard, None)
+                        .await
+                } else {
+                    store
+                        .register(subject, &candidate, Placement::default(), &guard, None)
+                        .await
+                };
+                match registered {
                     Ok(r) => acks.push(Ack {
                         subject: subject.to_string(),
                         content: content.clone(),
