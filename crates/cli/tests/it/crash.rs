@@ -3,6 +3,10 @@
 //! acknowledged registration must be there with its id and version, ids must not be shared
 //! by different schemas, and each subject's versions must be contiguous.
 //!
+//! The same runs on PostgreSQL, whose nodes write registrations that arrive together in one
+//! transaction (the kill comes while groups are written); there, after the restart, no schema
+//! row is without its version and no version without its audit entry.
+//!
 //! The embedded store syncs its log once for every group of commits made meanwhile; the kill
 //! comes while groups are being formed (the server's metrics show syncs covering several
 //! commits just before it). SIGKILL keeps what the process wrote into the page cache, so this
@@ -21,8 +25,12 @@ use support::{Serve, V1, wait_ready};
 
 const CLIENTS: usize = 16;
 
-fn start(dir: &Path) -> Serve {
-    Serve::spawn(dir, |_| {})
+fn start(dir: &Path, store: Option<&str>) -> Serve {
+    Serve::spawn(dir, |c| {
+        if let Some(url) = store {
+            c.args(["--store", url]);
+        }
+    })
 }
 
 fn schema_text(client: usize, n: usize) -> String {
@@ -31,8 +39,10 @@ fn schema_text(client: usize, n: usize) -> String {
     .to_string()
 }
 
-/// The store's sync, commit and write counters from `/metrics`.
-async fn group_commit_counters(http: &reqwest::Client, base: &str) -> (u64, u64, u64) {
+/// The store's sync, commit and write counters from `/metrics`: on SQLite the log's syncs,
+/// the commits they covered and the writes those commits held; on PostgreSQL the groups and
+/// the registrations they held.
+async fn group_commit_counters(http: &reqwest::Client, base: &str) -> [u64; 5] {
     let text = http
         .get(format!("{base}/metrics"))
         .send()
@@ -46,11 +56,13 @@ async fn group_commit_counters(http: &reqwest::Client, base: &str) -> (u64, u64,
             .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
             .unwrap_or(0)
     };
-    (
+    [
         counter("covenant_store_wal_syncs_total"),
         counter("covenant_store_group_commits_total"),
         counter("covenant_store_shared_writes_total"),
-    )
+        counter("covenant_store_pg_groups_total"),
+        counter("covenant_store_pg_group_writes_total"),
+    ]
 }
 
 #[derive(Debug, Clone)]
@@ -63,9 +75,58 @@ struct Ack {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_registrations_survive_sigkill() {
+    crash_run(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_registrations_survive_sigkill_on_postgres() {
+    let Some(db) = support::TestDb::create("covenant_crash").await else {
+        eprintln!(
+            "skipped: set {} to run against PostgreSQL",
+            support::POSTGRES_ENV
+        );
+        return;
+    };
+    crash_run(Some(&db.url)).await;
+    half_written_rows(&db.url).await;
+    db.drop_db().await;
+}
+
+/// On PostgreSQL, after the kill: no schema row without a version (a registration's first
+/// half), and no version without its audit entry.
+async fn half_written_rows(url: &str) {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(conn);
+    let count = async |sql: &str| -> i64 { client.query_one(sql, &[]).await.expect(sql).get(0) };
+    let orphans = count(
+        "SELECT count(*) FROM schemas s WHERE NOT EXISTS \
+         (SELECT 1 FROM subject_versions v WHERE v.schema_id = s.id)",
+    )
+    .await;
+    let unaudited = count(
+        "SELECT count(*) FROM subject_versions v WHERE NOT EXISTS (SELECT 1 FROM audit_log a \
+         WHERE a.subject = v.subject AND a.version = v.version AND a.operation = 'register')",
+    )
+    .await;
+    let versions = count("SELECT count(*) FROM subject_versions").await;
+    println!(
+        "crash test on PostgreSQL: {versions} versions, {orphans} schemas without a version, {unaudited} versions without their audit entry"
+    );
+    assert_eq!(orphans, 0, "a schema was written without its version");
+    assert_eq!(
+        unaudited, 0,
+        "a version was written without its audit entry"
+    );
+    drop(client);
+    let _ = driver.await;
+}
+
+async fn crash_run(store: Option<&str>) {
     let dir = tempfile::tempdir().expect("temp dir");
     let http = covenant_exporter::client::client();
-    let mut server = start(dir.path());
+    let mut server = start(dir.path(), store);
     let base = server.base.clone();
     wait_ready(&http, &base).await;
 
@@ -137,15 +198,28 @@ async fn acknowledged_registrations_survive_sigkill() {
     while acks.lock().map(|a| a.len()).unwrap_or(0) < 200 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let (syncs, commits, writes) = group_commit_counters(&http, &base).await;
+    let [syncs, commits, writes, groups, grouped] = group_commit_counters(&http, &base).await;
     server.kill().expect("SIGKILL");
-    assert!(
-        commits > syncs,
-        "no sync covered more than one commit ({commits} commits, {syncs} syncs): group commit was not exercised"
-    );
-    println!(
-        "crash test: before the kill, {writes} writes in {commits} commits were made durable by {syncs} syncs"
-    );
+    match store {
+        None => {
+            assert!(
+                commits > syncs,
+                "no sync covered more than one commit ({commits} commits, {syncs} syncs): group commit was not exercised"
+            );
+            println!(
+                "crash test: before the kill, {writes} writes in {commits} commits were made durable by {syncs} syncs"
+            );
+        }
+        Some(_) => {
+            assert!(
+                groups > 0,
+                "no registrations were written together: group commit was not exercised"
+            );
+            println!(
+                "crash test: before the kill, {grouped} registrations were written in {groups} groups"
+            );
+        }
+    }
     for t in tasks {
         let _ = t.await;
     }
@@ -155,7 +229,7 @@ async fn acknowledged_registrations_survive_sigkill() {
         "no registration was acknowledged before the kill"
     );
 
-    let mut server = start(dir.path());
+    let mut server = start(dir.path(), store);
     let base = server.base.clone();
     wait_ready(&http, &base).await;
     let mut missing = 0;
