@@ -13,6 +13,7 @@ mod migrate;
 mod process;
 mod profile;
 mod scale;
+mod scale_pg;
 mod server;
 mod table;
 
@@ -70,11 +71,11 @@ struct Args {
     /// Sizes in MB of the two generated files the profile part reads.
     #[arg(long, value_delimiter = ',')]
     profile_mb: Option<Vec<u64>>,
-    /// Parts to run: any of check, http, scale, profile, migrate, memory.
+    /// Parts to run: any of check, http, scale, scale-pg, profile, migrate, memory.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "check,http,scale,profile,migrate,memory"
+        default_value = "check,http,scale,scale-pg,profile,migrate,memory"
     )]
     parts: Vec<String>,
     /// Repetitions of each timed measurement (median and spread are reported).
@@ -302,6 +303,30 @@ fn run(args: Args) -> Result<bool> {
         part(&mut rows, &mut failed, "3 scale, embedded SQLite", |rows| {
             runtime.block_on(scale::run(&covenant, sizes, scratch.path(), rows))
         });
+    }
+
+    if wants("scale-pg") {
+        let mut sizes = if smoke {
+            scale::ScaleSizes::SMOKE
+        } else {
+            scale::ScaleSizes::FULL
+        };
+        if let Some(n) = args.scale_subjects {
+            sizes.subjects = n;
+        }
+        if let Some(n) = args.scale_versions {
+            sizes.versions = n.max(1);
+        }
+        match &args.postgres {
+            Some(url) => part(&mut rows, &mut failed, "3 scale, PostgreSQL", |rows| {
+                runtime.block_on(scale_pg::run(&covenant, url, sizes, scratch.path(), rows))
+            }),
+            None => rows.push(
+                Row::new("3 scale, PostgreSQL", "all measurements")
+                    .covenant("n/a")
+                    .notes("no PostgreSQL given (run through scripts/with-postgres.sh)"),
+            ),
+        }
     }
 
     if wants("memory") {

@@ -42,16 +42,16 @@ impl ScaleSizes {
 
 /// Version `v` (0-based) of subject `s`: each version adds one optional field, so every
 /// registration passes the default BACKWARD check against the one before.
-fn scale_schema(s: u64, v: u64) -> String {
+pub(crate) fn scale_schema(s: u64, v: u64) -> String {
     event_schema(&format!("Scale{s}"), v as usize)
 }
 
-fn reg_body(s: u64, v: u64) -> String {
+pub(crate) fn reg_body(s: u64, v: u64) -> String {
     json!({ "schema": scale_schema(s, v) }).to_string()
 }
 
 /// A small deterministic mix so lookups touch the whole key space, not a hot corner.
-fn mix(i: u64) -> u64 {
+pub(crate) fn mix(i: u64) -> u64 {
     i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) ^ 0x5851_F42D
 }
 

@@ -133,7 +133,13 @@ impl Writer {
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, members = members.len(), "group failed; writing its members one by one");
-                    futures_util::future::join_all(members.iter().map(|m| self.alone(m))).await
+                    // One at a time: a rare path, which must not take
+                    // the pool's connections from every other request at once.
+                    let mut results = Vec::with_capacity(members.len());
+                    for m in &members {
+                        results.push(self.alone(m).await);
+                    }
+                    results
                 }
             },
         };
