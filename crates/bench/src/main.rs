@@ -285,7 +285,7 @@ fn run(args: Args) -> Result<bool> {
         }
     }
 
-    if wants("scale") {
+    let scale_sizes = {
         let mut sizes = if smoke {
             scale::ScaleSizes::SMOKE
         } else {
@@ -300,23 +300,17 @@ fn run(args: Args) -> Result<bool> {
         if let Some(n) = args.scale_max_seconds {
             sizes.max_load = std::time::Duration::from_secs(n);
         }
+        sizes
+    };
+    if wants("scale") {
+        let sizes = scale_sizes;
         part(&mut rows, &mut failed, "3 scale, embedded SQLite", |rows| {
             runtime.block_on(scale::run(&covenant, sizes, scratch.path(), rows))
         });
     }
 
     if wants("scale-pg") {
-        let mut sizes = if smoke {
-            scale::ScaleSizes::SMOKE
-        } else {
-            scale::ScaleSizes::FULL
-        };
-        if let Some(n) = args.scale_subjects {
-            sizes.subjects = n;
-        }
-        if let Some(n) = args.scale_versions {
-            sizes.versions = n.max(1);
-        }
+        let sizes = scale_sizes;
         match &args.postgres {
             Some(url) => part(&mut rows, &mut failed, "3 scale, PostgreSQL", |rows| {
                 runtime.block_on(scale_pg::run(&covenant, url, sizes, scratch.path(), rows))

@@ -2,7 +2,9 @@
 //! load, memory afterwards, start-up time from the store and lookup latency percentiles.
 
 use crate::http::event_schema;
-use crate::server::{Backend, Limits, Server, V1, first_start, load, require_clean, restart};
+use crate::server::{
+    Backend, Limits, LoadResult, Server, V1, first_start, load, require_clean, restart,
+};
 use crate::table::{Row, human, percentiles, us};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
@@ -205,26 +207,7 @@ pub async fn run(
     let memory_restarted = server.memory_kib();
     let console = console_timings(&client, &server.base, loaded).await?;
 
-    // Lookups of random (subject, version) pairs, and GET by id of random ids.
-    let base = server.base.clone();
-    let lookups = load(
-        &client,
-        Limits {
-            concurrency: sizes.concurrency,
-            max_requests: sizes.lookups,
-            max_duration: Duration::from_secs(120),
-        },
-        Arc::new(move |c, i| {
-            let m = mix(i);
-            let s = m % loaded.max(1);
-            let v = (m / loaded.max(1)) % sizes.versions.max(1);
-            c.post(format!("{base}/subjects/scale-{s}"))
-                .header("content-type", V1)
-                .body(reg_body(s, v))
-        }),
-    )
-    .await;
-    require_clean("scale lookups", &lookups)?;
+    let lookups = lookups(&client, &server.base, sizes, loaded).await?;
     let memory_after_lookups = server.memory_kib();
     drop(server);
 
@@ -283,31 +266,69 @@ pub async fn run(
             );
         }
     }
-    let mut lat = lookups.latencies_us.clone();
-    if let Some((p50, p90, p99)) = percentiles(&mut lat) {
-        rows.push(
-            Row::new(
-                PART,
-                format!(
-                    "lookup POST /subjects/{{s}}, random subject and version, {} connections",
-                    sizes.concurrency
-                ),
-            )
-            .covenant(format!(
-                "p50 {} / p90 {} / p99 {}",
-                us(p50),
-                us(p90),
-                us(p99)
-            ))
-            .notes(format!(
-                "{} lookups, {:.0}/s; {} after",
-                lookups.requests,
-                lookups.rate(),
-                mem(memory_after_lookups)
-            )),
-        );
-    }
+    rows.extend(lookup_row(PART, sizes, &lookups, mem(memory_after_lookups)));
     Ok(())
+}
+
+/// Lookups by content (`POST /subjects/{s}` with the schema of a random version of a random
+/// one of the `loaded` subjects), each of which must find its version.
+pub(crate) async fn lookups(
+    client: &reqwest::Client,
+    base: &str,
+    sizes: ScaleSizes,
+    loaded: u64,
+) -> Result<LoadResult> {
+    let base = base.to_string();
+    let lookups = load(
+        client,
+        Limits {
+            concurrency: sizes.concurrency,
+            max_requests: sizes.lookups,
+            max_duration: Duration::from_secs(120),
+        },
+        Arc::new(move |c, i| {
+            let m = mix(i);
+            let s = m % loaded.max(1);
+            let v = (m / loaded.max(1)) % sizes.versions.max(1);
+            c.post(format!("{base}/subjects/scale-{s}"))
+                .header("content-type", V1)
+                .body(reg_body(s, v))
+        }),
+    )
+    .await;
+    require_clean("scale lookups", &lookups)?;
+    Ok(lookups)
+}
+
+/// The row of [`lookups`]' latencies, `memory` the server's after them.
+pub(crate) fn lookup_row(
+    part: &str,
+    sizes: ScaleSizes,
+    lookups: &LoadResult,
+    memory: String,
+) -> Option<Row> {
+    let mut lat = lookups.latencies_us.clone();
+    let (p50, p90, p99) = percentiles(&mut lat)?;
+    Some(
+        Row::new(
+            part,
+            format!(
+                "lookup POST /subjects/{{s}}, random subject and version, {} connections",
+                sizes.concurrency
+            ),
+        )
+        .covenant(format!(
+            "p50 {} / p90 {} / p99 {}",
+            us(p50),
+            us(p90),
+            us(p99)
+        ))
+        .notes(format!(
+            "{} lookups, {:.0}/s, every one found; {memory} after",
+            lookups.requests,
+            lookups.rate()
+        )),
+    )
 }
 
 /// Requests per console page timed.

@@ -8,19 +8,21 @@
 //! them (`covenant_registry::content_key`, `covenant_store::guid::guid_of`). The lookups then
 //! prove the rows right: every lookup by content must find its version.
 
-use crate::scale::{ScaleSizes, mix, reg_body, scale_schema};
-use crate::server::{Backend, Limits, Server, V1, first_start, load, require_clean, restart};
-use crate::table::{Row, human, percentiles, us};
+use crate::scale::{ScaleSizes, lookup_row, lookups, scale_schema};
+use crate::server::{Backend, Server, first_start, restart};
+use crate::table::{Row, human};
 use anyhow::{Context, Result, bail};
 use futures_util::SinkExt;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const PART: &str = "3 scale, PostgreSQL";
 
 /// Rows sent to `COPY` in one message.
 const COPY_CHUNK: usize = 4 << 20;
+
+/// How long a start on the filled store may take before the part fails.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Subject pages timed at the start, middle and end of the list.
 const PAGE: u64 = 1000;
@@ -172,15 +174,9 @@ async fn measure(
     let n = sizes.subjects * sizes.versions;
     let backend = Backend::Postgres(url.to_string());
     let client = crate::server::client(sizes.concurrency)?;
-    let started = Server::start(
-        covenant,
-        &backend,
-        scratch,
-        &client,
-        Duration::from_secs(120),
-    )
-    .await;
-    let Some((server, ready_after)) = first_start(started, rows, PART, "all measurements")? else {
+    let start = || Server::start(covenant, &backend, scratch, &client, START_TIMEOUT);
+    let Some((server, ready_after)) = first_start(start().await, rows, PART, "all measurements")?
+    else {
         return Ok(());
     };
     let memory_started = server.memory_kib();
@@ -188,7 +184,9 @@ async fn measure(
 
     // Pages of the subject list at its start, middle and end.
     let mut pages = Vec::new();
-    for offset in [0, sizes.subjects / 2, sizes.subjects.saturating_sub(PAGE)] {
+    let mut offsets = vec![0, sizes.subjects / 2, sizes.subjects.saturating_sub(PAGE)];
+    offsets.dedup();
+    for offset in offsets {
         let at = Instant::now();
         let r = client
             .get(format!("{base}/subjects?offset={offset}&limit={PAGE}"))
@@ -207,38 +205,12 @@ async fn measure(
     }
     let memory_paged = server.memory_kib();
 
-    let loaded = sizes.subjects;
-    let lookups = load(
-        &client,
-        Limits {
-            concurrency: sizes.concurrency,
-            max_requests: sizes.lookups,
-            max_duration: Duration::from_secs(120),
-        },
-        Arc::new(move |c, i| {
-            let m = mix(i);
-            let s = m % loaded.max(1);
-            let v = (m / loaded.max(1)) % sizes.versions.max(1);
-            c.post(format!("{base}/subjects/scale-{s}"))
-                .header("content-type", V1)
-                .body(reg_body(s, v))
-        }),
-    )
-    .await;
-    require_clean("lookups on the PostgreSQL store", &lookups)?;
+    let lookups = lookups(&client, &base, sizes, sizes.subjects).await?;
     let memory_after = server.memory_kib();
     drop(server);
 
     // Start-up again, now that the database has everything in its cache.
-    let started = Server::start(
-        covenant,
-        &backend,
-        scratch,
-        &client,
-        Duration::from_secs(120),
-    )
-    .await;
-    let (server, ready_again) = restart(started, "restarting on the PostgreSQL store")?;
+    let (server, ready_again) = restart(start().await, "restarting on the PostgreSQL store")?;
     drop(server);
 
     let mib = |m: Option<(u64, u64)>| match m {
@@ -276,29 +248,6 @@ async fn measure(
                 .notes(format!("{} after the three pages", mib(memory_paged))),
         );
     }
-    let mut lat = lookups.latencies_us.clone();
-    if let Some((p50, p90, p99)) = percentiles(&mut lat) {
-        rows.push(
-            Row::new(
-                PART,
-                format!(
-                    "lookup POST /subjects/{{s}}, random subject and version, {} connections",
-                    sizes.concurrency
-                ),
-            )
-            .covenant(format!(
-                "p50 {} / p90 {} / p99 {}",
-                us(p50),
-                us(p90),
-                us(p99)
-            ))
-            .notes(format!(
-                "{} lookups, {:.0}/s, every one found; {} after",
-                lookups.requests,
-                lookups.rate(),
-                mib(memory_after)
-            )),
-        );
-    }
+    rows.extend(lookup_row(PART, sizes, &lookups, mib(memory_after)));
     Ok(())
 }
