@@ -123,25 +123,7 @@ impl Writer {
             part.into_iter().map(|q| (q.member, q.answer)).unzip();
         let results = match members.as_slice() {
             [one] => vec![self.alone(one).await],
-            _ => match self.together(&members).await {
-                Ok(results) => {
-                    let n = members.len() as u64;
-                    self.grouped.fetch_add(n, Ordering::Relaxed);
-                    metrics::counter!("covenant_store_pg_groups_total").increment(1);
-                    metrics::counter!("covenant_store_pg_group_writes_total").increment(n);
-                    results
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, members = members.len(), "group failed; writing its members one by one");
-                    // One at a time: a rare path, which must not take
-                    // the pool's connections from every other request at once.
-                    let mut results = Vec::with_capacity(members.len());
-                    for m in &members {
-                        results.push(self.alone(m).await);
-                    }
-                    results
-                }
-            },
+            _ => self.group(&members).await,
         };
         for (answer, result) in answers.into_iter().zip(results) {
             // A client that left still had its registration written (or not) whole.
@@ -149,12 +131,40 @@ impl Writer {
         }
     }
 
-    async fn together(&self, members: &[Member]) -> StoreResult<Vec<StoreResult<Registered>>> {
-        let mut client = self.client().await?;
-        in_transaction(&mut client, false, async |tx| {
+    /// Writes `members` in one transaction, or one at a time when that fails.
+    async fn group(&self, members: &[Member]) -> Vec<StoreResult<Registered>> {
+        let mut client = match self.client().await {
+            Ok(client) => client,
+            // No connection to be had: one at a time, each would wait as long again.
+            Err(e) => {
+                let failed = |_| Err(StoreError::Backend(e.to_string()));
+                return members.iter().map(failed).collect();
+            }
+        };
+        let written = in_transaction(&mut client, false, async |tx| {
             Ok::<_, StoreError>(ops::register_group(tx, members).await?)
         })
-        .await
+        .await;
+        drop(client);
+        match written {
+            Ok(results) => {
+                let n = members.len() as u64;
+                self.grouped.fetch_add(n, Ordering::Relaxed);
+                metrics::counter!("covenant_store_pg_groups_total").increment(1);
+                metrics::counter!("covenant_store_pg_group_writes_total").increment(n);
+                results
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, members = members.len(), "group failed; writing its members one by one");
+                // One at a time: a rare path, which must not take the pool's connections from
+                // every other request at once.
+                let mut results = Vec::with_capacity(members.len());
+                for m in members {
+                    results.push(self.alone(m).await);
+                }
+                results
+            }
+        }
     }
 
     async fn alone(&self, m: &Member) -> StoreResult<Registered> {
