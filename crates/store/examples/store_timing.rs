@@ -1,6 +1,7 @@
 //! Micro-timing of the registry store's hot paths on both backends: `Store::register` (one
-//! writer, then 32 at once), `schema_by_id` and `subject_versions`; on PostgreSQL also 32
-//! writers spread over two stores on one database, as two nodes hold them.
+//! writer, then 32 at once), `Store::register_shared` (32 at once: PostgreSQL writes them in
+//! groups), `schema_by_id` and `subject_versions`; on PostgreSQL also 32 writers spread over
+//! two stores on one database, as two nodes hold them, each way.
 //!
 //! ```sh
 //! cargo run --release -p covenant-store --example store_timing -- [postgres://user@host:port/admin-db]
@@ -8,7 +9,9 @@
 //! SQLite runs in a temporary folder; PostgreSQL (when a URL is given) in a new database made
 //! through the given one.
 
-use covenant_store::{NewSchema, Placement, PostgresStore, SqliteStore, Store, StoredVersion};
+use covenant_store::{
+    NewSchema, Placement, PostgresStore, SharedGuard, SqliteStore, Store, StoredVersion,
+};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,20 +33,56 @@ fn schema(tag: &str, n: usize) -> NewSchema {
     }
 }
 
-async fn register(store: &dyn Store, tag: &str, n: usize) -> Result<i64, String> {
+/// How a registration reaches the store.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    Register,
+    Shared,
+}
+
+async fn register(store: &dyn Store, tag: &str, n: usize, via: Via) -> Result<i64, String> {
     let allow = |_: &[StoredVersion]| Ok(());
     let subject = format!("timing-{}", n % SUBJECTS);
-    let r = store
-        .register(
-            &subject,
-            &schema(tag, n),
-            Placement::default(),
-            &allow,
-            None,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(r.id)
+    let candidate = schema(tag, n);
+    let placement = Placement::default();
+    let registered = match via {
+        Via::Register => {
+            store
+                .register(&subject, &candidate, placement, &allow, None)
+                .await
+        }
+        Via::Shared => {
+            let guard: SharedGuard = Arc::new(allow);
+            store
+                .register_shared(&subject, &candidate, placement, guard, None)
+                .await
+        }
+    };
+    Ok(registered.map_err(|e| e.to_string())?.id)
+}
+
+/// `CONCURRENT` registrations from `TASKS` tasks, each task on `stores[task % stores.len()]`.
+async fn concurrently(
+    stores: &[Arc<dyn Store>],
+    tag: &'static str,
+    via: Via,
+) -> Result<Vec<i64>, String> {
+    let mut tasks = Vec::new();
+    for t in 0..TASKS {
+        let store = stores[t % stores.len()].clone();
+        tasks.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for n in (t..CONCURRENT).step_by(TASKS) {
+                ids.push(register(store.as_ref(), tag, n, via).await?);
+            }
+            Ok::<_, String>(ids)
+        }));
+    }
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.extend(t.await.map_err(|e| e.to_string())??);
+    }
+    Ok(ids)
 }
 
 fn report(what: &str, count: usize, started: Instant) {
@@ -59,26 +98,18 @@ async fn time(store: Arc<dyn Store>) -> Result<(), String> {
     let started = Instant::now();
     let mut ids = Vec::new();
     for n in 0..SEQUENTIAL {
-        ids.push(register(store.as_ref(), "s", n).await?);
+        ids.push(register(store.as_ref(), "s", n, Via::Register).await?);
     }
     report("register, one writer", SEQUENTIAL, started);
 
+    let stores = [store.clone()];
     let started = Instant::now();
-    let mut tasks = Vec::new();
-    for t in 0..TASKS {
-        let store = store.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut ids = Vec::new();
-            for n in (t..CONCURRENT).step_by(TASKS) {
-                ids.push(register(store.as_ref(), "c", n).await?);
-            }
-            Ok::<_, String>(ids)
-        }));
-    }
-    for t in tasks {
-        ids.extend(t.await.map_err(|e| e.to_string())??);
-    }
+    ids.extend(concurrently(&stores, "c", Via::Register).await?);
     report("register, 32 writers", CONCURRENT, started);
+
+    let started = Instant::now();
+    ids.extend(concurrently(&stores, "g", Via::Shared).await?);
+    report("register_shared, 32 writers", CONCURRENT, started);
 
     let started = Instant::now();
     for n in 0..READS {
@@ -138,22 +169,13 @@ async fn main() -> Result<(), String> {
     Ok(())
 }
 
-/// 32 writers, half of them on each of two stores of one database.
+/// 32 writers, half of them on each of two stores of one database, each way.
 async fn two_nodes(stores: [Arc<dyn Store>; 2]) -> Result<(), String> {
     let started = Instant::now();
-    let mut tasks = Vec::new();
-    for t in 0..TASKS {
-        let store = stores[t % 2].clone();
-        tasks.push(tokio::spawn(async move {
-            for n in (t..CONCURRENT).step_by(TASKS) {
-                register(store.as_ref(), "n", n).await?;
-            }
-            Ok::<_, String>(())
-        }));
-    }
-    for t in tasks {
-        t.await.map_err(|e| e.to_string())??;
-    }
+    concurrently(&stores, "n", Via::Register).await?;
     report("register, 32 writers, 2 nodes", CONCURRENT, started);
+    let started = Instant::now();
+    concurrently(&stores, "m", Via::Shared).await?;
+    report("register_shared, 32 w., 2 nodes", CONCURRENT, started);
     Ok(())
 }
