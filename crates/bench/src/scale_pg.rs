@@ -185,6 +185,7 @@ async fn measure(
     // Pages of the subject list at its start, middle and end.
     let mut pages = Vec::new();
     let mut offsets = vec![0, sizes.subjects / 2, sizes.subjects.saturating_sub(PAGE)];
+    offsets.sort_unstable();
     offsets.dedup();
     for offset in offsets {
         let at = Instant::now();
