@@ -353,14 +353,16 @@ pub(crate) async fn read_config(tx: &impl Tx, key: &str) -> DbResult<Option<Conf
             args![key],
         )
         .await?;
-    row.map(|mut r| {
-        let extra: String = r.get(1)?;
-        Ok(ConfigRecord {
-            compatibility: r.get(0)?,
-            extra: json(&extra)?,
-        })
+    row.map(|mut r| config_record(&mut r, 0)).transpose()
+}
+
+/// The config record whose level is column `at` of `row` and whose extra settings (JSON
+/// text) are the next column.
+fn config_record(row: &mut Row, at: usize) -> DbResult<ConfigRecord> {
+    Ok(ConfigRecord {
+        compatibility: row.get(at)?,
+        extra: json(&row.get::<String>(at + 1)?)?,
     })
-    .transpose()
 }
 
 pub(crate) async fn read_mode(tx: &impl Tx, key: &str) -> DbResult<Option<String>> {
@@ -396,19 +398,20 @@ pub(crate) async fn settings(tx: &impl Tx, scopes: &[Scope<'_>]) -> StoreResult<
     let values: Vec<Value<'_>> = keys.iter().map(|k| Value::from(*k)).collect();
     for mut row in tx.query(&sql, &values).await? {
         let (kind, scope): (String, String) = (row.get(0)?, row.get(1)?);
-        let value: Option<String> = row.get(2)?;
-        let config = match kind.as_str() {
-            "c" => Some(ConfigRecord {
-                compatibility: value.clone(),
-                extra: json(&row.get::<String>(3)?)?,
-            }),
-            _ => None,
+        let read = match kind.as_str() {
+            "c" => Settings {
+                config: Some(config_record(&mut row, 2)?),
+                mode: None,
+            },
+            _ => Settings {
+                config: None,
+                mode: row.get(2)?,
+            },
         };
         for (at, _) in keys.iter().enumerate().filter(|(_, k)| **k == scope) {
-            match &config {
-                Some(c) => out[at].config = Some(c.clone()),
-                None => out[at].mode = value.clone(),
-            }
+            let slot = &mut out[at];
+            slot.config = slot.config.take().or_else(|| read.config.clone());
+            slot.mode = slot.mode.take().or_else(|| read.mode.clone());
         }
     }
     Ok(out)
@@ -425,11 +428,7 @@ pub(crate) async fn all_configs(tx: &impl Tx) -> StoreResult<Vec<(Option<String>
         .into_iter()
         .map(|mut r| {
             let scope: String = r.get(0)?;
-            let extra: String = r.get(2)?;
-            let record = ConfigRecord {
-                compatibility: r.get(1)?,
-                extra: json(&extra)?,
-            };
+            let record = config_record(&mut r, 1)?;
             Ok(((scope != GLOBAL_SCOPE).then_some(scope), record))
         })
         .collect::<DbResult<_>>()?)
