@@ -21,6 +21,15 @@
 //! NORMAL keeps SQLite's own ordering (the log is synced before every checkpoint), and the
 //! syncs added here only make more of the log durable sooner.
 //!
+//! Checkpoints (copying the log into the database file) are this module's too when the store
+//! hands it a connection of its own ([`GroupCommit::with_checkpoints`]): SQLite's automatic
+//! checkpoint runs inside the COMMIT that crosses its threshold, on the writer, and everything
+//! queued behind the writer waits for it. Here the writer only reports the log's length after
+//! each commit, and once it holds [`CHECKPOINT_PAGES`] (SQLite's own threshold) a passive
+//! checkpoint runs on its own thread, one at a time and at most one every
+//! [`CHECKPOINT_EVERY`]; it never blocks the writer, and SQLite syncs the log before copying
+//! from it.
+//!
 //! A failed fsync poisons the store: Linux may drop the unwritten pages and report success on
 //! the next fsync, so nothing written afterwards could be trusted to be on disk.
 
@@ -29,6 +38,22 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
+
+/// The log's length in pages from which it is checkpointed (SQLite's automatic threshold).
+const CHECKPOINT_PAGES: u64 = 1000;
+
+/// The shortest time between two checkpoints, for a log that stays long (a reader holding an
+/// old snapshot keeps SQLite from starting the log over).
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// A connection that checkpoints the log, the log's length as the writer last reported it,
+/// and when a checkpoint last began.
+struct Checkpointer {
+    conn: Mutex<rusqlite::Connection>,
+    log_pages: Arc<AtomicU64>,
+    running: AtomicBool,
+    last: Mutex<Option<std::time::Instant>>,
+}
 
 pub struct GroupCommit {
     /// The write-ahead log of the database (`<file>-wal`), synced to make commits durable.
@@ -47,11 +72,47 @@ pub struct GroupCommit {
     syncing: AtomicBool,
     /// Set when a sync failed; every later write and every answer waiting for one fails.
     poisoned: Mutex<Option<String>>,
+    /// Checkpoints the log off the writer; without it the writer's own automatic checkpoint
+    /// does.
+    checkpointer: Option<Checkpointer>,
 }
 
 impl GroupCommit {
     /// Opens the log of `database`, which an open connection in WAL mode keeps in place.
+    #[cfg(test)]
     pub(crate) fn new(database: &std::path::Path) -> StoreResult<Arc<GroupCommit>> {
+        Self::build(database, None)
+    }
+
+    /// [`GroupCommit::new`] that also checkpoints the log, on `conn` (a connection of its own
+    /// on the same database), in place of `writer`'s automatic checkpoint, which this turns
+    /// off: the writer only reports the log's length after each commit.
+    pub(crate) fn with_checkpoints(
+        database: &std::path::Path,
+        conn: rusqlite::Connection,
+        writer: &mut rusqlite::Connection,
+    ) -> StoreResult<Arc<GroupCommit>> {
+        let log_pages = Arc::new(AtomicU64::new(0));
+        let reported = Arc::clone(&log_pages);
+        writer
+            .wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: i32| {
+                reported.store(u64::try_from(pages).unwrap_or(0), Ordering::SeqCst);
+                Ok(())
+            }))
+            .map_err(|e| StoreError::Backend(format!("watching the log: {e}")))?;
+        let checkpointer = Checkpointer {
+            conn: Mutex::new(conn),
+            log_pages,
+            running: AtomicBool::new(false),
+            last: Mutex::new(None),
+        };
+        Self::build(database, Some(checkpointer))
+    }
+
+    fn build(
+        database: &std::path::Path,
+        checkpointer: Option<Checkpointer>,
+    ) -> StoreResult<Arc<GroupCommit>> {
         let mut wal = database.as_os_str().to_owned();
         wal.push("-wal");
         let wal = PathBuf::from(wal);
@@ -66,6 +127,7 @@ impl GroupCommit {
             durable: watch::Sender::new(0),
             syncing: AtomicBool::new(false),
             poisoned: Mutex::new(None),
+            checkpointer,
         }))
     }
 
@@ -111,6 +173,7 @@ impl GroupCommit {
     /// unless one is running, which then covers them in its next round. Called right after a
     /// commit, on the same thread, so that no commit is left unsynced.
     pub(crate) fn start_sync(self: &Arc<Self>) {
+        self.start_checkpoint();
         if self.syncing.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -118,6 +181,47 @@ impl GroupCommit {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => drop(handle.spawn_blocking(move || group.sync_rounds())),
             Err(_) => group.sync_rounds(),
+        }
+    }
+
+    /// Starts a passive checkpoint on its own thread once the log holds [`CHECKPOINT_PAGES`],
+    /// unless one is running or the last began less than [`CHECKPOINT_EVERY`] ago. A
+    /// checkpoint that fails (the database busy, say) is only logged: the log keeps its frames
+    /// and the next one copies them.
+    fn start_checkpoint(self: &Arc<Self>) {
+        let Some(checkpointer) = &self.checkpointer else {
+            return;
+        };
+        if checkpointer.log_pages.load(Ordering::SeqCst) < CHECKPOINT_PAGES {
+            return;
+        }
+        let now = std::time::Instant::now();
+        let due = checkpointer
+            .last
+            .lock()
+            .map(|last| last.is_none_or(|at| now.duration_since(at) >= CHECKPOINT_EVERY))
+            .unwrap_or(false);
+        if !due || checkpointer.running.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Ok(mut last) = checkpointer.last.lock() {
+            *last = Some(now);
+        }
+        let group = Arc::clone(self);
+        let run = move || {
+            if let Some(checkpointer) = &group.checkpointer {
+                if let Ok(conn) = checkpointer.conn.lock()
+                    && let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                {
+                    tracing::debug!(error = %e, "checkpoint deferred");
+                }
+                metrics::counter!("covenant_store_checkpoints_total").increment(1);
+                checkpointer.running.store(false, Ordering::SeqCst);
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(run)),
+            Err(_) => run(),
         }
     }
 
@@ -244,6 +348,53 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "a sync kept running");
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_is_checkpointed_off_the_writer_once_long() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite3");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0; \
+             CREATE TABLE t (n INTEGER, pad BLOB);",
+        )
+        .unwrap();
+        let checkpoints = Connection::open(&path).unwrap();
+        let group = GroupCommit::with_checkpoints(&path, checkpoints, &mut conn).unwrap();
+        let file_pages = || std::fs::metadata(&path).unwrap().len() / 4096;
+        // Below the threshold nothing is copied: the rows are in the log only.
+        let mut last = 0;
+        for n in 0..200 {
+            last = insert_padded(&mut conn, &group, n);
+        }
+        group.durable(last).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(file_pages() < 10, "{} pages copied early", file_pages());
+        // Past it, a checkpoint of the group's copies the log into the database file.
+        for n in 200..1200 {
+            last = insert_padded(&mut conn, &group, n);
+        }
+        group.durable(last).await.unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while file_pages() < 500 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the log was not checkpointed: the database file has {} pages",
+                file_pages()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    fn insert_padded(conn: &mut Connection, group: &Arc<GroupCommit>, n: i64) -> u64 {
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        conn.execute("INSERT INTO t VALUES (?1, zeroblob(4000))", [n])
+            .unwrap();
+        let (seq, committed) = group.commit(conn);
+        group.start_sync();
+        committed.unwrap();
+        seq
     }
 
     #[test]
