@@ -38,6 +38,14 @@ impl CheckBudget {
     }
 }
 
+/// The largest schema text whose parse, and whose verdict when it has no earlier version to be
+/// read against, run on the request's own thread. Handing the async worker to another thread
+/// first (`block_in_place`, or the blocking pool) costs more than such work: doing both in
+/// place took new registrations from 3,739-4,064/s to 4,081-5,006/s, and an import of 20,000
+/// versions through the API from 5.8 to 5.2 s (benches/RESULTS.md). Larger work still leaves
+/// the workers, so that other requests are served meanwhile.
+pub(crate) const IN_PLACE_SCHEMA_BYTES: usize = 16 * 1024;
+
 /// Runs CPU-bound work that is not a check (parsing a submitted schema) without holding up
 /// the async workers: on a multi-threaded runtime the worker hands its other tasks to another
 /// thread first.

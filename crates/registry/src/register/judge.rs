@@ -66,6 +66,8 @@ pub(crate) struct Judged {
     pub prepared: HashMap<i64, Arc<ParsedSchema>>,
     /// The bound on the removal gate's field diff (the verdict's is in `evolution`).
     pub check_budget: CheckBudget,
+    /// Judged on the request's thread: a small candidate and no prior to read it against.
+    pub in_place: bool,
 }
 
 impl Judged {
@@ -176,7 +178,14 @@ impl Registry {
     /// lock): the refusal, the verdict that passed, or `None` when the snapshot changed while
     /// its versions were parsed (judge again).
     pub(crate) async fn judge(&self, judged: Judged) -> RegistryResult<Option<Passed>> {
-        match self.off_runtime(move || judged.verdict()).await? {
+        // A small candidate with no earlier version to be read against (a new subject, an
+        // import) is judged in place (see `IN_PLACE_SCHEMA_BYTES`).
+        let verdict = if judged.in_place {
+            self.judge_here(|_| judged.verdict()).await?
+        } else {
+            self.off_runtime(move || judged.verdict()).await?
+        };
+        match verdict {
             Ok((removes, approvals)) => Ok(Some(Passed { removes, approvals })),
             Err(GuardRefusal::Domain(e)) => Err(e),
             Err(GuardRefusal::Retry) => Ok(None),

@@ -60,6 +60,8 @@ impl Registry {
                 .await?
         };
         let prepared = self.priors(snapshot, run_check).await?;
+        let in_place = prepared.is_empty()
+            && candidate.schema.schema.len() <= crate::check_budget::IN_PLACE_SCHEMA_BYTES;
         Ok(Judged {
             subject: subject.to_string(),
             mode,
@@ -79,6 +81,7 @@ impl Registry {
             versions: snapshot.versions.clone(),
             prepared,
             check_budget: self.check_budget,
+            in_place,
         })
     }
 
@@ -129,5 +132,67 @@ impl Registry {
             }
         }
         Ok(prepared)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RegisterOptions;
+
+    fn avro_record(fields: usize) -> String {
+        let fields: Vec<String> = (0..fields)
+            .map(|i| format!(r#"{{"name":"f{i}","type":"long","default":0}}"#))
+            .collect();
+        format!(
+            r#"{{"type":"record","name":"R","fields":[{}]}}"#,
+            fields.join(",")
+        )
+    }
+
+    async fn judged(reg: &Registry, subject: &str, schema: String) -> Judged {
+        let request = SchemaRequest {
+            schema,
+            ..SchemaRequest::default()
+        };
+        let snapshot = reg.snapshot(subject, false).await.expect("snapshot");
+        let (parsed, schema) = reg
+            .prepare(subject, &request, false, false)
+            .await
+            .expect("prepare");
+        let candidate = Candidate {
+            request: &request,
+            parsed,
+            schema: &schema,
+            explicit_version: None,
+            force: false,
+        };
+        reg.policy(subject, &snapshot, candidate)
+            .await
+            .expect("policy")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn only_small_candidates_without_priors_are_judged_in_place() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = covenant_store::SqliteStore::open(dir.path()).expect("store");
+        let reg = Registry::new(Arc::new(store));
+        let small = avro_record(3);
+        let large = avro_record(600);
+        assert!(small.len() <= crate::check_budget::IN_PLACE_SCHEMA_BYTES);
+        assert!(large.len() > crate::check_budget::IN_PLACE_SCHEMA_BYTES);
+        assert!(judged(&reg, "s", small.clone()).await.in_place);
+        assert!(!judged(&reg, "s", large).await.in_place);
+        let request = SchemaRequest {
+            schema: small,
+            ..SchemaRequest::default()
+        };
+        reg.register("s", request, RegisterOptions::default())
+            .await
+            .expect("register");
+        assert!(
+            !judged(&reg, "s", avro_record(4)).await.in_place,
+            "a version to be read against is judged off the workers"
+        );
     }
 }

@@ -27,7 +27,7 @@ impl Registry {
         let ty = schema_type.as_str();
         // Parsing a large schema takes a while: off the async workers, so that other requests
         // (and the shutdown signal) are served meanwhile.
-        let (parsed, text, key) = check_budget::off_workers(|| -> RegistryResult<_> {
+        let parse = || -> RegistryResult<_> {
             let parsed =
                 parse_schema_with(schema_type, &request.schema, &resolved, &self.schema_limits)?;
             let (text, avro_json) = stored_text(schema_type, &request.schema, &parsed, normalize);
@@ -42,7 +42,13 @@ impl Registry {
                 (None, _) => content_key(ty, &text, &references, &metadata, &rule_set),
             };
             Ok((parsed, text, key))
-        })?;
+        };
+        let small = request.schema.len() <= check_budget::IN_PLACE_SCHEMA_BYTES;
+        let (parsed, text, key) = if small && resolved.is_empty() {
+            parse()?
+        } else {
+            check_budget::off_workers(parse)?
+        };
         Ok((
             parsed,
             NewSchema {
