@@ -421,8 +421,8 @@ mod tests {
         for n in 0..6_000 {
             last = insert_padded(&mut conn, &group, n);
         }
-        group.durable(last).await.unwrap();
         drop(held);
+        group.durable(last).await.unwrap();
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
         let pages = std::fs::metadata(&wal).unwrap().len() / 4096;
