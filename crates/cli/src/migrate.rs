@@ -71,9 +71,12 @@ pub struct MigrateArgs {
     #[arg(long)]
     dry_run: bool,
     /// How many requests to a registry are in flight at once (subjects read, versions written).
-    // 16, not the 4 it was: per-request latency, not either server's capacity, bounded the
-    // migration (a 20,000-version run: see benches/README.md, part 5).
-    #[arg(long, value_name = "N", default_value_t = 16,
+    // 48, not the 4 it was at first nor the 16 after: per-request latency, not either
+    // server's capacity, bounded the migration, and a destination's group commit makes one
+    // sync durable for more writes the more arrive together. A 20,000-version run into a
+    // Covenant server took 5.4-5.6 s at 48 against 7.0-7.6 s at 16; reading the source was
+    // no faster nor slower (benches/RESULTS.md, part 5).
+    #[arg(long, value_name = "N", default_value_t = 48,
           value_parser = clap::value_parser!(u16).range(1..=64))]
     parallel: u16,
     /// A running registry to write into (switched to IMPORT mode meanwhile, then restored).
