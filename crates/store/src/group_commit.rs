@@ -369,15 +369,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_log_is_checkpointed_off_the_writer_once_long() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.sqlite3");
-        let mut conn = Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0; \
-             CREATE TABLE t (n INTEGER, pad BLOB);",
-        )
-        .unwrap();
-        let checkpoints = Connection::open(&path).unwrap();
-        let group = GroupCommit::with_checkpoints(&path, checkpoints, &mut conn).unwrap();
+        let (path, mut conn, group) = checkpointed_database(dir.path());
         let file_pages = || std::fs::metadata(&path).unwrap().len() / 4096;
         // Below the threshold nothing is copied: the rows are in the log only.
         let mut last = 0;
@@ -406,14 +398,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_writer_keeps_the_log_short_when_checkpoints_fall_behind() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.sqlite3");
-        let mut conn = Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE t (n INTEGER, pad BLOB);",
-        )
-        .unwrap();
-        let checkpoints = Connection::open(&path).unwrap();
-        let group = GroupCommit::with_checkpoints(&path, checkpoints, &mut conn).unwrap();
+        let (path, mut conn, group) = checkpointed_database(dir.path());
         // The background checkpoints never catch up (here: they cannot run at all), as under
         // a steady stream of commits, when the log is never wholly copied as a write begins.
         let held = group.checkpointer.as_ref().unwrap().conn.lock().unwrap();
@@ -429,6 +414,21 @@ mod tests {
         // The commits wrote about 18,000 pages: without the writer's own checkpoints the log
         // holds them all. With them it stays near 4,000 pages (16 MiB).
         assert!(pages < 5_000, "the log grew to {pages} pages");
+    }
+
+    /// A database in WAL mode whose writer `conn` is watched by a group that checkpoints.
+    fn checkpointed_database(
+        dir: &std::path::Path,
+    ) -> (std::path::PathBuf, Connection, Arc<GroupCommit>) {
+        let path = dir.join("db.sqlite3");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE t (n INTEGER, pad BLOB);",
+        )
+        .unwrap();
+        let checkpoints = Connection::open(&path).unwrap();
+        let group = GroupCommit::with_checkpoints(&path, checkpoints, &mut conn).unwrap();
+        (path, conn, group)
     }
 
     fn insert_padded(conn: &mut Connection, group: &Arc<GroupCommit>, n: i64) -> u64 {
