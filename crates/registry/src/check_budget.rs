@@ -46,6 +46,12 @@ impl CheckBudget {
 /// the workers, so that other requests are served meanwhile.
 pub(crate) const IN_PLACE_SCHEMA_BYTES: usize = 16 * 1024;
 
+/// Whether work on a schema of this text is small enough to run in place (see
+/// [`IN_PLACE_SCHEMA_BYTES`]).
+pub(crate) fn fits_in_place(text: &str) -> bool {
+    text.len() <= IN_PLACE_SCHEMA_BYTES
+}
+
 /// Runs CPU-bound work that is not a check (parsing a submitted schema) without holding up
 /// the async workers: on a multi-threaded runtime the worker hands its other tasks to another
 /// thread first.
@@ -104,11 +110,18 @@ impl crate::Registry {
         &self,
         work: impl FnOnce(Metered<'_>) -> T,
     ) -> RegistryResult<T> {
+        self.in_place(|| self.check_budget.run(work)).await?
+    }
+
+    /// [`Registry::off_runtime`] on this thread, for work smaller than handing it to another
+    /// thread (see [`IN_PLACE_SCHEMA_BYTES`]): admitted, and stopped by the admission's cancel
+    /// flag; like there, `work` takes its token from a [`CheckBudget::run`] inside.
+    pub(crate) async fn in_place<T>(&self, work: impl FnOnce() -> T) -> RegistryResult<T> {
         let admitted = self.admission.admit(self.check_budget.max_work).await?;
         Budget::default()
             .with_cancel(admitted.cancel.clone())
-            .run(|_| self.check_budget.run(work))
-            .map_err(RegistryError::CheckBudgetExceeded)?
+            .run(|_| work())
+            .map_err(RegistryError::CheckBudgetExceeded)
     }
 
     /// Bounds the size and shape of every schema parsed (see [`covenant_engine::Limits`]).

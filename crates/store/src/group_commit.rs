@@ -90,8 +90,10 @@ impl GroupCommit {
     }
 
     /// [`GroupCommit::new`] that also checkpoints the log, on `conn` (a connection of its own
-    /// on the same database), in place of `writer`'s automatic checkpoint, which this turns
-    /// off: the writer only reports the log's length after each commit.
+    /// on the same database), in place of `writer`'s automatic checkpoint: the WAL hook set
+    /// here replaces it (SQLite's automatic checkpoint is itself a WAL hook, so a later
+    /// `wal_autocheckpoint` pragma on `writer` would undo this), and the writer only reports
+    /// the log's length after each commit.
     pub(crate) fn with_checkpoints(
         database: &std::path::Path,
         conn: rusqlite::Connection,
@@ -212,15 +214,14 @@ impl GroupCommit {
             return;
         }
         let now = std::time::Instant::now();
-        let due = checkpointer
-            .last
-            .lock()
-            .map(|last| last.is_none_or(|at| now.duration_since(at) >= CHECKPOINT_EVERY))
-            .unwrap_or(false);
-        if !due || checkpointer.running.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        if let Ok(mut last) = checkpointer.last.lock() {
+        {
+            let Ok(mut last) = checkpointer.last.lock() else {
+                return;
+            };
+            let recent = last.is_some_and(|at| now.duration_since(at) < CHECKPOINT_EVERY);
+            if recent || checkpointer.running.swap(true, Ordering::SeqCst) {
+                return;
+            }
             *last = Some(now);
         }
         let group = Arc::clone(self);

@@ -64,12 +64,10 @@ impl SqliteStore {
         // transaction; with the default temp store SQLite journals every page a savepoint
         // touches to a temporary file, one `pwrite` each. The writer keeps that journal in
         // memory: it holds the pages of one write at most (readers keep the default, so a
-        // large sort of theirs does not grow the heap). Both together took a third off
+        // large sort of theirs does not grow the heap). Both together took about a quarter off
         // writing 20,000 imported versions (benches/RESULTS.md).
         writer
-            .execute_batch(
-                "PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=0;",
-            )
+            .execute_batch("PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;")
             .map_err(backend)?;
         let readers = (0..READERS)
             .map(|_| open_connection(&path).map(Mutex::new))

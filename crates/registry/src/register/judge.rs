@@ -181,7 +181,7 @@ impl Registry {
         // A small candidate with no earlier version to be read against (a new subject, an
         // import) is judged in place (see `IN_PLACE_SCHEMA_BYTES`).
         let verdict = if judged.in_place {
-            self.judge_here(|_| judged.verdict()).await?
+            self.in_place(|| judged.verdict()).await?
         } else {
             self.off_runtime(move || judged.verdict()).await?
         };

@@ -60,8 +60,8 @@ impl Registry {
                 .await?
         };
         let prepared = self.priors(snapshot, run_check).await?;
-        let in_place = prepared.is_empty()
-            && candidate.schema.schema.len() <= crate::check_budget::IN_PLACE_SCHEMA_BYTES;
+        let in_place =
+            prepared.is_empty() && crate::check_budget::fits_in_place(&candidate.schema.schema);
         Ok(Judged {
             subject: subject.to_string(),
             mode,

@@ -25,8 +25,6 @@ impl Registry {
         let metadata = request.metadata.clone().filter(|m| !m.is_null());
         let rule_set = request.rule_set.clone().filter(|r| !r.is_null());
         let ty = schema_type.as_str();
-        // Parsing a large schema takes a while: off the async workers, so that other requests
-        // (and the shutdown signal) are served meanwhile.
         let parse = || -> RegistryResult<_> {
             let parsed =
                 parse_schema_with(schema_type, &request.schema, &resolved, &self.schema_limits)?;
@@ -43,8 +41,10 @@ impl Registry {
             };
             Ok((parsed, text, key))
         };
-        let small = request.schema.len() <= check_budget::IN_PLACE_SCHEMA_BYTES;
-        let (parsed, text, key) = if small && resolved.is_empty() {
+        // Parsing a large schema, or one with references, takes a while: off the async
+        // workers, so that other requests (and the shutdown signal) are served meanwhile.
+        let in_place = check_budget::fits_in_place(&request.schema) && resolved.is_empty();
+        let (parsed, text, key) = if in_place {
             parse()?
         } else {
             check_budget::off_workers(parse)?
