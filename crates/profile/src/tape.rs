@@ -3,9 +3,12 @@
 //!
 //! Building a `Value` costs an allocation per key, per string and per object (an ordered map
 //! with its own hash table), only for the profiler to walk it once and drop it. A tape is
-//! filled by the same parser (`serde_json`'s, through a `Visitor`, so numbers, escapes, depth
-//! limits and error messages are exactly the ones a `Value` gets) into two buffers reused from
-//! record to record: the events, and one text buffer holding every key and string. Strings
+//! filled into two buffers reused from record to record: the events, and one text buffer
+//! holding every key and string. Text is read by this crate's own reader ([`scan`]), which
+//! reads exactly as `serde_json` does and hands anything else (errors above all) to
+//! `serde_json` through a `Visitor`, so numbers, escapes, depth limits and error messages are
+//! exactly the ones a `Value` gets; a stream of array elements is read by `serde_json` alone
+//! ([`Tape::seed`]). Strings
 //! are copied into that buffer rather than borrowed from the input so that a tape does not
 //! tie up the line it came from and can be refilled from lines, array elements and
 //! escape-hatch strings alike; the copy is a `memcpy`, the allocations it replaces are not.
@@ -13,6 +16,8 @@
 //! One thing a tape does not reproduce by itself: in a `Value` the last of duplicate keys
 //! wins, in the first one's place. A record with duplicate keys is marked, and profiled
 //! through [`Tape::to_value`], which builds the `Value` with those semantics.
+
+mod scan;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
@@ -52,13 +57,22 @@ pub struct Tape {
 impl Tape {
     /// Parses one JSON text, which must hold exactly one value (surrounding whitespace aside).
     pub fn parse_slice(&mut self, json: &[u8]) -> Result<(), serde_json::Error> {
+        if let Ok(text) = std::str::from_utf8(json)
+            && scan::fill(self, text).is_ok()
+        {
+            return Ok(());
+        }
         let mut deserializer = serde_json::Deserializer::from_slice(json);
         self.seed().deserialize(&mut deserializer)?;
         deserializer.end()
     }
 
     /// [`Tape::parse_slice`] for text.
+    /// Read by this crate's own reader ([`scan`]); what it declines, by `serde_json`.
     pub fn parse_str(&mut self, json: &str) -> Result<(), serde_json::Error> {
+        if scan::fill(self, json).is_ok() {
+            return Ok(());
+        }
         let mut deserializer = serde_json::Deserializer::from_str(json);
         self.seed().deserialize(&mut deserializer)?;
         deserializer.end()
@@ -67,11 +81,15 @@ impl Tape {
     /// A seed that empties the tape and fills it with the next value of any deserializer
     /// (an element of a JSON array being streamed, for one).
     pub fn seed(&mut self) -> impl for<'de> DeserializeSeed<'de, Value = ()> + '_ {
+        self.reset();
+        Fill(self)
+    }
+
+    fn reset(&mut self) {
         self.events.clear();
         self.text.clear();
         self.open_keys.clear();
         self.duplicate_keys = false;
-        Fill(self)
     }
 
     /// Whether an object of the record repeats a key (see the module documentation).
@@ -182,11 +200,10 @@ impl Tape {
 /// A key's length and first seven bytes in one word: equal keys have equal fingerprints,
 /// and most different keys different ones.
 fn fingerprint(key: &str) -> u64 {
-    let mut word = [0u8; 8];
-    let head = &key.as_bytes()[..key.len().min(7)];
-    word[..head.len()].copy_from_slice(head);
-    word[7] = key.len() as u8;
-    u64::from_le_bytes(word)
+    // Byte by byte: a copy of at most seven bytes is a call to `memcpy`, which cost more.
+    let head = key.bytes().take(7).enumerate();
+    let word = head.fold(0, |word, (i, b)| word | u64::from(b) << (8 * i));
+    word | (key.len() as u8 as u64) << 56
 }
 
 /// Fills a tape with one value.

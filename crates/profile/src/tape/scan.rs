@@ -1,0 +1,485 @@
+//! A JSON reader that fills a [`Tape`] straight from the text.
+//!
+//! Written here rather than left to `serde_json` because reading is most of what profiling
+//! costs, and the serde route pays for its generality on every byte: a visitor call per value
+//! and key, a copy of every string through the deserializer's scratch buffer, a check of every
+//! string's UTF-8 the caller has already made. Measured on the 256 MB instrument file of the
+//! benchmark (`covenant profile`, one core), the `serde_json` route spent 36 % of its time
+//! reading; this reader fills the same tape in well under half of that.
+//!
+//! It takes on only what it reads exactly as `serde_json` does (a number with a fraction or an
+//! exponent is handed to `serde_json`'s number reader) and declines everything else: text with
+//! an error,
+//! nesting deeper than [`MAX_DEPTH`], a lone surrogate, an integer that does not fit 64 bits,
+//! `-0`. A declined text is parsed again by `serde_json`, so numbers, escapes, depth limits and
+//! error messages stay exactly the ones a `serde_json::Value` gets, and a declined text costs
+//! only a second read of a text that was going to fail or is rare.
+
+use super::{Event, Span, Tape, fingerprint};
+use serde_json::Number;
+
+/// The deepest nesting read here; deeper text is left to `serde_json`, whose recursion limit
+/// (128) then decides.
+const MAX_DEPTH: usize = 100;
+
+/// The text is not one this reader takes on (see the module documentation).
+#[derive(Debug)]
+pub(crate) struct Declined;
+
+type Read<T = ()> = Result<T, Declined>;
+
+/// Fills `tape` (emptied first) with the one JSON value `text` holds.
+pub(crate) fn fill(tape: &mut Tape, text: &str) -> Read {
+    tape.reset();
+    let mut reader = Reader {
+        text,
+        bytes: text.as_bytes(),
+        at: 0,
+        tape,
+    };
+    reader.value(0)?;
+    reader.skip_whitespace();
+    if reader.at == reader.bytes.len() {
+        Ok(())
+    } else {
+        Err(Declined)
+    }
+}
+
+struct Reader<'a, 't> {
+    text: &'a str,
+    bytes: &'a [u8],
+    at: usize,
+    tape: &'t mut Tape,
+}
+
+impl Reader<'_, '_> {
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    /// The next byte that is not whitespace, consumed.
+    fn next_token(&mut self) -> Read<u8> {
+        self.skip_whitespace();
+        let byte = *self.bytes.get(self.at).ok_or(Declined)?;
+        self.at += 1;
+        Ok(byte)
+    }
+
+    fn value(&mut self, depth: usize) -> Read {
+        match self.next_token()? {
+            b'{' => self.object(depth + 1),
+            b'[' => self.array(depth + 1),
+            b'"' => {
+                let span = self.string()?;
+                self.tape.events.push(Event::String(span));
+                Ok(())
+            }
+            b't' => self.literal(b"rue", Event::Bool(true)),
+            b'f' => self.literal(b"alse", Event::Bool(false)),
+            b'n' => self.literal(b"ull", Event::Null),
+            b'-' | b'0'..=b'9' => {
+                self.at -= 1;
+                let number = self.number()?;
+                self.tape.events.push(Event::Number(number));
+                Ok(())
+            }
+            _ => Err(Declined),
+        }
+    }
+
+    fn literal(&mut self, rest: &[u8], event: Event) -> Read {
+        if !self.bytes[self.at..].starts_with(rest) {
+            return Err(Declined);
+        }
+        self.at += rest.len();
+        self.tape.events.push(event);
+        Ok(())
+    }
+
+    fn object(&mut self, depth: usize) -> Read {
+        if depth > MAX_DEPTH {
+            return Err(Declined);
+        }
+        let at = self.tape.events.len();
+        self.tape.events.push(Event::Object { end: 0 });
+        let base = self.tape.open_keys.len();
+        self.skip_whitespace();
+        if self.bytes.get(self.at) == Some(&b'}') {
+            self.at += 1;
+        } else {
+            loop {
+                if self.next_token()? != b'"' {
+                    return Err(Declined);
+                }
+                let key = self.string()?;
+                let print = fingerprint(self.tape.str(key));
+                self.tape.open_keys.push((self.tape.events.len(), print));
+                self.tape.events.push(Event::Key(key));
+                if self.next_token()? != b':' {
+                    return Err(Declined);
+                }
+                self.value(depth)?;
+                match self.next_token()? {
+                    b',' => continue,
+                    b'}' => break,
+                    _ => return Err(Declined),
+                }
+            }
+        }
+        self.tape.check_keys(base);
+        self.tape.open_keys.truncate(base);
+        self.tape.events[at] = Event::Object {
+            end: self.tape.events.len(),
+        };
+        Ok(())
+    }
+
+    fn array(&mut self, depth: usize) -> Read {
+        if depth > MAX_DEPTH {
+            return Err(Declined);
+        }
+        let at = self.tape.events.len();
+        self.tape.events.push(Event::Array { end: 0 });
+        self.skip_whitespace();
+        if self.bytes.get(self.at) == Some(&b']') {
+            self.at += 1;
+        } else {
+            loop {
+                self.value(depth)?;
+                match self.next_token()? {
+                    b',' => continue,
+                    b']' => break,
+                    _ => return Err(Declined),
+                }
+            }
+        }
+        self.tape.events[at] = Event::Array {
+            end: self.tape.events.len(),
+        };
+        Ok(())
+    }
+
+    /// A string whose opening quote has been read, stored in the tape's text. The text is
+    /// `str`, so a run of bytes between ASCII quotes and escapes is UTF-8 as it stands.
+    fn string(&mut self) -> Read<Span> {
+        let start = self.tape.text.len();
+        let mut run = self.at;
+        loop {
+            self.at = plain_run_end(self.bytes, self.at);
+            match *self.bytes.get(self.at).ok_or(Declined)? {
+                b'"' => {
+                    self.tape.text.push_str(&self.text[run..self.at]);
+                    self.at += 1;
+                    return Ok(Span {
+                        start,
+                        end: self.tape.text.len(),
+                    });
+                }
+                b'\\' => {
+                    self.tape.text.push_str(&self.text[run..self.at]);
+                    self.at += 1;
+                    self.escape()?;
+                    run = self.at;
+                }
+                // A control character, which JSON text must escape.
+                _ => return Err(Declined),
+            }
+        }
+    }
+
+    /// The escape after a backslash, appended to the tape's text.
+    fn escape(&mut self) -> Read {
+        let byte = *self.bytes.get(self.at).ok_or(Declined)?;
+        self.at += 1;
+        let decoded = match byte {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => self.unicode_escape()?,
+            _ => return Err(Declined),
+        };
+        self.tape.text.push(decoded);
+        Ok(())
+    }
+
+    /// The character of a `\u` escape whose `\u` has been read: a surrogate pair is one
+    /// character; a lone surrogate is declined.
+    fn unicode_escape(&mut self) -> Read<char> {
+        let first = self.hex4()?;
+        let code = match first {
+            0xd800..=0xdbff => {
+                if !self.bytes[self.at..].starts_with(b"\\u") {
+                    return Err(Declined);
+                }
+                self.at += 2;
+                let second = self.hex4()?;
+                if !(0xdc00..=0xdfff).contains(&second) {
+                    return Err(Declined);
+                }
+                0x10000 + ((first - 0xd800) << 10) + (second - 0xdc00)
+            }
+            0xdc00..=0xdfff => return Err(Declined),
+            _ => first,
+        };
+        char::from_u32(code).ok_or(Declined)
+    }
+
+    fn hex4(&mut self) -> Read<u32> {
+        let digits = self.bytes.get(self.at..self.at + 4).ok_or(Declined)?;
+        let mut code = 0;
+        for &digit in digits {
+            let value = (digit as char).to_digit(16).ok_or(Declined)?;
+            code = code * 16 + value;
+        }
+        self.at += 4;
+        Ok(code)
+    }
+
+    /// A number as `serde_json` reads it: an integer as `u64` or a negative `i64`, anything
+    /// with a fraction or an exponent as the nearest `f64`.
+    fn number(&mut self) -> Read<Number> {
+        let start = self.at;
+        let negative = self.bytes[self.at] == b'-';
+        if negative {
+            self.at += 1;
+        }
+        match self.bytes.get(self.at) {
+            Some(b'0') => self.at += 1,
+            Some(b'1'..=b'9') => self.digits(),
+            _ => return Err(Declined),
+        }
+        let integer_end = self.at;
+        let mut float = false;
+        if self.bytes.get(self.at) == Some(&b'.') {
+            self.at += 1;
+            self.required_digits()?;
+            float = true;
+        }
+        if let Some(b'e' | b'E') = self.bytes.get(self.at) {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.bytes.get(self.at) {
+                self.at += 1;
+            }
+            self.required_digits()?;
+            float = true;
+        }
+        if float {
+            // Through `serde_json`'s own number reader: its correctly rounded floats and
+            // Rust's `str::parse` disagree in the last bit on some inputs (`-6E50`).
+            return serde_json::from_str(&self.text[start..self.at]).map_err(|_| Declined);
+        }
+        // Integers beyond 64 bits are left to `serde_json`, which reads them as floats.
+        let digits = &self.bytes[start + usize::from(negative)..integer_end];
+        let magnitude = digits
+            .iter()
+            .try_fold(0u64, |n, d| {
+                n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            })
+            .ok_or(Declined)?;
+        match (negative, magnitude) {
+            (false, n) => Ok(Number::from(n)),
+            // `-0` is a float to `serde_json`, and below i64's range too.
+            (true, 0) => Err(Declined),
+            (true, n) if n > 1 << 63 => Err(Declined),
+            (true, n) => Ok(Number::from((n as i64).wrapping_neg())),
+        }
+    }
+
+    fn digits(&mut self) {
+        while let Some(b'0'..=b'9') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    fn required_digits(&mut self) -> Read {
+        let start = self.at;
+        self.digits();
+        if self.at == start {
+            Err(Declined)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// The index of the first byte at or after `at` that ends a run of plain string bytes: a
+/// quote, a backslash or a control character (`bytes.len()` when there is none). Eight bytes
+/// are tested at a time, as bits of one word (a byte equal to `b` leaves a zero byte in
+/// `word ^ b`; `(x - 0x01..) & !x & 0x80..` marks zero bytes, and bytes below `0x20` when
+/// `0x20..` is subtracted instead). A mark above a true one can be spurious, so only the
+/// lowest mark is read, and it is always true. A string byte at a time cost as much as all
+/// of `serde_json`'s reading.
+fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = ONES * 0x80;
+    let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let quote = zero_bytes(word ^ (ONES * u64::from(b'"')));
+        let backslash = zero_bytes(word ^ (ONES * u64::from(b'\\')));
+        let control = word.wrapping_sub(ONES * 0x20) & !word;
+        let marks = (quote | backslash | control) & HIGH;
+        if marks != 0 {
+            return at + (marks.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while let Some(&byte) = bytes.get(at) {
+        if byte == b'"' || byte == b'\\' || byte < 0x20 {
+            break;
+        }
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// What the reader makes of `text`: the value and the duplicate-key mark, or `None` when
+    /// it declines.
+    fn read(text: &str) -> Option<(Value, bool)> {
+        let mut tape = Tape::default();
+        fill(&mut tape, text).ok()?;
+        Some((tape.to_value(), tape.has_duplicate_keys()))
+    }
+
+    #[test]
+    fn what_it_reads_it_reads_as_serde_json() {
+        for text in [
+            r#"{"a":[1,-2,3.5,18446744073709551615,-9223372036854775808],"b":{"c":null,"d":true}}"#,
+            r#" [ [ ] , { } , "" , 0 , 1e308 , -0.0 , 1E-400 , 2.5e+3 , 7E0 ] "#,
+            r#"{"e":"\u00e9\ud83d\ude00\n\t\"\\\/\b\f\r","f":"é😀 plain ünïcode"}"#,
+            "\"just a string\"",
+            "12",
+            "false",
+            "\t{\"k\":\r\n\"v\"}\n",
+            r#"{"a":1,"a":2}"#,
+        ] {
+            let expected: Value = serde_json::from_str(text).expect("valid");
+            let (value, _) = read(text).unwrap_or_else(|| panic!("declined {text}"));
+            assert_eq!(value, expected, "{text}");
+        }
+        assert_eq!(read(r#"{"a":1,"a":2}"#).map(|r| r.1), Some(true));
+    }
+
+    #[test]
+    fn numbers_agree_with_serde_json_to_the_bit() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut accepted = 0;
+        for _ in 0..50_000 {
+            let digits = (next() % 25 + 1) as usize;
+            let mantissa: String = (0..digits)
+                .map(|i| {
+                    char::from(b'0' + (next() % 10) as u8 + u8::from(i == 0 && digits > 1)).min('9')
+                })
+                .collect();
+            let text = match next() % 4 {
+                0 => mantissa,
+                1 => format!("-{mantissa}"),
+                2 => format!("{mantissa}.{}", next() % 100_000),
+                _ => format!("-{mantissa}e{}", next() % 700)
+                    .replace("e", if next() % 2 == 0 { "e-" } else { "E" }),
+            };
+            let expected: Value = match serde_json::from_str(&text) {
+                Ok(v) => v,
+                Err(_) => continue,
+            };
+            if let Some((value, _)) = read(&text) {
+                match (value.as_f64(), expected.as_f64()) {
+                    (Some(a), Some(b)) => assert_eq!(a.to_bits(), b.to_bits(), "{text}"),
+                    _ => assert_eq!(value, expected, "{text}"),
+                }
+                assert_eq!(value, expected, "{text}");
+                accepted += 1;
+            }
+        }
+        assert!(accepted > 30_000, "only {accepted} numbers were read here");
+    }
+
+    #[test]
+    fn it_declines_what_serde_json_must_decide() {
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        );
+        let within = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(read(&within).is_some(), "nesting within the bound is read");
+        for text in [
+            "-0",
+            "18446744073709551616",
+            "-9223372036854775809",
+            "1e400",
+            "\"\\ud800\"",
+            "\"\\udc00\"",
+            "\"\\ud800\\u0041\"",
+            "\"tab\tinside\"",
+            "{\"a\":",
+            "[1,]",
+            "{} x",
+            "01",
+            "1.",
+            ".5",
+            "+1",
+            "tru",
+            "{\"a\" 1}",
+            deep.as_str(),
+        ] {
+            assert!(read(text).is_none(), "read {text:?}");
+        }
+    }
+
+    #[test]
+    fn a_plain_run_ends_at_the_first_quote_backslash_or_control_character() {
+        let naive = |bytes: &[u8], at: usize| {
+            (at..bytes.len())
+                .find(|&i| matches!(bytes[i], b'"' | b'\\' | 0..=0x1f))
+                .unwrap_or(bytes.len())
+        };
+        let alphabet = [
+            b'a', b'"', b'\\', 0x1f, 0x20, 0x00, 0x7f, 0x80, 0xff, b'!', b'#', b'[',
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 40) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| {
+                    let pick = (seed >> (i % 50)) as usize ^ i.wrapping_mul(31);
+                    // Mostly plain bytes, so that runs are long enough to cross words.
+                    if pick.is_multiple_of(7) {
+                        alphabet[pick % alphabet.len()]
+                    } else {
+                        b'a' + (pick % 26) as u8
+                    }
+                })
+                .collect();
+            for at in 0..=len {
+                assert_eq!(
+                    plain_run_end(&bytes, at),
+                    naive(&bytes, at),
+                    "{bytes:?} from {at}"
+                );
+            }
+        }
+    }
+}
