@@ -335,8 +335,8 @@ pub fn segment(key: &str) -> String {
 ///
 /// Paths are interned as a tree of nodes, so a record walks by looking up each key under its
 /// parent rather than formatting its full path: only a path seen for the first time is
-/// spelled out. Records come as a `serde_json::Value` or, from JSON text, as a [`Tape`]
-/// (no `Value` built); both are walked by the same code.
+/// spelled out. Records are walked on a [`Tape`]: JSON text is read into one (no `Value`
+/// built), and a `serde_json::Value` is laid out on one first.
 pub struct Profiler {
     options: ProfileOptions,
     profile: Profile,
@@ -346,11 +346,13 @@ pub struct Profiler {
     /// Groups in order of first sight, found by name once per record.
     groups: Vec<GroupCounts>,
     group_ids: HashMap<String, usize>,
+    /// A spare tape for records that come as a `Value`.
+    value_tape: Tape,
     /// A spare tape for the JSON text an escape hatch holds.
     hatch_tape: Tape,
-    /// Walk buffers for tapes, one per walk in progress (an escape hatch's walk runs inside
-    /// its record's).
-    tape_scratch: Vec<Scratch<usize>>,
+    /// Walk stacks, reused from record to record (an escape hatch's walk runs inside its
+    /// record's).
+    walk_stacks: Vec<Vec<Frame>>,
 }
 
 struct PathNode {
@@ -399,160 +401,38 @@ enum Step<'a> {
     Items,
 }
 
-/// A parsed record the walker visits, whichever parser produced it.
-trait Document<'r>: Copy {
-    /// A place in the record.
-    type At: Copy;
-    fn root(self) -> Self::At;
-    fn scalar(self, at: Self::At) -> Scalar<'r>;
-    /// Appends the members of the container at `at` in document order.
-    fn members(self, at: Self::At, out: &mut Vec<Self::At>);
-    /// The key of `member`, a member of an object.
-    fn key(self, member: Self::At) -> &'r str;
-    /// The value of `key` when `at` is an object.
-    fn member(self, at: Self::At, key: &str) -> Option<Self::At>;
-    /// The item at `index` when `at` is an array.
-    fn item(self, at: Self::At, index: usize) -> Option<Self::At>;
-    fn value(self, at: Self::At) -> Value;
-    /// Walks the object that an escape hatch's string holds under `node`, parsed the way
-    /// this kind of record is; text that is not a JSON object is left alone.
-    fn walk_hatch(profiler: &mut Profiler, text: &str, node: usize, group: Option<usize>);
-    /// Buffers for a walk (a tape's are reused from record to record).
-    fn scratch(_profiler: &mut Profiler) -> Scratch<Self::At> {
-        Scratch::default()
-    }
-    fn keep_scratch(_profiler: &mut Profiler, _scratch: Scratch<Self::At>) {}
+/// A container of the record being walked, whose members are being visited.
+struct Frame {
+    /// The index just past its last event.
+    end: usize,
+    node: usize,
+    /// The node of an array's items; `None` for an object.
+    items: Option<usize>,
+    /// Whether its members are the keys of an escape hatch.
+    hatch_keys: bool,
+    /// Where the next member's key is expected among the node's keys (see
+    /// [`Profiler::keyed_child`]).
+    next_key: usize,
 }
 
-/// A walk's stack of `(node, place, escape-hatch key)` and a container's members.
-struct Scratch<A> {
-    stack: Vec<(usize, A, bool)>,
-    members: Vec<A>,
-}
-
-impl<A> Default for Scratch<A> {
-    fn default() -> Self {
-        Scratch {
-            stack: Vec::new(),
-            members: Vec::new(),
-        }
+/// What the walker sees at one event of a tape.
+fn scalar(tape: &Tape, at: usize) -> Scalar<'_> {
+    match tape.event(at) {
+        Event::Null => Scalar::Null,
+        Event::Bool(b) => Scalar::Bool(*b),
+        Event::Number(n) => Scalar::Number(n),
+        Event::String(span) => Scalar::String(tape.str(*span)),
+        Event::Array { .. } => Scalar::Array,
+        Event::Object { .. } => Scalar::Object,
+        Event::Key(_) => unreachable!("keys are read with their object"),
     }
 }
 
-/// A place in a `Value` carries its key (empty for array items and the record itself).
-impl<'r> Document<'r> for &'r Value {
-    type At = (&'r str, &'r Value);
-
-    fn root(self) -> Self::At {
-        ("", self)
-    }
-
-    fn scalar(self, at: Self::At) -> Scalar<'r> {
-        Scalar::of(at.1)
-    }
-
-    fn members(self, at: Self::At, out: &mut Vec<Self::At>) {
-        match at.1 {
-            Value::Object(map) => out.extend(map.iter().map(|(k, v)| (k.as_str(), v))),
-            Value::Array(items) => out.extend(items.iter().map(|v| ("", v))),
-            _ => {}
-        }
-    }
-
-    fn key(self, member: Self::At) -> &'r str {
-        member.0
-    }
-
-    fn member(self, at: Self::At, key: &str) -> Option<Self::At> {
-        let (key, value) = at.1.as_object()?.get_key_value(key)?;
-        Some((key.as_str(), value))
-    }
-
-    fn item(self, at: Self::At, index: usize) -> Option<Self::At> {
-        at.1.as_array()?.get(index).map(|v| ("", v))
-    }
-
-    fn value(self, at: Self::At) -> Value {
-        at.1.clone()
-    }
-
-    fn walk_hatch(profiler: &mut Profiler, text: &str, node: usize, group: Option<usize>) {
-        if let Ok(parsed @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
-            profiler.walk(&parsed, ("", &parsed), node, true, group);
-        }
-    }
-}
-
-impl<'r> Document<'r> for &'r Tape {
-    type At = usize;
-
-    fn root(self) -> usize {
-        0
-    }
-
-    fn scalar(self, at: usize) -> Scalar<'r> {
-        match self.event(at) {
-            Event::Null => Scalar::Null,
-            Event::Bool(b) => Scalar::Bool(*b),
-            Event::Number(n) => Scalar::Number(n),
-            Event::String(span) => Scalar::String(self.str(*span)),
-            Event::Array { .. } => Scalar::Array,
-            Event::Object { .. } => Scalar::Object,
-            Event::Key(_) => unreachable!("keys are read with their object"),
-        }
-    }
-
-    fn members(self, at: usize, out: &mut Vec<usize>) {
-        out.extend(Tape::members(self, at).map(|(_, v)| v));
-    }
-
-    fn key(self, member: usize) -> &'r str {
-        match member.checked_sub(1).map(|k| self.event(k)) {
-            Some(Event::Key(span)) => self.str(*span),
-            _ => "",
-        }
-    }
-
-    fn member(self, at: usize, key: &str) -> Option<usize> {
-        match self.event(at) {
-            Event::Object { .. } => Tape::members(self, at)
-                .find(|(k, _)| *k == Some(key))
-                .map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    fn item(self, at: usize, index: usize) -> Option<usize> {
-        match self.event(at) {
-            Event::Array { .. } => Tape::members(self, at).nth(index).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    fn value(self, at: usize) -> Value {
-        self.value_at(at)
-    }
-
-    fn walk_hatch(profiler: &mut Profiler, text: &str, node: usize, group: Option<usize>) {
-        let mut tape = std::mem::take(&mut profiler.hatch_tape);
-        if tape.parse_str(text).is_ok() && matches!(tape.event(0), Event::Object { .. }) {
-            if tape.has_duplicate_keys() {
-                let parsed = tape.to_value();
-                profiler.walk(&parsed, ("", &parsed), node, true, group);
-            } else {
-                profiler.walk(&tape, 0, node, true, group);
-            }
-        }
-        profiler.hatch_tape = tape;
-    }
-
-    fn scratch(profiler: &mut Profiler) -> Scratch<usize> {
-        profiler.tape_scratch.pop().unwrap_or_default()
-    }
-
-    fn keep_scratch(profiler: &mut Profiler, mut scratch: Scratch<usize>) {
-        scratch.stack.clear();
-        profiler.tape_scratch.push(scratch);
+/// The key event at `at`, which starts an object's member.
+fn key(tape: &Tape, at: usize) -> &str {
+    match tape.event(at) {
+        Event::Key(span) => tape.str(*span),
+        _ => unreachable!("an object's members start with their key"),
     }
 }
 
@@ -570,8 +450,9 @@ impl Profiler {
             nodes: vec![PathNode::new(String::new(), false)],
             groups: Vec::new(),
             group_ids: HashMap::default(),
+            value_tape: Tape::default(),
             hatch_tape: Tape::default(),
-            tape_scratch: Vec::new(),
+            walk_stacks: Vec::new(),
         }
     }
 
@@ -608,9 +489,12 @@ impl Profiler {
         profile
     }
 
-    /// Profiles one record.
+    /// Profiles one record, laid out on a tape first so that one walker serves every source.
     pub fn observe(&mut self, record: &Value) {
-        self.observe_document(record);
+        let mut tape = std::mem::take(&mut self.value_tape);
+        tape.fill_value(record);
+        self.observe_tape(&tape);
+        self.value_tape = tape;
     }
 
     /// Profiles one record as a source hands it over; parsed JSON text is walked as it is.
@@ -618,11 +502,12 @@ impl Profiler {
         match record {
             Record::Value(value) => self.observe(&value),
             Record::Json(tape) if tape.has_duplicate_keys() => self.observe(&tape.to_value()),
-            Record::Json(tape) => self.observe_document(tape),
+            Record::Json(tape) => self.observe_tape(tape),
         }
     }
 
-    fn observe_document<'r, D: Document<'r>>(&mut self, record: D) {
+    /// Profiles a record whose tape has no repeated keys.
+    fn observe_tape(&mut self, record: &Tape) {
         self.profile.records += 1;
         let group = self
             .options
@@ -630,7 +515,7 @@ impl Profiler {
             .as_deref()
             .map(|g| group_of(record, g));
         let group = group.map(|name| self.count_group(&name));
-        self.walk(record, record.root(), 0, false, group);
+        self.walk(record, 0, false, group);
     }
 
     /// Counts a record of the group `name`; answers the group's index.
@@ -651,86 +536,110 @@ impl Profiler {
         id
     }
 
-    /// Visits every path under `root` without recursion (nesting depth costs heap, not
-    /// stack). An escape hatch holding a JSON string is parsed and walked in its place.
-    fn walk<'r, D: Document<'r>>(
-        &mut self,
-        record: D,
-        root: D::At,
-        base: usize,
-        in_hatch: bool,
-        group: Option<usize>,
-    ) {
-        let mut scratch = D::scratch(self);
-        self.push_children(record, root, base, in_hatch, &mut scratch);
-        while let Some((node, at, hatch_key)) = scratch.stack.pop() {
-            let value = record.scalar(at);
+    /// Visits every path beneath the container of `tape` at event 0, whose node is `base`,
+    /// in one pass over its events: document order, so examples follow the input, nodes are
+    /// created in the order paths are first seen, and nesting costs heap, not stack. An
+    /// escape hatch holding a JSON string is parsed and walked in its place.
+    ///
+    /// One pass over the flat events replaced a walk through a `Document` abstraction that
+    /// gathered each container's members into a buffer and pushed them on a stack: on the
+    /// benchmark's 256 MB file that walk took about a third of the time.
+    fn walk(&mut self, tape: &Tape, base: usize, hatch_keys: bool, group: Option<usize>) {
+        let mut stack = self.walk_stacks.pop().unwrap_or_default();
+        let mut at = self.open(tape, 0, base, hatch_keys, &mut stack);
+        while let Some(frame) = stack.last_mut() {
+            if at >= frame.end {
+                stack.pop();
+                continue;
+            }
+            let hatch_key = frame.hatch_keys;
+            let node = match frame.items {
+                Some(items) => Some(items),
+                None => {
+                    let key = key(tape, at);
+                    at += 1;
+                    self.keyed_child(frame.node, key, &mut frame.next_key)
+                }
+            };
+            let Some(node) = node else {
+                // Beyond the path bound: neither it nor anything beneath it is kept.
+                at = tape.after(at);
+                continue;
+            };
+            let value = scalar(tape, at);
             self.record_occurrence(node, value, hatch_key, group);
             let is_hatch = self.nodes[node].is_hatch;
-            match value {
-                Scalar::String(text) if is_hatch => D::walk_hatch(self, text, node, group),
-                _ => self.push_children(record, at, node, is_hatch, &mut scratch),
-            }
+            at = match value {
+                Scalar::String(text) if is_hatch => {
+                    self.walk_hatch(text, node, group);
+                    at + 1
+                }
+                _ => self.open(tape, at, node, is_hatch, &mut stack),
+            };
         }
-        D::keep_scratch(self, scratch);
+        self.walk_stacks.push(stack);
     }
 
-    /// Pushes the children of the container at `at` (node `parent`), creating their nodes
-    /// in reverse document order, so that they pop in document order (examples then follow
-    /// the input) and the same paths are kept when the bound is reached, whichever parser
-    /// produced the record.
-    fn push_children<'r, D: Document<'r>>(
+    /// Starts on the members of the value at `at` (node `node`) when it is a container with
+    /// somewhere to go; answers the index of the next event to visit.
+    fn open(
         &mut self,
-        record: D,
-        at: D::At,
-        parent: usize,
-        hatch: bool,
-        scratch: &mut Scratch<D::At>,
-    ) {
-        let items = match record.scalar(at) {
-            Scalar::Object => None,
-            Scalar::Array => match self.child(parent, Step::Items) {
-                Some(node) => Some(node),
-                None => return,
+        tape: &Tape,
+        at: usize,
+        node: usize,
+        hatch_keys: bool,
+        stack: &mut Vec<Frame>,
+    ) -> usize {
+        let (end, items) = match *tape.event(at) {
+            Event::Object { end } => (end, None),
+            Event::Array { end } => match self.child(node, Step::Items) {
+                Some(items) => (end, Some(items)),
+                None => return end,
             },
-            _ => return,
+            _ => return at + 1,
         };
-        scratch.members.clear();
-        record.members(at, &mut scratch.members);
-        let mut guess = self.nodes[parent].keys.len().wrapping_sub(1);
-        for &child in scratch.members.iter().rev() {
-            match items {
-                Some(node) => scratch.stack.push((node, child, false)),
-                None => {
-                    if let Some(node) = self.keyed_child(parent, record.key(child), &mut guess) {
-                        scratch.stack.push((node, child, hatch));
-                    }
-                }
+        stack.push(Frame {
+            end,
+            node,
+            items,
+            hatch_keys: hatch_keys && items.is_none(),
+            next_key: 0,
+        });
+        at + 1
+    }
+
+    /// Walks the object that an escape hatch's string holds under `node`; text that is not
+    /// a JSON object is left alone.
+    fn walk_hatch(&mut self, text: &str, node: usize, group: Option<usize>) {
+        let mut tape = std::mem::take(&mut self.hatch_tape);
+        if tape.parse_str(text).is_ok() && matches!(tape.event(0), Event::Object { .. }) {
+            if tape.has_duplicate_keys() {
+                tape.deduplicate();
             }
+            self.walk(&tape, node, true, group);
         }
+        self.hatch_tape = tape;
     }
 
     /// The node of `key` under `parent` (see [`Profiler::child`]), trying the key at the
-    /// `guess`ed position first; the guess then moves to the key before it, since members
-    /// are visited last first.
-    fn keyed_child(&mut self, parent: usize, key: &str, guess: &mut usize) -> Option<usize> {
+    /// `next` position first, since records mostly repeat their key order; `next` then moves
+    /// past the key found.
+    fn keyed_child(&mut self, parent: usize, key: &str, next: &mut usize) -> Option<usize> {
         let keys = &self.nodes[parent].keys;
-        let position = match keys.get(*guess) {
-            Some((known, _)) if **known == *key => *guess,
+        let position = match keys.get(*next) {
+            Some((known, _)) if **known == *key => *next,
             // The record may lack one key the others have.
-            _ if matches!(keys.get(guess.wrapping_sub(1)), Some((k, _)) if **k == *key) => {
-                guess.wrapping_sub(1)
-            }
+            _ if matches!(keys.get(*next + 1), Some((k, _)) if **k == *key) => *next + 1,
             _ => match self.nodes[parent].children.get(key) {
                 Some(&position) => position,
                 None => {
                     let node = self.child(parent, Step::Key(key))?;
-                    *guess = self.nodes[parent].keys.len().wrapping_sub(2);
+                    *next = self.nodes[parent].keys.len();
                     return Some(node);
                 }
             },
         };
-        *guess = position.wrapping_sub(1);
+        *next = position + 1;
         Some(self.nodes[parent].keys[position].1)
     }
 
@@ -803,41 +712,49 @@ impl Profiler {
 
 /// The group a record belongs to: the text of its group-by field (a top-level field, or a
 /// JSON Pointer when it starts with `/`).
-fn group_of<'r, D: Document<'r>>(record: D, group_by: &str) -> Cow<'r, str> {
+fn group_of<'r>(record: &'r Tape, group_by: &str) -> Cow<'r, str> {
     let found = if group_by.starts_with('/') {
         pointer(record, group_by)
     } else {
-        record.member(record.root(), group_by)
+        member(record, 0, group_by)
     };
     let Some(at) = found else {
         return NO_GROUP.into();
     };
-    match record.scalar(at) {
+    match scalar(record, at) {
         Scalar::Null => NO_GROUP.into(),
         Scalar::String(s) => s.into(),
-        _ => record.value(at).to_string().into(),
+        _ => record.value_at(at).to_string().into(),
+    }
+}
+
+/// The value of `key` when `at` is an object.
+fn member(tape: &Tape, at: usize, key: &str) -> Option<usize> {
+    match tape.event(at) {
+        Event::Object { .. } => tape
+            .members(at)
+            .find(|(k, _)| *k == Some(key))
+            .map(|(_, v)| v),
+        _ => None,
     }
 }
 
 /// What the JSON Pointer `pointer` points at, as `Value::pointer` finds it: `~1` and `~0`
 /// unescaped, array items by an index without a sign or leading zeros.
-fn pointer<'r, D: Document<'r>>(record: D, pointer: &str) -> Option<D::At> {
-    pointer
-        .split('/')
-        .skip(1)
-        .try_fold(record.root(), |at, token| {
-            let token = token.replace("~1", "/").replace("~0", "~");
-            match record.scalar(at) {
-                Scalar::Object => record.member(at, &token),
-                Scalar::Array => {
-                    let signed_or_padded =
-                        token.starts_with('+') || (token.starts_with('0') && token.len() > 1);
-                    let index = token.parse().ok().filter(|_| !signed_or_padded)?;
-                    record.item(at, index)
-                }
-                _ => None,
+fn pointer(record: &Tape, pointer: &str) -> Option<usize> {
+    pointer.split('/').skip(1).try_fold(0, |at, token| {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        match record.event(at) {
+            Event::Object { .. } => member(record, at, &token),
+            Event::Array { .. } => {
+                let signed_or_padded =
+                    token.starts_with('+') || (token.starts_with('0') && token.len() > 1);
+                let index = token.parse().ok().filter(|_| !signed_or_padded)?;
+                record.members(at).nth(index).map(|(_, v)| v)
             }
-        })
+            _ => None,
+        }
+    })
 }
 
 #[cfg(test)]

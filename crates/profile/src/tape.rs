@@ -102,6 +102,65 @@ impl Tape {
         self.value_at(0)
     }
 
+    /// Lays `value` out on the tape (emptied first) as reading its text would have; a `Value`
+    /// repeats no key. Nesting costs heap, not stack.
+    pub fn fill_value(&mut self, value: &Value) {
+        enum Open<'v> {
+            Array(usize, std::slice::Iter<'v, Value>),
+            Object(usize, serde_json::map::Iter<'v>),
+        }
+        self.reset();
+        let mut stack = Vec::new();
+        let mut next = Some(value);
+        loop {
+            if let Some(value) = next.take() {
+                let at = self.events.len();
+                match value {
+                    Value::Null => self.events.push(Event::Null),
+                    Value::Bool(b) => self.events.push(Event::Bool(*b)),
+                    Value::Number(n) => self.events.push(Event::Number(n.clone())),
+                    Value::String(text) => {
+                        let span = self.store(text);
+                        self.events.push(Event::String(span));
+                    }
+                    Value::Array(items) => {
+                        self.events.push(Event::Array { end: 0 });
+                        stack.push(Open::Array(at, items.iter()));
+                    }
+                    Value::Object(members) => {
+                        self.events.push(Event::Object { end: 0 });
+                        stack.push(Open::Object(at, members.iter()));
+                    }
+                }
+            }
+            let Some(open) = stack.last_mut() else {
+                return;
+            };
+            next = match open {
+                Open::Array(_, items) => items.next(),
+                Open::Object(_, members) => members.next().map(|(key, value)| {
+                    let span = self.store(key);
+                    self.events.push(Event::Key(span));
+                    value
+                }),
+            };
+            if next.is_none() {
+                let end = self.events.len();
+                match stack.pop() {
+                    Some(Open::Array(at, _)) => self.events[at] = Event::Array { end },
+                    Some(Open::Object(at, _)) => self.events[at] = Event::Object { end },
+                    None => {}
+                }
+            }
+        }
+    }
+
+    /// Resolves repeated keys as a `Value` does (see the module documentation).
+    pub(crate) fn deduplicate(&mut self) {
+        let value = self.to_value();
+        self.fill_value(&value);
+    }
+
     pub(crate) fn event(&self, at: usize) -> &Event {
         &self.events[at]
     }
@@ -360,6 +419,28 @@ mod tests {
                 .expect_err(text)
                 .to_string();
             assert_eq!(ours, theirs, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_value_is_laid_out_as_its_text_is_read() {
+        let mut read = Tape::default();
+        let mut laid = Tape::default();
+        let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+        for text in [
+            r#"{"a":[1,-2.5,{"b":null,"c":[]},{}],"d":"\u00e9","e":true}"#,
+            "[]",
+            "\"s\"",
+            deep.as_str(),
+        ] {
+            read.parse_str(text).expect("valid");
+            laid.fill_value(&serde_json::from_str(text).expect("valid"));
+            assert_eq!(
+                format!("{:?}", laid.events),
+                format!("{:?}", read.events),
+                "{text}"
+            );
+            assert_eq!(laid.text, read.text, "{text}");
         }
     }
 
