@@ -10,8 +10,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use siphasher::sip::SipHasher13;
-use std::hash::Hasher;
 
+/// SipHash's keys: part of the document format, like the register layout.
+const KEYS: (u64, u64) = (0x636f_7665_6e61_6e74, 0x7072_6f66_696c_6573);
 const PRECISION: u32 = 10;
 const REGISTERS: usize = 1 << PRECISION;
 /// The documented relative standard error of [`DistinctSketch::estimate`].
@@ -40,9 +41,7 @@ impl std::fmt::Debug for DistinctSketch {
 impl DistinctSketch {
     /// Adds a value given by its canonical bytes (equal values must give equal bytes).
     pub fn insert(&mut self, bytes: &[u8]) {
-        let mut hasher = SipHasher13::new_with_keys(0x636f_7665_6e61_6e74, 0x7072_6f66_696c_6573);
-        hasher.write(bytes);
-        let hash = hasher.finish();
+        let hash = SipHasher13::new_with_keys(KEYS.0, KEYS.1).hash(bytes);
         let index = (hash >> (64 - PRECISION)) as usize;
         let rest = hash << PRECISION;
         let rank = (rest.leading_zeros() + 1).min(64 - PRECISION + 1) as u8;
@@ -115,6 +114,20 @@ mod tests {
 
     fn within(estimate: u64, truth: u64, errors: f64) -> bool {
         (estimate as f64 - truth as f64).abs() <= errors * STANDARD_ERROR * truth as f64
+    }
+
+    #[test]
+    fn values_hash_as_streamed_sip_hash_1_3_with_the_format_keys() {
+        // Sketches written by earlier releases hashed through the streaming `Hasher`; the
+        // one-shot hash must place every value in the same register with the same rank.
+        use std::hash::Hasher;
+        for len in 0..40usize {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + len) as u8).collect();
+            let mut streamed = SipHasher13::new_with_keys(KEYS.0, KEYS.1);
+            streamed.write(&bytes);
+            let one_shot = SipHasher13::new_with_keys(KEYS.0, KEYS.1).hash(&bytes);
+            assert_eq!(one_shot, streamed.finish(), "{len} bytes");
+        }
     }
 
     #[test]

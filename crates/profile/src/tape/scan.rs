@@ -272,9 +272,12 @@ impl Reader<'_, '_> {
             float = true;
         }
         if float {
-            // Through `serde_json`'s own number reader: its correctly rounded floats and
-            // Rust's `str::parse` disagree in the last bit on some inputs (`-6E50`).
-            return serde_json::from_str(&self.text[start..self.at]).map_err(|_| Declined);
+            return match exact_float(&self.bytes[start..self.at]) {
+                Some(value) => Number::from_f64(value).ok_or(Declined),
+                // Through `serde_json`'s own number reader: its floats and the correctly
+                // rounded ones of `str::parse` differ in the last bit on some inputs (`-6E50`).
+                None => serde_json::from_str(&self.text[start..self.at]).map_err(|_| Declined),
+            };
         }
         // Integers beyond 64 bits are left to `serde_json`, which reads them as floats.
         let digits = &self.bytes[start + usize::from(negative)..integer_end];
@@ -308,6 +311,59 @@ impl Reader<'_, '_> {
             Ok(())
         }
     }
+}
+
+/// The value of a well-formed JSON number with a fraction or an exponent when it is exact to
+/// compute: at most 15 digits (below 2^53, so exactly an `f64`) scaled by at most 10^22
+/// (exactly an `f64` too), where one correctly rounded multiplication or division gives the
+/// nearest `f64`, as every correct reader finds it (Clinger's fast path); `None` otherwise.
+/// Handing every float to `serde_json` cost a tenth of profiling a file of prices.
+fn exact_float(text: &[u8]) -> Option<f64> {
+    const POWERS: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let (negative, text) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    let (mut mantissa, mut digits, mut scale, mut fraction) = (0u64, 0, 0i32, false);
+    let mut rest = text.iter();
+    for &byte in rest.by_ref() {
+        match byte {
+            b'0'..=b'9' => {
+                mantissa = mantissa * 10 + u64::from(byte - b'0');
+                digits += 1;
+                scale -= i32::from(fraction);
+                if digits > 15 {
+                    return None;
+                }
+            }
+            b'.' => fraction = true,
+            _ => break,
+        }
+    }
+    let exponent = rest.as_slice();
+    if !exponent.is_empty() {
+        let (sign, exponent) = match exponent.split_first() {
+            Some((b'-', rest)) => (-1, rest),
+            Some((b'+', rest)) => (1, rest),
+            _ => (1, exponent),
+        };
+        if exponent.len() > 3 {
+            return None;
+        }
+        let value = exponent
+            .iter()
+            .fold(0i32, |n, d| n * 10 + i32::from(d - b'0'));
+        scale += sign * value;
+    }
+    let power = *POWERS.get(scale.unsigned_abs() as usize)?;
+    let magnitude = match scale >= 0 {
+        true => mantissa as f64 * power,
+        false => mantissa as f64 / power,
+    };
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 /// The index of the first byte at or after `at` that ends a run of plain string bytes: a
@@ -390,10 +446,14 @@ mod tests {
                     char::from(b'0' + (next() % 10) as u8 + u8::from(i == 0 && digits > 1)).min('9')
                 })
                 .collect();
-            let text = match next() % 4 {
+            let short = &mantissa[..mantissa.len().min(9)];
+            let text = match next() % 7 {
                 0 => mantissa,
                 1 => format!("-{mantissa}"),
                 2 => format!("{mantissa}.{}", next() % 100_000),
+                3 => format!("{short}.{:0>5}", next() % 100_000),
+                4 => format!("-0.{:0>3}{short}", next() % 1000),
+                5 => format!("{short}e{}", (next() % 50) as i64 - 25),
                 _ => format!("-{mantissa}e{}", next() % 700)
                     .replace("e", if next() % 2 == 0 { "e-" } else { "E" }),
             };
@@ -411,6 +471,29 @@ mod tests {
             }
         }
         assert!(accepted > 30_000, "only {accepted} numbers were read here");
+    }
+
+    #[test]
+    fn floats_exact_to_compute_are_computed_here() {
+        for (text, expected) in [
+            ("0.125", Some(0.125)),
+            ("-2.5e3", Some(-2500.0)),
+            ("12.34E-2", Some(0.1234)),
+            ("-0.0", Some(-0.0)),
+            ("1234567890123.45e-20", Some(1234567890123.45e-20)),
+            ("1234567890123456.0", None),
+            ("-6E50", None),
+            ("1e23", None),
+            ("1e-23", None),
+            ("1e0001", None),
+        ] {
+            let found = exact_float(text.as_bytes());
+            assert_eq!(
+                found.map(f64::to_bits),
+                expected.map(f64::to_bits),
+                "{text}"
+            );
+        }
     }
 
     #[test]
