@@ -31,6 +31,9 @@ type Read<T = ()> = Result<T, Declined>;
 /// Fills `tape` (emptied first) with the one JSON value `text` holds.
 pub(crate) fn fill(tape: &mut Tape, text: &str) -> Read {
     tape.reset();
+    // The whole text is copied once, and a string without escapes is a span of that copy;
+    // escaped strings are decoded after it. One copy cost less than one per string.
+    tape.text.push_str(text);
     let mut reader = Reader {
         text,
         bytes: text.as_bytes(),
@@ -164,17 +167,38 @@ impl Reader<'_, '_> {
 
     /// A string whose opening quote has been read, stored in the tape's text. The text is
     /// `str`, so a run of bytes between ASCII quotes and escapes is UTF-8 as it stands.
+    /// A string whose opening quote has been read: a span of the tape's copy of the text
+    /// when it has no escape. The text is `str`, so bytes between ASCII quotes and escapes
+    /// are UTF-8 as they stand.
     fn string(&mut self) -> Read<Span> {
-        let start = self.tape.text.len();
-        let mut run = self.at;
+        let start = self.at;
+        self.at = plain_run_end(self.bytes, self.at);
+        match self.bytes.get(self.at) {
+            Some(b'"') => {
+                self.at += 1;
+                Ok(Span {
+                    start,
+                    end: self.at - 1,
+                })
+            }
+            Some(b'\\') => self.escaped_string(start),
+            // A control character, which JSON text must escape, or the end of the text.
+            _ => Err(Declined),
+        }
+    }
+
+    /// A string with escapes, from `start` (just past its opening quote) to the escape at
+    /// hand, decoded at the end of the tape's text.
+    fn escaped_string(&mut self, start: usize) -> Read<Span> {
+        let decoded = self.tape.text.len();
+        let mut run = start;
         loop {
-            self.at = plain_run_end(self.bytes, self.at);
             match *self.bytes.get(self.at).ok_or(Declined)? {
                 b'"' => {
                     self.tape.text.push_str(&self.text[run..self.at]);
                     self.at += 1;
                     return Ok(Span {
-                        start,
+                        start: decoded,
                         end: self.tape.text.len(),
                     });
                 }
@@ -187,6 +211,7 @@ impl Reader<'_, '_> {
                 // A control character, which JSON text must escape.
                 _ => return Err(Declined),
             }
+            self.at = plain_run_end(self.bytes, self.at);
         }
     }
 
