@@ -498,6 +498,54 @@ mod tests {
         assert!(accepted > 30_000, "only {accepted} numbers were read here");
     }
 
+    /// Mutated texts: the reader never panics, reads only what `serde_json` reads, and reads
+    /// it to the same value.
+    #[test]
+    fn mutated_text_is_read_as_serde_json_reads_it_or_declined() {
+        let seeds = [
+            r#"{"symbol":"BINANCE-1","tickSize":0.012,"n":[1,-2,{"k":"v\n\u00e9"}],"b":true,"z":null}"#,
+            r#"[{"a":{"b":[[],{}]}},"\ud83d\ude00",-0.5e-3,18446744073709551615]"#,
+        ];
+        let alphabet: Vec<char> = "{}[]:,\"\\/0123456789-+.eEtrufalsn \t\nuéd8\u{1}"
+            .chars()
+            .collect();
+        let mut seed = 0xdead_beef_cafe_f00du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut agreed, mut declined) = (0, 0);
+        for round in 0..20_000 {
+            let mut text: Vec<char> = seeds[round % seeds.len()].chars().collect();
+            for _ in 0..=next() % 3 {
+                let at = (next() as usize) % (text.len() + 1);
+                let c = alphabet[(next() as usize) % alphabet.len()];
+                match next() % 3 {
+                    0 if at < text.len() => text[at] = c,
+                    1 if at < text.len() => {
+                        text.remove(at);
+                    }
+                    _ => text.insert(at, c),
+                }
+            }
+            let text: String = text.into_iter().collect();
+            match (read(&text), serde_json::from_str::<Value>(&text)) {
+                (Some((ours, _)), Ok(theirs)) => {
+                    assert_eq!(ours, theirs, "{text}");
+                    agreed += 1;
+                }
+                (Some(_), Err(e)) => panic!("read {text:?}, which serde_json refuses: {e}"),
+                (None, _) => declined += 1,
+            }
+        }
+        assert!(
+            agreed > 1_000 && declined > 1_000,
+            "{agreed} read, {declined} declined"
+        );
+    }
+
     #[test]
     fn floats_exact_to_compute_are_computed_here() {
         for (text, expected) in [
