@@ -259,9 +259,9 @@ impl Tape {
 
 /// A key's length and first seven bytes in one word: equal keys have equal fingerprints,
 /// and most different keys different ones.
-fn fingerprint(key: &str) -> u64 {
+fn fingerprint(key: &[u8]) -> u64 {
     // Byte by byte: a copy of at most seven bytes is a call to `memcpy`, which cost more.
-    let head = key.bytes().take(7).enumerate();
+    let head = key.iter().copied().take(7).enumerate();
     let word = head.fold(0, |word, (i, b)| word | u64::from(b) << (8 * i));
     word | (key.len() as u8 as u64) << 56
 }
@@ -365,7 +365,9 @@ impl<'de> Visitor<'de> for FillKey<'_> {
 
     fn visit_str<E>(self, v: &str) -> Result<(), E> {
         let span = self.0.store(v);
-        self.0.open_keys.push((self.0.events.len(), fingerprint(v)));
+        self.0
+            .open_keys
+            .push((self.0.events.len(), fingerprint(v.as_bytes())));
         self.0.events.push(Event::Key(span));
         Ok(())
     }
