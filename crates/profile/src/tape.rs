@@ -4,7 +4,7 @@
 //! Building a `Value` costs an allocation per key, per string and per object (an ordered map
 //! with its own hash table), only for the profiler to walk it once and drop it. A tape is
 //! filled into two buffers reused from record to record: the events, and one text buffer
-//! holding every key and string. Text is read by this crate's own reader ([`scan`]), which
+//! holding every key and string. Text is read by this crate's own reader (`tape/scan.rs`), which
 //! reads exactly as `serde_json` does and hands anything else (errors above all) to
 //! `serde_json` through a `Visitor`, so numbers, escapes, depth limits and error messages are
 //! exactly the ones a `Value` gets; a stream of array elements is read by `serde_json` alone
@@ -69,7 +69,7 @@ impl Tape {
     }
 
     /// [`Tape::parse_slice`] for text.
-    /// Read by this crate's own reader ([`scan`]); what it declines, by `serde_json`.
+    /// Read by this crate's own reader (`tape/scan.rs`); what it declines, by `serde_json`.
     pub fn parse_str(&mut self, json: &str) -> Result<(), serde_json::Error> {
         if scan::fill(self, json).is_ok() {
             return Ok(());
