@@ -435,6 +435,16 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
+    /// A reproducible stream of pseudo-random numbers.
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     /// What the reader makes of `text`: the value and the duplicate-key mark, or `None` when
     /// it declines.
     fn read(text: &str) -> Option<(Value, bool)> {
@@ -464,13 +474,7 @@ mod tests {
 
     #[test]
     fn numbers_agree_with_serde_json_to_the_bit() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let mut accepted = 0;
         for _ in 0..50_000 {
             let digits = (next() % 25 + 1) as usize;
@@ -488,7 +492,7 @@ mod tests {
                 4 => format!("-0.{:0>3}{short}", next() % 1000),
                 5 => format!("{short}e{}", (next() % 50) as i64 - 25),
                 _ => format!("-{mantissa}e{}", next() % 700)
-                    .replace("e", if next() % 2 == 0 { "e-" } else { "E" }),
+                    .replace("e", if next().is_multiple_of(2) { "e-" } else { "E" }),
             };
             let expected: Value = match serde_json::from_str(&text) {
                 Ok(v) => v,
@@ -517,13 +521,7 @@ mod tests {
         let alphabet: Vec<char> = "{}[]:,\"\\/0123456789-+.eEtrufalsn \t\nuéd8\u{1}"
             .chars()
             .collect();
-        let mut seed = 0xdead_beef_cafe_f00du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0xdead_beef_cafe_f00du64);
         let (mut agreed, mut declined) = (0, 0);
         for round in 0..20_000 {
             let mut text: Vec<char> = seeds[round % seeds.len()].chars().collect();
@@ -620,11 +618,9 @@ mod tests {
         let alphabet = [
             b'a', b'"', b'\\', 0x1f, 0x20, 0x00, 0x7f, 0x80, 0xff, b'!', b'#', b'[',
         ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            let seed = next();
             let len = (seed % 40) as usize;
             let bytes: Vec<u8> = (0..len)
                 .map(|i| {
