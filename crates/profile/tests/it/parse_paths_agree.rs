@@ -1,6 +1,8 @@
-//! JSON text is profiled from a tape, without a `serde_json::Value`; records decoded by other
-//! crates still come as a `Value`. Both must give exactly the same profile: these tests
-//! profile the same lines both ways, on generated records and on hostile ones.
+//! JSON text is read into a tape by the crate's own reader, without a `serde_json::Value`;
+//! records decoded by other crates come as a `Value`, laid out on a tape. Both must give exactly
+//! the same profile (the reader reads as `serde_json` does, a `Value` is laid out as its text is
+//! read): these tests profile the same lines both ways, on generated records and on hostile
+//! ones.
 
 use covenant_profile::{Profile, ProfileOptions, Profiler, source};
 use serde_json::Value;
