@@ -34,7 +34,8 @@ type Read<T = ()> = Result<T, Declined>;
 pub(crate) fn fill(tape: &mut Tape, text: &str) -> Read {
     tape.reset();
     // The whole text is copied once, and a string without escapes is a span of that copy;
-    // escaped strings are decoded after it. One copy cost less than one per string.
+    // escaped strings are decoded after it. One copy cost less than one per string: the
+    // benchmark's 256 MB file went from 1.20–1.28 s to 1.12–1.14 s.
     tape.text.push_str(text);
     let mut reader = Reader {
         text,
@@ -350,7 +351,8 @@ impl Reader<'_, '_> {
 /// compute: at most 15 digits (below 2^53, so exactly an `f64`) scaled by at most 10^22
 /// (exactly an `f64` too), where one correctly rounded multiplication or division gives the
 /// nearest `f64`, as every correct reader finds it (Clinger's fast path); `None` otherwise.
-/// Handing every float to `serde_json` cost a tenth of profiling a file of prices.
+/// Handing every float to `serde_json` cost about 8 % of profiling the benchmark's file of
+/// prices (1.36–1.38 s against 1.23–1.28 s).
 fn exact_float(text: &[u8]) -> Option<f64> {
     const POWERS: [f64; 23] = [
         1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
