@@ -58,18 +58,17 @@ pub struct Tape {
 impl Tape {
     /// Parses one JSON text, which must hold exactly one value (surrounding whitespace aside).
     pub fn parse_slice(&mut self, json: &[u8]) -> Result<(), serde_json::Error> {
-        if let Ok(text) = std::str::from_utf8(json)
-            && scan::fill(self, text).is_ok()
-        {
-            return Ok(());
+        if let Ok(text) = std::str::from_utf8(json) {
+            return self.parse_str(text);
         }
+        // Only `serde_json` says where the bytes stop being UTF-8.
         let mut deserializer = serde_json::Deserializer::from_slice(json);
         self.seed().deserialize(&mut deserializer)?;
         deserializer.end()
     }
 
-    /// [`Tape::parse_slice`] for text.
-    /// Read by this crate's own reader (`tape/scan.rs`); what it declines, by `serde_json`.
+    /// [`Tape::parse_slice`] for text: read by this crate's own reader (`tape/scan.rs`), and
+    /// what it declines by `serde_json`.
     pub fn parse_str(&mut self, json: &str) -> Result<(), serde_json::Error> {
         if scan::fill(self, json).is_ok() {
             return Ok(());

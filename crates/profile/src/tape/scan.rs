@@ -116,35 +116,29 @@ impl Reader<'_, '_> {
         let at = self.tape.events.len();
         self.tape.events.push(Event::Object { end: 0 });
         let base = self.tape.open_keys.len();
-        self.skip_whitespace();
-        if self.bytes.get(self.at) == Some(&b'}') {
-            self.at += 1;
-        } else {
-            loop {
-                if self.next_token()? != b'"' {
-                    return Err(Declined);
-                }
-                let key = self.string()?;
-                let print = fingerprint(&self.tape.text.as_bytes()[key.start..key.end]);
-                self.tape.open_keys.push((self.tape.events.len(), print));
-                self.tape.events.push(Event::Key(key));
-                if self.next_token()? != b':' {
-                    return Err(Declined);
-                }
-                self.value(depth)?;
-                match self.next_token()? {
-                    b',' => continue,
-                    b'}' => break,
-                    _ => return Err(Declined),
-                }
-            }
-        }
+        self.members(b'}', |reader| reader.member(depth))?;
         self.tape.check_keys(base);
         self.tape.open_keys.truncate(base);
         self.tape.events[at] = Event::Object {
             end: self.tape.events.len(),
         };
         Ok(())
+    }
+
+    /// An object's member: its key, noted for the duplicate check, and its value.
+    #[inline(always)]
+    fn member(&mut self, depth: usize) -> Read {
+        if self.next_token()? != b'"' {
+            return Err(Declined);
+        }
+        let key = self.string()?;
+        let print = fingerprint(&self.tape.text.as_bytes()[key.start..key.end]);
+        self.tape.open_keys.push((self.tape.events.len(), print));
+        self.tape.events.push(Event::Key(key));
+        if self.next_token()? != b':' {
+            return Err(Declined);
+        }
+        self.value(depth)
     }
 
     #[inline(never)]
@@ -154,27 +148,32 @@ impl Reader<'_, '_> {
         }
         let at = self.tape.events.len();
         self.tape.events.push(Event::Array { end: 0 });
-        self.skip_whitespace();
-        if self.bytes.get(self.at) == Some(&b']') {
-            self.at += 1;
-        } else {
-            loop {
-                self.value(depth)?;
-                match self.next_token()? {
-                    b',' => continue,
-                    b']' => break,
-                    _ => return Err(Declined),
-                }
-            }
-        }
+        self.members(b']', |reader| reader.value(depth))?;
         self.tape.events[at] = Event::Array {
             end: self.tape.events.len(),
         };
         Ok(())
     }
 
-    /// A string whose opening quote has been read, stored in the tape's text. The text is
-    /// `str`, so a run of bytes between ASCII quotes and escapes is UTF-8 as it stands.
+    /// The members of a container whose opening bracket has been read, up to its `close`:
+    /// none, or `member` once for each, separated by commas.
+    #[inline(always)]
+    fn members(&mut self, close: u8, mut member: impl FnMut(&mut Self) -> Read) -> Read {
+        self.skip_whitespace();
+        if self.bytes.get(self.at) == Some(&close) {
+            self.at += 1;
+            return Ok(());
+        }
+        loop {
+            member(self)?;
+            match self.next_token()? {
+                b',' => continue,
+                byte if byte == close => return Ok(()),
+                _ => return Err(Declined),
+            }
+        }
+    }
+
     /// A string whose opening quote has been read: a span of the tape's copy of the text
     /// when it has no escape. The text is `str`, so bytes between ASCII quotes and escapes
     /// are UTF-8 as they stand.
@@ -202,24 +201,21 @@ impl Reader<'_, '_> {
         let decoded = self.tape.text.len();
         let mut run = start;
         loop {
-            match *self.bytes.get(self.at).ok_or(Declined)? {
+            let byte = *self.bytes.get(self.at).ok_or(Declined)?;
+            self.tape.text.push_str(&self.text[run..self.at]);
+            self.at += 1;
+            match byte {
                 b'"' => {
-                    self.tape.text.push_str(&self.text[run..self.at]);
-                    self.at += 1;
                     return Ok(Span {
                         start: decoded,
                         end: self.tape.text.len(),
                     });
                 }
-                b'\\' => {
-                    self.tape.text.push_str(&self.text[run..self.at]);
-                    self.at += 1;
-                    self.escape()?;
-                    run = self.at;
-                }
+                b'\\' => self.escape()?,
                 // A control character, which JSON text must escape.
                 _ => return Err(Declined),
             }
+            run = self.at;
             self.at = plain_run_end(self.bytes, self.at);
         }
     }
