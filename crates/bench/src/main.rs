@@ -102,6 +102,10 @@ struct Args {
     /// HTTP routes to drive (default: all): any of live, id, lookup, idempotent, new.
     #[arg(long)]
     http_routes: Option<String>,
+    /// New subjects the `new` route registers in all (default 5,000; more for a longer,
+    /// steadier measurement or a profile of the write path).
+    #[arg(long)]
+    new_registrations: Option<u64>,
     /// Also write the table to this file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -265,6 +269,9 @@ fn run(args: Args) -> Result<bool> {
         }
         if let Some(list) = &args.http_routes {
             sizes.routes = http::route_bits(list)?;
+        }
+        if let Some(n) = args.new_registrations {
+            sizes.new_registrations = n;
         }
         let embedded = server::Backend::Embedded(scratch.path().join("http-data"));
         part(&mut rows, &mut failed, "2 HTTP, embedded SQLite", |rows| {

@@ -75,6 +75,8 @@ pub struct GroupCommit {
     durable: watch::Sender<u64>,
     /// Set while a background sync runs; commits made meanwhile are covered by its next round.
     syncing: AtomicBool,
+    /// Told whenever the background sync stops ([`GroupCommit::idle`]).
+    stopped: tokio::sync::Notify,
     /// Set when a sync failed; every later write and every answer waiting for one fails.
     poisoned: Mutex<Option<String>>,
     /// Checkpoints the log off the writer; without it the writer's own automatic checkpoint
@@ -144,6 +146,7 @@ impl GroupCommit {
             ended: AtomicU64::new(0),
             durable: watch::Sender::new(0),
             syncing: AtomicBool::new(false),
+            stopped: tokio::sync::Notify::new(),
             poisoned: Mutex::new(None),
             checkpointer,
         }))
@@ -171,6 +174,19 @@ impl GroupCommit {
         }
         self.ended.store(seq, Ordering::SeqCst);
         (seq, result)
+    }
+
+    /// Marks a sync as running without starting one, as a slow disk would keep it running;
+    /// `false` when one already was.
+    #[cfg(test)]
+    pub(crate) fn hold_sync(&self) -> bool {
+        !self.syncing.swap(true, Ordering::SeqCst)
+    }
+
+    /// Ends the sync [`GroupCommit::hold_sync`] marked, as its thread would.
+    #[cfg(test)]
+    pub(crate) fn end_held_sync(&self) {
+        self.sync_rounds();
     }
 
     /// How many commits have begun.
@@ -242,8 +258,14 @@ impl GroupCommit {
         }
     }
 
-    /// Syncs the log until every commit that has ended is durable.
+    /// Syncs the log until every commit that has ended is durable, then tells those waiting
+    /// for the sync to stop ([`GroupCommit::idle`]).
     fn sync_rounds(&self) {
+        self.sync_while_pending();
+        self.stopped.notify_waiters();
+    }
+
+    fn sync_while_pending(&self) {
         loop {
             let through = self.ended.load(Ordering::SeqCst);
             if through <= *self.durable.borrow() {
@@ -272,6 +294,26 @@ impl GroupCommit {
             metrics::counter!("covenant_store_group_commits_total").increment(group);
             self.durable.send_replace(through);
         }
+    }
+
+    /// Waits until no sync of the log is running. A commit made while one runs is not made
+    /// durable by it but by the next round, so a transaction may stay open meanwhile and take
+    /// in the writes that arrive until then ([`crate::sqlite_conn::write_tx_grouped`]).
+    pub(crate) async fn idle(&self) {
+        loop {
+            let stopped = self.stopped.notified();
+            tokio::pin!(stopped);
+            stopped.as_mut().enable();
+            if !self.syncing.load(Ordering::SeqCst) {
+                return;
+            }
+            stopped.await;
+        }
+    }
+
+    /// Whether a sync of the log is running.
+    pub(crate) fn syncing(&self) -> bool {
+        self.syncing.load(Ordering::SeqCst)
     }
 
     fn poison(&self, reason: String) {
