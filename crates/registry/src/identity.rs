@@ -90,16 +90,18 @@ pub(crate) fn lower_hex(bytes: &[u8]) -> String {
 /// for Protobuf. Avro primitives written as `{"type": "int"}` are stored as `"int"`, like
 /// Confluent.
 ///
-/// For Avro it also gives the JSON the stored text was written from, so that the content key's
-/// identity is derived from it without parsing the text again.
+/// It also tells whether that text is the schema as the Avro library prints it, the identity
+/// of its content key ([`content_key`]): the key is then derived from the text itself, not
+/// printed a second time (printing twice was 2.9 % of the server's processor time registering
+/// new subjects, `benches/RESULTS.md`).
 pub(crate) fn stored_text(
     schema_type: SchemaType,
     raw: &str,
     parsed: &ParsedSchema,
     normalize: bool,
-) -> (String, Option<Value>) {
+) -> (String, bool) {
     if normalize {
-        return (parsed.normalized(), None);
+        return (parsed.normalized(), false);
     }
     match schema_type {
         SchemaType::Avro | SchemaType::Json | SchemaType::Iceberg => {
@@ -118,19 +120,18 @@ pub(crate) fn stored_text(
                     // Avro is stored as the Avro library prints it (compact, its attribute
                     // order, names relative to their namespace), as Confluent stores it: the
                     // same schema then has the same text, guid and id in both.
-                    let text = match schema_type {
-                        SchemaType::Avro => covenant_avro::identity_of(&value),
-                        _ => value.to_string(),
-                    };
-                    (text, (schema_type == SchemaType::Avro).then_some(value))
+                    match schema_type {
+                        SchemaType::Avro => (covenant_avro::identity_of(&value), true),
+                        _ => (value.to_string(), false),
+                    }
                 }
-                Err(_) => (raw.trim().to_string(), None),
+                Err(_) => (raw.trim().to_string(), false),
             }
         }
         // Base64 descriptor input is stored as .proto text, as Confluent's canonical string.
         SchemaType::Protobuf => match parsed {
-            ParsedSchema::Protobuf(p) => (p.text().trim().to_string(), None),
-            _ => (raw.trim().to_string(), None),
+            ParsedSchema::Protobuf(p) => (p.text().trim().to_string(), false),
+            _ => (raw.trim().to_string(), false),
         },
     }
 }

@@ -1085,7 +1085,7 @@ fn content_key_is_the_digest_of_the_identity_array() {
     }
 }
 
-/// A registration keys an Avro schema from the JSON it stored, without parsing the stored text
+/// A registration keys an Avro schema from the text it stored, without parsing that text
 /// again: the key must be the one [`content_key`] derives from that text.
 #[tokio::test]
 async fn registered_avro_keys_are_the_content_keys_of_their_stored_text() {

@@ -34,7 +34,7 @@ pub fn guid_of(
         md.update([1u8]);
         hash_rule_set(&mut md, rule_set);
     }
-    format_uuid(&md.finalize())
+    format_uuid(md.finalize().into())
 }
 
 /// A guid as given in a path, in UUID form or as 32 hex digits, in the printed UUID form;
@@ -65,9 +65,11 @@ pub fn parse_guid(text: &str) -> Option<String> {
     ))
 }
 
-fn format_uuid(bytes: &[u8]) -> String {
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    parse_guid(&hex).expect("16 bytes print as 32 hex digits")
+/// The 16 bytes of an MD5 printed as a lowercase UUID. Printed by `uuid` rather than a
+/// `format!` per byte and [`parse_guid`] over the result: that was 0.8 % of the server's
+/// processor time registering new subjects (`benches/RESULTS.md`).
+fn format_uuid(bytes: [u8; 16]) -> String {
+    uuid::Uuid::from_bytes(bytes).hyphenated().to_string()
 }
 
 fn text(value: &Value) -> Option<&str> {

@@ -305,10 +305,9 @@ fn close_later(
         } else {
             group.idle().await;
         }
-        // A holder of the turn commits or leaves the transaction open with a task of its own.
-        let Ok(mut open) = writer.turn.try_lock() else {
-            return;
-        };
+        // Waits for the turn: a writer holding it now may have decided to leave the
+        // transaction open before the sync stopped, counting on this task to commit it.
+        let mut open = writer.turn.lock().await;
         let still_open = open.as_ref().is_some_and(|shared| {
             outcome
                 .upgrade()
@@ -601,6 +600,65 @@ mod tests {
             "two writes, one commit after the sync"
         );
         assert_eq!(w.stored(), vec![1, 2]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_transaction_left_open_while_the_turn_is_held_as_the_sync_stops_is_committed() {
+        // A writer holds the turn as the sync stops, having decided while it ran to leave the
+        // transaction open: the tasks waiting for the sync wait for the turn too, and commit.
+        let w = shared_writer();
+        assert!(w.group.hold_sync(), "no sync was running");
+        let first = tokio::spawn(w.insert(1));
+        let open_with_one = async {
+            while w.turn.turn.lock().await.as_ref().map(|s| s.members) != Some(1) {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), open_with_one)
+            .await
+            .expect("the first write's transaction left open");
+        let held = w.turn.turn.lock().await;
+        let outcome = Arc::clone(&held.as_ref().expect("open").outcome);
+        assert!(close_later(&w.turn, &w.group, &outcome), "left open");
+        let group = w.group.clone();
+        tokio::task::spawn_blocking(move || group.end_held_sync())
+            .await
+            .expect("sync ended");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        drop(held);
+        let answered = tokio::time::timeout(std::time::Duration::from_secs(10), first).await;
+        assert_eq!(
+            answered.expect("committed").expect("task").expect("write"),
+            1
+        );
+        assert_eq!(w.stored(), vec![1]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_writers_during_real_syncs_all_commit() {
+        // Transactions left open while syncs run, and writers taking the turn as those syncs
+        // stop: every write ends committed and durable, none left in an open transaction.
+        let w = Arc::new(shared_writer());
+        let writers: Vec<_> = (0..16)
+            .map(|t| {
+                let w = Arc::clone(&w);
+                tokio::spawn(async move {
+                    for k in 0..40 {
+                        w.insert(t * 1000 + k).await.expect("write");
+                    }
+                })
+            })
+            .collect();
+        let all = async {
+            for writer in writers {
+                writer.await.expect("writer");
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(60), all)
+            .await
+            .expect("every write answered");
+        assert_eq!(w.stored().len(), 16 * 40);
+        assert!(w.group.commits() < 16 * 40, "writes shared commits");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -28,16 +28,14 @@ impl Registry {
         let parse = || -> RegistryResult<_> {
             let parsed =
                 parse_schema_with(schema_type, &request.schema, &resolved, &self.schema_limits)?;
-            let (text, avro_json) = stored_text(schema_type, &request.schema, &parsed, normalize);
-            let key = match (&avro_json, &parsed) {
-                (Some(json), _) => {
-                    let identity = covenant_avro::identity_of(json);
-                    identity_key(ty, &identity, &references, &metadata, &rule_set)
-                }
-                (None, ParsedSchema::Protobuf(p)) => {
+            let (text, text_is_identity) =
+                stored_text(schema_type, &request.schema, &parsed, normalize);
+            let key = match (text_is_identity, &parsed) {
+                (true, _) => identity_key(ty, &text, &references, &metadata, &rule_set),
+                (false, ParsedSchema::Protobuf(p)) => {
                     identity_key(ty, &p.canonical_text(), &references, &metadata, &rule_set)
                 }
-                (None, _) => content_key(ty, &text, &references, &metadata, &rule_set),
+                (false, _) => content_key(ty, &text, &references, &metadata, &rule_set),
             };
             Ok((parsed, text, key))
         };
