@@ -7,9 +7,9 @@
 //! transaction (the kill comes while groups are written); there, after the restart, no schema
 //! row is without its version and no version without its audit entry.
 //!
-//! The embedded store syncs its log once for every group of commits made meanwhile; the kill
-//! comes while groups are being formed (the server's metrics show syncs covering several
-//! commits just before it). SIGKILL keeps what the process wrote into the page cache, so this
+//! The embedded store syncs its log once for every group of writes made meanwhile (held in one
+//! transaction while a sync runs); the kill comes while groups are being formed (the server's
+//! metrics show syncs covering several writes just before it). SIGKILL keeps what the process wrote into the page cache, so this
 //! shows that nothing is acknowledged before it is committed; that the sync covers every
 //! acknowledged commit is shown by `group_commit`'s ordering: a write returns only after a
 //! sync that began after its COMMIT.
@@ -203,8 +203,8 @@ async fn crash_run(store: Option<&str>) {
     match store {
         None => {
             assert!(
-                commits > syncs,
-                "no sync covered more than one commit ({commits} commits, {syncs} syncs): group commit was not exercised"
+                writes > syncs,
+                "no sync covered more than one write ({writes} writes, {commits} commits, {syncs} syncs): group commit was not exercised"
             );
             println!(
                 "crash test: before the kill, {writes} writes in {commits} commits were made durable by {syncs} syncs"
