@@ -279,7 +279,7 @@ fn commit_shared(
 ///   began, so the transaction stays open until then and takes in the writes that arrive
 ///   meanwhile; the task commits it when the sync stops. The group of a transaction is thus
 ///   sized by the disk's flush time. On a disk that flushes in 0.2 ms, 16 clients registering
-///   new subjects went from 2.6–2.9 to 4.1–4.4 writes per commit and from 37 to 33–34 KB
+///   new subjects went from 2.6–4.0 to 4.1–6.3 writes per commit and from 33–37 to 30–34 KB
 ///   written per registration, at the same rate within the machine's noise
 ///   (`benches/RESULTS.md`); a slower disk gathers more per commit.
 fn close_later(
