@@ -304,7 +304,7 @@ impl GroupCommit {
             let stopped = self.stopped.notified();
             tokio::pin!(stopped);
             stopped.as_mut().enable();
-            if !self.syncing.load(Ordering::SeqCst) {
+            if !self.syncing() {
                 return;
             }
             stopped.await;

@@ -305,8 +305,9 @@ fn close_later(
         } else {
             group.idle().await;
         }
-        // Waits for the turn: a writer holding it now may have decided to leave the
-        // transaction open before the sync stopped, counting on this task to commit it.
+        // Waits for the turn rather than leaving the commit to its holder: that writer may
+        // have left the transaction open earlier (for a queued writer, or a sync that has
+        // since stopped), counting on this task.
         let mut open = writer.turn.lock().await;
         let still_open = open.as_ref().is_some_and(|shared| {
             outcome
@@ -446,6 +447,18 @@ mod tests {
                 .expect("rows")
         }
 
+        /// Waits (at most 10 s) until a transaction is left open holding `members` writes.
+        async fn open_with(&self, members: usize) {
+            let open = async {
+                while self.turn.turn.lock().await.as_ref().map(|s| s.members) != Some(members) {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(10), open)
+                .await
+                .unwrap_or_else(|_| panic!("no transaction left open with {members} writes"));
+        }
+
         /// Queues `writers` behind the turn, then lets them run.
         async fn queued_behind_the_turn(&self, writers: Vec<i64>) -> Vec<crate::StoreResult<i64>> {
             let held = self.turn.turn.lock().await;
@@ -568,20 +581,9 @@ mod tests {
         assert!(w.group.hold_sync(), "no sync was running");
         let first = tokio::spawn(w.insert(1));
         // The first write is in, its transaction left open while the sync runs.
-        let members = |n: usize| {
-            let turn = w.turn.clone();
-            let open_with = async move {
-                while turn.turn.lock().await.as_ref().map(|shared| shared.members) != Some(n) {
-                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                }
-            };
-            tokio::time::timeout(std::time::Duration::from_secs(10), open_with)
-        };
-        members(1)
-            .await
-            .expect("the first write's transaction left open");
+        w.open_with(1).await;
         let second = tokio::spawn(w.insert(2));
-        members(2).await.expect("the second write joined it");
+        w.open_with(2).await;
         assert_eq!(
             w.group.commits(),
             0,
@@ -609,14 +611,7 @@ mod tests {
         let w = shared_writer();
         assert!(w.group.hold_sync(), "no sync was running");
         let first = tokio::spawn(w.insert(1));
-        let open_with_one = async {
-            while w.turn.turn.lock().await.as_ref().map(|s| s.members) != Some(1) {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-            }
-        };
-        tokio::time::timeout(std::time::Duration::from_secs(10), open_with_one)
-            .await
-            .expect("the first write's transaction left open");
+        w.open_with(1).await;
         let held = w.turn.turn.lock().await;
         let outcome = Arc::clone(&held.as_ref().expect("open").outcome);
         assert!(close_later(&w.turn, &w.group, &outcome), "left open");

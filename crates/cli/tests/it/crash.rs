@@ -9,10 +9,10 @@
 //!
 //! The embedded store syncs its log once for every group of writes made meanwhile (held in one
 //! transaction while a sync runs); the kill comes while groups are being formed (the server's
-//! metrics show syncs covering several writes just before it). SIGKILL keeps what the process wrote into the page cache, so this
-//! shows that nothing is acknowledged before it is committed; that the sync covers every
-//! acknowledged commit is shown by `group_commit`'s ordering: a write returns only after a
-//! sync that began after its COMMIT.
+//! metrics show syncs covering several writes just before it). SIGKILL keeps what the process
+//! wrote into the page cache, so this shows that nothing is acknowledged before it is
+//! committed; that the sync covers every acknowledged commit is shown by `group_commit`'s
+//! ordering: a write returns only after a sync that began after its COMMIT.
 
 use crate::support;
 
