@@ -447,6 +447,24 @@ mod tests {
                 .expect("rows")
         }
 
+        /// Marks a sync as running, then writes 1, which its transaction holds open meanwhile.
+        async fn write_one_during_a_sync(
+            &self,
+        ) -> tokio::task::JoinHandle<crate::StoreResult<i64>> {
+            assert!(self.group.hold_sync(), "no sync was running");
+            let first = tokio::spawn(self.insert(1));
+            self.open_with(1).await;
+            first
+        }
+
+        /// Ends the sync [`Writer::write_one_during_a_sync`] marked, as its thread would.
+        async fn end_sync(&self) {
+            let group = self.group.clone();
+            tokio::task::spawn_blocking(move || group.end_held_sync())
+                .await
+                .expect("sync ended");
+        }
+
         /// Waits (at most 10 s) until a transaction is left open holding `members` writes.
         async fn open_with(&self, members: usize) {
             let open = async {
@@ -578,10 +596,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn writes_made_while_the_log_is_synced_share_the_commit_after_it() {
         let w = shared_writer();
-        assert!(w.group.hold_sync(), "no sync was running");
-        let first = tokio::spawn(w.insert(1));
-        // The first write is in, its transaction left open while the sync runs.
-        w.open_with(1).await;
+        let first = w.write_one_during_a_sync().await;
         let second = tokio::spawn(w.insert(2));
         w.open_with(2).await;
         assert_eq!(
@@ -590,10 +605,7 @@ mod tests {
             "nothing committed while the sync runs"
         );
         assert!(w.stored().is_empty(), "nothing visible before the commit");
-        let group = w.group.clone();
-        tokio::task::spawn_blocking(move || group.end_held_sync())
-            .await
-            .expect("sync ended");
+        w.end_sync().await;
         assert_eq!(first.await.expect("task").expect("first"), 1);
         assert_eq!(second.await.expect("task").expect("second"), 2);
         assert_eq!(
@@ -609,16 +621,11 @@ mod tests {
         // A writer holds the turn as the sync stops, having decided while it ran to leave the
         // transaction open: the tasks waiting for the sync wait for the turn too, and commit.
         let w = shared_writer();
-        assert!(w.group.hold_sync(), "no sync was running");
-        let first = tokio::spawn(w.insert(1));
-        w.open_with(1).await;
+        let first = w.write_one_during_a_sync().await;
         let held = w.turn.turn.lock().await;
         let outcome = Arc::clone(&held.as_ref().expect("open").outcome);
         assert!(close_later(&w.turn, &w.group, &outcome), "left open");
-        let group = w.group.clone();
-        tokio::task::spawn_blocking(move || group.end_held_sync())
-            .await
-            .expect("sync ended");
+        w.end_sync().await;
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         drop(held);
         let answered = tokio::time::timeout(std::time::Duration::from_secs(10), first).await;
