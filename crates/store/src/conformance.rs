@@ -731,9 +731,11 @@ pub async fn settings_read_together(store: &dyn Store) {
 /// Registrations made at once through [`Store::register_shared`] (which PostgreSQL writes in
 /// groups) are each answered as if alone: a new subject gets version 1, one content gets one
 /// id whatever subjects it is registered under and is created once, a refused registration
-/// writes nothing and fails only itself, and a second registration of the same content under
-/// a subject finds the first.
+/// writes nothing and fails only itself, each written one leaves its own audit entry, and a
+/// second registration of the same content under a subject finds the first.
 pub async fn shared_registrations_are_each_whole(store: &dyn Store) {
+    let who = "conf-shared-writer";
+    let audit = audited_by(who);
     let allow: SharedGuard = Arc::new(allow);
     let refuse: SharedGuard = Arc::new(|_: &[StoredVersion]| Err(Rejection::new(Refused)));
     let n = 48;
@@ -749,11 +751,12 @@ pub async fn shared_registrations_are_each_whole(store: &dyn Store) {
             &candidates[i],
             Placement::default(),
             Arc::clone(guard),
-            None,
+            Some(&audit),
         )
     }))
     .await;
     let mut ids: HashMap<String, (i64, usize)> = HashMap::new();
+    let mut expected_trail = Vec::new();
     for (i, result) in results.into_iter().enumerate() {
         let versions = store
             .subject_versions(&subjects[i])
@@ -774,6 +777,7 @@ pub async fn shared_registrations_are_each_whole(store: &dyn Store) {
         assert_eq!((r.version, r.created), (1, true), "{i}");
         assert_eq!(versions.len(), 1);
         assert_eq!(versions[0].schema.id, r.id);
+        expected_trail.push((subjects[i].clone(), r.version, r.id));
         let (id, created) = ids
             .entry(candidates[i].content_key.clone())
             .or_insert((r.id, 0));
@@ -784,6 +788,21 @@ pub async fn shared_registrations_are_each_whole(store: &dyn Store) {
     assert!(ids.values().all(|(_, created)| *created == 1), "{ids:?}");
     let distinct: std::collections::HashSet<i64> = ids.values().map(|(id, _)| *id).collect();
     assert_eq!(distinct.len(), n / 4, "distinct contents share an id");
+    let mut trail: Vec<(String, i64, i64)> = trail_of(store, who)
+        .await
+        .into_iter()
+        .map(|e| {
+            assert_eq!(e.operation, "register");
+            let subject = e.subject.expect("the entry names its subject");
+            (subject, e.version.unwrap_or(0), e.schema_id.unwrap_or(0))
+        })
+        .collect();
+    trail.sort();
+    expected_trail.sort();
+    assert_eq!(
+        trail, expected_trail,
+        "one audit entry per written registration"
+    );
 
     // Again, at once: every one finds its version.
     let again = join_all((0..n).filter(|i| !refused(*i)).map(|i| {

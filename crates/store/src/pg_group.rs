@@ -5,9 +5,10 @@
 //! load, a new registration cost 0.7 ms of Covenant's processor time and 0.85 ms of
 //! PostgreSQL's, most of it in sending, receiving and switching, not in executing (0.2 ms).
 //! Here registrations queue for a few writers. A writer takes every registration queued (at
-//! most [`MAX_GROUP`]) and writes them in one transaction whose every step sends all the
-//! members' statements at once ([`ops::register_group`]): a group costs the round trips of one
-//! registration. Under light load a group is one registration, written as before; under load
+//! most [`MAX_GROUP`]) and writes them in one transaction whose every step is one statement
+//! for all members ([`ops::register_group`]): a group costs the statements and round trips of
+//! one registration (32 writers on the store alone: 1,231–1,491/s with a statement per member
+//! and step, 2,970–2,993/s with one per step; benches/RESULTS.md). Under light load a group is one registration, written as before; under load
 //! the queue grows while the writers are busy, and so do the groups.
 //!
 //! What stays the same: each registration is acknowledged only after the commit of the

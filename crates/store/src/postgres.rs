@@ -34,7 +34,7 @@ use crate::pg_group::Groups;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::registry_sql::{self as ops, LOCK_SEQUENCE, RegistryTx};
 use crate::sql::postgres::in_transaction;
-use crate::sql::{DbError, DbResult, Lock, Tx, args, dialect, postgres::Pg};
+use crate::sql::{DbError, DbResult, Lock, Tx, Value, args, dialect, postgres::Pg, value_rows};
 use crate::{AuditQuery, Scope, StoreError, StoreResult};
 use deadpool_postgres::{GenericClient, Object, Pool, PoolError, Transaction};
 use serde::{Deserialize, Serialize};
@@ -202,13 +202,23 @@ impl<C: GenericClient> RegistryTx for Pg<'_, C> {
     const SEQUENCE: bool = true;
 
     async fn changed(&self, change: Change) -> DbResult<()> {
-        let mut payload = serde_json::to_string(&change).map_err(DbError::new)?;
-        if payload.len() > MAX_PAYLOAD {
-            payload = serde_json::to_string(&Change::resync()).map_err(DbError::new)?;
+        self.changed_all(vec![change]).await
+    }
+
+    /// One statement for all: `pg_notify` of each payload, in order.
+    async fn changed_all(&self, changes: Vec<Change>) -> DbResult<()> {
+        if changes.is_empty() {
+            return Ok(());
         }
-        self.execute("SELECT pg_notify(?1, ?2)", args![CHANGE_CHANNEL, payload])
-            .await
-            .map(|_| ())
+        let mut values = vec![Value::from(CHANGE_CHANNEL)];
+        for change in &changes {
+            values.push(Value::from(payload(change)?));
+        }
+        let sql = format!(
+            "SELECT pg_notify(?1, CAST(p AS TEXT)) FROM (VALUES {}) AS payloads(p)",
+            value_rows(changes.len(), 1, 2)
+        );
+        self.execute(&sql, &values).await.map(|_| ())
     }
 
     /// Moves the sequence past `id`, never back; serialized so that two imports cannot move
@@ -223,6 +233,16 @@ impl<C: GenericClient> RegistryTx for Pg<'_, C> {
         .await
         .map(|_| ())
     }
+}
+
+/// `change` as the feed carries it; one too long for a notification asks listeners to read
+/// everything again.
+fn payload(change: &Change) -> DbResult<String> {
+    let payload = serde_json::to_string(change).map_err(DbError::new)?;
+    if payload.len() <= MAX_PAYLOAD {
+        return Ok(payload);
+    }
+    serde_json::to_string(&Change::resync()).map_err(DbError::new)
 }
 
 async fn migrate(pool: &Pool, target: &str) -> StoreResult<()> {

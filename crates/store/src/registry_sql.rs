@@ -8,14 +8,13 @@ use crate::audit::{AUDIT_COLUMNS, audit_filter};
 use crate::audit_denials::Bump as DenialBump;
 use crate::context;
 use crate::postgres::{Change, ChangeKind};
-use crate::sql::{DbError, DbResult, Lock, Row, Tx, Value, args};
+use crate::sql::{DbError, DbResult, Lock, Row, Tx, Value, args, value_rows};
 use crate::{
     Audit, AuditContext, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard,
     NewSchema, Placement, Registered, Registration, SchemaRecord, Scope, Settings, SharedGuard,
     StoreError, StoreResult, StoredVersion, context_target, delete_operation, delete_target,
     register_operation, registered_target, scope_target,
 };
-use futures_util::future::try_join_all;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 
@@ -618,6 +617,17 @@ pub(crate) trait RegistryTx: Tx {
 
     fn changed(&self, change: Change) -> impl Future<Output = DbResult<()>>;
 
+    /// Each of `changes`, in order: [`RegistryTx::changed`] for each, unless the backend can
+    /// tell them all in one statement.
+    fn changed_all(&self, changes: Vec<Change>) -> impl Future<Output = DbResult<()>> {
+        async move {
+            for change in changes {
+                self.changed(change).await?;
+            }
+            Ok(())
+        }
+    }
+
     /// After an imported id was inserted into the default context: makes the ids drawn later
     /// pass it.
     fn schema_id_taken(&self, id: i64) -> impl Future<Output = DbResult<()>>;
@@ -1065,19 +1075,24 @@ async fn write_version(
         args![subject, version, id, now_millis()],
     )
     .await?;
-    let kind = if schema_created {
-        ChangeKind::Schema
-    } else {
-        ChangeKind::Subject
-    };
-    tx.changed(Change::new(kind, Some(subject), Some(id), Some(version)))
-        .await?;
-    Ok(Registered {
+    let r = Registered {
         id,
         version,
         created: true,
         schema_created,
-    })
+    };
+    tx.changed(registered_change(subject, &r)).await?;
+    Ok(r)
+}
+
+/// What the change feed says of a new version: a new schema, or a new version of a known one.
+fn registered_change(subject: &str, r: &Registered) -> Change {
+    let kind = if r.schema_created {
+        ChangeKind::Schema
+    } else {
+        ChangeKind::Subject
+    };
+    Change::new(kind, Some(subject), Some(r.id), Some(r.version))
 }
 
 /// One registration of a group ([`register_group`]), owned so that the store may write it on
@@ -1103,10 +1118,14 @@ impl Member {
 }
 
 /// Registers `members` (of distinct subjects, each [`Member::groupable`]) in the one
-/// transaction `tx`, each step's statements sent for every member at once: on PostgreSQL a
-/// group takes the round trips of one registration, and a registration's round trips
-/// (statements sent one after another, each a wake-up of both processes) were most of its
-/// cost (29 statements, 0.7 ms of Covenant's and 0.85 ms of PostgreSQL's processor time).
+/// transaction `tx` of a backend whose ids come from a sequence (PostgreSQL, whose group
+/// writer is the only caller), each step one statement for every member at once: a group
+/// takes the statements of one registration. A registration's statements sent one after
+/// another (29 at first, each a wake-up of both processes: 0.7 ms of Covenant's and 0.85 ms of
+/// PostgreSQL's processor time) were most of its cost; sent together but one per member, each
+/// still cost the server a parse, a plan and the locks of its tables and their indexes
+/// (`pg_stat_statements` and `perf`: 13 statements per registration, 0.44 ms of PostgreSQL's
+/// processor time, figures in benches/RESULTS.md).
 ///
 /// The locks are those of [`register`], in the same order (subjects by name, then content
 /// keys), so groups and single writes on any node cannot deadlock; each step reads only after
@@ -1118,22 +1137,22 @@ pub(crate) async fn register_group<T: RegistryTx>(
     tx: &T,
     members: &[Member],
 ) -> DbResult<Vec<StoreResult<Registered>>> {
+    if !T::SEQUENCE {
+        return Err(DbError(
+            "groups are written only where new ids come from a sequence".into(),
+        ));
+    }
     let mut subjects: Vec<&str> = members.iter().map(|m| m.subject.as_str()).collect();
     subjects.sort_unstable();
     subjects.dedup();
-    try_join_all(
-        subjects
-            .iter()
-            .map(|s| tx.lock(Lock::Named(LOCK_SUBJECT, s))),
-    )
-    .await?;
-    let versions = try_join_all(members.iter().map(|m| async move {
-        query_versions(tx, "WHERE v.subject = ?1", args![m.subject.as_str()]).await
-    }))
-    .await?;
+    tx.lock_all(LOCK_SUBJECT, &subjects).await?;
+    let versions = group_versions(tx, &subjects).await?;
     let mut answers: Vec<Option<StoreResult<Registered>>> = Vec::with_capacity(members.len());
     let mut writes: Vec<(&Member, i64)> = Vec::new();
-    for (m, versions) in members.iter().zip(&versions) {
+    for m in members {
+        let versions = versions
+            .get(m.subject.as_str())
+            .map_or(&[][..], Vec::as_slice);
         answers.push(match judge_member(m, versions) {
             Ok(Some(existing)) => Some(Ok(existing)),
             Ok(None) => match m.placement.next_version(&m.subject, versions) {
@@ -1147,30 +1166,110 @@ pub(crate) async fn register_group<T: RegistryTx>(
         });
     }
     let ids = group_content_ids(tx, &writes).await?;
-    let mut created: HashSet<i64> = HashSet::new();
-    let written = try_join_all(writes.iter().map(|(m, version)| {
-        let (id, new) = ids[m.candidate.content_key.as_str()];
-        // The first member with a new content created its schema.
-        let schema_created = new && created.insert(id);
-        async move {
-            let r = write_version(tx, &m.subject, *version, id, schema_created).await?;
-            let target = registered_target(&m.subject, &r);
-            audit_in(
-                tx,
-                m.audit.as_ref(),
-                register_operation(&m.placement),
-                target,
-            )
-            .await?;
-            Ok::<_, DbError>(r)
-        }
-    }))
-    .await?;
-    let mut written = written.into_iter();
+    let mut written = write_group(tx, &writes, &ids).await?.into_iter();
     Ok(answers
         .into_iter()
         .map(|a| a.unwrap_or_else(|| written.next().ok_or_else(group_lost)))
         .collect())
+}
+
+/// The versions of each of `subjects` (distinct), read by one statement.
+async fn group_versions<'s>(
+    tx: &impl Tx,
+    subjects: &[&'s str],
+) -> DbResult<HashMap<&'s str, Vec<StoredVersion>>> {
+    let filter = format!("WHERE v.subject IN ({})", value_list(subjects.len(), 1));
+    let values: Vec<Value<'_>> = subjects.iter().map(|s| Value::from(*s)).collect();
+    let mut out: HashMap<&str, Vec<StoredVersion>> = HashMap::new();
+    for v in query_versions(tx, &filter, &values).await? {
+        let Some(subject) = subjects.iter().find(|s| **s == v.subject) else {
+            return Err(DbError(format!(
+                "a group read subject {} it did not ask for",
+                v.subject
+            )));
+        };
+        out.entry(subject).or_default().push(v);
+    }
+    Ok(out)
+}
+
+/// `n` placeholders from `?first`: `?3, ?4, ?5` for 3, 3.
+fn value_list(n: usize, first: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Writes the group's versions, their changes and their audit entries (three statements sent
+/// at once: none depends on another), and answers each write in order.
+async fn write_group<T: RegistryTx>(
+    tx: &T,
+    writes: &[(&Member, i64)],
+    ids: &HashMap<&str, (i64, bool)>,
+) -> DbResult<Vec<Registered>> {
+    let mut created: HashSet<i64> = HashSet::new();
+    let registered: Vec<Registered> = writes
+        .iter()
+        .map(|(m, version)| {
+            let (id, new) = ids[m.candidate.content_key.as_str()];
+            Registered {
+                id,
+                version: *version,
+                created: true,
+                // The first member with a new content created its schema.
+                schema_created: new && created.insert(id),
+            }
+        })
+        .collect();
+    if registered.is_empty() {
+        return Ok(Vec::new());
+    }
+    let now = now_millis();
+    let mut values = vec![Value::Int(now)];
+    for ((m, _), r) in writes.iter().zip(&registered) {
+        values.extend([
+            Value::from(&m.subject),
+            Value::Int(r.version),
+            Value::Int(r.id),
+        ]);
+    }
+    let rows = (0..writes.len())
+        .map(|i| {
+            format!(
+                "(?{}, ?{}, ?{}, FALSE, ?1, ?1)",
+                2 + 3 * i,
+                3 + 3 * i,
+                4 + 3 * i
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let insert = format!(
+        "INSERT INTO subject_versions(subject, version, schema_id, deleted, created_at, \
+         updated_at) VALUES {rows}"
+    );
+    let changes = writes
+        .iter()
+        .zip(&registered)
+        .map(|((m, _), r)| registered_change(&m.subject, r))
+        .collect();
+    let entries: Vec<AuditEntry> = writes
+        .iter()
+        .zip(&registered)
+        .filter_map(|((m, _), r)| {
+            let target = registered_target(&m.subject, r);
+            let operation = register_operation(&m.placement);
+            m.audit.as_ref().map(|a| a.entry(operation, target))
+        })
+        .collect();
+    futures_util::future::try_join3(
+        tx.execute(&insert, &values),
+        tx.changed_all(changes),
+        crate::sql::audit::insert_all(tx, &entries),
+    )
+    .await?;
+    Ok(registered)
 }
 
 fn group_lost() -> StoreError {
@@ -1188,8 +1287,8 @@ fn judge_member(m: &Member, versions: &[StoredVersion]) -> StoreResult<Option<Re
 }
 
 /// The id of each content key the group writes (the lowest it has in the default context, or
-/// a new one), with whether it is new: the keys locked in order, then read, then the missing
-/// ones inserted, each step for all keys at once.
+/// a new one from the sequence), with whether it is new: the keys locked in order, then read,
+/// then the missing ones inserted, each step one statement for all keys.
 async fn group_content_ids<'m, T: RegistryTx>(
     tx: &T,
     writes: &[(&'m Member, i64)],
@@ -1204,36 +1303,89 @@ async fn group_content_ids<'m, T: RegistryTx>(
         }
     }
     firsts.sort_unstable_by(|a, b| a.candidate.content_key.cmp(&b.candidate.content_key));
-    try_join_all(
-        firsts
-            .iter()
-            .map(|m| tx.lock(Lock::Named(LOCK_CONTENT, &m.candidate.content_key))),
-    )
-    .await?;
-    let (lowest, highest) = context::slot_range(0);
-    let found = try_join_all(firsts.iter().map(|m| async move {
-        tx.value::<Option<i64>>(
-            "SELECT MIN(id) FROM schemas WHERE content_key = ?1 AND id BETWEEN ?2 AND ?3",
-            args![&m.candidate.content_key, lowest, highest],
-        )
-        .await
-    }))
-    .await?;
-    let inserted = try_join_all(firsts.iter().zip(&found).map(|(m, found)| async move {
-        match found {
-            Some(id) => Ok((*id, false)),
-            None => match insert_schema(tx, &m.subject, None, &m.candidate).await? {
-                Some(id) => Ok((id, true)),
-                None => Err(DbError("no schema id could be allocated".into())),
-            },
-        }
-    }))
-    .await?;
-    Ok(firsts
+    let keys: Vec<&'m str> = firsts
         .iter()
         .map(|m| m.candidate.content_key.as_str())
-        .zip(inserted)
+        .collect();
+    tx.lock_all(LOCK_CONTENT, &keys).await?;
+    let mut ids: HashMap<&'m str, (i64, bool)> = HashMap::new();
+    for (key, id) in existing_content_ids(tx, &keys).await? {
+        if let Some(key) = keys.iter().find(|k| **k == key) {
+            ids.insert(key, (id, false));
+        }
+    }
+    let missing: Vec<&Member> = firsts
+        .into_iter()
+        .filter(|m| !ids.contains_key(m.candidate.content_key.as_str()))
+        .collect();
+    for (key, id) in insert_schemas_from_sequence(tx, &missing).await? {
+        if let Some(key) = keys.iter().find(|k| **k == key) {
+            ids.insert(key, (id, true));
+        }
+    }
+    if ids.len() != keys.len() {
+        return Err(DbError("no schema id could be allocated".into()));
+    }
+    Ok(ids)
+}
+
+/// The lowest id of each of `keys` in the default context, where it has one. A lookup per
+/// key, each by the content key's index: PostgreSQL reads `content_key IN (…)` by scanning the
+/// table (0.9 ms a group at 30,000 schemas).
+async fn existing_content_ids(tx: &impl Tx, keys: &[&str]) -> DbResult<Vec<(String, i64)>> {
+    let (lowest, highest) = context::slot_range(0);
+    let sql = format!(
+        "SELECT k, (SELECT MIN(id) FROM schemas WHERE content_key = k AND id BETWEEN ?1 AND ?2) \
+         FROM (SELECT CAST(k AS TEXT) AS k FROM (VALUES {}) AS keys(k)) AS keys",
+        value_rows(keys.len(), 1, 3)
+    );
+    let mut values = vec![Value::Int(lowest), Value::Int(highest)];
+    values.extend(keys.iter().map(|k| Value::from(*k)));
+    let found: Vec<(String, Option<i64>)> = pairs(tx.query(&sql, &values).await?)?;
+    Ok(found
+        .into_iter()
+        .filter_map(|(key, id)| Some((key, id?)))
         .collect())
+}
+
+/// Inserts the schemas of `members` (without references), their ids drawn from the
+/// sequence, by one statement; returns each content key with its id. A drawn id that an
+/// import took meanwhile skips its row, and the caller fails the group.
+async fn insert_schemas_from_sequence(
+    tx: &impl Tx,
+    members: &[&Member],
+) -> DbResult<Vec<(String, i64)>> {
+    if members.is_empty() {
+        return Ok(Vec::new());
+    }
+    const COLUMNS: usize = 7;
+    let mut values = Vec::with_capacity(members.len() * COLUMNS);
+    for m in members {
+        let c = &m.candidate;
+        values.extend([
+            Value::from(&c.schema_type),
+            Value::from(&c.schema),
+            Value::from(json_text(&c.references)?),
+            Value::from(c.metadata.as_ref().map(json_text).transpose()?),
+            Value::from(c.rule_set.as_ref().map(json_text).transpose()?),
+            Value::from(&c.content_key),
+            Value::from(c.guid()),
+        ]);
+    }
+    let rows = (0..members.len())
+        .map(|r| {
+            format!(
+                "(nextval('schema_ids'), {})",
+                value_list(COLUMNS, 1 + r * COLUMNS)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, content_key, \
+         guid) VALUES {rows} ON CONFLICT (id) DO NOTHING RETURNING content_key, id"
+    );
+    pairs(tx.query(&sql, &values).await?)
 }
 
 /// The id the content takes in `slot`'s context: the lowest it already has there, or a new

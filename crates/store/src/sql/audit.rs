@@ -1,34 +1,57 @@
 //! Appending to the registry's `audit_log` from a side store's write transaction (the table
 //! lives in the same database), so an entry exists exactly when its change committed.
 
-use super::{DbResult, Tx, args};
+use super::{DbResult, Tx, Value, value_rows};
 use crate::audit::{AuditEntry, AuditLine};
+
+/// The start of an insert of stored entries, followed by their `VALUES` rows.
+const INSERT: &str = "INSERT INTO audit_log(at, principal, source, operation, subject, version, \
+     schema_id, config_key, outcome, request_id, detail, count, last_at) VALUES ";
+
+/// Columns [`INSERT`] names.
+const COLUMNS: usize = 13;
+
+/// The values of `e` (as stored) for [`INSERT`], appended to `out`.
+fn push_values<'e>(e: &'e AuditEntry, out: &mut Vec<Value<'e>>) {
+    out.extend([
+        Value::from(e.at),
+        Value::from(&e.principal),
+        Value::from(&e.source),
+        Value::from(&e.operation),
+        Value::from(&e.subject),
+        Value::from(e.version),
+        Value::from(e.schema_id),
+        Value::from(&e.config_key),
+        Value::from(&e.outcome),
+        Value::from(&e.request_id),
+        Value::from(&e.detail),
+        Value::from(e.count),
+        Value::from(e.last_at),
+    ]);
+}
 
 /// Inserts `entry` as stored (escaped and cut, see [`AuditEntry::for_storage`]); returns its
 /// sequence number.
 pub(crate) async fn insert(tx: &impl Tx, entry: &AuditEntry) -> DbResult<i64> {
-    let e = &entry.for_storage();
-    tx.value(
-        "INSERT INTO audit_log(at, principal, source, operation, subject, version, schema_id, \
-         config_key, outcome, request_id, detail, count, last_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING seq",
-        args![
-            e.at,
-            &e.principal,
-            &e.source,
-            &e.operation,
-            &e.subject,
-            e.version,
-            e.schema_id,
-            &e.config_key,
-            &e.outcome,
-            &e.request_id,
-            &e.detail,
-            e.count,
-            e.last_at
-        ],
-    )
-    .await
+    let stored = entry.for_storage();
+    let mut values = Vec::with_capacity(COLUMNS);
+    push_values(&stored, &mut values);
+    let sql = format!("{INSERT}{} RETURNING seq", value_rows(1, COLUMNS, 1));
+    tx.value(&sql, &values).await
+}
+
+/// Inserts `entries` as stored, in order, by one statement (a group's registrations).
+pub(crate) async fn insert_all(tx: &impl Tx, entries: &[AuditEntry]) -> DbResult<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let stored: Vec<AuditEntry> = entries.iter().map(AuditEntry::for_storage).collect();
+    let mut values = Vec::with_capacity(stored.len() * COLUMNS);
+    for e in &stored {
+        push_values(e, &mut values);
+    }
+    let sql = format!("{INSERT}{}", value_rows(stored.len(), COLUMNS, 1));
+    tx.execute(&sql, &values).await.map(|_| ())
 }
 
 /// Appends `line`, stamped now, inside the caller's transaction.

@@ -252,6 +252,18 @@ impl Row {
     }
 }
 
+/// The placeholders of a multi-row `VALUES` list: `rows` rows of `columns` each, numbered
+/// from `first` (`(?3, ?4), (?5, ?6)` for 2, 2, 3). One statement for a group's rows costs the
+/// server one parse, plan and lock of the table instead of one per row.
+pub(crate) fn value_rows(rows: usize, columns: usize, first: usize) -> String {
+    let row = |r: usize| {
+        let at = first + r * columns;
+        let cells: Vec<String> = (at..at + columns).map(|i| format!("?{i}")).collect();
+        format!("({})", cells.join(", "))
+    };
+    (0..rows).map(row).collect::<Vec<_>>().join(", ")
+}
+
 /// An advisory lock a check-then-write operation takes on PostgreSQL until its transaction
 /// ends: one key, or a namespace and a name (hashed by the server).
 #[derive(Debug, Clone, Copy)]
@@ -270,6 +282,18 @@ pub(crate) trait Tx {
 
     /// Holds `lock` until the transaction ends, where concurrent writers need it.
     fn lock(&self, lock: Lock<'_>) -> impl Future<Output = DbResult<()>>;
+
+    /// Holds the lock of each of `names` in namespace `space`, taken in the order given, until
+    /// the transaction ends: [`Tx::lock`] for each, one after another, unless the backend can
+    /// take them all in one statement.
+    fn lock_all(&self, space: i32, names: &[&str]) -> impl Future<Output = DbResult<()>> {
+        async move {
+            for name in names {
+                self.lock(Lock::Named(space, name)).await?;
+            }
+            Ok(())
+        }
+    }
 
     /// After rows were inserted into `table` with explicit values of its generated `column`:
     /// makes later generated values pass them.
@@ -324,5 +348,17 @@ pub(crate) fn ready<F: Future>(work: F) -> F::Output {
     match work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(out) => out,
         Poll::Pending => unreachable!("SQLite work waited on something other than SQLite"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::value_rows;
+
+    #[test]
+    fn value_rows_number_each_cell_once_from_the_first() {
+        assert_eq!(value_rows(2, 2, 3), "(?3, ?4), (?5, ?6)");
+        assert_eq!(value_rows(1, 3, 1), "(?1, ?2, ?3)");
+        assert_eq!(value_rows(0, 3, 1), "");
     }
 }

@@ -2,7 +2,7 @@
 //! once per connection (deadpool's statement cache), parameters bind to whatever type the
 //! server inferred for them, and columns are read by their declared type.
 
-use super::{DbError, DbResult, Lock, Row, Tx, Value, dialect};
+use super::{DbError, DbResult, Lock, Row, Tx, Value, dialect, value_rows};
 use bytes::BytesMut;
 use deadpool_postgres::{GenericClient, Object, Transaction};
 use std::borrow::Cow;
@@ -126,6 +126,21 @@ impl<C: GenericClient> Tx for Pg<'_, C> {
             }
         };
         Ok(())
+    }
+
+    /// One statement: its `VALUES` rows are scanned, and each lock taken, in the order given.
+    async fn lock_all(&self, space: i32, names: &[&str]) -> DbResult<()> {
+        if names.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "SELECT pg_advisory_xact_lock(CAST(?1 AS INTEGER), hashtext(CAST(n AS TEXT))) \
+             FROM (VALUES {}) AS names(n)",
+            value_rows(names.len(), 1, 2)
+        );
+        let mut values = vec![Value::Int(space.into())];
+        values.extend(names.iter().map(|n| Value::from(*n)));
+        self.execute(&sql, &values).await.map(|_| ())
     }
 
     /// Moves the column's sequence past the highest value held, never back (values are not
