@@ -33,7 +33,7 @@ impl ConfigView {
 /// The config and mode rows a request is judged by, read together (a registration reads them
 /// for its snapshot and again just before its commit): those along a subject's scope chain
 /// (see [`contexts`]), the global scope's and the subject's own.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ChainSettings {
     /// The chain's scopes, nearest first.
     chain: Vec<ScopeKey>,
@@ -274,7 +274,7 @@ impl Registry {
             return Ok(target);
         }
         let epoch = self.answers.epoch();
-        let config = self.store.config(Scope::Subject(subject)).await?;
+        let config = self.own_config(subject).await?;
         let target = config
             .and_then(|c| {
                 c.extra
@@ -286,6 +286,26 @@ impl Registry {
             .filter(|target| target != subject);
         self.answers.insert_alias(epoch, subject, target.clone());
         Ok(target)
+    }
+
+    /// The config row of `subject` itself, for its alias. The embedded store's rows are in
+    /// memory. Otherwise one statement reads the subject's whole scope chain, which the
+    /// registration that usually follows takes for its snapshot ([`Answers::take_chain`]):
+    /// on PostgreSQL a new subject's registration then reads its settings twice, not three
+    /// times (one round trip of the four it made before its commit).
+    ///
+    /// [`Answers::take_chain`]: crate::answers::Answers::take_chain
+    async fn own_config(&self, subject: &str) -> RegistryResult<Option<ConfigRecord>> {
+        if self.store.only_writer() {
+            return self.config_row(Scope::Subject(subject)).await;
+        }
+        let settings_epoch = self.answers.settings_epoch();
+        let chain = self.chain_settings(Some(subject)).await?;
+        let own = chain
+            .row(&Some(subject.to_string()))
+            .and_then(|r| r.config.clone());
+        self.answers.keep_chain(settings_epoch, subject, chain);
+        Ok(own)
     }
 
     /// `GET /config[/{s}]`.

@@ -531,3 +531,68 @@ async fn a_permanent_delete_on_one_node_reaches_the_other_nodes_cache() {
     drop(nodes);
     db.drop_db().await;
 }
+
+/// A subject's compatibility set through one node judges the very next registration through
+/// the other, with no wait for the change feed: a registration's settings come from the
+/// database, whichever of its reads (alias lookup, snapshot, the check before the commit)
+/// they are taken from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_set_on_one_node_judges_the_next_registration_on_the_other() {
+    let Some(db) = fresh_db("a_config_set_on_one_node_judges_the_other").await else {
+        return;
+    };
+    let http = client();
+    let nodes = [Node::start(&db.url), Node::start(&db.url)];
+    for node in &nodes {
+        wait_ready(&http, node, 200, Duration::from_secs(30)).await;
+    }
+    let (a, b) = (&nodes[0].base, &nodes[1].base);
+    let field = |name: &str, ty: &str| json!({"name": name, "type": ty});
+    let record = |fields: Vec<Value>| {
+        json!({"type": "record", "name": "Judged", "fields": fields}).to_string()
+    };
+    let set_level = |level: &'static str, subject: String| {
+        let http = http.clone();
+        async move {
+            let r = http
+                .put(format!("{b}/config/{subject}"))
+                .json(&json!({ "compatibility": level }))
+                .send()
+                .await
+                .expect("PUT /config");
+            assert!(
+                r.status().is_success(),
+                "PUT /config/{subject}: {}",
+                r.status()
+            );
+        }
+    };
+    for round in 0..10 {
+        let subject = format!("judged-{round}");
+        register(&http, a, &subject, &record(vec![field("id", "string")]))
+            .await
+            .expect("first version");
+        // A new required field without a default breaks BACKWARD.
+        let breaking = record(vec![
+            field("id", "string"),
+            field(&format!("f{round}"), "int"),
+        ]);
+        set_level("NONE", subject.clone()).await;
+        register(&http, a, &subject, &breaking)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: NONE set on node B, node A refused: {e}"));
+        set_level("BACKWARD", subject.clone()).await;
+        let again = record(vec![
+            field("id", "string"),
+            field(&format!("f{round}"), "int"),
+            field("g", "int"),
+        ]);
+        let refused = register(&http, a, &subject, &again).await;
+        assert!(
+            refused.as_ref().is_err_and(|e| e.starts_with("HTTP 409")),
+            "round {round}: BACKWARD set on node B, node A answered {refused:?}"
+        );
+    }
+    drop(nodes);
+    db.drop_db().await;
+}
