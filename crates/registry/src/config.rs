@@ -137,6 +137,15 @@ pub(crate) fn group_value<'a>(metadata: &'a Option<Value>, group: &str) -> Optio
 
 impl Registry {
     /// The subject's config merged along its scope chain (see [`ChainSettings::config`]).
+    /// The scope chain of `subject` for a request that just looked up its alias: the chain
+    /// that lookup read ([`Registry::own_config`]), else a read of its own.
+    pub(crate) async fn chain_after_alias(&self, subject: &str) -> RegistryResult<ChainSettings> {
+        match self.answers.take_chain(subject) {
+            Some(kept) => Ok(kept),
+            None => self.chain_settings(Some(subject)).await,
+        }
+    }
+
     pub(crate) async fn effective_config(&self, subject: &str) -> RegistryResult<ConfigView> {
         Ok(self
             .chain_settings(Some(subject))
@@ -290,11 +299,9 @@ impl Registry {
 
     /// The config row of `subject` itself, for its alias. The embedded store's rows are in
     /// memory. Otherwise one statement reads the subject's whole scope chain, which the
-    /// registration that usually follows takes for its snapshot ([`Answers::take_chain`]):
-    /// on PostgreSQL a new subject's registration then reads its settings twice, not three
-    /// times (one round trip of the four it made before its commit).
-    ///
-    /// [`Answers::take_chain`]: crate::answers::Answers::take_chain
+    /// registration or lookup that usually follows takes ([`Registry::chain_after_alias`]): on
+    /// PostgreSQL a new subject's registration then reads its settings twice, not three times
+    /// (one round trip of the four it made before its commit), and a lookup once.
     async fn own_config(&self, subject: &str) -> RegistryResult<Option<ConfigRecord>> {
         if self.store.only_writer() {
             return self.config_row(Scope::Subject(subject)).await;

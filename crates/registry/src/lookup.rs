@@ -30,7 +30,10 @@ impl Registry {
         if request.schema.trim().is_empty() {
             return Err(RegistryError::SchemaNotFound);
         }
-        let config = self.effective_config(subject).await?;
+        let config = self
+            .chain_after_alias(subject)
+            .await?
+            .config(self.default_level);
         let normalize = config.normalizes(normalize);
         let (parsed, candidate) = self.prepare(subject, request, normalize, true).await?;
         let same_text = |v: &&&StoredVersion| {

@@ -37,10 +37,7 @@ impl Registry {
         normalize: bool,
     ) -> RegistryResult<Snapshot> {
         let epoch = self.answers.epoch();
-        let settings = match self.answers.take_chain(subject) {
-            Some(kept) => kept,
-            None => self.chain_settings(Some(subject)).await?,
-        };
+        let settings = self.chain_after_alias(subject).await?;
         let config = settings.config(self.default_level);
         let normalize = config.normalizes(normalize);
         let mode = settings.mode()?;
