@@ -45,6 +45,19 @@ impl ChainSettings {
         self.rows.get(key)
     }
 
+    /// The scopes whose rows these are.
+    pub(crate) fn scopes(&self) -> Vec<ScopeKey> {
+        self.rows.keys().cloned().collect()
+    }
+
+    /// The same chain with `rows` read again for `keys` (in their order).
+    pub(crate) fn with_rows(&self, keys: &[ScopeKey], rows: &[Settings]) -> ChainSettings {
+        ChainSettings {
+            chain: self.chain.clone(),
+            rows: keys.iter().cloned().zip(rows.iter().cloned()).collect(),
+        }
+    }
+
     /// The config rows along the chain, nearest first.
     fn chain_configs(&self) -> impl Iterator<Item = &ConfigRecord> {
         self.chain

@@ -5,7 +5,8 @@
 
 use crate::{
     AuditContext, AuditEntry, AuditQuery, ConfigRecord, Dedupe, NewSchema, Placement, Registration,
-    Rejection, SchemaRef, Scope, Settings, SharedGuard, Store, StoreError, StoredVersion,
+    Rejection, SchemaRef, Scope, Settings, SettingsCheck, SharedGuard, Store, StoreError,
+    StoredVersion,
 };
 use futures_util::future::join_all;
 use std::collections::HashMap;
@@ -53,6 +54,7 @@ pub async fn run_all(store: &dyn Store) {
     config_and_mode(store).await;
     settings_read_together(store).await;
     shared_registrations_are_each_whole(store).await;
+    checked_registrations_see_the_settings_at_their_write(store).await;
     audit_entries_commit_with_their_change(store).await;
     contexts_have_their_own_ids(store).await;
     schema_type_counts_count_each_schema_once(store).await;
@@ -818,6 +820,102 @@ pub async fn shared_registrations_are_each_whole(store: &dyn Store) {
     for r in again {
         let r = r.expect("registered again");
         assert_eq!((r.version, r.created), (1, false));
+    }
+}
+
+/// A registration's settings check ([`Store::register_checked`]) is given the config and mode
+/// rows of the scopes it names as they are when the registration is written: one that finds
+/// them changed writes nothing and fails only itself, also among registrations made at once.
+pub async fn checked_registrations_see_the_settings_at_their_write(store: &dyn Store) {
+    let allow: SharedGuard = Arc::new(allow);
+    // Passes when the subject's own row has the level `want` (`None`: no row).
+    let expecting = |subject: &str, want: Option<&'static str>| SettingsCheck {
+        scopes: vec![Some(subject.to_string()), None],
+        unchanged: Arc::new(move |rows: &[Settings]| {
+            let level = rows[0]
+                .config
+                .as_ref()
+                .and_then(|c| c.compatibility.as_deref());
+            if rows.len() == 2 && level == want {
+                Ok(())
+            } else {
+                Err(Rejection::new(Refused))
+            }
+        }),
+    };
+    let s = "conf-checked";
+    let register = |n: usize, check: SettingsCheck| {
+        let candidate = schema(&format!("checked-{n}"));
+        let guard = Arc::clone(&allow);
+        async move {
+            store
+                .register_checked(s, &candidate, Placement::default(), guard, check, None)
+                .await
+        }
+    };
+    let first = register(1, expecting(s, None))
+        .await
+        .expect("no row, as judged");
+    assert_eq!((first.version, first.created), (1, true));
+    let none = ConfigRecord {
+        compatibility: Some("NONE".into()),
+        ..ConfigRecord::default()
+    };
+    store
+        .set_config(Scope::Subject(s), &none, None)
+        .await
+        .expect("set config");
+    let stale = register(2, expecting(s, None)).await;
+    assert!(matches!(stale, Err(StoreError::Rejected(_))), "{stale:?}");
+    let fresh = register(3, expecting(s, Some("NONE")))
+        .await
+        .expect("the row as judged");
+    assert_eq!(fresh.version, 2);
+    assert_eq!(store.subject_versions(s).await.expect("versions").len(), 2);
+
+    // At once, on subjects of their own: the stale ones alone fail.
+    let subjects: Vec<String> = (0..24).map(|i| format!("conf-checked-{i}")).collect();
+    for subject in subjects.iter().step_by(3) {
+        store
+            .set_config(Scope::Subject(subject), &none, None)
+            .await
+            .expect("set config");
+    }
+    let candidates: Vec<NewSchema> = (0..24)
+        .map(|i| schema(&format!("checked-at-once-{i}")))
+        .collect();
+    let results = join_all(
+        subjects
+            .iter()
+            .zip(&candidates)
+            .map(|(subject, candidate)| {
+                store.register_checked(
+                    subject,
+                    candidate,
+                    Placement::default(),
+                    Arc::clone(&allow),
+                    expecting(subject, None),
+                    None,
+                )
+            }),
+    )
+    .await;
+    for (i, (subject, result)) in subjects.iter().zip(results).enumerate() {
+        let written = store
+            .subject_versions(subject)
+            .await
+            .expect("versions")
+            .len();
+        if i % 3 == 0 {
+            assert!(
+                matches!(result, Err(StoreError::Rejected(_))),
+                "{i}: {result:?}"
+            );
+            assert_eq!(written, 0, "{i}");
+        } else {
+            assert_eq!(result.map(|r| r.version).ok(), Some(1), "{i}");
+            assert_eq!(written, 1, "{i}");
+        }
     }
 }
 

@@ -262,6 +262,30 @@ pub type Guard<'a> = &'a (dyn Fn(&[StoredVersion]) -> Result<(), Rejection> + Se
 pub type SharedGuard =
     std::sync::Arc<dyn Fn(&[StoredVersion]) -> Result<(), Rejection> + Send + Sync>;
 
+/// A registration's check of the settings it was judged under: the config and mode rows of
+/// `scopes` (`None`: the global scope) are read again inside the write transaction where
+/// the backend can (PostgreSQL: under the subject's lock, by one statement for a whole group),
+/// just before it otherwise, and `unchanged` refuses rows that differ from the judged ones.
+#[derive(Clone)]
+pub struct SettingsCheck {
+    pub scopes: Vec<Option<String>>,
+    /// Given the rows of `scopes`, in their order.
+    pub unchanged: SettingsGuard,
+}
+
+/// The check of a [`SettingsCheck`], which the store may keep and run on another task.
+pub type SettingsGuard = std::sync::Arc<dyn Fn(&[Settings]) -> Result<(), Rejection> + Send + Sync>;
+
+impl SettingsCheck {
+    /// The scopes to read, as the store names them.
+    pub fn scopes(&self) -> Vec<Scope<'_>> {
+        self.scopes
+            .iter()
+            .map(|s| s.as_deref().map_or(Scope::Global, Scope::Subject))
+            .collect()
+    }
+}
+
 /// The check run inside a delete's write transaction with every version (of any subject,
 /// deleted ones included) whose schema references one of the versions being deleted. Because
 /// it runs inside the write, no registration can add a reference between check and delete.
@@ -415,6 +439,24 @@ pub trait Store: Send + Sync {
         audit: Audit<'_>,
     ) -> StoreResult<Registered> {
         self.register(subject, candidate, placement, &*guard, audit)
+            .await
+    }
+
+    /// [`Store::register_shared`] only if `settings` finds the config and mode rows it names
+    /// as they were judged; [`StoreError::Rejected`] otherwise, with nothing written. Here the
+    /// rows are read just before; a backend that can reads them inside the write.
+    async fn register_checked(
+        &self,
+        subject: &str,
+        candidate: &NewSchema,
+        placement: Placement,
+        guard: SharedGuard,
+        settings: SettingsCheck,
+        audit: Audit<'_>,
+    ) -> StoreResult<Registered> {
+        let now = self.settings(&settings.scopes()).await?;
+        (settings.unchanged)(&now).map_err(StoreError::Rejected)?;
+        self.register_shared(subject, candidate, placement, guard, audit)
             .await
     }
 

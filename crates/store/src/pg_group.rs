@@ -171,8 +171,7 @@ impl Writer {
     async fn alone(&self, m: &Member) -> StoreResult<Registered> {
         let mut client = self.client().await?;
         in_transaction(&mut client, false, async |tx| {
-            let audit = m.audit.as_ref();
-            ops::register(tx, &m.subject, &m.candidate, m.placement, &*m.guard, audit).await
+            ops::register_member(tx, m).await
         })
         .await
     }
@@ -214,6 +213,7 @@ mod tests {
                 candidate: schema(subject),
                 placement: Placement::default(),
                 guard: allow,
+                settings: None,
                 audit: None,
             },
             answer: oneshot::channel().0,

@@ -350,6 +350,18 @@ impl PostgresStore {
         self.groups.grouped()
     }
 
+    /// Writes `member` with the registrations queued with it ([`crate::pg_group`]), or alone
+    /// in a transaction of its own when it cannot be grouped.
+    async fn write_member(&self, member: ops::Member) -> StoreResult<crate::Registered> {
+        if !member.groupable() {
+            return self
+                .write_short(async |tx| ops::register_member(tx, &member).await)
+                .await;
+        }
+        self.ensure_schema().await?;
+        self.groups.register(member).await
+    }
+
     /// `host:port/dbname` of the database, for logs.
     pub fn target(&self) -> &str {
         &self.target
@@ -532,18 +544,34 @@ crate::registry_sql::registry_store!(PostgresStore, {
             candidate: candidate.clone(),
             placement,
             guard,
+            settings: None,
             audit: audit.cloned(),
         };
-        if !member.groupable() {
-            let guard = &*member.guard;
-            return self
-                .write_short(async |tx| {
-                    ops::register(tx, subject, candidate, placement, guard, audit).await
-                })
-                .await;
-        }
-        self.ensure_schema().await?;
-        self.groups.register(member).await
+        self.write_member(member).await
+    }
+
+    /// The settings are read in the transaction that writes the registration, under its
+    /// subject's lock: for a group, by one statement sent with its versions' read, so the
+    /// check costs no round trip of its own (the read before the write made one of a new
+    /// subject's three before its commit).
+    async fn register_checked(
+        &self,
+        subject: &str,
+        candidate: &NewSchema,
+        placement: Placement,
+        guard: crate::SharedGuard,
+        settings: crate::SettingsCheck,
+        audit: Audit<'_>,
+    ) -> StoreResult<Registered> {
+        let member = ops::Member {
+            subject: subject.to_string(),
+            candidate: candidate.clone(),
+            placement,
+            guard,
+            settings: Some(settings),
+            audit: audit.cloned(),
+        };
+        self.write_member(member).await
     }
 
     async fn record_denied(&self, entry: &AuditEntry, key: &DenialKey) -> StoreResult<()> {

@@ -11,9 +11,9 @@ use crate::postgres::{Change, ChangeKind};
 use crate::sql::{DbError, DbResult, Lock, Row, Tx, Value, args, value_rows};
 use crate::{
     Audit, AuditContext, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard,
-    NewSchema, Placement, Registered, Registration, SchemaRecord, Scope, Settings, SharedGuard,
-    StoreError, StoreResult, StoredVersion, context_target, delete_operation, delete_target,
-    register_operation, registered_target, scope_target,
+    NewSchema, Placement, Registered, Registration, SchemaRecord, Scope, Settings, SettingsCheck,
+    SharedGuard, StoreError, StoreResult, StoredVersion, context_target, delete_operation,
+    delete_target, register_operation, registered_target, scope_target,
 };
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -1035,16 +1035,8 @@ async fn register_in(
     guard: Guard<'_>,
     sequence: &mut SequenceMove,
 ) -> StoreResult<Registered> {
-    // The subject and every subject it references, in name order so that two registrations
-    // referencing each other's subjects cannot deadlock.
-    let mut subjects: Vec<&str> = std::iter::once(subject)
-        .chain(candidate.references.iter().map(|r| r.subject.as_str()))
-        .collect();
-    subjects.sort_unstable();
-    subjects.dedup();
-    for s in subjects {
-        tx.lock(Lock::Named(LOCK_SUBJECT, s)).await?;
-    }
+    tx.lock_all(LOCK_SUBJECT, &locked_subjects(subject, candidate))
+        .await?;
     let versions = query_versions(tx, "WHERE v.subject = ?1", args![subject]).await?;
     if let Some(existing) = placement.existing(&versions, candidate) {
         return Ok(existing);
@@ -1059,6 +1051,31 @@ async fn register_in(
         None => content_id(tx, subject, slot, candidate).await?,
     };
     Ok(write_version(tx, subject, version, id, schema_created).await?)
+}
+
+/// What a registration of `candidate` under `subject` locks: the subject and every subject it
+/// references, in name order so that two registrations referencing each other's subjects
+/// cannot deadlock.
+fn locked_subjects<'a>(subject: &'a str, candidate: &'a NewSchema) -> Vec<&'a str> {
+    let mut subjects: Vec<&str> = std::iter::once(subject)
+        .chain(candidate.references.iter().map(|r| r.subject.as_str()))
+        .collect();
+    subjects.sort_unstable();
+    subjects.dedup();
+    subjects
+}
+
+/// Registers `m` alone in `tx`: its settings checked under its subjects' locks (taken as
+/// [`register`] takes them, which takes them again), then [`register`].
+pub(crate) async fn register_member(tx: &impl RegistryTx, m: &Member) -> StoreResult<Registered> {
+    if let Some(check) = &m.settings {
+        tx.lock_all(LOCK_SUBJECT, &locked_subjects(&m.subject, &m.candidate))
+            .await?;
+        let rows = settings(tx, &check.scopes()).await?;
+        (check.unchanged)(&rows).map_err(StoreError::Rejected)?;
+    }
+    let audit = m.audit.as_ref();
+    register(tx, &m.subject, &m.candidate, m.placement, &*m.guard, audit).await
 }
 
 /// Inserts `subject`'s new `version` of schema `id` and tells the change feed.
@@ -1102,6 +1119,8 @@ pub(crate) struct Member {
     pub candidate: NewSchema,
     pub placement: Placement,
     pub guard: SharedGuard,
+    /// The settings it was judged under, checked in the transaction that writes it.
+    pub settings: Option<SettingsCheck>,
     pub audit: Option<AuditContext>,
 }
 
@@ -1146,14 +1165,17 @@ pub(crate) async fn register_group<T: RegistryTx>(
     subjects.sort_unstable();
     subjects.dedup();
     tx.lock_all(LOCK_SUBJECT, &subjects).await?;
-    let versions = group_versions(tx, &subjects).await?;
+    // Both read under the locks just taken; neither depends on the other.
+    let (versions, settings) =
+        futures_util::future::try_join(group_versions(tx, &subjects), group_settings(tx, members))
+            .await?;
     let mut answers: Vec<Option<StoreResult<Registered>>> = Vec::with_capacity(members.len());
     let mut writes: Vec<(&Member, i64)> = Vec::new();
     for m in members {
         let versions = versions
             .get(m.subject.as_str())
             .map_or(&[][..], Vec::as_slice);
-        answers.push(match judge_member(m, versions) {
+        answers.push(match judge_member(m, versions, &settings) {
             Ok(Some(existing)) => Some(Ok(existing)),
             Ok(None) => match m.placement.next_version(&m.subject, versions) {
                 Ok(version) => {
@@ -1277,13 +1299,49 @@ fn group_lost() -> StoreError {
 }
 
 /// What a group member's subject already says: its existing version (nothing to write), a
-/// refusal of its guard, or `None` (write it).
-fn judge_member(m: &Member, versions: &[StoredVersion]) -> StoreResult<Option<Registered>> {
+/// refusal of its settings check or its guard, or `None` (write it).
+fn judge_member(
+    m: &Member,
+    versions: &[StoredVersion],
+    settings: &HashMap<Option<String>, Settings>,
+) -> StoreResult<Option<Registered>> {
     if let Some(existing) = m.placement.existing(versions, &m.candidate) {
         return Ok(Some(existing));
     }
+    if let Some(check) = &m.settings {
+        let rows: Vec<Settings> = check
+            .scopes
+            .iter()
+            .map(|s| settings.get(s).cloned().unwrap_or_default())
+            .collect();
+        (check.unchanged)(&rows).map_err(StoreError::Rejected)?;
+    }
     (m.guard)(versions).map_err(StoreError::Rejected)?;
     Ok(None)
+}
+
+/// The config and mode rows of every scope the members' settings checks name, read by one
+/// statement.
+async fn group_settings(
+    tx: &impl Tx,
+    members: &[Member],
+) -> DbResult<HashMap<Option<String>, Settings>> {
+    let mut keys: Vec<Option<String>> = Vec::new();
+    for check in members.iter().filter_map(|m| m.settings.as_ref()) {
+        for key in &check.scopes {
+            if !keys.contains(key) {
+                keys.push(key.clone());
+            }
+        }
+    }
+    let scopes: Vec<Scope<'_>> = keys
+        .iter()
+        .map(|k| k.as_deref().map_or(Scope::Global, Scope::Subject))
+        .collect();
+    let rows = settings(tx, &scopes)
+        .await
+        .map_err(|e| DbError(e.to_string()))?;
+    Ok(keys.into_iter().zip(rows).collect())
 }
 
 /// The id of each content key the group writes (the lowest it has in the default context, or

@@ -1,17 +1,21 @@
-//! The registration's write step: the commit, guarded by the snapshot. Config and mode are read
-//! again just before it; inside the store's write transaction the subject's versions must
-//! still be exactly the snapshot's ([`same_versions`]). Either change sends the registration
-//! back to judge again. The store assigns the id (the existing one if the same schema is known
+//! The registration's write step: the commit, guarded by the snapshot. Config and mode must
+//! still be the judged ones: read again from memory just before, where this process is the
+//! store's only writer; read by the store inside its write transaction otherwise
+//! (`Store::register_checked`, on PostgreSQL under the subject's lock and with no round trip of
+//! its own). Inside that transaction the subject's versions must still be exactly the
+//! snapshot's ([`same_versions`]). Either change sends the registration back to judge again. The store assigns the id (the existing one if the same schema is known
 //! under any subject) and the version, and appends the audit entry, which names the approvals
 //! the verdict used, in the same transaction.
 
 use super::judge::same_versions;
 use super::snapshot::Snapshot;
+use crate::config::ChainSettings;
 use crate::error::GuardRefusal;
 use crate::{AcceptedRisk, AuditContext, Registry, RegistryError, RegistryResult};
 use covenant_store::context::{context_of, public_id};
 use covenant_store::{
-    Audit, NewSchema, Placement, Registered, Rejection, SharedGuard, StoreError, StoredVersion,
+    Audit, NewSchema, Placement, Registered, Rejection, Settings, SettingsCheck, SharedGuard,
+    StoreError, StoredVersion,
 };
 use std::sync::Arc;
 
@@ -34,10 +38,6 @@ impl Registry {
         audit: Audit<'_>,
         approvals: &[AcceptedRisk],
     ) -> RegistryResult<Option<Written>> {
-        let now = self.chain_settings(Some(subject)).await?;
-        if now.config(self.default_level) != snapshot.config || now.mode()? != snapshot.mode {
-            return Ok(None);
-        }
         let judged = Arc::clone(&snapshot.versions);
         let unchanged: SharedGuard = Arc::new(move |now: &[StoredVersion]| {
             if same_versions(now, &judged) {
@@ -49,17 +49,56 @@ impl Registry {
         let before_commit = self.answers.epoch();
         let approved_audit = naming_approvals(audit, approvals);
         let audit = approved_audit.as_ref().or(audit);
-        match self
-            .store
-            .register_shared(subject, schema, placement, unchanged, audit)
-            .await
-        {
+        let written = if self.store.only_writer() {
+            // The rows are in memory, and only this process changes them.
+            let now = self.chain_settings(Some(subject)).await?;
+            if !self.judged_under(snapshot, &now) {
+                return Ok(None);
+            }
+            self.store
+                .register_shared(subject, schema, placement, unchanged, audit)
+                .await
+        } else {
+            let settings = self.settings_check(snapshot);
+            self.store
+                .register_checked(subject, schema, placement, unchanged, settings, audit)
+                .await
+        };
+        match written {
             Ok(outcome) => Ok(Some(Written {
                 outcome,
                 before_commit,
             })),
             Err(StoreError::Rejected(_)) => Ok(None),
             Err(e) => Err(refusal(subject, e)),
+        }
+    }
+}
+
+impl Registry {
+    /// Whether `now` gives the config and mode `snapshot` was judged under.
+    fn judged_under(&self, snapshot: &Snapshot, now: &ChainSettings) -> bool {
+        now.config(self.default_level) == snapshot.config
+            && now.mode().is_ok_and(|mode| mode == snapshot.mode)
+    }
+
+    /// The check the store runs on the snapshot's scopes when it writes: their rows read then
+    /// must give the judged config and mode.
+    fn settings_check(&self, snapshot: &Snapshot) -> SettingsCheck {
+        let scopes = snapshot.settings.scopes();
+        let judged = snapshot.settings.clone();
+        let (config, mode, level) = (snapshot.config.clone(), snapshot.mode, self.default_level);
+        let keys = scopes.clone();
+        SettingsCheck {
+            scopes,
+            unchanged: Arc::new(move |rows: &[Settings]| {
+                let now = judged.with_rows(&keys, rows);
+                if now.config(level) == config && now.mode().is_ok_and(|m| m == mode) {
+                    Ok(())
+                } else {
+                    Err(Rejection::new(GuardRefusal::Retry))
+                }
+            }),
         }
     }
 }
