@@ -212,10 +212,16 @@ async fn schema_with_text(
 /// The subject a read of `subject` is answered from: its config's `alias`, when the caller may
 /// read that subject too (an alias must not open a subject its caller cannot read).
 async fn followed(state: &AppState, access: &Access, subject: String) -> Result<String, ApiError> {
-    Ok(match state.registry.alias_target(&subject).await? {
+    let target = state.registry.alias_target(&subject).await?;
+    Ok(read_target(access, subject, target))
+}
+
+/// The subject a read of `subject` is answered from, given its alias `target`.
+fn read_target(access: &Access, subject: String, target: Option<String>) -> String {
+    match target {
         Some(target) if access.can_read(&target) => target,
         _ => subject,
-    })
+    }
 }
 
 /// The subject a change to `subject` acts on: its config's `alias` when it has one, as every
@@ -228,7 +234,18 @@ async fn changed(
     subject: String,
     operation: Operation,
 ) -> Result<String, ApiError> {
-    match state.registry.alias_target(&subject).await? {
+    let target = state.registry.alias_target(&subject).await?;
+    change_target(access, subject, target, operation)
+}
+
+/// The subject a change to `subject` acts on, given its alias `target`.
+fn change_target(
+    access: &Access,
+    subject: String,
+    target: Option<String>,
+    operation: Operation,
+) -> Result<String, ApiError> {
+    match target {
         Some(target) if access.allows(operation, &Resource::Subject(target.clone())) => Ok(target),
         Some(target) => Err(ApiError::forbidden(format!(
             "Subject '{subject}' is an alias of '{target}', which this caller may not change"
@@ -655,13 +672,16 @@ pub async fn register(
     params: Params,
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
-    let subject = changed(&state, &access, subject, Operation::Write).await?;
+    // The alias lookup also reads what the registration reads first.
+    let (target, first_read) = state.registry.alias_target_for_content(&subject).await?;
+    let subject = change_target(&access, subject, target, Operation::Write)?;
     ensure_references_readable(&state, &caller, &access, &body).await?;
     ensure_may_choose_ids(&state, &caller, &access, &subject, &body).await?;
     let options = RegisterOptions {
         normalize: params.flag("normalize"),
         force: params.flag("force"),
         audit: Some(&audit),
+        first_read: first_read.as_ref(),
     };
     let request = body.into_request()?;
     let sent = request.schema.trim().to_string();
@@ -759,7 +779,9 @@ pub async fn lookup(
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
     ensure_references_readable(&state, &caller, &access, &body).await?;
-    let subject = followed(&state, &access, subject).await?;
+    // The alias lookup also reads what the lookup by content reads first.
+    let (target, first_read) = state.registry.alias_target_for_content(&subject).await?;
+    let subject = read_target(&access, subject, target);
     let format = response_format(&params, &body);
     let request = body.into_request()?;
     let (normalize, deleted) = (params.flag("normalize"), params.flag("deleted"));
@@ -787,7 +809,7 @@ pub async fn lookup(
         }
         None => {
             let v = registry
-                .lookup(&subject, &request, normalize, deleted)
+                .lookup(&subject, &request, normalize, deleted, first_read.as_ref())
                 .await?;
             (
                 version_read(&v),

@@ -20,7 +20,6 @@
 //! before that read.
 
 use crate::SchemaRequest;
-use crate::config::ChainSettings;
 use bytes::Bytes;
 use covenant_store::{ConfigRecord, SchemaRecord, StoredVersion};
 use hashlink::LruCache;
@@ -160,13 +159,6 @@ struct Inner {
     /// Each subject's alias target (`None`: no alias), read from its config, which every
     /// subject-addressed read follows first.
     aliases: LruCache<String, Option<String>>,
-    /// Bumped by every change of config, mode or contexts (not by registrations): a
-    /// subject's scope chain read before it is still the chain.
-    settings_epoch: u64,
-    /// Scope chains read by an alias lookup on a store with other writers, kept for the
-    /// registration that follows it to take as its snapshot's instead of reading them again
-    /// (the commit reads them once more and refuses a change, see `register::write`).
-    chains: LruCache<String, ChainSettings>,
     /// Every config and mode row, kept only for stores this process is the only writer of
     /// ([`covenant_store::Store::only_writer`]). Whole, so that a scope without a row, like
     /// every new subject's, is answered without reading the store.
@@ -187,10 +179,6 @@ pub(crate) struct Rows {
 /// schemas at most (whitespace, key order); more only churns.
 const PER_SUBJECT: usize = 16;
 
-/// Scope chains kept for the registration after an alias lookup: it takes its chain within
-/// the same request, so a few per request in flight suffice.
-const CHAINS: usize = 1024;
-
 impl Answers {
     pub(crate) fn new(capacity: usize) -> Answers {
         Answers {
@@ -199,8 +187,6 @@ impl Answers {
                 len: 0,
                 subjects: LruCache::new_unbounded(),
                 aliases: LruCache::new(capacity),
-                settings_epoch: 0,
-                chains: LruCache::new(CHAINS.min(capacity)),
                 rows: None,
             }),
             capacity,
@@ -275,31 +261,6 @@ impl Answers {
         }
     }
 
-    /// The epoch to pass to [`Answers::keep_chain`]: read it before reading the chain.
-    pub(crate) fn settings_epoch(&self) -> u64 {
-        self.inner
-            .lock()
-            .map(|i| i.settings_epoch)
-            .unwrap_or(u64::MAX)
-    }
-
-    /// Keeps `subject`'s scope chain, read after `settings_epoch` was read, unless config,
-    /// mode or contexts changed since.
-    pub(crate) fn keep_chain(&self, settings_epoch: u64, subject: &str, chain: ChainSettings) {
-        if let Ok(mut inner) = self.inner.lock()
-            && inner.settings_epoch == settings_epoch
-            && self.capacity > 0
-        {
-            inner.chains.insert(subject.to_string(), chain);
-        }
-    }
-
-    /// Takes the scope chain kept for `subject`, if any: config, mode and contexts have not
-    /// changed since it was read.
-    pub(crate) fn take_chain(&self, subject: &str) -> Option<ChainSettings> {
-        self.inner.lock().ok()?.chains.remove(subject)
-    }
-
     /// The config row of `scope` (`Some(None)`: it has none), or `None` when the rows are
     /// not loaded.
     pub(crate) fn config(&self, scope: &Option<String>) -> Option<Option<ConfigRecord>> {
@@ -352,10 +313,8 @@ impl Answers {
     pub(crate) fn scope_changed(&self, scope: Option<String>) {
         if let Ok(mut inner) = self.inner.lock() {
             inner.epoch += 1;
-            inner.settings_epoch += 1;
             inner.subjects.clear();
             inner.aliases.clear();
-            inner.chains.clear();
             inner.len = 0;
             if let Some(rows) = inner.rows.as_mut() {
                 rows.unknown.insert(scope);
@@ -388,10 +347,8 @@ impl Answers {
     pub(crate) fn clear(&self) {
         if let Ok(mut inner) = self.inner.lock() {
             inner.epoch += 1;
-            inner.settings_epoch += 1;
             inner.subjects.clear();
             inner.aliases.clear();
-            inner.chains.clear();
             inner.rows = None;
             inner.len = 0;
         }
@@ -537,36 +494,6 @@ mod tests {
         );
         answers.clear();
         assert_eq!(answers.alias("a"), None);
-    }
-
-    #[test]
-    fn a_kept_scope_chain_is_taken_once_and_only_while_settings_are_unchanged() {
-        let answers = Answers::new(10);
-        let chain = ChainSettings::default();
-        let before = answers.settings_epoch();
-        answers.scope_changed(Some("a".into()));
-        answers.keep_chain(before, "a", chain.clone());
-        assert_eq!(answers.take_chain("a"), None, "read before a config change");
-
-        answers.keep_chain(answers.settings_epoch(), "a", chain.clone());
-        answers.forget_subject("a");
-        assert_eq!(
-            answers.take_chain("a"),
-            Some(chain.clone()),
-            "registrations do not change settings"
-        );
-        assert_eq!(answers.take_chain("a"), None, "taken once");
-
-        answers.keep_chain(answers.settings_epoch(), "a", chain.clone());
-        answers.clear();
-        assert_eq!(
-            answers.take_chain("a"),
-            None,
-            "a change of any setting drops it"
-        );
-        answers.keep_chain(answers.settings_epoch(), "a", chain.clone());
-        answers.scope_changed(None);
-        assert_eq!(answers.take_chain("a"), None);
     }
 
     #[test]

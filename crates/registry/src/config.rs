@@ -10,10 +10,11 @@ use crate::{
     validate_subject,
 };
 use covenant_engine::{CheckOptions, JsonPolicy, Level, ProtobufStrictness};
-use covenant_store::{Audit, ConfigRecord, Scope, Settings};
+use covenant_store::{Audit, ConfigRecord, Scope, Settings, StoredVersion};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
+use std::sync::Arc;
 
 /// A config as read: the effective level plus the scope's other settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,10 +31,33 @@ impl ConfigView {
     }
 }
 
+/// What a registration or lookup by content reads first of its subject, read by the request
+/// itself (with its alias, see [`Registry::alias_target_for_content`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubjectRead {
+    /// The answers' epoch read before the versions were.
+    pub(crate) epoch: u64,
+    pub(crate) chain: ChainSettings,
+    pub(crate) versions: Arc<Vec<StoredVersion>>,
+}
+
+/// The scope chain of `subject` (the global scope's for `None`), nearest first, and the keys
+/// of the rows read for it: the chain's, the global scope's and the subject's own.
+fn chain_keys(subject: Option<&str>) -> (Vec<ScopeKey>, Vec<ScopeKey>) {
+    let chain = contexts::scope_chain(subject);
+    let mut keys = chain.clone();
+    for key in [None, subject.map(str::to_string)] {
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    (chain, keys)
+}
+
 /// The config and mode rows a request is judged by, read together (a registration reads them
 /// for its snapshot and again just before its commit): those along a subject's scope chain
 /// (see [`contexts`]), the global scope's and the subject's own.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ChainSettings {
     /// The chain's scopes, nearest first.
     chain: Vec<ScopeKey>,
@@ -149,16 +173,31 @@ pub(crate) fn group_value<'a>(metadata: &'a Option<Value>, group: &str) -> Optio
 }
 
 impl Registry {
-    /// The subject's config merged along its scope chain (see [`ChainSettings::config`]).
-    /// The scope chain of `subject` for a request that just looked up its alias: the chain
-    /// that lookup read ([`Registry::own_config`]), else a read of its own.
-    pub(crate) async fn chain_after_alias(&self, subject: &str) -> RegistryResult<ChainSettings> {
-        match self.answers.take_chain(subject) {
-            Some(kept) => Ok(kept),
-            None => self.chain_settings(Some(subject)).await,
+    /// What a registration or lookup by content reads first of `subject`: `first`, the read
+    /// its alias lookup made ([`Registry::alias_target_for_content`]), else a read of its own.
+    pub(crate) async fn subject_read(
+        &self,
+        subject: &str,
+        first: Option<&SubjectRead>,
+    ) -> RegistryResult<SubjectRead> {
+        if let Some(read) = first {
+            return Ok(read.clone());
         }
+        let epoch = self.answers.epoch();
+        let (chain, versions) = if self.store.only_writer() {
+            let chain = self.chain_settings(Some(subject)).await?;
+            (chain, self.store.subject_versions(subject).await?)
+        } else {
+            self.chain_and_versions(subject).await?
+        };
+        Ok(SubjectRead {
+            epoch,
+            chain,
+            versions: Arc::new(versions),
+        })
     }
 
+    /// The subject's config merged along its scope chain (see [`ChainSettings::config`]).
     pub(crate) async fn effective_config(&self, subject: &str) -> RegistryResult<ConfigView> {
         Ok(self
             .chain_settings(Some(subject))
@@ -173,13 +212,7 @@ impl Registry {
         &self,
         subject: Option<&str>,
     ) -> RegistryResult<ChainSettings> {
-        let chain = contexts::scope_chain(subject);
-        let mut keys = chain.clone();
-        for key in [None, subject.map(str::to_string)] {
-            if !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
+        let (chain, keys) = chain_keys(subject);
         let scopes: Vec<Scope<'_>> = keys.iter().map(contexts::scope).collect();
         let rows = if self.store.only_writer() {
             let mut rows = Vec::with_capacity(scopes.len());
@@ -292,11 +325,49 @@ impl Registry {
     /// The subject that reads of `subject` go to: the `alias` of its own config (one step, so
     /// aliases cannot loop), as in Confluent, or `None` when it names no other subject.
     pub async fn alias_target(&self, subject: &str) -> RegistryResult<Option<String>> {
+        Ok(self.alias_target_reading(subject, false).await?.0)
+    }
+
+    /// [`Registry::alias_target`] for a registration or a lookup by content, which read the
+    /// subject's scope chain and versions first: where the alias is read from a store with
+    /// other writers, one round trip reads those with it, and they come back to be passed to
+    /// [`Registry::register`] (`RegisterOptions::first_read`) or [`Registry::lookup`]. On
+    /// PostgreSQL a new subject's registration then makes one round trip before its commit,
+    /// where it made four (alias, config, versions, config again; see `register::write` for
+    /// the last).
+    pub async fn alias_target_for_content(
+        &self,
+        subject: &str,
+    ) -> RegistryResult<(Option<String>, Option<SubjectRead>)> {
+        self.alias_target_reading(subject, true).await
+    }
+
+    async fn alias_target_reading(
+        &self,
+        subject: &str,
+        for_content: bool,
+    ) -> RegistryResult<(Option<String>, Option<SubjectRead>)> {
         if let Some(target) = self.answers.alias(subject) {
-            return Ok(target);
+            return Ok((target, None));
         }
         let epoch = self.answers.epoch();
-        let config = self.own_config(subject).await?;
+        let (config, read) = if for_content && !self.store.only_writer() {
+            let (chain, versions) = self.chain_and_versions(subject).await?;
+            let own = chain
+                .row(&Some(subject.to_string()))
+                .and_then(|r| r.config.clone());
+            let versions = Arc::new(versions);
+            (
+                own,
+                Some(SubjectRead {
+                    epoch,
+                    chain,
+                    versions,
+                }),
+            )
+        } else {
+            (self.config_row(Scope::Subject(subject)).await?, None)
+        };
         let target = config
             .and_then(|c| {
                 c.extra
@@ -307,25 +378,26 @@ impl Registry {
             })
             .filter(|target| target != subject);
         self.answers.insert_alias(epoch, subject, target.clone());
-        Ok(target)
+        // A read of the alias is of no use to a request that goes to its target.
+        let read = read.filter(|_| target.is_none());
+        Ok((target, read))
     }
 
-    /// The config row of `subject` itself, for its alias. The embedded store's rows are in
-    /// memory. Otherwise one statement reads the subject's whole scope chain, which the
-    /// registration or lookup that usually follows takes ([`Registry::chain_after_alias`]): on
-    /// PostgreSQL a new subject's registration then reads its settings twice, not three times
-    /// (one round trip of the four it made before its commit), and a lookup once.
-    async fn own_config(&self, subject: &str) -> RegistryResult<Option<ConfigRecord>> {
-        if self.store.only_writer() {
-            return self.config_row(Scope::Subject(subject)).await;
-        }
-        let settings_epoch = self.answers.settings_epoch();
-        let chain = self.chain_settings(Some(subject)).await?;
-        let own = chain
-            .row(&Some(subject.to_string()))
-            .and_then(|r| r.config.clone());
-        self.answers.keep_chain(settings_epoch, subject, chain);
-        Ok(own)
+    /// [`Registry::chain_settings`] of a subject and its versions, by one read of a store with
+    /// other writers ([`covenant_store::Store::settings_and_versions`]).
+    async fn chain_and_versions(
+        &self,
+        subject: &str,
+    ) -> RegistryResult<(ChainSettings, Vec<StoredVersion>)> {
+        let (chain, keys) = chain_keys(Some(subject));
+        let scopes: Vec<Scope<'_>> = keys.iter().map(contexts::scope).collect();
+        let (rows, versions) = self.store.settings_and_versions(&scopes, subject).await?;
+        drop(scopes);
+        let chain = ChainSettings {
+            chain,
+            rows: keys.into_iter().zip(rows).collect(),
+        };
+        Ok((chain, versions))
     }
 
     /// `GET /config[/{s}]`.

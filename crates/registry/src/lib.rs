@@ -87,7 +87,7 @@ pub use approvals::{
 };
 pub use cache::DEFAULT_CACHE_ENTRIES;
 pub use check_budget::CheckBudget;
-pub use config::{ConfigUpdate, ConfigView};
+pub use config::{ConfigUpdate, ConfigView, SubjectRead};
 pub use contexts::{prefix_matches, scope_for};
 pub use contract::{Contract, merge_metadata, merge_rule_sets};
 pub use covenant_policy::RolloutPlan;

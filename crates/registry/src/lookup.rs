@@ -2,25 +2,28 @@
 
 use crate::answers::{Answer, RequestKey, Route};
 use crate::identity::same_identity;
-use crate::{Registry, RegistryError, RegistryResult, SchemaRequest};
+use crate::{Registry, RegistryError, RegistryResult, SchemaRequest, SubjectRead};
 use covenant_store::StoredVersion;
 use std::sync::Arc;
 
 impl Registry {
-    /// `POST /subjects/{s}`: the version of this subject holding the schema.
+    /// `POST /subjects/{s}`: the version of this subject holding the schema; `first` is what
+    /// the request read of the subject with its alias, if it did
+    /// ([`Registry::alias_target_for_content`]).
     pub async fn lookup(
         &self,
         subject: &str,
         request: &SchemaRequest,
         normalize: bool,
         deleted: bool,
+        first: Option<&SubjectRead>,
     ) -> RegistryResult<StoredVersion> {
         if let Some(answer) = self.looked_up(subject, request, normalize, deleted) {
             return Ok(answer.to_version(subject));
         }
         let key = RequestKey::of(Route::Lookup { normalize, deleted }, subject, request);
-        let epoch = self.answers.epoch();
-        let versions = self.store.subject_versions(subject).await?;
+        let read = self.subject_read(subject, first).await?;
+        let (epoch, versions) = (read.epoch, &read.versions);
         let visible: Vec<&StoredVersion> =
             versions.iter().filter(|v| deleted || !v.deleted).collect();
         if visible.is_empty() {
@@ -30,10 +33,7 @@ impl Registry {
         if request.schema.trim().is_empty() {
             return Err(RegistryError::SchemaNotFound);
         }
-        let config = self
-            .chain_after_alias(subject)
-            .await?
-            .config(self.default_level);
+        let config = read.chain.config(self.default_level);
         let normalize = config.normalizes(normalize);
         let (parsed, candidate) = self.prepare(subject, request, normalize, true).await?;
         let same_text = |v: &&&StoredVersion| {

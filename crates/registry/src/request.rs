@@ -4,6 +4,7 @@
 use crate::AcceptedRisk;
 use crate::RegistryError;
 use crate::RegistryResult;
+use crate::SubjectRead;
 use covenant_store::{Audit, SchemaRecord, SchemaRef};
 use serde_json::Value;
 use std::sync::Arc;
@@ -58,13 +59,16 @@ impl VersionSpec {
 }
 
 /// Options of a registration call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RegisterOptions<'a> {
     pub normalize: bool,
     /// Skip the compatibility check (`force=true`).
     pub force: bool,
     /// Who registers; the store records it in the registration's transaction.
     pub audit: Audit<'a>,
+    /// What the request read of the subject with its alias, for the first round to start
+    /// from ([`crate::Registry::alias_target_for_content`]).
+    pub first_read: Option<&'a SubjectRead>,
 }
 
 /// What a registration returned.

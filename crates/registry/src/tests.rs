@@ -935,7 +935,7 @@ async fn cached_answers_follow_deletes_config_and_new_versions() {
         "normalize is another key"
     );
     let found = reg
-        .lookup("s", &avro_request(v1), false, false)
+        .lookup("s", &avro_request(v1), false, false, None)
         .await
         .expect("lookup");
     assert_eq!(found.version, 1);
@@ -954,11 +954,11 @@ async fn cached_answers_follow_deletes_config_and_new_versions() {
         .expect("soft delete");
     assert!(reg.registered("s", &avro_request(v1), false).is_none());
     assert!(matches!(
-        reg.lookup("s", &avro_request(v1), false, false).await,
+        reg.lookup("s", &avro_request(v1), false, false, None).await,
         Err(RegistryError::SchemaNotFound)
     ));
     let deleted = reg
-        .lookup("s", &avro_request(v1), false, true)
+        .lookup("s", &avro_request(v1), false, true, None)
         .await
         .expect("deleted=true");
     assert!(deleted.deleted);
@@ -999,14 +999,15 @@ async fn a_stale_answer_is_never_cached_across_a_hard_delete() {
             .register("s", avro_request(text), RegisterOptions::default())
             .await
             .expect("register");
-        reg.lookup("s", &avro_request(text), false, false)
+        reg.lookup("s", &avro_request(text), false, false, None)
             .await
             .expect("lookup");
         reg.delete_subject("s", false, None).await.expect("soft");
         reg.delete_subject("s", true, None).await.expect("hard");
         assert!(
             matches!(
-                reg.lookup("s", &avro_request(text), false, false).await,
+                reg.lookup("s", &avro_request(text), false, false, None)
+                    .await,
                 Err(RegistryError::SubjectNotFound(_))
             ),
             "round {round}: lookup answered {r:?} after a permanent delete"
@@ -1123,4 +1124,50 @@ async fn registered_avro_keys_are_the_content_keys_of_their_stored_text() {
         );
         assert_eq!(stored.content_key, expected, "{text}");
     }
+}
+
+/// A registration that starts from a read its request made earlier (`first_read`, what the
+/// alias lookup read) lands on the subject as it is at its commit: a version registered since
+/// sends it back to the store, and it takes the next number; a later attempt never reuses that
+/// read.
+#[tokio::test]
+async fn a_registration_starting_from_an_old_read_lands_on_the_subject_as_it_is() {
+    let (_dir, reg) = registry();
+    let record = |fields: &str| {
+        avro_request(&format!(
+            r#"{{"type": "record", "name": "R", "fields": [{fields}]}}"#
+        ))
+    };
+    let a = r#"{"name": "a", "type": "int"}"#;
+    let b = r#"{"name": "b", "type": "int", "default": 0}"#;
+    let c = r#"{"name": "c", "type": "int", "default": 0}"#;
+    reg.register("s", record(a), RegisterOptions::default())
+        .await
+        .expect("v1");
+    let old = reg.subject_read("s", None).await.expect("read");
+    assert_eq!(old.versions.len(), 1);
+    reg.register(
+        "s",
+        record(&format!("{a}, {b}")),
+        RegisterOptions::default(),
+    )
+    .await
+    .expect("v2");
+    let options = RegisterOptions {
+        first_read: Some(&old),
+        ..RegisterOptions::default()
+    };
+    let v3 = reg
+        .register("s", record(&format!("{a}, {b}, {c}")), options)
+        .await
+        .expect("v3");
+    assert_eq!((v3.version, v3.created), (3, true));
+    // The old read says v2 does not exist; the subject says it does.
+    let again = reg
+        .register("s", record(&format!("{a}, {b}")), options)
+        .await
+        .expect("v2 again");
+    assert_eq!((again.version, again.created), (2, false));
+    let versions = reg.store.subject_versions("s").await.expect("versions");
+    assert_eq!(versions.len(), 3);
 }

@@ -717,6 +717,28 @@ pub async fn settings_read_together(store: &dyn Store) {
         assert_eq!(store.mode(scope).await.expect("mode"), got.mode);
     }
     assert!(store.settings(&[]).await.expect("no scopes").is_empty());
+    // With a subject's versions, at once: the same rows, and the same versions.
+    let subject = "conf-settings-a";
+    store
+        .register(
+            subject,
+            &schema("settings-a"),
+            Placement::default(),
+            &allow,
+            None,
+        )
+        .await
+        .expect("register");
+    let (together, versions) = store
+        .settings_and_versions(&[none, a, Scope::Global, b, a], subject)
+        .await
+        .expect("settings and versions");
+    assert_eq!(together, read);
+    assert_eq!(versions.len(), 1);
+    assert_eq!(
+        versions,
+        store.subject_versions(subject).await.expect("versions")
+    );
 
     store.delete_config(a, None).await.expect("delete a");
     store.delete_mode(b, None).await.expect("delete b");

@@ -564,6 +564,15 @@ pub trait Store: Send + Sync {
     /// The config and mode rows of each of `scopes`, in their order, read together: what a
     /// request judged along a subject's scope chain reads, in one round trip.
     async fn settings(&self, scopes: &[Scope<'_>]) -> StoreResult<Vec<Settings>>;
+
+    /// [`Store::settings`] of `scopes` and [`Store::subject_versions`] of `subject`, read at
+    /// once (what a registration or lookup by content reads first): one round trip on
+    /// PostgreSQL. The two reads may see different moments.
+    async fn settings_and_versions(
+        &self,
+        scopes: &[Scope<'_>],
+        subject: &str,
+    ) -> StoreResult<(Vec<Settings>, Vec<StoredVersion>)>;
     async fn set_mode(&self, scope: Scope<'_>, mode: &str, audit: Audit<'_>) -> StoreResult<()>;
     async fn delete_mode(&self, scope: Scope<'_>, audit: Audit<'_>) -> StoreResult<Option<String>>;
 

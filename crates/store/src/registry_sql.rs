@@ -226,6 +226,17 @@ pub(crate) async fn subject_versions(
     Ok(query_versions(tx, "WHERE v.subject = ?1", args![subject]).await?)
 }
 
+/// [`settings`] of `scopes` and [`subject_versions`] of `subject`, both sent before either is
+/// awaited: on PostgreSQL one round trip on one connection, where two reads one after the
+/// other took two (a wake-up of both processes each).
+pub(crate) async fn settings_and_versions(
+    tx: &impl Tx,
+    scopes: &[Scope<'_>],
+    subject: &str,
+) -> StoreResult<(Vec<Settings>, Vec<StoredVersion>)> {
+    futures_util::future::try_join(settings(tx, scopes), subject_versions(tx, subject)).await
+}
+
 pub(crate) async fn subjects(tx: &impl Tx) -> StoreResult<Vec<(String, bool)>> {
     let rows = tx
         .query(
@@ -574,6 +585,7 @@ macro_rules! registry_store {
                 read_short fn config(scope: Scope<'_>) -> StoreResult<Option<ConfigRecord>>;
                 read_short fn mode(scope: Scope<'_>) -> StoreResult<Option<String>>;
                 read_short fn settings(scopes: &[Scope<'_>]) -> StoreResult<Vec<Settings>>;
+                read_short fn settings_and_versions(scopes: &[Scope<'_>], subject: &str) -> StoreResult<(Vec<Settings>, Vec<StoredVersion>)>;
                 read_long fn all_configs() -> StoreResult<Vec<(Option<String>, ConfigRecord)>>;
                 read_long fn all_modes() -> StoreResult<Vec<(Option<String>, String)>>;
                 read_long fn contexts() -> StoreResult<Vec<(String, i64)>>;

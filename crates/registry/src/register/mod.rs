@@ -82,6 +82,11 @@ impl Registry {
         };
         let key = RequestKey::of(route, subject, &request);
         for attempt in 1..=REGISTER_ATTEMPTS {
+            // A round after the first starts from the store: the subject changed since.
+            let options = RegisterOptions {
+                first_read: options.first_read.filter(|_| attempt == 1),
+                ..options
+            };
             if let Attempt::Done(registration) = self
                 .register_attempt(subject, request.clone(), options, key, Commit::Yes)
                 .await?
@@ -112,8 +117,7 @@ impl Registry {
     ) -> RegistryResult<WouldRegister> {
         let options = RegisterOptions {
             normalize,
-            force: false,
-            audit: None,
+            ..RegisterOptions::default()
         };
         for attempt in 1..=REGISTER_ATTEMPTS {
             if let Attempt::Judged(would) = self
@@ -141,7 +145,9 @@ impl Registry {
         commit: Commit,
     ) -> RegistryResult<Attempt> {
         parse::validate(subject, &request)?;
-        let snapshot = self.snapshot(subject, options.normalize).await?;
+        let snapshot = self
+            .snapshot(subject, options.normalize, options.first_read)
+            .await?;
         let request = parse::complete(request, &snapshot)?;
         let (parsed, schema) = self
             .prepare(subject, &request, snapshot.normalize, false)

@@ -155,7 +155,7 @@ mod tests {
             schema,
             ..SchemaRequest::default()
         };
-        let snapshot = reg.snapshot(subject, false).await.expect("snapshot");
+        let snapshot = reg.snapshot(subject, false, None).await.expect("snapshot");
         let (parsed, schema) = reg
             .prepare(subject, &request, false, false)
             .await

@@ -4,7 +4,7 @@
 //! this snapshot.
 
 use crate::config::ChainSettings;
-use crate::{ConfigView, Mode, Registry, RegistryResult};
+use crate::{ConfigView, Mode, Registry, RegistryResult, SubjectRead};
 use covenant_store::StoredVersion;
 use std::sync::Arc;
 
@@ -35,13 +35,13 @@ impl Registry {
         &self,
         subject: &str,
         normalize: bool,
+        first: Option<&SubjectRead>,
     ) -> RegistryResult<Snapshot> {
-        let epoch = self.answers.epoch();
-        let settings = self.chain_after_alias(subject).await?;
+        let read = self.subject_read(subject, first).await?;
+        let (epoch, settings, versions) = (read.epoch, read.chain, read.versions);
         let config = settings.config(self.default_level);
         let normalize = config.normalizes(normalize);
         let mode = settings.mode()?;
-        let versions = Arc::new(self.store.subject_versions(subject).await?);
         Ok(Snapshot {
             epoch,
             settings,
