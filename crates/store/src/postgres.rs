@@ -539,14 +539,7 @@ crate::registry_sql::registry_store!(PostgresStore, {
         guard: crate::SharedGuard,
         audit: Audit<'_>,
     ) -> StoreResult<Registered> {
-        let member = ops::Member {
-            subject: subject.to_string(),
-            candidate: candidate.clone(),
-            placement,
-            guard,
-            settings: None,
-            audit: audit.cloned(),
-        };
+        let member = ops::Member::new(subject, candidate, placement, guard, audit);
         self.write_member(member).await
     }
 
@@ -564,12 +557,8 @@ crate::registry_sql::registry_store!(PostgresStore, {
         audit: Audit<'_>,
     ) -> StoreResult<Registered> {
         let member = ops::Member {
-            subject: subject.to_string(),
-            candidate: candidate.clone(),
-            placement,
-            guard,
             settings: Some(settings),
-            audit: audit.cloned(),
+            ..ops::Member::new(subject, candidate, placement, guard, audit)
         };
         self.write_member(member).await
     }

@@ -1137,6 +1137,24 @@ pub(crate) struct Member {
 }
 
 impl Member {
+    /// `candidate` under `subject`, without a settings check.
+    pub(crate) fn new(
+        subject: &str,
+        candidate: &NewSchema,
+        placement: Placement,
+        guard: SharedGuard,
+        audit: Audit<'_>,
+    ) -> Member {
+        Member {
+            subject: subject.to_string(),
+            candidate: candidate.clone(),
+            placement,
+            guard,
+            settings: None,
+            audit: audit.cloned(),
+        }
+    }
+
     /// Whether it may be written in a group: in the default context (whose new ids come from
     /// PostgreSQL's sequence, no context lock), without an explicit id (whose import moves the
     /// sequence) and without references (whose subjects it locks and checks). Others are

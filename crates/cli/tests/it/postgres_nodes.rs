@@ -60,6 +60,15 @@ fn client() -> reqwest::Client {
         .expect("http client")
 }
 
+/// Two nodes on the database at `url`, both ready.
+async fn two_ready_nodes(http: &reqwest::Client, url: &str) -> [Node; 2] {
+    let nodes = [Node::start(url), Node::start(url)];
+    for node in &nodes {
+        wait_ready(http, node, 200, Duration::from_secs(30)).await;
+    }
+    nodes
+}
+
 /// Waits until `/health/ready` answers `want`, returning how long it took.
 async fn wait_ready(http: &reqwest::Client, node: &Node, want: u16, within: Duration) -> Duration {
     support::wait_health(http, &node.base, "/health/ready", want, within).await
@@ -197,10 +206,7 @@ async fn two_nodes_serve_one_database_coherently() {
         return;
     };
     let http = client();
-    let nodes = [Node::start(&db.url), Node::start(&db.url)];
-    for node in &nodes {
-        wait_ready(&http, node, 200, Duration::from_secs(30)).await;
-    }
+    let nodes = two_ready_nodes(&http, &db.url).await;
     set_compatibility_none(&http, &nodes[0].base).await;
     let bases: Arc<Vec<String>> = Arc::new(nodes.iter().map(|n| n.base.clone()).collect());
 
@@ -491,10 +497,7 @@ async fn a_permanent_delete_on_one_node_reaches_the_other_nodes_cache() {
         return;
     };
     let http = client();
-    let nodes = [Node::start(&db.url), Node::start(&db.url)];
-    for node in &nodes {
-        wait_ready(&http, node, 200, Duration::from_secs(30)).await;
-    }
+    let nodes = two_ready_nodes(&http, &db.url).await;
     let (a, b) = (&nodes[0].base, &nodes[1].base);
     let id = register(&http, a, "coherent", &avro_record("Cached"))
         .await
@@ -534,18 +537,15 @@ async fn a_permanent_delete_on_one_node_reaches_the_other_nodes_cache() {
 
 /// A subject's compatibility set through one node judges the very next registration through
 /// the other, with no wait for the change feed: a registration's settings come from the
-/// database, whichever of its reads (alias lookup, snapshot, the check before the commit)
-/// they are taken from.
+/// database, both where it reads them first (with its alias) and where its commit checks
+/// them (in the write transaction).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_set_on_one_node_judges_the_next_registration_on_the_other() {
     let Some(db) = fresh_db("a_config_set_on_one_node_judges_the_other").await else {
         return;
     };
     let http = client();
-    let nodes = [Node::start(&db.url), Node::start(&db.url)];
-    for node in &nodes {
-        wait_ready(&http, node, 200, Duration::from_secs(30)).await;
-    }
+    let nodes = two_ready_nodes(&http, &db.url).await;
     let (a, b) = (&nodes[0].base, &nodes[1].base);
     let field = |name: &str, ty: &str| json!({"name": name, "type": ty});
     let record = |fields: Vec<Value>| {
