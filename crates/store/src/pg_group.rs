@@ -123,7 +123,8 @@ impl Writer {
     async fn write(&self, part: Vec<Queued>) {
         let (members, answers): (Vec<Member>, Vec<_>) =
             part.into_iter().map(|q| (q.member, q.answer)).unzip();
-        // A group of one too: its steps take 6 round trips, where `ops::register` takes 10.
+        // A group of one too: its steps take 6 round trips besides BEGIN and COMMIT, where
+        // `ops::register_member` takes 10.
         let results = self.group(&members).await;
         for (answer, result) in answers.into_iter().zip(results) {
             // A client that left still had its registration written (or not) whole.
