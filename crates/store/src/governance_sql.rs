@@ -16,7 +16,8 @@ use crate::governance::{
     RestoreCounts, SchemaRead, SchemaReadBucket, SchemaSightings, Stage, UsageCounts, UsageFinding,
     UsageQuery, UsageReport, bucket_start, missing_findings,
 };
-use crate::sql::{Lock, Row, Tx, Value, args};
+use crate::sql::{Lock, Row, Tx, Value, args, value_rows};
+use std::collections::HashMap;
 
 /// The governance tables, prefixed `gov_`, with their own migration ledger
 /// (`governance_migrations`) so they evolve apart from the registry's.
@@ -655,27 +656,75 @@ pub(crate) async fn findings(
     .await
 }
 
+/// Adds `reads` to their hourly buckets: entries of one bucket, subject, version and reader
+/// merged first (a statement may change a row once), then upserted by statements of 64, 32,
+/// …, 1 rows. A flush of the reads counted since the last one wrote a statement per entry,
+/// each a round trip on PostgreSQL; the sizes are few so that each connection prepares few
+/// statements.
 pub(crate) async fn record_reads(tx: &impl Tx, reads: &[SchemaRead]) -> GovernanceResult<()> {
-    for r in reads {
-        tx.execute(
-            "INSERT INTO gov_schema_reads AS s (bucket, subject, version, schema_id, reader, \
-             reads, first_at, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
-             ON CONFLICT (bucket, subject, version, reader) DO UPDATE SET \
-             reads = s.reads + excluded.reads, first_at = LEAST(s.first_at, excluded.first_at), \
-             last_at = GREATEST(s.last_at, excluded.last_at), schema_id = excluded.schema_id",
-            args![
-                bucket_start(r.first_at),
-                &r.subject,
-                r.version,
-                r.schema_id,
-                &r.reader,
-                count(r.reads),
-                r.first_at,
-                r.last_at
-            ],
-        )
-        .await?;
+    let merged = merge_reads(reads);
+    let mut rest = merged.as_slice();
+    while !rest.is_empty() {
+        let size = READS_PER_STATEMENT.min(1 << rest.len().ilog2());
+        let (chunk, after) = rest.split_at(size);
+        upsert_reads(tx, chunk).await?;
+        rest = after;
     }
+    Ok(())
+}
+
+/// Most rows one statement of [`record_reads`] upserts.
+const READS_PER_STATEMENT: usize = 64;
+
+/// `reads` with one entry per bucket, subject, version and reader, in the order of each key's
+/// first entry: counts summed, the earliest first and latest last read, the last schema id.
+fn merge_reads(reads: &[SchemaRead]) -> Vec<(i64, SchemaRead)> {
+    let mut merged: Vec<(i64, SchemaRead)> = Vec::with_capacity(reads.len());
+    let mut at: HashMap<(i64, &str, i64, &str), usize> = HashMap::new();
+    for r in reads {
+        let bucket = bucket_start(r.first_at);
+        let key = (bucket, r.subject.as_str(), r.version, r.reader.as_str());
+        match at.get(&key) {
+            Some(&i) => {
+                let m = &mut merged[i].1;
+                m.reads = m.reads.saturating_add(r.reads);
+                m.first_at = m.first_at.min(r.first_at);
+                m.last_at = m.last_at.max(r.last_at);
+                m.schema_id = r.schema_id;
+            }
+            None => {
+                at.insert(key, merged.len());
+                merged.push((bucket, r.clone()));
+            }
+        }
+    }
+    merged
+}
+
+async fn upsert_reads(tx: &impl Tx, reads: &[(i64, SchemaRead)]) -> GovernanceResult<()> {
+    const COLUMNS: usize = 8;
+    let mut values = Vec::with_capacity(reads.len() * COLUMNS);
+    for (bucket, r) in reads {
+        values.extend([
+            Value::Int(*bucket),
+            Value::from(&r.subject),
+            Value::Int(r.version),
+            Value::Int(r.schema_id),
+            Value::from(&r.reader),
+            Value::Int(count(r.reads)),
+            Value::Int(r.first_at),
+            Value::Int(r.last_at),
+        ]);
+    }
+    let sql = format!(
+        "INSERT INTO gov_schema_reads AS s (bucket, subject, version, schema_id, reader, \
+         reads, first_at, last_at) VALUES {} \
+         ON CONFLICT (bucket, subject, version, reader) DO UPDATE SET \
+         reads = s.reads + excluded.reads, first_at = LEAST(s.first_at, excluded.first_at), \
+         last_at = GREATEST(s.last_at, excluded.last_at), schema_id = excluded.schema_id",
+        value_rows(reads.len(), COLUMNS, 1)
+    );
+    tx.execute(&sql, &values).await?;
     Ok(())
 }
 

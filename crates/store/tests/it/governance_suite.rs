@@ -653,6 +653,32 @@ pub async fn schema_reads_add_up_per_reader_and_version(store: &dyn GovernanceSt
         .await
         .expect("recent reads");
     assert_eq!(recent.len(), 2, "{recent:?}");
+
+    // One batch of many entries, some of one bucket, version and reader: written by several
+    // statements, each entry counted once.
+    let many_at = base + 5 * hour;
+    let many: Vec<SchemaRead> = (0..150)
+        .map(|i| SchemaRead {
+            subject: "reads-many".into(),
+            reader: format!("reader-{:03}", i % 50),
+            ..read("", 1, 1 + (i % 3), many_at + i as i64)
+        })
+        .collect();
+    store.record_reads(&many).await.expect("many");
+    let back = store
+        .schema_reads("reads-many", 0)
+        .await
+        .expect("many back");
+    assert_eq!(back.len(), 50);
+    for r in &back {
+        let n: usize = r.reader["reader-".len()..].parse().expect("reader number");
+        let mine: Vec<&SchemaRead> = many.iter().filter(|m| m.reader == r.reader).collect();
+        let total: u64 = mine.iter().map(|m| m.reads).sum();
+        assert_eq!(r.reads, total, "{}", r.reader);
+        assert_eq!(r.first_at, many_at + n as i64, "{}", r.reader);
+        let last = mine.iter().map(|m| m.last_at).max().expect("an entry");
+        assert_eq!(r.last_at, last, "{}", r.reader);
+    }
     assert!(
         store
             .schema_reads("other", 0)
