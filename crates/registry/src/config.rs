@@ -74,12 +74,17 @@ impl ChainSettings {
         self.rows.keys().cloned().collect()
     }
 
+    /// `chain` with `rows`, read for `keys` (in their order).
+    fn of_rows(chain: Vec<ScopeKey>, keys: Vec<ScopeKey>, rows: Vec<Settings>) -> ChainSettings {
+        ChainSettings {
+            chain,
+            rows: keys.into_iter().zip(rows).collect(),
+        }
+    }
+
     /// The same chain with `rows` read again for `keys` (in their order).
     pub(crate) fn with_rows(&self, keys: &[ScopeKey], rows: &[Settings]) -> ChainSettings {
-        ChainSettings {
-            chain: self.chain.clone(),
-            rows: keys.iter().cloned().zip(rows.iter().cloned()).collect(),
-        }
+        ChainSettings::of_rows(self.chain.clone(), keys.to_vec(), rows.to_vec())
     }
 
     /// The config rows along the chain, nearest first.
@@ -227,10 +232,7 @@ impl Registry {
             self.store.settings(&scopes).await?
         };
         drop(scopes);
-        Ok(ChainSettings {
-            chain,
-            rows: keys.into_iter().zip(rows).collect(),
-        })
+        Ok(ChainSettings::of_rows(chain, keys, rows))
     }
 
     /// The config row of `scope`, from memory when this process is the store's only writer
@@ -393,11 +395,7 @@ impl Registry {
         let scopes: Vec<Scope<'_>> = keys.iter().map(contexts::scope).collect();
         let (rows, versions) = self.store.settings_and_versions(&scopes, subject).await?;
         drop(scopes);
-        let chain = ChainSettings {
-            chain,
-            rows: keys.into_iter().zip(rows).collect(),
-        };
-        Ok((chain, versions))
+        Ok((ChainSettings::of_rows(chain, keys, rows), versions))
     }
 
     /// `GET /config[/{s}]`.

@@ -8,7 +8,7 @@ use crate::audit::{AUDIT_COLUMNS, audit_filter};
 use crate::audit_denials::Bump as DenialBump;
 use crate::context;
 use crate::postgres::{Change, ChangeKind};
-use crate::sql::{DbError, DbResult, Lock, Row, Tx, Value, args, value_rows};
+use crate::sql::{DbError, DbResult, Lock, Row, Tx, Value, args, value_list, value_rows};
 use crate::{
     Audit, AuditContext, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard,
     NewSchema, Placement, Registered, Registration, SchemaRecord, Scope, Settings, SettingsCheck,
@@ -397,10 +397,7 @@ pub(crate) async fn settings(tx: &impl Tx, scopes: &[Scope<'_>]) -> StoreResult<
     if keys.is_empty() {
         return Ok(out);
     }
-    let list = (1..=keys.len())
-        .map(|i| format!("?{i}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = value_list(keys.len(), 1);
     let sql = format!(
         "SELECT 'c', scope, compatibility, extra FROM config WHERE scope IN ({list}) \
          UNION ALL SELECT 'm', scope, mode, NULL FROM modes WHERE scope IN ({list})"
@@ -1245,14 +1242,6 @@ async fn group_versions<'s>(
     Ok(out)
 }
 
-/// `n` placeholders from `?first`: `?3, ?4, ?5` for 3, 3.
-fn value_list(n: usize, first: usize) -> String {
-    (first..first + n)
-        .map(|i| format!("?{i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Writes the group's versions, their changes and their audit entries (three statements sent
 /// at once: none depends on another), and answers each write in order.
 async fn write_group<T: RegistryTx>(
@@ -1287,14 +1276,7 @@ async fn write_group<T: RegistryTx>(
         ]);
     }
     let rows = (0..writes.len())
-        .map(|i| {
-            format!(
-                "(?{}, ?{}, ?{}, FALSE, ?1, ?1)",
-                2 + 3 * i,
-                3 + 3 * i,
-                4 + 3 * i
-            )
-        })
+        .map(|i| format!("({}, FALSE, ?1, ?1)", value_list(3, 2 + 3 * i)))
         .collect::<Vec<_>>()
         .join(", ");
     let insert = format!(

@@ -3,15 +3,19 @@
 //! store's only writer; read by the store inside its write transaction otherwise
 //! (`Store::register_checked`, on PostgreSQL under the subject's lock and with no round trip of
 //! its own). Inside that transaction the subject's versions must still be exactly the
-//! snapshot's ([`same_versions`]). Either change sends the registration back to judge again. The store assigns the id (the existing one if the same schema is known
-//! under any subject) and the version, and appends the audit entry, which names the approvals
-//! the verdict used, in the same transaction.
+//! snapshot's ([`same_versions`]). Either change sends the registration back to judge again.
+//! The store assigns the id (the existing one if the same schema is known under any subject)
+//! and the version, and appends the audit entry, which names the approvals the verdict used,
+//! in the same transaction.
 
 use super::judge::same_versions;
 use super::snapshot::Snapshot;
 use crate::config::ChainSettings;
 use crate::error::GuardRefusal;
-use crate::{AcceptedRisk, AuditContext, Registry, RegistryError, RegistryResult};
+use crate::{
+    AcceptedRisk, AuditContext, ConfigView, Mode, Registry, RegistryError, RegistryResult,
+};
+use covenant_engine::Level;
 use covenant_store::context::{context_of, public_id};
 use covenant_store::{
     Audit, NewSchema, Placement, Registered, Rejection, Settings, SettingsCheck, SharedGuard,
@@ -52,7 +56,7 @@ impl Registry {
         let written = if self.store.only_writer() {
             // The rows are in memory, and only this process changes them.
             let now = self.chain_settings(Some(subject)).await?;
-            if !self.judged_under(snapshot, &now) {
+            if !JudgedSettings::of(self, snapshot).hold_in(&now) {
                 return Ok(None);
             }
             self.store
@@ -75,25 +79,41 @@ impl Registry {
     }
 }
 
-impl Registry {
-    /// Whether `now` gives the config and mode `snapshot` was judged under.
-    fn judged_under(&self, snapshot: &Snapshot, now: &ChainSettings) -> bool {
-        now.config(self.default_level) == snapshot.config
-            && now.mode().is_ok_and(|mode| mode == snapshot.mode)
+/// The config and mode a snapshot was judged under, and the level that applies where no
+/// scope sets one.
+struct JudgedSettings {
+    config: ConfigView,
+    mode: Mode,
+    default_level: Level,
+}
+
+impl JudgedSettings {
+    fn of(registry: &Registry, snapshot: &Snapshot) -> JudgedSettings {
+        JudgedSettings {
+            config: snapshot.config.clone(),
+            mode: snapshot.mode,
+            default_level: registry.default_level,
+        }
     }
 
+    /// Whether `now` gives the judged config and mode.
+    fn hold_in(&self, now: &ChainSettings) -> bool {
+        now.config(self.default_level) == self.config
+            && now.mode().is_ok_and(|mode| mode == self.mode)
+    }
+}
+
+impl Registry {
     /// The check the store runs on the snapshot's scopes when it writes: their rows read then
     /// must give the judged config and mode.
     fn settings_check(&self, snapshot: &Snapshot) -> SettingsCheck {
         let scopes = snapshot.settings.scopes();
-        let judged = snapshot.settings.clone();
-        let (config, mode, level) = (snapshot.config.clone(), snapshot.mode, self.default_level);
-        let keys = scopes.clone();
+        let (chain, keys) = (snapshot.settings.clone(), scopes.clone());
+        let judged = JudgedSettings::of(self, snapshot);
         SettingsCheck {
             scopes,
             unchanged: Arc::new(move |rows: &[Settings]| {
-                let now = judged.with_rows(&keys, rows);
-                if now.config(level) == config && now.mode().is_ok_and(|m| m == mode) {
+                if judged.hold_in(&chain.with_rows(&keys, rows)) {
                     Ok(())
                 } else {
                     Err(Rejection::new(GuardRefusal::Retry))

@@ -256,12 +256,16 @@ impl Row {
 /// from `first` (`(?3, ?4), (?5, ?6)` for 2, 2, 3). One statement for a group's rows costs the
 /// server one parse, plan and lock of the table instead of one per row.
 pub(crate) fn value_rows(rows: usize, columns: usize, first: usize) -> String {
-    let row = |r: usize| {
-        let at = first + r * columns;
-        let cells: Vec<String> = (at..at + columns).map(|i| format!("?{i}")).collect();
-        format!("({})", cells.join(", "))
-    };
+    let row = |r: usize| format!("({})", value_list(columns, first + r * columns));
     (0..rows).map(row).collect::<Vec<_>>().join(", ")
+}
+
+/// `n` placeholders numbered from `first`: `?3, ?4, ?5` for 3, 3.
+pub(crate) fn value_list(n: usize, first: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// An advisory lock a check-then-write operation takes on PostgreSQL until its transaction
@@ -353,12 +357,14 @@ pub(crate) fn ready<F: Future>(work: F) -> F::Output {
 
 #[cfg(test)]
 mod tests {
-    use super::value_rows;
+    use super::{value_list, value_rows};
 
     #[test]
     fn value_rows_number_each_cell_once_from_the_first() {
         assert_eq!(value_rows(2, 2, 3), "(?3, ?4), (?5, ?6)");
         assert_eq!(value_rows(1, 3, 1), "(?1, ?2, ?3)");
         assert_eq!(value_rows(0, 3, 1), "");
+        assert_eq!(value_list(3, 3), "?3, ?4, ?5");
+        assert_eq!(value_list(0, 1), "");
     }
 }
