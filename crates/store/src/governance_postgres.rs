@@ -141,7 +141,7 @@ impl PostgresGovernanceStore {
         work: impl AsyncFnOnce(&Pg<'_, Object>) -> GovernanceResult<T>,
     ) -> GovernanceResult<T> {
         let client = self.client().await?;
-        work(&Pg(&client)).await
+        work(&Pg::new(&client)).await
     }
 
     /// Runs `work` in one repeatable-read transaction: all its statements see the same moment.

@@ -166,7 +166,7 @@ impl LazyTables {
         &self,
         work: impl AsyncFnOnce(&Pg<'_, Object>) -> crate::StoreResult<T>,
     ) -> crate::StoreResult<T> {
-        work(&Pg(&self.client().await?)).await
+        work(&Pg::new(&self.client().await?)).await
     }
 
     /// Runs `work` in one repeatable-read transaction: all its statements see the same moment.

@@ -34,7 +34,7 @@ use crate::pg_group::Groups;
 use crate::pg_pool::{self, MigrationLock, PoolOptions};
 use crate::registry_sql::{self as ops, LOCK_SEQUENCE, RegistryTx};
 use crate::sql::postgres::in_transaction;
-use crate::sql::{DbError, DbResult, Lock, Tx, Value, args, dialect, postgres::Pg, value_rows};
+use crate::sql::{DbError, DbResult, Lock, Tx, Value, args, dialect, postgres::Pg, unnest};
 use crate::{AuditQuery, Scope, StoreError, StoreResult};
 use deadpool_postgres::{GenericClient, Object, Pool, PoolError, Transaction};
 use serde::{Deserialize, Serialize};
@@ -210,13 +210,14 @@ impl<C: GenericClient> RegistryTx for Pg<'_, C> {
         if changes.is_empty() {
             return Ok(());
         }
-        let mut values = vec![Value::from(CHANGE_CHANNEL)];
-        for change in &changes {
-            values.push(Value::from(payload(change)?));
-        }
+        let payloads = changes
+            .iter()
+            .map(|change| payload(change).map(Value::from))
+            .collect::<DbResult<Vec<_>>>()?;
+        let values = [Value::from(CHANGE_CHANNEL), Value::List(payloads)];
         let sql = format!(
-            "SELECT pg_notify(?1, CAST(p AS TEXT)) FROM (VALUES {}) AS payloads(p)",
-            value_rows(changes.len(), 1, 2)
+            "SELECT pg_notify(?1, p) FROM {}",
+            unnest(&["TEXT"], 2, "payloads", &["p"])
         );
         self.execute(&sql, &values).await.map(|_| ())
     }
@@ -261,7 +262,7 @@ async fn migrate(pool: &Pool, target: &str) -> StoreResult<()> {
 /// Gives rows written before guids existed their guid; a no-op once every row has one, and
 /// safe when several nodes run it at once (each writes the same derived value).
 async fn fill_missing_guids(client: &deadpool_postgres::Client) -> StoreResult<()> {
-    ops::fill_missing_guids(&Pg(client)).await
+    ops::fill_missing_guids(&Pg::new(client)).await
 }
 
 pub(crate) fn pool_err(e: PoolError, target: &str) -> StoreError {
@@ -405,7 +406,7 @@ impl PostgresStore {
         &self,
         work: impl AsyncFnOnce(&Pg<'_, Object>) -> StoreResult<T>,
     ) -> StoreResult<T> {
-        work(&Pg(&self.client().await?)).await
+        work(&Pg::new(&self.client().await?)).await
     }
 
     /// The same as [`read_short`](Self::read_short): a pooled connection waits without a
@@ -521,7 +522,7 @@ async fn listen(
 
 /// Writes the counts of repeated refusals taken from `tally` onto their entries.
 async fn flush_denials(client: &impl GenericClient, tally: &DenialTally) -> StoreResult<()> {
-    Ok(ops::bump_denials(&Pg(client), &tally.take()).await?)
+    Ok(ops::bump_denials(&Pg::new(client), &tally.take()).await?)
 }
 
 crate::registry_sql::registry_store!(PostgresStore, {
@@ -613,6 +614,6 @@ crate::registry_sql::registry_store!(PostgresStore, {
     async fn prune_audit(&self, before: i64) -> StoreResult<u64> {
         let client = self.client().await?;
         flush_denials(&client, &self.denials).await?;
-        ops::prune_audit(&Pg(&client), before).await
+        ops::prune_audit(&Pg::new(&client), before).await
     }
 });

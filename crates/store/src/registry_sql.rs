@@ -8,7 +8,7 @@ use crate::audit::{AUDIT_COLUMNS, audit_filter};
 use crate::audit_denials::Bump as DenialBump;
 use crate::context;
 use crate::postgres::{Change, ChangeKind};
-use crate::sql::{DbError, DbResult, Lock, Row, Tx, Value, args, value_list, value_rows};
+use crate::sql::{DbError, DbResult, Lock, Row, Tx, Value, args, columns_of, unnest, value_list};
 use crate::{
     Audit, AuditContext, AuditEntry, AuditQuery, AuditTarget, ConfigRecord, DeleteGuard, Guard,
     NewSchema, Placement, Registered, Registration, SchemaRecord, Scope, Settings, SettingsCheck,
@@ -393,17 +393,35 @@ pub(crate) async fn mode(tx: &impl Tx, scope: Scope<'_>) -> StoreResult<Option<S
 /// its commit); on PostgreSQL a statement per row made 16 of a registration's 29 round trips.
 pub(crate) async fn settings(tx: &impl Tx, scopes: &[Scope<'_>]) -> StoreResult<Vec<Settings>> {
     let keys: Vec<&str> = scopes.iter().map(|s| scope_key(*s)).collect();
+    let list = format!("IN ({})", value_list(keys.len(), 1));
+    let values: Vec<Value<'_>> = keys.iter().map(|k| Value::from(*k)).collect();
+    settings_where(tx, &keys, &list, &values).await
+}
+
+/// [`settings`] of PostgreSQL's groups: one statement text whatever the number of scopes
+/// (see [`crate::sql::unnest`]).
+async fn settings_listed(tx: &impl Tx, scopes: &[Scope<'_>]) -> StoreResult<Vec<Settings>> {
+    let keys: Vec<&str> = scopes.iter().map(|s| scope_key(*s)).collect();
+    let values = [Value::List(keys.iter().map(|k| Value::from(*k)).collect())];
+    settings_where(tx, &keys, "= ANY(CAST(?1 AS TEXT[]))", &values).await
+}
+
+/// The rows of the scopes `keys`, which `scope {test}` selects with `values`.
+async fn settings_where(
+    tx: &impl Tx,
+    keys: &[&str],
+    test: &str,
+    values: &[Value<'_>],
+) -> StoreResult<Vec<Settings>> {
     let mut out = vec![Settings::default(); keys.len()];
     if keys.is_empty() {
         return Ok(out);
     }
-    let list = value_list(keys.len(), 1);
     let sql = format!(
-        "SELECT 'c', scope, compatibility, extra FROM config WHERE scope IN ({list}) \
-         UNION ALL SELECT 'm', scope, mode, NULL FROM modes WHERE scope IN ({list})"
+        "SELECT 'c', scope, compatibility, extra FROM config WHERE scope {test} \
+         UNION ALL SELECT 'm', scope, mode, NULL FROM modes WHERE scope {test}"
     );
-    let values: Vec<Value<'_>> = keys.iter().map(|k| Value::from(*k)).collect();
-    for mut row in tx.query(&sql, &values).await? {
+    for mut row in tx.query(&sql, values).await? {
         let (kind, scope): (String, String) = (row.get(0)?, row.get(1)?);
         let read = match kind.as_str() {
             "c" => Settings {
@@ -1191,11 +1209,23 @@ pub(crate) async fn register_group<T: RegistryTx>(
     let mut subjects: Vec<&str> = members.iter().map(|m| m.subject.as_str()).collect();
     subjects.sort_unstable();
     subjects.dedup();
-    tx.lock_all(LOCK_SUBJECT, &subjects).await?;
-    // Both read under the locks just taken; neither depends on the other.
-    let (versions, settings) =
-        futures_util::future::try_join(group_versions(tx, &subjects), group_settings(tx, members))
-            .await?;
+    let mut keys: Vec<&str> = members
+        .iter()
+        .map(|m| m.candidate.content_key.as_str())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    // One round trip: joined statements are sent at once and run in the order given (see
+    // `sql::postgres::Pg`), so the reads run under the locks, taken as a registration alone
+    // takes them (subjects, then contents, each in name order). It was five round trips.
+    let (_, _, versions, settings, found) = futures_util::future::try_join5(
+        tx.lock_all(LOCK_SUBJECT, &subjects),
+        tx.lock_all(LOCK_CONTENT, &keys),
+        group_versions(tx, &subjects),
+        group_settings(tx, members),
+        existing_content_ids(tx, &keys),
+    )
+    .await?;
     let mut answers: Vec<Option<StoreResult<Registered>>> = Vec::with_capacity(members.len());
     let mut writes: Vec<(&Member, i64)> = Vec::new();
     for m in members {
@@ -1214,7 +1244,7 @@ pub(crate) async fn register_group<T: RegistryTx>(
             Err(e) => Some(Err(e)),
         });
     }
-    let ids = group_content_ids(tx, &writes).await?;
+    let ids = group_content_ids(tx, &writes, found).await?;
     let mut written = write_group(tx, &writes, &ids).await?.into_iter();
     Ok(answers
         .into_iter()
@@ -1227,10 +1257,12 @@ async fn group_versions<'s>(
     tx: &impl Tx,
     subjects: &[&'s str],
 ) -> DbResult<HashMap<&'s str, Vec<StoredVersion>>> {
-    let filter = format!("WHERE v.subject IN ({})", value_list(subjects.len(), 1));
-    let values: Vec<Value<'_>> = subjects.iter().map(|s| Value::from(*s)).collect();
+    let filter = "WHERE v.subject = ANY(CAST(?1 AS TEXT[]))";
+    let values = [Value::List(
+        subjects.iter().map(|s| Value::from(*s)).collect(),
+    )];
     let mut out: HashMap<&str, Vec<StoredVersion>> = HashMap::new();
-    for v in query_versions(tx, &filter, &values).await? {
+    for v in query_versions(tx, filter, &values).await? {
         let Some(subject) = subjects.iter().find(|s| **s == v.subject) else {
             return Err(DbError(format!(
                 "a group read subject {} it did not ask for",
@@ -1267,21 +1299,20 @@ async fn write_group<T: RegistryTx>(
         return Ok(Vec::new());
     }
     let now = now_millis();
-    let mut values = vec![Value::Int(now)];
+    let mut rows = Vec::with_capacity(writes.len() * 3);
     for ((m, _), r) in writes.iter().zip(&registered) {
-        values.extend([
+        rows.extend([
             Value::from(&m.subject),
             Value::Int(r.version),
             Value::Int(r.id),
         ]);
     }
-    let rows = (0..writes.len())
-        .map(|i| format!("({}, FALSE, ?1, ?1)", value_list(3, 2 + 3 * i)))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let mut values = vec![Value::Int(now)];
+    values.extend(columns_of(rows, 3));
     let insert = format!(
         "INSERT INTO subject_versions(subject, version, schema_id, deleted, created_at, \
-         updated_at) VALUES {rows}"
+         updated_at) SELECT s, v, i, FALSE, ?1, ?1 FROM {}",
+        unnest(&["TEXT", "BIGINT", "BIGINT"], 2, "w", &["s", "v", "i"])
     );
     let changes = writes
         .iter()
@@ -1297,10 +1328,13 @@ async fn write_group<T: RegistryTx>(
             m.audit.as_ref().map(|a| a.entry(operation, target))
         })
         .collect();
-    futures_util::future::try_join3(
+    // Each sends its one statement when first polled, in this order, and the commit goes with
+    // them where the transaction lets it (`Tx::commit_with_last`): one round trip in all.
+    futures_util::future::try_join4(
         tx.execute(&insert, &values),
         tx.changed_all(changes),
         crate::sql::audit::insert_all(tx, &entries),
+        tx.commit_with_last(),
     )
     .await?;
     Ok(registered)
@@ -1350,18 +1384,19 @@ async fn group_settings(
         .iter()
         .map(|k| k.as_deref().map_or(Scope::Global, Scope::Subject))
         .collect();
-    let rows = settings(tx, &scopes)
+    let rows = settings_listed(tx, &scopes)
         .await
         .map_err(|e| DbError(e.to_string()))?;
     Ok(keys.into_iter().zip(rows).collect())
 }
 
-/// The id of each content key the group writes (the lowest it has in the default context, or
-/// a new one from the sequence), with whether it is new: the keys locked in order, then read,
-/// then the missing ones inserted, each step one statement for all keys.
+/// The id of each content key the group writes: the lowest it has in the default context
+/// (`found`, read under the content locks), or a new one from the sequence, with whether it is
+/// new. The missing ones are inserted by one statement.
 async fn group_content_ids<'m, T: RegistryTx>(
     tx: &T,
     writes: &[(&'m Member, i64)],
+    found: Vec<(String, i64)>,
 ) -> DbResult<HashMap<&'m str, (i64, bool)>> {
     let mut firsts: Vec<&Member> = Vec::new();
     for (m, _) in writes {
@@ -1372,14 +1407,12 @@ async fn group_content_ids<'m, T: RegistryTx>(
             firsts.push(m);
         }
     }
-    firsts.sort_unstable_by(|a, b| a.candidate.content_key.cmp(&b.candidate.content_key));
     let keys: Vec<&'m str> = firsts
         .iter()
         .map(|m| m.candidate.content_key.as_str())
         .collect();
-    tx.lock_all(LOCK_CONTENT, &keys).await?;
     let mut ids: HashMap<&'m str, (i64, bool)> = HashMap::new();
-    for (key, id) in existing_content_ids(tx, &keys).await? {
+    for (key, id) in found {
         if let Some(key) = keys.iter().find(|k| **k == key) {
             ids.insert(key, (id, false));
         }
@@ -1406,11 +1439,11 @@ async fn existing_content_ids(tx: &impl Tx, keys: &[&str]) -> DbResult<Vec<(Stri
     let (lowest, highest) = context::slot_range(0);
     let sql = format!(
         "SELECT k, (SELECT MIN(id) FROM schemas WHERE content_key = k AND id BETWEEN ?1 AND ?2) \
-         FROM (SELECT CAST(k AS TEXT) AS k FROM (VALUES {}) AS keys(k)) AS keys",
-        value_rows(keys.len(), 1, 3)
+         FROM {}",
+        unnest(&["TEXT"], 3, "keys", &["k"])
     );
-    let mut values = vec![Value::Int(lowest), Value::Int(highest)];
-    values.extend(keys.iter().map(|k| Value::from(*k)));
+    let keys = keys.iter().map(|k| Value::from(*k)).collect();
+    let values = [Value::Int(lowest), Value::Int(highest), Value::List(keys)];
     let found: Vec<(String, Option<i64>)> = pairs(tx.query(&sql, &values).await?)?;
     Ok(found
         .into_iter()
@@ -1442,20 +1475,18 @@ async fn insert_schemas_from_sequence(
             Value::from(c.guid()),
         ]);
     }
-    let rows = (0..members.len())
-        .map(|r| {
-            format!(
-                "(nextval('schema_ids'), {})",
-                value_list(COLUMNS, 1 + r * COLUMNS)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let rows = unnest(
+        &["TEXT"; COLUMNS],
+        1,
+        "c",
+        &["t", "s", "r", "m", "rs", "k", "g"],
+    );
     let sql = format!(
         "INSERT INTO schemas(id, schema_type, schema, refs, metadata, rule_set, content_key, \
-         guid) VALUES {rows} ON CONFLICT (id) DO NOTHING RETURNING content_key, id"
+         guid) SELECT nextval('schema_ids'), t, s, r, m, rs, k, g FROM {rows} \
+         ON CONFLICT (id) DO NOTHING RETURNING content_key, id"
     );
-    pairs(tx.query(&sql, &values).await?)
+    pairs(tx.query(&sql, &columns_of(values, COLUMNS)).await?)
 }
 
 /// The id the content takes in `slot`'s context: the lowest it already has there, or a new

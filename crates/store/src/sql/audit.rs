@@ -1,7 +1,7 @@
 //! Appending to the registry's `audit_log` from a side store's write transaction (the table
 //! lives in the same database), so an entry exists exactly when its change committed.
 
-use super::{DbResult, Tx, Value, value_rows};
+use super::{DbResult, Tx, Value, columns_of, unnest, value_rows};
 use crate::audit::{AuditEntry, AuditLine};
 
 /// The start of an insert of stored entries, followed by their `VALUES` rows.
@@ -10,6 +10,15 @@ const INSERT: &str = "INSERT INTO audit_log(at, principal, source, operation, su
 
 /// Columns [`INSERT`] names.
 const COLUMNS: usize = 13;
+
+/// The types of [`INSERT`]'s columns, and names for them, for [`insert_all`]'s lists.
+const TYPES: [&str; COLUMNS] = [
+    "BIGINT", "TEXT", "TEXT", "TEXT", "TEXT", "BIGINT", "BIGINT", "TEXT", "TEXT", "TEXT", "TEXT",
+    "BIGINT", "BIGINT",
+];
+const NAMES: [&str; COLUMNS] = [
+    "at", "pr", "so", "op", "su", "ve", "id", "ck", "ou", "ri", "de", "co", "la",
+];
 
 /// The values of `e` (as stored) for [`INSERT`], appended to `out`.
 fn push_values<'e>(e: &'e AuditEntry, out: &mut Vec<Value<'e>>) {
@@ -40,7 +49,8 @@ pub(crate) async fn insert(tx: &impl Tx, entry: &AuditEntry) -> DbResult<i64> {
     tx.value(&sql, &values).await
 }
 
-/// Inserts `entries` as stored, in order, by one statement (a group's registrations).
+/// Inserts `entries` as stored, in order, by one statement of one text whatever their number
+/// (a PostgreSQL group's registrations; lists are bound on PostgreSQL only).
 pub(crate) async fn insert_all(tx: &impl Tx, entries: &[AuditEntry]) -> DbResult<()> {
     if entries.is_empty() {
         return Ok(());
@@ -50,8 +60,14 @@ pub(crate) async fn insert_all(tx: &impl Tx, entries: &[AuditEntry]) -> DbResult
     for e in &stored {
         push_values(e, &mut values);
     }
-    let sql = format!("{INSERT}{}", value_rows(stored.len(), COLUMNS, 1));
-    tx.execute(&sql, &values).await.map(|_| ())
+    let sql = format!(
+        "INSERT INTO audit_log(at, principal, source, operation, subject, version, schema_id, \
+         config_key, outcome, request_id, detail, count, last_at) SELECT * FROM {}",
+        unnest(&TYPES, 1, "e", &NAMES)
+    );
+    tx.execute(&sql, &columns_of(values, COLUMNS))
+        .await
+        .map(|_| ())
 }
 
 /// Appends `line`, stamped now, inside the caller's transaction.

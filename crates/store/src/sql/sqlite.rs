@@ -22,6 +22,11 @@ impl rusqlite::ToSql for Value<'_> {
             Value::Bool(v) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*v))),
             Value::Text(v) => ToSqlOutput::Borrowed(ValueRef::Text(v.as_bytes())),
             Value::Bytes(v) => ToSqlOutput::Borrowed(ValueRef::Blob(v)),
+            Value::List(_) => {
+                return Err(rusqlite::Error::ToSqlConversionFailure(
+                    "SQLite binds no lists".into(),
+                ));
+            }
         })
     }
 }
