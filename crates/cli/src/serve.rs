@@ -5,7 +5,6 @@ use covenant_http::HttpConfig;
 use covenant_http::server::ServerLimits;
 use covenant_registry::Registry;
 use covenant_store::GovernanceStore;
-use covenant_store::postgres::ChangeKind;
 use covenant_store::{PostgresSampleStore, PostgresStore, SqliteSampleStore, SqliteStore};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -310,19 +309,8 @@ async fn open_registry(args: &ServeArgs) -> anyhow::Result<Opened> {
                 return;
             };
             match change {
-                Ok(change) => match change.kind {
-                    ChangeKind::Subject => {
-                        // A delete may change answers of other subjects that refer to it.
-                        registry.invalidate(change.id);
-                        registry.forget_answers(None);
-                    }
-                    // New ids are never cached negatively, but the subject's answers change.
-                    ChangeKind::Schema => registry.forget_answers(change.subject.as_deref()),
-                    // Config and mode are not cached, but requests inherit them.
-                    ChangeKind::Config | ChangeKind::Mode => registry.forget_answers(None),
-                    ChangeKind::Resync => registry.invalidate(None),
-                },
-                Err(broadcast::error::RecvError::Lagged(_)) => registry.invalidate(None),
+                Ok(change) => registry.follow(&change),
+                Err(broadcast::error::RecvError::Lagged(_)) => registry.changes_missed(),
                 Err(broadcast::error::RecvError::Closed) => return,
             }
         }

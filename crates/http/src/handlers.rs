@@ -673,7 +673,10 @@ pub async fn register(
     ConfluentJson(body): ConfluentJson<SchemaBody>,
 ) -> ApiResult {
     // The alias lookup also reads what the registration reads first.
-    let (target, first_read) = state.registry.alias_target_for_content(&subject).await?;
+    let (target, first_read) = state
+        .registry
+        .alias_target_for_registration(&subject)
+        .await?;
     let subject = change_target(&access, subject, target, Operation::Write)?;
     ensure_references_readable(&state, &caller, &access, &body).await?;
     ensure_may_choose_ids(&state, &caller, &access, &subject, &body).await?;

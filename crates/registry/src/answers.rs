@@ -21,7 +21,7 @@
 
 use crate::SchemaRequest;
 use bytes::Bytes;
-use covenant_store::{ConfigRecord, SchemaRecord, StoredVersion};
+use covenant_store::{ConfigRecord, SchemaRecord, Settings, StoredVersion};
 use hashlink::LruCache;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
@@ -154,14 +154,21 @@ pub(crate) struct Answers {
 struct Inner {
     /// Bumped by every invalidation; see the module comment.
     epoch: u64,
+    /// Bumped by every change of config or mode rows (and by a clear): rows read before it
+    /// moved are not kept. Apart from `epoch`, which every registration moves, so that a busy
+    /// store does not keep the rows from ever loading.
+    rows_epoch: u64,
     len: usize,
     subjects: LruCache<String, Vec<(RequestKey, Answer)>>,
     /// Each subject's alias target (`None`: no alias), read from its config, which every
     /// subject-addressed read follows first.
     aliases: LruCache<String, Option<String>>,
-    /// Every config and mode row, kept only for stores this process is the only writer of
-    /// ([`covenant_store::Store::only_writer`]). Whole, so that a scope without a row, like
-    /// every new subject's, is answered without reading the store.
+    /// Every config and mode row: where this process is the store's only writer
+    /// ([`covenant_store::Store::only_writer`]), what config and mode reads answer from; where
+    /// other nodes write too, what a new subject's registration is judged by before its commit
+    /// checks them (`Registry::alias_target_for_registration`), each scope forgotten when the
+    /// change feed tells of its change. Whole, so that a scope without a row, like every new
+    /// subject's, is answered without reading the store.
     rows: Option<Rows>,
 }
 
@@ -184,6 +191,7 @@ impl Answers {
         Answers {
             inner: Mutex::new(Inner {
                 epoch: 0,
+                rows_epoch: 0,
                 len: 0,
                 subjects: LruCache::new_unbounded(),
                 aliases: LruCache::new(capacity),
@@ -196,6 +204,12 @@ impl Answers {
     /// The epoch to pass to [`Answers::insert`]: read it before reading the store.
     pub(crate) fn epoch(&self) -> u64 {
         self.inner.lock().map(|i| i.epoch).unwrap_or(u64::MAX)
+    }
+
+    /// The epoch to pass to [`Answers::load_rows`] and [`Answers::known_again`]: read it
+    /// before reading the rows from the store.
+    pub(crate) fn rows_epoch(&self) -> u64 {
+        self.inner.lock().map(|i| i.rows_epoch).unwrap_or(u64::MAX)
     }
 
     pub(crate) fn get(&self, subject: &str, key: &RequestKey) -> Option<Answer> {
@@ -276,12 +290,34 @@ impl Answers {
         Some(rows.modes.get(scope).cloned())
     }
 
+    /// The rows of `scopes`, in order, when every one of them is known (loaded and not
+    /// changed since).
+    pub(crate) fn rows_of(&self, scopes: &[Option<String>]) -> Option<Vec<Settings>> {
+        let inner = self.inner.lock().ok()?;
+        let rows = inner.rows.as_ref()?;
+        scopes
+            .iter()
+            .map(|scope| {
+                (!rows.unknown.contains(scope)).then(|| Settings {
+                    config: rows.configs.get(scope).cloned(),
+                    mode: rows.modes.get(scope).cloned(),
+                })
+            })
+            .collect()
+    }
+
+    /// Whether anything is kept at all (a capacity of 0 keeps nothing).
+    pub(crate) fn keeps(&self) -> bool {
+        self.capacity > 0
+    }
+
     /// Whether the rows are loaded, so that a miss is one changed scope, not all of them.
     pub(crate) fn rows_loaded(&self) -> bool {
         self.inner.lock().is_ok_and(|i| i.rows.is_some())
     }
 
-    /// Keeps the config and mode rows of one changed scope, read after `epoch` was read.
+    /// Keeps the config and mode rows of one changed scope, read after `epoch`
+    /// ([`Answers::rows_epoch`]) was read.
     pub(crate) fn known_again(
         &self,
         epoch: u64,
@@ -292,7 +328,7 @@ impl Answers {
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
-        if inner.epoch != epoch {
+        if inner.rows_epoch != epoch {
             return;
         }
         if let Some(rows) = inner.rows.as_mut() {
@@ -313,6 +349,7 @@ impl Answers {
     pub(crate) fn scope_changed(&self, scope: Option<String>) {
         if let Ok(mut inner) = self.inner.lock() {
             inner.epoch += 1;
+            inner.rows_epoch += 1;
             inner.subjects.clear();
             inner.aliases.clear();
             inner.len = 0;
@@ -322,10 +359,11 @@ impl Answers {
         }
     }
 
-    /// Keeps every config and mode row, read after `epoch` was read, like [`Answers::insert`].
+    /// Keeps every config and mode row, read after `epoch` ([`Answers::rows_epoch`]) was
+    /// read.
     pub(crate) fn load_rows(&self, epoch: u64, rows: Rows) {
         if let Ok(mut inner) = self.inner.lock()
-            && inner.epoch == epoch
+            && inner.rows_epoch == epoch
             && self.capacity > 0
         {
             inner.rows = Some(rows);
@@ -344,9 +382,21 @@ impl Answers {
         inner.epoch
     }
 
+    /// Forgets every answer and alias but keeps the config and mode rows: what another node's
+    /// registration may change.
+    pub(crate) fn forget_answers(&self) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.epoch += 1;
+            inner.subjects.clear();
+            inner.aliases.clear();
+            inner.len = 0;
+        }
+    }
+
     pub(crate) fn clear(&self) {
         if let Ok(mut inner) = self.inner.lock() {
             inner.epoch += 1;
+            inner.rows_epoch += 1;
             inner.subjects.clear();
             inner.aliases.clear();
             inner.rows = None;
@@ -526,12 +576,12 @@ mod tests {
         let mut rows = Rows::default();
         rows.configs.insert(None, config("FULL"));
         rows.modes.insert(s.clone(), "READONLY".into());
-        answers.load_rows(answers.epoch(), rows);
+        answers.load_rows(answers.rows_epoch(), rows);
         assert_eq!(answers.config(&None), Some(Some(config("FULL"))));
         assert_eq!(answers.config(&Some("new".into())), Some(None));
         assert_eq!(answers.mode(&s), Some(Some("READONLY".into())));
 
-        let before = answers.epoch();
+        let before = answers.rows_epoch();
         answers.scope_changed(s.clone());
         assert_eq!(answers.config(&s), None, "a changed scope is read again");
         assert_eq!(answers.mode(&s), None);
@@ -542,11 +592,11 @@ mod tests {
         );
         answers.known_again(before, s.clone(), Some(config("NONE")), None);
         assert_eq!(answers.config(&s), None, "read before the change: not kept");
-        answers.known_again(answers.epoch(), s.clone(), Some(config("NONE")), None);
+        answers.known_again(answers.rows_epoch(), s.clone(), Some(config("NONE")), None);
         assert_eq!(answers.config(&s), Some(Some(config("NONE"))));
         assert_eq!(answers.mode(&s), Some(None));
 
-        let before = answers.epoch();
+        let before = answers.rows_epoch();
         answers.clear();
         answers.load_rows(before, Rows::default());
         assert_eq!(
@@ -554,5 +604,27 @@ mod tests {
             None,
             "rows read before a clear are not kept"
         );
+    }
+
+    #[test]
+    fn rows_load_while_registrations_come_and_go() {
+        let answers = Answers::new(10);
+        let before = answers.rows_epoch();
+        answers.forget_subject("s");
+        answers.forget_answers();
+        let mut rows = Rows::default();
+        rows.configs.insert(None, config("FULL"));
+        answers.load_rows(before, rows);
+        let global_and_new = [None, Some("new".to_string())];
+        let known = answers.rows_of(&global_and_new).expect("loaded");
+        assert_eq!(known[0].config, Some(config("FULL")));
+        assert_eq!(known[1], Settings::default(), "a scope without rows");
+        answers.scope_changed(Some("new".into()));
+        assert_eq!(
+            answers.rows_of(&global_and_new),
+            None,
+            "one of them changed"
+        );
+        assert!(answers.rows_of(&[None]).is_some(), "the others stay known");
     }
 }

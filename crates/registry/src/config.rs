@@ -69,6 +69,11 @@ impl ChainSettings {
         self.rows.get(key)
     }
 
+    /// Each scope read with its rows.
+    fn rows(&self) -> impl Iterator<Item = (&ScopeKey, &Settings)> {
+        self.rows.iter()
+    }
+
     /// The scopes whose rows these are.
     pub(crate) fn scopes(&self) -> Vec<ScopeKey> {
         self.rows.keys().cloned().collect()
@@ -269,7 +274,7 @@ impl Registry {
         &self,
         scope: Scope<'_>,
     ) -> RegistryResult<(Option<ConfigRecord>, Option<String>)> {
-        let epoch = self.answers.epoch();
+        let epoch = self.answers.rows_epoch();
         let key = scope_cache_key(scope);
         if self.answers.rows_loaded() {
             let Settings { config, mode } = self
@@ -282,9 +287,18 @@ impl Registry {
                 .known_again(epoch, key, config.clone(), mode.clone());
             return Ok((config, mode));
         }
+        self.load_rows(&key).await
+    }
+
+    /// Reads every config and mode row into the answers cache; returns those of `key`.
+    async fn load_rows(
+        &self,
+        key: &ScopeKey,
+    ) -> RegistryResult<(Option<ConfigRecord>, Option<String>)> {
+        let epoch = self.answers.rows_epoch();
         let configs: HashMap<_, _> = self.store.all_configs().await?.into_iter().collect();
         let modes: HashMap<_, _> = self.store.all_modes().await?.into_iter().collect();
-        let own = (configs.get(&key).cloned(), modes.get(&key).cloned());
+        let own = (configs.get(key).cloned(), modes.get(key).cloned());
         self.answers.load_rows(
             epoch,
             answers::Rows {
@@ -344,6 +358,44 @@ impl Registry {
         self.alias_target_reading(subject, true).await
     }
 
+    /// [`Registry::alias_target_for_content`] for a registration, which the commit confirms
+    /// (`register::write`): where other nodes write and this node knows the subject is new,
+    /// the read is made from memory, without a round trip ([`crate::known_subjects`]).
+    pub async fn alias_target_for_registration(
+        &self,
+        subject: &str,
+    ) -> RegistryResult<(Option<String>, Option<SubjectRead>)> {
+        match self.new_subject_read(subject) {
+            Some(read) => {
+                let own = read.chain.row(&Some(subject.to_string()));
+                let target = alias_in(subject, own.and_then(|r| r.config.as_ref()));
+                Ok((target.clone(), Some(read).filter(|_| target.is_none())))
+            }
+            None => self.alias_target_reading(subject, true).await,
+        }
+    }
+
+    /// What a store with other writers would answer of a subject this node knows to be new:
+    /// no versions, and the config and mode rows kept from the last read of each (forgotten by
+    /// every change the feed tells). `None` when any of that is not known.
+    fn new_subject_read(&self, subject: &str) -> Option<SubjectRead> {
+        if self.store.only_writer() || !self.store.follows_changes() {
+            return None;
+        }
+        let epoch = self.answers.epoch();
+        if !self.known_subjects.surely_new(subject) {
+            self.known_subjects.load_in_background(&self.store);
+            return None;
+        }
+        let (chain, keys) = chain_keys(Some(subject));
+        let rows = self.answers.rows_of(&keys)?;
+        Some(SubjectRead {
+            epoch,
+            chain: ChainSettings::of_rows(chain, keys, rows),
+            versions: Arc::new(Vec::new()),
+        })
+    }
+
     async fn alias_target_reading(
         &self,
         subject: &str,
@@ -354,7 +406,9 @@ impl Registry {
         }
         let epoch = self.answers.epoch();
         let (config, read) = if for_content && !self.store.only_writer() {
+            let rows_epoch = self.answers.rows_epoch();
             let (chain, versions) = self.chain_and_versions(subject).await?;
+            self.keep_rows(rows_epoch, &chain).await?;
             let own = chain
                 .row(&Some(subject.to_string()))
                 .and_then(|r| r.config.clone());
@@ -370,19 +424,31 @@ impl Registry {
         } else {
             (self.config_row(Scope::Subject(subject)).await?, None)
         };
-        let target = config
-            .and_then(|c| {
-                c.extra
-                    .get("alias")
-                    .and_then(Value::as_str)
-                    .filter(|alias| !alias.is_empty())
-                    .map(|alias| covenant_store::context::qualify_with_parent(subject, alias))
-            })
-            .filter(|target| target != subject);
+        let target = alias_in(subject, config.as_ref());
         self.answers.insert_alias(epoch, subject, target.clone());
         // A read of the alias is of no use to a request that goes to its target.
         let read = read.filter(|_| target.is_none());
         Ok((target, read))
+    }
+
+    /// Where other nodes write and their changes are heard: keeps the rows of `chain`, read
+    /// after `rows_epoch`, for [`Registry::new_subject_read`], reading every row the first time.
+    async fn keep_rows(&self, rows_epoch: u64, chain: &ChainSettings) -> RegistryResult<()> {
+        if !self.store.follows_changes() || !self.answers.keeps() {
+            return Ok(());
+        }
+        if !self.answers.rows_loaded() {
+            return self.load_rows(&None).await.map(drop);
+        }
+        for (key, row) in chain.rows() {
+            self.answers.known_again(
+                rows_epoch,
+                key.clone(),
+                row.config.clone(),
+                row.mode.clone(),
+            );
+        }
+        Ok(())
     }
 
     /// [`Registry::chain_settings`] of a subject and its versions, by one read of a store with
@@ -487,4 +553,19 @@ impl Registry {
             }),
         }
     }
+}
+
+/// The subject `config` (the subject's own config row) makes `subject` an alias of: its
+/// `alias` (one step, so aliases cannot loop), as in Confluent, unless that names no other
+/// subject.
+fn alias_in(subject: &str, config: Option<&ConfigRecord>) -> Option<String> {
+    config
+        .and_then(|c| {
+            c.extra
+                .get("alias")
+                .and_then(Value::as_str)
+                .filter(|alias| !alias.is_empty())
+                .map(|alias| covenant_store::context::qualify_with_parent(subject, alias))
+        })
+        .filter(|target| target != subject)
 }

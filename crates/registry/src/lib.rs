@@ -10,7 +10,9 @@
 //! from memory once read (an id is never rebound to other content; the cache is dropped on
 //! permanent deletes, this node's or, through the change feed, another's), and the answers of
 //! lookups and idempotent registrations with the settings they inherit ([`answers`]: forgotten
-//! by every write that may change them). The caches are bounded LRU maps
+//! by every write that may change them). A registration of a subject this node knows to be new
+//! reads nothing before it is judged ([`known_subjects`]); its commit checks what it assumed.
+//! The caches are bounded LRU maps
 //! ([`DEFAULT_CACHE_ENTRIES`], [`Registry::with_cache_entries`]): the least recently used
 //! entries are read from the store again.
 //!
@@ -71,6 +73,8 @@ mod answers;
 mod cache;
 /// The bound on one check's judging (`CheckBudget::run`).
 mod check_budget;
+/// Which subjects exist, kept from the change feed where other nodes write.
+mod known_subjects;
 /// What the registry keeps in memory and when it forgets it.
 mod memory;
 
@@ -127,6 +131,8 @@ pub struct Registry {
     parsed: IdCache<ParsedSchema>,
     /// Lookup and idempotent registration answers by request content ([`answers`]).
     answers: Answers,
+    /// Where other nodes write: the subjects that exist ([`known_subjects`]).
+    known_subjects: Arc<known_subjects::KnownSubjects>,
     removal_check: RwLock<Option<Arc<dyn RemovalCheck>>>,
     approval_source: RwLock<Option<Arc<dyn ApprovalSource>>>,
     samples: Option<Arc<dyn covenant_store::SampleStore>>,
@@ -151,6 +157,7 @@ impl Registry {
             by_id: IdCache::new(DEFAULT_CACHE_ENTRIES, cache::DEFAULT_RECORD_CACHE_BYTES),
             parsed: IdCache::new(DEFAULT_CACHE_ENTRIES, cache::DEFAULT_PARSED_CACHE_BYTES),
             answers: Answers::new(DEFAULT_CACHE_ENTRIES),
+            known_subjects: Arc::new(known_subjects::KnownSubjects::new()),
             removal_check: RwLock::new(None),
             approval_source: RwLock::new(None),
             samples: None,

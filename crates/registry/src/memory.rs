@@ -6,6 +6,7 @@ use crate::cache::{self, IdCache};
 use crate::{Registry, SchemaRequest};
 use covenant_schema::ParsedSchema;
 use covenant_store::SchemaRecord;
+use covenant_store::postgres::{Change, ChangeKind};
 use std::sync::Arc;
 
 /// What the id caches hold, for metrics and tests of their bound.
@@ -55,6 +56,36 @@ impl Registry {
         self.by_id.clear();
         self.parsed.clear();
         self.answers.clear();
+    }
+
+    /// Keeps what this node holds in memory true to `change`, committed by any node sharing
+    /// the store (this one included) and told by the store's change feed.
+    pub fn follow(&self, change: &Change) {
+        let subject = change.subject.as_deref();
+        match change.kind {
+            ChangeKind::Subject => {
+                // A delete may change answers of other subjects that refer to it.
+                self.invalidate(change.id);
+                self.answers.forget_answers();
+            }
+            // New ids are never cached negatively, but the subject's answers change.
+            ChangeKind::Schema => self.forget_answers(subject),
+            // Requests inherit config and mode: every answer goes, and the scope's rows.
+            ChangeKind::Config | ChangeKind::Mode => {
+                self.answers.scope_changed(subject.map(str::to_string));
+            }
+            ChangeKind::Resync => self.changes_missed(),
+        }
+        if let (ChangeKind::Subject | ChangeKind::Schema, Some(subject)) = (change.kind, subject) {
+            self.known_subjects.seen(subject);
+        }
+    }
+
+    /// The change feed may have missed changes (it reconnected, or its reader lagged): nothing
+    /// kept from other nodes' writes is trusted any more.
+    pub fn changes_missed(&self) {
+        self.forget_all();
+        self.known_subjects.start_over();
     }
 
     /// Drops what is cached for schema `id`, or everything with `None`: another node sharing

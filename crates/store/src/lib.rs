@@ -612,6 +612,13 @@ pub trait Store: Send + Sync {
         false
     }
 
+    /// Whether what other writers change reaches this process now, through a change feed
+    /// (PostgreSQL: while its listening connection holds). Only then may a cache of what they
+    /// write be trusted to be forgotten in time.
+    fn follows_changes(&self) -> bool {
+        false
+    }
+
     /// Checks that the backing storage answers (readiness); embedded stores always do.
     async fn ping(&self) -> StoreResult<()> {
         Ok(())

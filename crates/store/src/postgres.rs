@@ -530,6 +530,10 @@ crate::registry_sql::registry_store!(PostgresStore, {
         PostgresStore::ping(self).await
     }
 
+    fn follows_changes(&self) -> bool {
+        self.is_listening()
+    }
+
     /// Written with the registrations queued with it, in one transaction
     /// ([`crate::pg_group`]); alone when it cannot be grouped.
     async fn register_shared(

@@ -535,10 +535,63 @@ async fn a_permanent_delete_on_one_node_reaches_the_other_nodes_cache() {
     db.drop_db().await;
 }
 
+/// A subject another node just created is judged by its versions on this node at once,
+/// whether or not this node's change feed has told it yet: what a node assumes of a subject it
+/// knows as new is checked under the subject's lock when it commits (forced in
+/// `covenant-registry`'s `postgres_guesses`, where one node hears nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subject_created_on_one_node_is_judged_on_the_other_at_once() {
+    let Some(db) = fresh_db("a_subject_created_on_one_node").await else {
+        return;
+    };
+    let http = client();
+    let nodes = two_ready_nodes(&http, &db.url).await;
+    let (a, b) = (&nodes[0].base, &nodes[1].base);
+    let field = |name: &str, ty: &str| json!({"name": name, "type": ty});
+    let record = |fields: Vec<Value>| {
+        json!({"type": "record", "name": "Created", "fields": fields}).to_string()
+    };
+    // Node B reads which subjects exist after its first registration, in the background.
+    register(&http, b, "warm-up", &record(vec![field("id", "string")]))
+        .await
+        .expect("warm-up");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for round in 0..20 {
+        let subject = format!("created-{round}");
+        let first = record(vec![field("id", "string")]);
+        let id = register(&http, a, &subject, &first)
+            .await
+            .expect("created on node A");
+        // A new required field without a default breaks BACKWARD.
+        let breaking = record(vec![field("id", "string"), field("n", "int")]);
+        let refused = register(&http, b, &subject, &breaking).await;
+        assert!(
+            refused.as_ref().is_err_and(|e| e.starts_with("HTTP 409")),
+            "round {round}: node B answered {refused:?} for a change node A's version forbids"
+        );
+        let again = register(&http, b, &subject, &first).await;
+        assert_eq!(
+            again,
+            Ok(id),
+            "round {round}: the same schema again on node B"
+        );
+        let versions: Value = http
+            .get(format!("{b}/subjects/{subject}/versions"))
+            .send()
+            .await
+            .expect("GET versions")
+            .json()
+            .await
+            .expect("versions");
+        assert_eq!(versions, json!([1]), "round {round}: nothing was added");
+    }
+    drop(nodes);
+    db.drop_db().await;
+}
+
 /// A subject's compatibility set through one node judges the very next registration through
-/// the other, with no wait for the change feed: a registration's settings come from the
-/// database, both where it reads them first (with its alias) and where its commit checks
-/// them (in the write transaction).
+/// the other, with no wait for the change feed: whatever a registration read first, its commit
+/// checks the settings in the database, in the write transaction.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_set_on_one_node_judges_the_next_registration_on_the_other() {
     let Some(db) = fresh_db("a_config_set_on_one_node_judges_the_other").await else {

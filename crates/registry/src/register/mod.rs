@@ -5,8 +5,9 @@
 //!
 //! 2. [`parse`]: the subject name and the request's rule set are valid (`parse::validate`).
 //! 3. [`snapshot`]: the subject's effective config and mode, and its versions, read once
-//!    (`Registry::snapshot`); the verdict is about this snapshot and the commit is guarded by
-//!    it.
+//!    (`Registry::snapshot`; for a subject this node knows to be new, taken from memory, see
+//!    `crate::known_subjects`); the verdict is about this snapshot and the commit is guarded
+//!    by it.
 //! 4. [`parse`]: the request completed from the latest version and the config's data contracts
 //!    (`parse::complete`).
 //! 5. [`resolve`]: references resolved, the text parsed into the candidate with its stored

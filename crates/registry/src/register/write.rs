@@ -69,10 +69,13 @@ impl Registry {
                 .await
         };
         match written {
-            Ok(outcome) => Ok(Some(Written {
-                outcome,
-                before_commit,
-            })),
+            Ok(outcome) => {
+                self.known_subjects.seen(subject);
+                Ok(Some(Written {
+                    outcome,
+                    before_commit,
+                }))
+            }
             Err(StoreError::Rejected(_)) => Ok(None),
             Err(e) => Err(refusal(subject, e)),
         }

@@ -10,6 +10,7 @@
 
 mod cases;
 mod generate;
+mod postgres_guesses;
 
 use covenant_engine::{CheckOptions, Level, Limit, Limits, SchemaErrorKind};
 use covenant_policy::{PolicyContext, PolicySettings};
