@@ -401,7 +401,28 @@ pub(crate) fn ready<F: Future>(work: F) -> F::Output {
 
 #[cfg(test)]
 mod tests {
-    use super::{value_list, value_rows};
+    #[test]
+    fn lists_bind_a_column_each_in_one_text_whatever_their_length() {
+        assert_eq!(
+            unnest(&["TEXT", "BIGINT"], 2, "t", &["s", "v"]),
+            "unnest(CAST(?2 AS TEXT[]), CAST(?3 AS BIGINT[])) AS t(s, v)"
+        );
+        let rows = vec![
+            Value::from("a"),
+            Value::Int(1),
+            Value::from("b"),
+            Value::Int(2),
+        ];
+        assert_eq!(
+            columns_of(rows, 2),
+            [
+                Value::List(vec![Value::from("a"), Value::from("b")]),
+                Value::List(vec![Value::Int(1), Value::Int(2)]),
+            ]
+        );
+    }
+
+    use super::{Value, columns_of, unnest, value_list, value_rows};
 
     #[test]
     fn value_rows_number_each_cell_once_from_the_first() {

@@ -69,7 +69,6 @@ impl ToSql for Value<'_> {
                 | Type::UNKNOWN
                 | Type::BYTEA
                 | Type::INT8_ARRAY
-                | Type::INT4_ARRAY
                 | Type::BOOL_ARRAY
                 | Type::TEXT_ARRAY
         )
@@ -83,44 +82,37 @@ fn list_to_sql(items: &[Value<'_>], ty: &Type, out: &mut BytesMut) -> SqlResult 
     let Kind::Array(member) = ty.kind() else {
         return Err(format!("a list bound to {ty}, which is no array").into());
     };
-    fn each<'v, T>(items: &'v [Value<'_>], pick: impl Fn(&'v Value<'_>) -> Option<T>) -> Vec<T> {
-        items.iter().filter_map(pick).collect()
+    /// The items as `T`s (`pick`), nulls as `None`, bound as the array.
+    fn bind<'v, T: ToSql>(
+        items: &'v [Value<'_>],
+        ty: &Type,
+        out: &mut BytesMut,
+        pick: impl Fn(&'v Value<'_>) -> Option<T>,
+    ) -> SqlResult {
+        let list = items
+            .iter()
+            .map(|item| match item {
+                Value::Null => Ok(None),
+                item => pick(item)
+                    .map(Some)
+                    .ok_or_else(|| format!("{item:?} in a {ty}")),
+            })
+            .collect::<Result<Vec<Option<T>>, String>>()?;
+        list.to_sql(ty, out)
     }
-    let nulls_or = |count: usize| {
-        if count == items.len() {
-            Ok(())
-        } else {
-            Err(format!("a list of {member} holds other values"))
-        }
-    };
     match *member {
-        Type::INT8 => {
-            let v: Vec<Option<i64>> = each(items, |i| match i {
-                Value::Int(v) => Some(Some(*v)),
-                Value::Null => Some(None),
-                _ => None,
-            });
-            nulls_or(v.len())?;
-            v.to_sql(ty, out)
-        }
-        Type::BOOL => {
-            let v: Vec<Option<bool>> = each(items, |i| match i {
-                Value::Bool(v) => Some(Some(*v)),
-                Value::Null => Some(None),
-                _ => None,
-            });
-            nulls_or(v.len())?;
-            v.to_sql(ty, out)
-        }
-        Type::TEXT => {
-            let v: Vec<Option<&str>> = each(items, |i| match i {
-                Value::Text(v) => Some(Some(v.as_ref())),
-                Value::Null => Some(None),
-                _ => None,
-            });
-            nulls_or(v.len())?;
-            v.to_sql(ty, out)
-        }
+        Type::INT8 => bind(items, ty, out, |i| match i {
+            Value::Int(v) => Some(*v),
+            _ => None,
+        }),
+        Type::BOOL => bind(items, ty, out, |i| match i {
+            Value::Bool(v) => Some(*v),
+            _ => None,
+        }),
+        Type::TEXT => bind(items, ty, out, |i| match i {
+            Value::Text(v) => Some(v.as_ref()),
+            _ => None,
+        }),
         _ => Err(format!("lists of {member} are not bound").into()),
     }
 }
