@@ -306,6 +306,13 @@ impl Answers {
             .collect()
     }
 
+    /// Whether the rows of `scope` are known (loaded and not changed since).
+    pub(crate) fn knows(&self, scope: &Option<String>) -> bool {
+        self.inner
+            .lock()
+            .is_ok_and(|i| i.rows.as_ref().is_some_and(|r| !r.unknown.contains(scope)))
+    }
+
     /// Whether anything is kept at all (a capacity of 0 keeps nothing).
     pub(crate) fn keeps(&self) -> bool {
         self.capacity > 0
@@ -626,5 +633,6 @@ mod tests {
             "one of them changed"
         );
         assert!(answers.rows_of(&[None]).is_some(), "the others stay known");
+        assert!(answers.knows(&None) && !answers.knows(&Some("new".into())));
     }
 }

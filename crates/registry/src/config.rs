@@ -440,7 +440,9 @@ impl Registry {
         if !self.answers.rows_loaded() {
             return self.load_rows(&None).await.map(drop);
         }
-        for (key, row) in chain.rows() {
+        // Usually every row is known already: only a scope changed since is kept again.
+        let unknown = chain.rows().filter(|(key, _)| !self.answers.knows(key));
+        for (key, row) in unknown {
             self.answers.known_again(
                 rows_epoch,
                 key.clone(),

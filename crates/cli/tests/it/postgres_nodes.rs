@@ -84,6 +84,15 @@ fn avro_record(name: &str) -> String {
 }
 
 /// Registers `schema` under `subject` on `base`; the id when acknowledged.
+/// The text of an Avro record `name` with `fields` (name, type).
+fn record(name: &str, fields: &[(&str, &str)]) -> String {
+    let fields: Vec<Value> = fields
+        .iter()
+        .map(|(name, ty)| json!({"name": name, "type": ty}))
+        .collect();
+    json!({"type": "record", "name": name, "fields": fields}).to_string()
+}
+
 async fn register(
     http: &reqwest::Client,
     base: &str,
@@ -547,23 +556,19 @@ async fn a_subject_created_on_one_node_is_judged_on_the_other_at_once() {
     let http = client();
     let nodes = two_ready_nodes(&http, &db.url).await;
     let (a, b) = (&nodes[0].base, &nodes[1].base);
-    let field = |name: &str, ty: &str| json!({"name": name, "type": ty});
-    let record = |fields: Vec<Value>| {
-        json!({"type": "record", "name": "Created", "fields": fields}).to_string()
-    };
     // Node B reads which subjects exist after its first registration, in the background.
-    register(&http, b, "warm-up", &record(vec![field("id", "string")]))
+    register(&http, b, "warm-up", &record("Created", &[("id", "string")]))
         .await
         .expect("warm-up");
     tokio::time::sleep(Duration::from_millis(300)).await;
     for round in 0..20 {
         let subject = format!("created-{round}");
-        let first = record(vec![field("id", "string")]);
+        let first = record("Created", &[("id", "string")]);
         let id = register(&http, a, &subject, &first)
             .await
             .expect("created on node A");
         // A new required field without a default breaks BACKWARD.
-        let breaking = record(vec![field("id", "string"), field("n", "int")]);
+        let breaking = record("Created", &[("id", "string"), ("n", "int")]);
         let refused = register(&http, b, &subject, &breaking).await;
         assert!(
             refused.as_ref().is_err_and(|e| e.starts_with("HTTP 409")),
@@ -600,10 +605,6 @@ async fn a_config_set_on_one_node_judges_the_next_registration_on_the_other() {
     let http = client();
     let nodes = two_ready_nodes(&http, &db.url).await;
     let (a, b) = (&nodes[0].base, &nodes[1].base);
-    let field = |name: &str, ty: &str| json!({"name": name, "type": ty});
-    let record = |fields: Vec<Value>| {
-        json!({"type": "record", "name": "Judged", "fields": fields}).to_string()
-    };
     let set_level = |level: &'static str, subject: String| {
         let http = http.clone();
         async move {
@@ -622,24 +623,18 @@ async fn a_config_set_on_one_node_judges_the_next_registration_on_the_other() {
     };
     for round in 0..10 {
         let subject = format!("judged-{round}");
-        register(&http, a, &subject, &record(vec![field("id", "string")]))
+        register(&http, a, &subject, &record("Judged", &[("id", "string")]))
             .await
             .expect("first version");
         // A new required field without a default breaks BACKWARD.
-        let breaking = record(vec![
-            field("id", "string"),
-            field(&format!("f{round}"), "int"),
-        ]);
+        let added = format!("f{round}");
+        let breaking = record("Judged", &[("id", "string"), (&added, "int")]);
         set_level("NONE", subject.clone()).await;
         register(&http, a, &subject, &breaking)
             .await
             .unwrap_or_else(|e| panic!("round {round}: NONE set on node B, node A refused: {e}"));
         set_level("BACKWARD", subject.clone()).await;
-        let again = record(vec![
-            field("id", "string"),
-            field(&format!("f{round}"), "int"),
-            field("g", "int"),
-        ]);
+        let again = record("Judged", &[("id", "string"), (&added, "int"), ("g", "int")]);
         let refused = register(&http, a, &subject, &again).await;
         assert!(
             refused.as_ref().is_err_and(|e| e.starts_with("HTTP 409")),
