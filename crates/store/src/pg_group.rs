@@ -31,9 +31,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 /// Writers taking groups from the queue at once: each holds one pooled connection while it
-/// writes. Two, so that a group waiting on another node's lock does not stop every write; more
-/// only made the groups smaller (one writer 1,513/s, four 1,453/s on the HTTP benchmark).
+/// writes. Two, so that one group commits while the next takes its locks; more only made the
+/// groups smaller (one writer 1,513/s, four 1,453/s on the HTTP benchmark; with the queue
+/// handed over at the commit, three gave 2,141–3,739/s against two's 3,281–3,817/s).
 const WRITERS: usize = 2;
+
+/// Longest a writer keeps the queue from the other writer while its group has not reached its
+/// last round trip (see [`Writer::run`]).
+const TURN_AT_MOST: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Most registrations one group holds: each member's client waits for the whole group.
 pub(crate) const MAX_GROUP: usize = 64;
@@ -98,34 +103,58 @@ struct Writer {
 impl Writer {
     /// Takes every registration queued, up to [`MAX_GROUP`], and writes them; again and
     /// again until the queue closes.
+    ///
+    /// The queue is this writer's until its group reaches the round trip that commits: only
+    /// then may the other writer gather. So the other writer's group holds everything that
+    /// arrived while this one took its locks and wrote its schemas, and starts while this one
+    /// commits. When each writer gathered as soon as it was free, the groups alternated between
+    /// most of the registrations in flight and a single one, which cost PostgreSQL a group's
+    /// statements for one registration (four runs taking turns on the HTTP benchmark: 3,205,
+    /// 3,301, 3,409 and 3,570/s before, 3,473, 3,411, 3,592 and 3,815/s after, the processor
+    /// time of the whole machine per registration 10 % lower; benches/RESULTS.md).
     async fn run(self, taken: Arc<Mutex<mpsc::UnboundedReceiver<Queued>>>) {
         loop {
-            let mut group = Vec::new();
+            let mut queue = Arc::clone(&taken).lock_owned().await;
+            let Some(first) = queue.recv().await else {
+                return;
+            };
+            let mut group = vec![first];
+            while group.len() < MAX_GROUP
+                && let Ok(next) = queue.try_recv()
             {
-                let mut queue = taken.lock().await;
-                let Some(first) = queue.recv().await else {
-                    return;
-                };
-                group.push(first);
-                while group.len() < MAX_GROUP
-                    && let Ok(next) = queue.try_recv()
-                {
-                    group.push(next);
-                }
+                group.push(next);
             }
-            for part in distinct_subjects(group) {
-                self.write(part).await;
+            let turn = std::sync::Mutex::new(Some(queue));
+            let pass_turn = || drop(turn.lock().map(|mut t| t.take()));
+            let mut parts = distinct_subjects(group);
+            let last = parts.pop();
+            for part in parts {
+                self.write(part, || ()).await;
+            }
+            if let Some(part) = last {
+                let mut write = std::pin::pin!(self.write(part, pass_turn));
+                tokio::select! {
+                    biased;
+                    () = &mut write => {}
+                    // A group waiting on a lock that another node holds keeps this node's
+                    // other writer waiting no longer than this.
+                    () = tokio::time::sleep(TURN_AT_MOST) => {
+                        pass_turn();
+                        write.await;
+                    }
+                }
             }
         }
     }
 
-    /// Writes one group of distinct subjects and answers each member.
-    async fn write(&self, part: Vec<Queued>) {
+    /// Writes one group of distinct subjects and answers each member; `last_round` as in
+    /// [`ops::register_group`].
+    async fn write(&self, part: Vec<Queued>, last_round: impl FnOnce()) {
         let (members, answers): (Vec<Member>, Vec<_>) =
             part.into_iter().map(|q| (q.member, q.answer)).unzip();
         // A group of one too: its steps take 3 round trips, BEGIN and COMMIT included, where
         // `ops::register_member` takes 12.
-        let results = self.group(&members).await;
+        let results = self.group(&members, last_round).await;
         for (answer, result) in answers.into_iter().zip(results) {
             // A client that left still had its registration written (or not) whole.
             let _ = answer.send(result);
@@ -133,7 +162,11 @@ impl Writer {
     }
 
     /// Writes `members` in one transaction, or one at a time when that fails.
-    async fn group(&self, members: &[Member]) -> Vec<StoreResult<Registered>> {
+    async fn group(
+        &self,
+        members: &[Member],
+        last_round: impl FnOnce(),
+    ) -> Vec<StoreResult<Registered>> {
         let client = match self.client().await {
             Ok(client) => client,
             // No connection to be had: one at a time, each would wait as long again.
@@ -143,7 +176,7 @@ impl Writer {
             }
         };
         let written = pipelined(client, async |tx| {
-            Ok::<_, StoreError>(ops::register_group(tx, members).await?)
+            Ok::<_, StoreError>(ops::register_group(tx, members, last_round).await?)
         })
         .await;
         match written {

@@ -1197,9 +1197,14 @@ impl Member {
 /// schema already registered, gets its answer and writes nothing; the others are written, each
 /// content once (the first member with it creates the schema). A database error fails the
 /// whole group: the caller rolls it back and writes the members one by one.
+///
+/// `last_round` is called once the group's reads and schema rows are done, just before the
+/// round trip that writes the versions and commits (or is dropped uncalled when the group
+/// fails first): the group writer hands its queue to the next writer there.
 pub(crate) async fn register_group<T: RegistryTx>(
     tx: &T,
     members: &[Member],
+    last_round: impl FnOnce(),
 ) -> DbResult<Vec<StoreResult<Registered>>> {
     if !T::SEQUENCE {
         return Err(DbError(
@@ -1245,6 +1250,7 @@ pub(crate) async fn register_group<T: RegistryTx>(
         });
     }
     let ids = group_content_ids(tx, &writes, found).await?;
+    last_round();
     let mut written = write_group(tx, &writes, &ids).await?.into_iter();
     Ok(answers
         .into_iter()

@@ -189,6 +189,56 @@ async fn registrations_at_once_are_written_in_groups_each_whole() {
     drop(store);
     db.drop_db().await;
 }
+/// A group that waits on a lock another node holds keeps the queue from the node's other
+/// writer only for a while: a registration of another subject is written meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_waiting_on_another_nodes_lock_does_not_stop_other_writes() {
+    let Some(db) = fresh_db("held").await else {
+        return;
+    };
+    let store = Arc::new(store_for(&db).await);
+    let (holder, conn) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(conn);
+    // The subject lock of a registration: its space (`LOCK_SUBJECT`, 0x436f_0002) and the
+    // subject's hash.
+    holder
+        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(1131347970, hashtext('held'))")
+        .await
+        .expect("hold the subject's lock");
+    let allow: covenant_store::SharedGuard = Arc::new(conformance::allow);
+    let register = |subject: &'static str| {
+        let (store, guard) = (Arc::clone(&store), Arc::clone(&allow));
+        tokio::spawn(async move {
+            let candidate = avro(&format!("{{\"type\":\"{subject}-type\"}}"));
+            store
+                .register_shared(subject, &candidate, Placement::default(), guard, None)
+                .await
+        })
+    };
+    let held = register("held");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let free = tokio::time::timeout(Duration::from_secs(5), register("free"))
+        .await
+        .expect("a registration of another subject waited for the held lock")
+        .expect("task");
+    assert_eq!(free.map(|r| r.version).ok(), Some(1));
+    if held.is_finished() {
+        panic!(
+            "the held subject was written under another's lock: {:?}",
+            held.await
+        );
+    }
+    holder.batch_execute("COMMIT").await.expect("release");
+    let held = held.await.expect("task");
+    assert_eq!(held.map(|r| r.version).ok(), Some(1));
+    drop(holder);
+    let _ = driver.await;
+    drop(store);
+    db.drop_db().await;
+}
+
 conformance_test!(
     conformance_schema_type_counts,
     conformance::schema_type_counts_count_each_schema_once
