@@ -109,9 +109,9 @@ impl Writer {
     /// arrived while this one took its locks and wrote its schemas, and starts while this one
     /// commits. When each writer gathered as soon as it was free, the groups alternated between
     /// most of the registrations in flight and a single one, which cost PostgreSQL a group's
-    /// statements for one registration (four runs taking turns on the HTTP benchmark: 3,205,
-    /// 3,301, 3,409 and 3,570/s before, 3,473, 3,411, 3,592 and 3,815/s after, the processor
-    /// time of the whole machine per registration 10 % lower; benches/RESULTS.md).
+    /// statements for one registration (builds in turns on the HTTP benchmark: 3,436/s on
+    /// average before, 3,914/s after, the processor time of the whole machine per registration
+    /// 11 % lower; benches/RESULTS.md).
     async fn run(self, taken: Arc<Mutex<mpsc::UnboundedReceiver<Queued>>>) {
         loop {
             let mut queue = Arc::clone(&taken).lock_owned().await;
@@ -128,20 +128,22 @@ impl Writer {
             let pass_turn = || drop(turn.lock().map(|mut t| t.take()));
             let mut parts = distinct_subjects(group);
             let last = parts.pop();
-            for part in parts {
-                self.write(part, || ()).await;
-            }
-            if let Some(part) = last {
-                let mut write = std::pin::pin!(self.write(part, pass_turn));
-                tokio::select! {
-                    biased;
-                    () = &mut write => {}
-                    // A group waiting on a lock that another node holds keeps this node's
-                    // other writer waiting no longer than this.
-                    () = tokio::time::sleep(TURN_AT_MOST) => {
-                        pass_turn();
-                        write.await;
-                    }
+            let mut writes = std::pin::pin!(async {
+                for part in parts {
+                    self.write(part, || ()).await;
+                }
+                if let Some(part) = last {
+                    self.write(part, pass_turn).await;
+                }
+            });
+            tokio::select! {
+                biased;
+                () = &mut writes => {}
+                // A group waiting on a lock that another node holds keeps this node's other
+                // writer waiting no longer than this.
+                () = tokio::time::sleep(TURN_AT_MOST) => {
+                    pass_turn();
+                    writes.await;
                 }
             }
         }
