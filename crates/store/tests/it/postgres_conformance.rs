@@ -201,10 +201,9 @@ async fn a_group_waiting_on_another_nodes_lock_does_not_stop_other_writes() {
         .await
         .expect("connect");
     let driver = tokio::spawn(conn);
-    // The subject lock of a registration: its space (`LOCK_SUBJECT`, 0x436f_0002) and the
-    // subject's hash.
+    // The subject lock of a registration: its space (`LOCK_SUBJECT`) and the subject's hash.
     holder
-        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(1131347970, hashtext('held'))")
+        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(x'436f0002'::int, hashtext('held'))")
         .await
         .expect("hold the subject's lock");
     let allow: covenant_store::SharedGuard = Arc::new(conformance::allow);
