@@ -189,6 +189,7 @@ async fn registrations_at_once_are_written_in_groups_each_whole() {
     drop(store);
     db.drop_db().await;
 }
+
 /// A group that waits on a lock another node holds keeps the queue from the node's other
 /// writer only for a while: a registration of another subject is written meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
